@@ -1,0 +1,142 @@
+use serde::{Deserialize, Serialize};
+
+use crate::TokenTotals;
+
+/// One line of the event stream (`herald run --json`). Every event names the
+/// session and agent it belongs to and when it happened.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    #[serde(flatten)]
+    pub kind: EventKind,
+    pub session_id: String,
+    /// `root` for the top-level agent.
+    pub agent_id: String,
+    /// RFC 3339 timestamp with milliseconds.
+    pub ts: String,
+}
+
+impl Event {
+    /// Stamps `kind` with its session, agent and the current time.
+    pub fn new(session_id: &str, agent_id: &str, kind: EventKind) -> Self {
+        Self {
+            kind,
+            session_id: session_id.to_owned(),
+            agent_id: agent_id.to_owned(),
+            ts: now_rfc3339(),
+        }
+    }
+}
+
+/// Outcome of one tool call as reported in `tool.completed`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ToolStatus {
+    Ok,
+    Error,
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunStatus {
+    Completed,
+    Failed,
+    Interrupted,
+}
+
+/// The event payloads of SPEC §13.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type")]
+pub enum EventKind {
+    #[serde(rename = "session.started")]
+    SessionStarted {
+        model: String,
+        provider: String,
+        cwd: String,
+        resumed: bool,
+    },
+    #[serde(rename = "assistant.delta")]
+    AssistantDelta { text: String },
+    #[serde(rename = "assistant.message")]
+    AssistantMessage {
+        text: String,
+        tool_calls: Vec<crate::ToolCall>,
+    },
+    #[serde(rename = "tool.started")]
+    ToolStarted {
+        call_id: String,
+        name: String,
+        arguments: String,
+    },
+    #[serde(rename = "tool.completed")]
+    ToolCompleted {
+        call_id: String,
+        name: String,
+        status: ToolStatus,
+        output_bytes: u64,
+        duration_ms: u64,
+    },
+    #[serde(rename = "usage")]
+    Usage {
+        input_tokens: u64,
+        output_tokens: u64,
+        cached_tokens: u64,
+        cost_usd: f64,
+    },
+    #[serde(rename = "retry")]
+    Retry {
+        attempt: u32,
+        delay_ms: u64,
+        reason: String,
+    },
+    #[serde(rename = "compaction")]
+    Compaction {
+        tokens_before: u64,
+        tokens_after: u64,
+    },
+    #[serde(rename = "run.completed")]
+    RunCompleted {
+        status: RunStatus,
+        final_response: String,
+        iterations: u32,
+        usage: TokenTotals,
+        cost_usd: f64,
+        duration_ms: u64,
+    },
+    #[serde(rename = "error")]
+    Error { message: String, fatal: bool },
+}
+
+/// The current UTC time as RFC 3339 with millisecond precision.
+pub fn now_rfc3339() -> String {
+    let now = time::OffsetDateTime::now_utc();
+    let format = time::macros::format_description!(
+        "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z"
+    );
+    now.format(&format).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_serialise_with_type_tag_and_ids() {
+        let event = Event::new(
+            "s1",
+            "root",
+            EventKind::ToolStarted {
+                call_id: "c1".into(),
+                name: "read_file".into(),
+                arguments: "{}".into(),
+            },
+        );
+        let json = serde_json::to_value(&event).unwrap_or_default();
+        assert_eq!(json["type"], "tool.started");
+        assert_eq!(json["session_id"], "s1");
+        assert_eq!(json["agent_id"], "root");
+        assert!(json["ts"].as_str().is_some_and(|t| t.ends_with('Z')));
+        let back: Event = serde_json::from_value(json).unwrap_or_else(|_| event.clone());
+        assert_eq!(back.kind, event.kind);
+    }
+}

@@ -1,0 +1,16 @@
+//! Tools the agent can call: one trait for all of them, a registry grouped in
+//! toolsets, argument validation that turns bad calls into actionable errors,
+//! output limits, and the built-in tools of SPEC §7.
+
+pub mod builtin;
+mod context;
+mod registry;
+mod tool;
+mod truncate;
+mod validate;
+
+pub use context::{AgentState, ToolContext};
+pub use registry::{ToolRegistry, UnknownToolset};
+pub use tool::{Tool, ToolError, ToolResult, TypedTool, typed};
+pub use truncate::truncate_head_tail;
+pub use validate::validate_args;

@@ -1,0 +1,173 @@
+use std::future::Future;
+use std::sync::Arc;
+
+use futures_util::future::BoxFuture;
+use herald_protocol::ToolSpec;
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+
+use crate::ToolContext;
+
+/// What a tool call produced. Failures are results too: the model reads
+/// `content` either way and `is_error` tells it (and the event stream) which.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolResult {
+    pub content: String,
+    pub is_error: bool,
+}
+
+impl ToolResult {
+    /// A successful result.
+    pub fn ok(content: impl Into<String>) -> Self {
+        Self {
+            content: content.into(),
+            is_error: false,
+        }
+    }
+
+    /// A failed call; the message should say what to do differently.
+    pub fn error(content: impl Into<String>) -> Self {
+        Self {
+            content: content.into(),
+            is_error: true,
+        }
+    }
+}
+
+/// An error a tool returns to the model. The message is the whole result, so
+/// it should name the problem and the fix.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct ToolError(pub String);
+
+impl ToolError {
+    /// Builds an error from anything printable.
+    pub fn new(message: impl Into<String>) -> Self {
+        Self(message.into())
+    }
+}
+
+impl From<std::io::Error> for ToolError {
+    fn from(err: std::io::Error) -> Self {
+        Self(err.to_string())
+    }
+}
+
+/// The object-safe interface the registry and the agent loop use.
+pub trait Tool: Send + Sync + 'static {
+    /// Name, description and argument schema sent to the model.
+    fn spec(&self) -> &ToolSpec;
+    /// The toolset this tool belongs to (`terminal`, `file`, ...).
+    fn toolset(&self) -> &'static str;
+    /// Read-only tools of one reply may run concurrently.
+    fn read_only(&self) -> bool;
+    /// Runs the call with already-validated JSON arguments.
+    fn call<'a>(
+        &'a self,
+        args: serde_json::Value,
+        ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, ToolResult>;
+}
+
+/// The convenient way to write a tool: typed arguments whose JSON schema is
+/// derived with schemars, and a handler returning `Result`.
+pub trait TypedTool: Send + Sync + 'static {
+    /// Arguments; doc comments on fields become the schema's descriptions.
+    type Args: DeserializeOwned + JsonSchema + Send;
+    const NAME: &'static str;
+    const TOOLSET: &'static str;
+    const DESCRIPTION: &'static str;
+    const READ_ONLY: bool;
+
+    /// Performs the call. `Err` becomes an error result for the model.
+    fn run(
+        &self,
+        args: Self::Args,
+        ctx: &ToolContext,
+    ) -> impl Future<Output = Result<String, ToolError>> + Send;
+}
+
+struct Typed<T: TypedTool> {
+    inner: T,
+    spec: ToolSpec,
+}
+
+/// Wraps a [`TypedTool`] into a registry entry, generating its schema once.
+pub fn typed<T: TypedTool>(inner: T) -> Arc<dyn Tool> {
+    let spec = ToolSpec {
+        name: T::NAME.to_owned(),
+        description: T::DESCRIPTION.to_owned(),
+        parameters: schema_for::<T::Args>(),
+    };
+    Arc::new(Typed { inner, spec })
+}
+
+/// A compact, self-contained JSON schema for tool arguments: subschemas
+/// inlined, no `$schema`/`title` noise (every byte is paid for on each turn).
+fn schema_for<A: JsonSchema>() -> serde_json::Value {
+    let generator = schemars::generate::SchemaSettings::draft2020_12()
+        .with(|s| {
+            s.inline_subschemas = true;
+            s.meta_schema = None;
+        })
+        .into_generator();
+    let mut value = generator.into_root_schema_for::<A>().to_value();
+    strip_noise(&mut value);
+    if let Some(obj) = value.as_object_mut() {
+        obj.entry("properties")
+            .or_insert_with(|| serde_json::Value::Object(Default::default()));
+    }
+    value
+}
+
+fn strip_noise(value: &mut serde_json::Value) {
+    match value {
+        serde_json::Value::Object(map) => {
+            map.remove("title");
+            map.remove("$schema");
+            map.remove("format");
+            for v in map.values_mut() {
+                strip_noise(v);
+            }
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(strip_noise),
+        _ => {}
+    }
+}
+
+impl<T: TypedTool> Tool for Typed<T> {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    fn toolset(&self) -> &'static str {
+        T::TOOLSET
+    }
+
+    fn read_only(&self) -> bool {
+        T::READ_ONLY
+    }
+
+    fn call<'a>(
+        &'a self,
+        args: serde_json::Value,
+        ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, ToolResult> {
+        Box::pin(async move {
+            let parsed: T::Args = match serde_json::from_value(args) {
+                Ok(parsed) => parsed,
+                Err(err) => {
+                    return ToolResult::error(format!(
+                        "invalid arguments for {}: {err}. {}",
+                        T::NAME,
+                        crate::validate::describe_parameters(&self.spec.parameters)
+                    ));
+                }
+            };
+            match self.inner.run(parsed, ctx).await {
+                Ok(content) => ToolResult::ok(content),
+                Err(err) => ToolResult::error(err.0),
+            }
+        })
+    }
+}
