@@ -1,1 +1,216 @@
-fn main() {}
+//! Measures herald against the performance targets of SPEC §15, driving the
+//! real release binary against the scripted server over loopback HTTP.
+//!
+//! Run with `cargo run --release -p herald-bench` (it builds the `herald`
+//! binary first). Prints a Markdown table for docs/BENCHMARKS.md.
+
+mod child;
+mod stats;
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use herald_testkit::{Reply, Script, ScriptedServer};
+use serde_json::json;
+
+use child::run_measured;
+use stats::{median, percentile};
+
+/// Locates (building if needed) the release `herald` binary next to this one.
+fn herald_binary() -> Result<PathBuf> {
+    let exe = std::env::current_exe().context("cannot locate the benchmark executable")?;
+    let dir = exe
+        .parent()
+        .context("benchmark executable has no directory")?;
+    if let Ok(cargo) = std::env::var("CARGO") {
+        let status = std::process::Command::new(cargo)
+            .args(["build", "--release", "--quiet", "-p", "herald-cli"])
+            .status()
+            .context("cannot run cargo to build herald")?;
+        if !status.success() {
+            bail!("building herald failed");
+        }
+    }
+    let bin = dir.join("herald");
+    if !bin.exists() {
+        bail!(
+            "{} not found: run `cargo build --release -p herald-cli` first",
+            bin.display()
+        );
+    }
+    Ok(bin)
+}
+
+/// One scripted long run: `turns` tool calls (a small read_file), then an answer.
+struct TurnRun {
+    requests: usize,
+    cpu: Duration,
+    max_rss_kb: u64,
+    first_request: Duration,
+    /// Per turn: time from the end of a reply to the next request, with the
+    /// number of messages that request carried.
+    gaps: Vec<(usize, Duration)>,
+    prefix: (usize, usize),
+    prompt_bytes: usize,
+    wall: Duration,
+}
+
+async fn turn_run(herald: &Path, turns: usize, anthropic: bool) -> Result<TurnRun> {
+    let script = Script::new().responder(move |view| {
+        if view.turn >= turns {
+            Reply::text("all done")
+        } else {
+            Reply::tool("read_file", json!({"path": "small.txt", "limit": 3}))
+        }
+    });
+    let server = ScriptedServer::start(script).await?;
+    let home = tempfile::tempdir()?;
+    let work = tempfile::tempdir()?;
+    std::fs::write(work.path().join("small.txt"), "one\ntwo\nthree\n")?;
+    let mut cmd = std::process::Command::new(herald);
+    cmd.env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HERALD_HOME", home.path())
+        .arg("--cwd")
+        .arg(work.path())
+        .args(["run", "--json", "bench: read the file repeatedly"]);
+    if anthropic {
+        cmd.env("HERALD_PROVIDER", "anthropic")
+            .env("ANTHROPIC_BASE_URL", server.anthropic_base_url())
+            .env("ANTHROPIC_API_KEY", "bench");
+    } else {
+        cmd.env("OPENAI_BASE_URL", server.openai_base_url())
+            .env("OPENAI_API_KEY", "bench");
+    }
+    let spawned_at = Instant::now();
+    let measured = run_measured(cmd).await?;
+    if !measured.success {
+        bail!("herald run failed during the benchmark");
+    }
+    let requests = server.requests();
+    let first_request = requests
+        .first()
+        .map(|r| r.received_at.duration_since(spawned_at))
+        .unwrap_or_default();
+    let mut gaps = Vec::new();
+    for pair in requests.windows(2) {
+        if let Some(done) = pair[0].responded_at {
+            let messages = pair[1].body["messages"].as_array().map_or(0, Vec::len);
+            gaps.push((
+                messages,
+                pair[1].received_at.saturating_duration_since(done),
+            ));
+        }
+    }
+    let first = requests.first().context("no request recorded")?;
+    let prompt_bytes = if anthropic {
+        first.body["system"][0]["text"].as_str().map_or(0, str::len)
+            + first.body["tools"].to_string().len()
+    } else {
+        first.body["messages"][0]["content"]
+            .as_str()
+            .map_or(0, str::len)
+            + first.body["tools"].to_string().len()
+    };
+    server.assert_invariants();
+    Ok(TurnRun {
+        requests: requests.len(),
+        cpu: measured.cpu,
+        max_rss_kb: measured.max_rss_kb,
+        first_request,
+        gaps,
+        prefix: server.prefix_stability(),
+        prompt_bytes,
+        wall: measured.wall,
+    })
+}
+
+fn version_times(herald: &Path, runs: usize) -> Result<Vec<Duration>> {
+    let mut times = Vec::with_capacity(runs);
+    for _ in 0..runs {
+        let t0 = Instant::now();
+        let out = std::process::Command::new(herald)
+            .arg("--version")
+            .output()?;
+        times.push(t0.elapsed());
+        if !out.status.success() {
+            bail!("herald --version failed");
+        }
+    }
+    Ok(times)
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+fn main() -> Result<()> {
+    let herald = herald_binary()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let openai60 = runtime.block_on(turn_run(&herald, 60, false))?;
+    let anthropic60 = runtime.block_on(turn_run(&herald, 60, true))?;
+    let long = runtime.block_on(turn_run(&herald, 120, false))?;
+    let version = version_times(&herald, 50)?;
+
+    let at_200: Vec<Duration> = long
+        .gaps
+        .iter()
+        .filter(|(messages, _)| *messages >= 200)
+        .map(|(_, gap)| *gap)
+        .collect();
+    let all_gaps: Vec<Duration> = openai60.gaps.iter().map(|(_, g)| *g).collect();
+
+    println!("| measure | target | result |");
+    println!("|---|---|---|");
+    println!(
+        "| `herald --version` wall time (p50 / p95 of 50) | < 10 ms | {:.2} ms / {:.2} ms |",
+        ms(median(&version)),
+        ms(percentile(&version, 0.95))
+    );
+    for (name, run) in [("OpenAI", &openai60), ("Anthropic", &anthropic60)] {
+        println!(
+            "| harness CPU per turn, 60-turn run, {name} wire (process CPU / {} requests) | < 1 ms | {:.3} ms |",
+            run.requests,
+            ms(run.cpu) / run.requests as f64
+        );
+        println!(
+            "| peak RSS of a 60-turn run, {name} wire | < 20 MB | {:.1} MB |",
+            run.max_rss_kb as f64 / 1024.0
+        );
+        println!(
+            "| first model request after process start, {name} wire | < 20 ms | {:.2} ms |",
+            ms(run.first_request)
+        );
+        println!(
+            "| prefix stability, {name} wire | 100% | {}/{} ({:.1}%) |",
+            run.prefix.0,
+            run.prefix.1,
+            100.0 * run.prefix.0 as f64 / run.prefix.1.max(1) as f64
+        );
+    }
+    println!(
+        "| harness time per turn, 60-turn run (p50 / p95) | — | {:.3} ms / {:.3} ms |",
+        ms(median(&all_gaps)),
+        ms(percentile(&all_gaps, 0.95))
+    );
+    println!(
+        "| harness time per turn at ≥200 messages (p50 / p95 of {} turns) | < 2 ms p50 | {:.3} ms / {:.3} ms |",
+        at_200.len(),
+        ms(median(&at_200)),
+        ms(percentile(&at_200, 0.95))
+    );
+    println!(
+        "| default system prompt + tool schemas (OpenAI encoding) | < 4,000 tokens | {} bytes ≈ {} tokens |",
+        openai60.prompt_bytes,
+        openai60.prompt_bytes / 4
+    );
+    println!(
+        "| 60-turn run wall time (zero latency), OpenAI / Anthropic | — | {:.0} ms / {:.0} ms |",
+        ms(openai60.wall),
+        ms(anthropic60.wall)
+    );
+    Ok(())
+}

@@ -1,1 +1,78 @@
-fn main() {}
+//! The `herald` binary: parses the command line, then hands off to a thin
+//! front end (one-shot run, interactive loop, or a management command).
+
+mod args;
+mod config_cmd;
+mod render;
+mod repl;
+mod run;
+mod setup;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use args::{Cli, Command, ConfigAction};
+
+/// Exit statuses of SPEC §2.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Exit {
+    Completed = 0,
+    Failed = 1,
+    Usage = 2,
+    Interrupted = 130,
+}
+
+/// A failure with the exit status it maps to.
+#[derive(Debug)]
+pub(crate) struct CliError {
+    pub exit: Exit,
+    pub error: anyhow::Error,
+}
+
+impl CliError {
+    pub(crate) fn usage(error: impl Into<anyhow::Error>) -> Self {
+        Self {
+            exit: Exit::Usage,
+            error: error.into(),
+        }
+    }
+
+    pub(crate) fn failed(error: impl Into<anyhow::Error>) -> Self {
+        Self {
+            exit: Exit::Failed,
+            error: error.into(),
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime.block_on(dispatch(cli)),
+        Err(err) => Err(CliError::failed(anyhow::anyhow!(
+            "cannot start the async runtime: {err}"
+        ))),
+    };
+    match result {
+        Ok(exit) => ExitCode::from(exit as u8),
+        Err(err) => {
+            eprintln!("herald: error: {:#}", err.error);
+            ExitCode::from(err.exit as u8)
+        }
+    }
+}
+
+async fn dispatch(cli: Cli) -> Result<Exit, CliError> {
+    match cli.command {
+        None => repl::interactive(&cli.common).await,
+        Some(Command::Run(run_args)) => run::run(&cli.common, run_args).await,
+        Some(Command::Config { action }) => match action {
+            ConfigAction::Path => config_cmd::path(&cli.common),
+            ConfigAction::Show => config_cmd::show(&cli.common),
+        },
+    }
+}

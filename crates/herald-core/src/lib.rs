@@ -1,1 +1,36 @@
-//! Core.
+//! The herald agent: configuration, prompt assembly and the turn loop that
+//! sends requests, runs tools and keeps the conversation valid and
+//! cache-stable.
+
+mod agent;
+pub mod config;
+mod events;
+mod prompt;
+mod tool_runner;
+
+pub use agent::{Agent, AgentSetup, ExitReason, TurnOutcome};
+pub use config::{Config, ConfigError, Overrides, Settings};
+pub use events::EventSink;
+pub use herald_llm::{LlmClient, ProviderKind};
+pub use prompt::build_system_prompt;
+
+/// Builds the tool registry an agent gets from settings: every built-in tool,
+/// narrowed to `--toolsets` when given.
+pub fn build_registry(settings: &Settings) -> Result<herald_tools::ToolRegistry, ConfigError> {
+    let mut registry = herald_tools::builtin::default_registry(settings.output_limit_chars);
+    if let Some(toolsets) = &settings.toolsets {
+        registry
+            .retain_toolsets(toolsets)
+            .map_err(|err| ConfigError::Invalid(format!("--toolsets: {err}")))?;
+    }
+    Ok(registry)
+}
+
+/// A new, unique session id (`ses_<unix-ms>_<random>`).
+pub fn new_session_id() -> String {
+    let ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis())
+        .unwrap_or_default();
+    format!("ses_{ms:x}_{:06x}", fastrand::u32(..0x100_0000))
+}

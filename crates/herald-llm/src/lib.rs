@@ -1,1 +1,18 @@
-//! LLM clients.
+//! Streaming clients for the two wire APIs herald speaks: OpenAI-compatible
+//! Chat Completions and the Anthropic Messages API. Both turn a provider-neutral
+//! [`ChatRequest`] into an [`AssistantReply`], retrying transient failures.
+
+mod anthropic;
+mod client;
+mod error;
+mod openai;
+mod pricing;
+mod retry;
+mod sse;
+mod types;
+
+pub use client::{ClientConfig, LlmClient, ProviderKind};
+pub use error::{ErrorKind, LlmError};
+pub use pricing::cost_usd;
+pub use retry::RetryPolicy;
+pub use types::{AssistantReply, ChatRequest, EncodedTools, StreamUpdate};

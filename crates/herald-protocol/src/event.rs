@@ -97,6 +97,8 @@ pub enum EventKind {
     #[serde(rename = "run.completed")]
     RunCompleted {
         status: RunStatus,
+        /// `completed | max_iterations | interrupted | error`.
+        exit_reason: String,
         final_response: String,
         iterations: u32,
         usage: TokenTotals,

@@ -1,0 +1,139 @@
+//! Renders the event stream: JSON lines on stdout for `--json`, or short
+//! progress lines on stderr for people. Writing happens on its own thread so a
+//! slow reader never stalls the agent.
+
+use std::io::{IsTerminal, Write};
+use std::sync::mpsc;
+use std::thread::JoinHandle;
+
+use herald_protocol::{Event, EventKind, ToolStatus};
+
+/// How events are shown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Mode {
+    /// One JSON object per line on stdout.
+    Json,
+    /// Tool progress on stderr when it is a terminal; nothing otherwise.
+    Human { stream_text: bool },
+}
+
+/// A running renderer; dropping the senders and calling `finish` flushes it.
+pub(crate) struct Renderer {
+    sender: mpsc::Sender<Event>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Renderer {
+    /// Starts the writer thread.
+    pub(crate) fn start(mode: Mode) -> Self {
+        let (sender, receiver) = mpsc::channel::<Event>();
+        let thread = std::thread::spawn(move || match mode {
+            Mode::Json => write_json(receiver),
+            Mode::Human { stream_text } => write_human(receiver, stream_text),
+        });
+        Self {
+            sender,
+            thread: Some(thread),
+        }
+    }
+
+    /// A callback for `EventSink::new`.
+    pub(crate) fn callback(&self) -> impl Fn(Event) + Send + Sync + 'static {
+        let sender = std::sync::Mutex::new(self.sender.clone());
+        move |event| {
+            if let Ok(sender) = sender.lock() {
+                let _ = sender.send(event);
+            }
+        }
+    }
+
+    /// Waits until every event sent so far is written. Callers must have
+    /// dropped every sink holding a callback first.
+    pub(crate) fn finish(mut self) {
+        let Self { sender, thread } = &mut self;
+        drop(std::mem::replace(sender, mpsc::channel().0));
+        if let Some(thread) = thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+fn write_json(receiver: mpsc::Receiver<Event>) {
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    let mut line = Vec::with_capacity(1024);
+    let mut write = |event: &Event, out: &mut std::io::BufWriter<std::io::StdoutLock<'_>>| {
+        line.clear();
+        if serde_json::to_writer(&mut line, event).is_ok() {
+            line.push(b'\n');
+            out.write_all(&line).is_ok()
+        } else {
+            true
+        }
+    };
+    while let Ok(event) = receiver.recv() {
+        if !write(&event, &mut out) {
+            return;
+        }
+        // Write whatever else is queued, then flush so readers see it now.
+        while let Ok(event) = receiver.try_recv() {
+            if !write(&event, &mut out) {
+                return;
+            }
+        }
+        if out.flush().is_err() {
+            return;
+        }
+    }
+}
+
+fn write_human(receiver: mpsc::Receiver<Event>, stream_text: bool) {
+    let interactive = std::io::stderr().is_terminal();
+    while let Ok(event) = receiver.recv() {
+        let mut err = std::io::stderr().lock();
+        let _ = match &event.kind {
+            EventKind::AssistantDelta { text } if stream_text => {
+                let mut out = std::io::stdout().lock();
+                let _ = out.write_all(text.as_bytes());
+                out.flush()
+            }
+            EventKind::ToolStarted {
+                name, arguments, ..
+            } if interactive => writeln!(err, "  \u{2192} {name} {}", preview(arguments, 100)),
+            EventKind::ToolCompleted {
+                name,
+                status: ToolStatus::Error,
+                duration_ms,
+                ..
+            } if interactive => writeln!(err, "  \u{2717} {name} failed ({duration_ms} ms)"),
+            EventKind::Retry {
+                attempt,
+                delay_ms,
+                reason,
+            } => writeln!(
+                err,
+                "  retry {attempt} in {:.1} s: {reason}",
+                *delay_ms as f64 / 1000.0
+            ),
+            EventKind::Error {
+                message,
+                fatal: false,
+            } => writeln!(err, "  warning: {message}"),
+            _ => Ok(()),
+        };
+    }
+}
+
+fn preview(text: &str, max: usize) -> String {
+    let flat: String = text
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    if flat.chars().count() <= max {
+        flat
+    } else {
+        let mut cut: String = flat.chars().take(max).collect();
+        cut.push('\u{2026}');
+        cut
+    }
+}

@@ -1,0 +1,88 @@
+//! `herald` with no arguments: a line-based interactive loop over one session.
+
+use herald_core::{EventSink, ExitReason, new_session_id};
+use herald_protocol::EventKind;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio_util::sync::CancellationToken;
+
+use crate::args::CommonArgs;
+use crate::render::{Mode, Renderer};
+use crate::{CliError, Exit, setup};
+
+const HELP: &str = "Type a request and press Enter. Commands: /help, /exit (or Ctrl-D). Ctrl-C interrupts a running turn.";
+
+pub(crate) async fn interactive(common: &CommonArgs) -> Result<Exit, CliError> {
+    let settings = setup::settings(common)?;
+    let renderer = Renderer::start(Mode::Human { stream_text: true });
+    let session_id = new_session_id();
+    let events = EventSink::new(&session_id, "root", renderer.callback());
+    let mut agent = setup::root_agent(&settings, events.clone(), true)?;
+    events.emit(EventKind::SessionStarted {
+        model: settings.model.clone(),
+        provider: settings.provider.as_str().to_owned(),
+        cwd: settings.cwd.display().to_string(),
+        resumed: false,
+    });
+    eprintln!(
+        "herald {} · {} ({}) · {}\n{HELP}",
+        env!("CARGO_PKG_VERSION"),
+        settings.model,
+        settings.provider.as_str(),
+        settings.cwd.display()
+    );
+    let mut lines = BufReader::new(tokio::io::stdin()).lines();
+    let mut stdout = tokio::io::stdout();
+    let exit = loop {
+        let _ = stdout.write_all(b"\n> ").await;
+        let _ = stdout.flush().await;
+        let line = tokio::select! {
+            line = lines.next_line() => line,
+            _ = tokio::signal::ctrl_c() => break Exit::Interrupted,
+        };
+        let line = match line {
+            Ok(Some(line)) => line,
+            Ok(None) => break Exit::Completed,
+            Err(err) => {
+                return Err(CliError::failed(anyhow::anyhow!(
+                    "cannot read input: {err}"
+                )));
+            }
+        };
+        let input = line.trim();
+        match input {
+            "" => continue,
+            "/exit" | "/quit" => break Exit::Completed,
+            "/help" => {
+                eprintln!("{HELP}");
+                continue;
+            }
+            _ => {}
+        }
+        let cancel = CancellationToken::new();
+        let watcher = {
+            let cancel = cancel.clone();
+            tokio::spawn(async move {
+                if tokio::signal::ctrl_c().await.is_ok() {
+                    cancel.cancel();
+                }
+            })
+        };
+        let outcome = agent.run_turn(input.to_owned(), &cancel).await;
+        watcher.abort();
+        let _ = stdout.write_all(b"\n").await;
+        match outcome.exit_reason {
+            ExitReason::Interrupted => eprintln!("(interrupted)"),
+            ExitReason::Error => eprintln!(
+                "error: {}",
+                outcome.error.as_deref().unwrap_or("the request failed")
+            ),
+            ExitReason::MaxIterations => eprintln!("(iteration limit reached)"),
+            ExitReason::Completed => {}
+        }
+    };
+    drop(agent);
+    drop(events);
+    renderer.finish();
+    eprintln!("session {session_id}");
+    Ok(exit)
+}

@@ -1,0 +1,120 @@
+//! Shared harness for driving the real `herald` binary against the scripted server.
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::PathBuf;
+use std::process::Output;
+
+use herald_testkit::{Script, ScriptedServer};
+use serde_json::Value;
+use tempfile::TempDir;
+
+/// Which wire API a run should use.
+#[derive(Clone, Copy, Debug)]
+pub enum Wire {
+    OpenAi,
+    Anthropic,
+}
+
+pub struct Harness {
+    pub server: ScriptedServer,
+    pub home: TempDir,
+    pub work: TempDir,
+}
+
+impl Harness {
+    pub async fn new(script: Script) -> Self {
+        let server = ScriptedServer::start(script).await.expect("start server");
+        Self {
+            server,
+            home: tempfile::tempdir().unwrap(),
+            work: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    pub fn work_path(&self) -> PathBuf {
+        self.work.path().canonicalize().unwrap()
+    }
+
+    /// Writes `$HERALD_HOME/config.toml`.
+    pub fn config(&self, text: &str) {
+        std::fs::write(self.home.path().join("config.toml"), text).unwrap();
+    }
+
+    /// A `herald` command with a clean environment pointing at the server.
+    pub fn command(&self, wire: Wire) -> tokio::process::Command {
+        let mut cmd = self.bare_command();
+        match wire {
+            Wire::OpenAi => {
+                cmd.env("OPENAI_BASE_URL", self.server.openai_base_url())
+                    .env("OPENAI_API_KEY", "sk-test-openai")
+                    .env("HERALD_MODEL", "gpt-4.1-mini");
+            }
+            Wire::Anthropic => {
+                cmd.env("HERALD_PROVIDER", "anthropic")
+                    .env("ANTHROPIC_BASE_URL", self.server.anthropic_base_url())
+                    .env("ANTHROPIC_API_KEY", "sk-ant-test")
+                    .env("HERALD_MODEL", "claude-sonnet-4-5");
+            }
+        }
+        cmd
+    }
+
+    /// A `herald` command with no provider variables at all.
+    pub fn bare_command(&self) -> tokio::process::Command {
+        let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_herald"));
+        for (key, _) in std::env::vars() {
+            if key.starts_with("OPENAI_")
+                || key.starts_with("ANTHROPIC_")
+                || key.starts_with("HERALD_")
+            {
+                cmd.env_remove(key);
+            }
+        }
+        cmd.env("HERALD_HOME", self.home.path())
+            .arg("--cwd")
+            .arg(self.work.path())
+            .stdin(std::process::Stdio::null())
+            .kill_on_drop(true);
+        cmd
+    }
+
+    /// Runs `herald run --json PROMPT` and returns the output and parsed events.
+    pub async fn run_json(&self, wire: Wire, extra: &[&str], prompt: &str) -> (Output, Vec<Value>) {
+        let mut cmd = self.command(wire);
+        cmd.arg("run").arg("--json").args(extra).arg(prompt);
+        let output = cmd.output().await.expect("run herald");
+        let events = parse_events(&output.stdout);
+        (output, events)
+    }
+}
+
+pub fn parse_events(stdout: &[u8]) -> Vec<Value> {
+    String::from_utf8_lossy(stdout)
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("bad event line {l:?}: {e}")))
+        .collect()
+}
+
+pub fn of_type<'a>(events: &'a [Value], ty: &str) -> Vec<&'a Value> {
+    events.iter().filter(|e| e["type"] == ty).collect()
+}
+
+pub fn last(events: &[Value]) -> &Value {
+    events.last().expect("at least one event")
+}
+
+pub fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// The tool result messages (text) of the last recorded request, OpenAI wire.
+pub fn tool_results(body: &Value) -> Vec<String> {
+    body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}

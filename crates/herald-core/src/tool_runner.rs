@@ -1,0 +1,99 @@
+//! Runs the tool calls of one assistant reply: concurrently when every call
+//! is read-only, otherwise in order, always producing exactly one result per
+//! call in call order, also on interrupt.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures_util::future::join_all;
+use herald_protocol::{EventKind, Message, ToolCall, ToolStatus};
+use herald_tools::{AgentState, ToolContext, ToolRegistry, ToolResult};
+use tokio_util::sync::CancellationToken;
+
+use crate::EventSink;
+
+/// How long a tool may take to wind down after an interrupt before it is dropped.
+const INTERRUPT_GRACE: Duration = Duration::from_secs(3);
+
+/// The result message of a call that never ran because the turn was interrupted.
+fn not_started(call: &ToolCall) -> Message {
+    Message::tool_result(
+        call,
+        "interrupted: the user stopped the turn before this call ran",
+        true,
+    )
+}
+
+/// Runs `calls` and returns their result messages in call order.
+pub(crate) async fn run_tool_calls(
+    registry: &ToolRegistry,
+    calls: &[ToolCall],
+    state: &Arc<AgentState>,
+    cancel: &CancellationToken,
+    events: &EventSink,
+) -> Vec<Message> {
+    let concurrent = calls.len() > 1 && calls.iter().all(|c| registry.is_read_only(&c.name));
+    if concurrent {
+        return join_all(
+            calls
+                .iter()
+                .map(|call| run_one(registry, call, state, cancel, events)),
+        )
+        .await;
+    }
+    let mut results = Vec::with_capacity(calls.len());
+    for call in calls {
+        if cancel.is_cancelled() {
+            results.push(not_started(call));
+        } else {
+            results.push(run_one(registry, call, state, cancel, events).await);
+        }
+    }
+    results
+}
+
+async fn run_one(
+    registry: &ToolRegistry,
+    call: &ToolCall,
+    state: &Arc<AgentState>,
+    cancel: &CancellationToken,
+    events: &EventSink,
+) -> Message {
+    events.emit(EventKind::ToolStarted {
+        call_id: call.id.clone(),
+        name: call.name.clone(),
+        arguments: call.arguments.clone(),
+    });
+    let started = Instant::now();
+    let ctx = ToolContext::new(Arc::clone(state), cancel.child_token());
+    let execution = registry.execute(call, &ctx);
+    tokio::pin!(execution);
+    let result = tokio::select! {
+        biased;
+        result = &mut execution => result,
+        () = cancel.cancelled() => {
+            // Tools watch their token and stop themselves; give them a moment
+            // to kill child processes and report partial output.
+            match tokio::time::timeout(INTERRUPT_GRACE, &mut execution).await {
+                Ok(result) if result.is_error => result,
+                Ok(result) => ToolResult::error(format!(
+                    "interrupted: the user stopped the turn; the call had finished:\n{}",
+                    result.content
+                )),
+                Err(_) => ToolResult::error("interrupted: the user stopped this call before it finished"),
+            }
+        }
+    };
+    events.emit(EventKind::ToolCompleted {
+        call_id: call.id.clone(),
+        name: call.name.clone(),
+        status: if result.is_error {
+            ToolStatus::Error
+        } else {
+            ToolStatus::Ok
+        },
+        output_bytes: result.content.len() as u64,
+        duration_ms: started.elapsed().as_millis() as u64,
+    });
+    Message::tool_result(call, result.content, result.is_error)
+}

@@ -1,0 +1,572 @@
+//! Anthropic Messages API: request encoding (system as a top-level block,
+//! tool results grouped into user turns, cache breakpoints) and stream assembly.
+
+use std::collections::BTreeMap;
+
+use herald_protocol::{Message, Role, ToolCall, ToolSpec, Usage};
+use serde::{Deserialize, Serialize};
+
+use crate::{AssistantReply, ChatRequest, EncodedTools, ErrorKind, LlmError, StreamUpdate};
+
+/// The API version header value herald speaks.
+pub(crate) const API_VERSION: &str = "2023-06-01";
+
+/// Encodes tool specs as `[{"name","description","input_schema"}]`.
+pub(crate) fn encode_tools(specs: &[ToolSpec]) -> EncodedTools {
+    #[derive(Serialize)]
+    struct Tool<'a> {
+        name: &'a str,
+        description: &'a str,
+        input_schema: &'a serde_json::Value,
+    }
+    let tools: Vec<Tool<'_>> = specs
+        .iter()
+        .map(|s| Tool {
+            name: &s.name,
+            description: &s.description,
+            input_schema: &s.parameters,
+        })
+        .collect();
+    EncodedTools {
+        json: serde_json::to_string(&tools).unwrap_or_else(|_| "[]".to_owned()),
+        count: specs.len(),
+    }
+}
+
+#[derive(Serialize)]
+struct CacheControl {
+    r#type: &'static str,
+}
+
+const EPHEMERAL: CacheControl = CacheControl {
+    r#type: "ephemeral",
+};
+
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Block<'a> {
+    Text {
+        text: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        cache_control: Option<CacheControl>,
+    },
+    ToolUse {
+        id: &'a str,
+        name: &'a str,
+        input: serde_json::Value,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        cache_control: Option<CacheControl>,
+    },
+    ToolResult {
+        tool_use_id: &'a str,
+        content: &'a str,
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        is_error: bool,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        cache_control: Option<CacheControl>,
+    },
+}
+
+impl Block<'_> {
+    fn mark_cache(&mut self) {
+        let slot = match self {
+            Block::Text { cache_control, .. }
+            | Block::ToolUse { cache_control, .. }
+            | Block::ToolResult { cache_control, .. } => cache_control,
+        };
+        *slot = Some(EPHEMERAL);
+    }
+}
+
+#[derive(Serialize)]
+struct WireMessage<'a> {
+    role: &'static str,
+    content: Vec<Block<'a>>,
+}
+
+fn non_empty(text: &str) -> &str {
+    if text.trim().is_empty() {
+        "(empty)"
+    } else {
+        text
+    }
+}
+
+/// Groups the history into Anthropic turns: consecutive tool results become
+/// one user message of `tool_result` blocks.
+fn wire_messages(messages: &[Message]) -> Vec<WireMessage<'_>> {
+    let mut out: Vec<WireMessage<'_>> = Vec::with_capacity(messages.len());
+    let mut in_results = false;
+    for message in messages {
+        match message.role {
+            Role::Tool => {
+                let block = Block::ToolResult {
+                    tool_use_id: message.tool_call_id.as_deref().unwrap_or_default(),
+                    content: if message.content.is_empty() {
+                        "(no output)"
+                    } else {
+                        &message.content
+                    },
+                    is_error: message.is_error,
+                    cache_control: None,
+                };
+                match out.last_mut() {
+                    Some(last) if in_results => last.content.push(block),
+                    _ => out.push(WireMessage {
+                        role: "user",
+                        content: vec![block],
+                    }),
+                }
+                in_results = true;
+            }
+            Role::User | Role::System => {
+                in_results = false;
+                out.push(WireMessage {
+                    role: "user",
+                    content: vec![Block::Text {
+                        text: non_empty(&message.content),
+                        cache_control: None,
+                    }],
+                });
+            }
+            Role::Assistant => {
+                in_results = false;
+                let mut content = Vec::with_capacity(1 + message.tool_calls.len());
+                if !message.content.trim().is_empty() || message.tool_calls.is_empty() {
+                    content.push(Block::Text {
+                        text: non_empty(&message.content),
+                        cache_control: None,
+                    });
+                }
+                content.extend(message.tool_calls.iter().map(|call| Block::ToolUse {
+                    id: &call.id,
+                    name: &call.name,
+                    input: tool_input(&call.arguments),
+                    cache_control: None,
+                }));
+                out.push(WireMessage {
+                    role: "assistant",
+                    content,
+                });
+            }
+        }
+    }
+    out
+}
+
+/// The `input` object for a stored call. Arguments that are not a JSON object
+/// (the model produced invalid JSON) replay as `{}`; the error result that
+/// followed them tells the model what went wrong.
+fn tool_input(arguments: &str) -> serde_json::Value {
+    match serde_json::from_str::<serde_json::Value>(arguments) {
+        Ok(value @ serde_json::Value::Object(_)) => value,
+        _ => serde_json::Value::Object(Default::default()),
+    }
+}
+
+/// Writes the streaming request body with cache breakpoints on the system
+/// block and on the newest message.
+pub(crate) fn encode_body(
+    model: &str,
+    max_tokens: u32,
+    req: &ChatRequest<'_>,
+) -> Result<Vec<u8>, serde_json::Error> {
+    #[derive(Serialize)]
+    struct Body<'a> {
+        model: &'a str,
+        max_tokens: u32,
+        stream: bool,
+        system: [Block<'a>; 1],
+        #[serde(skip_serializing_if = "Option::is_none")]
+        tools: Option<&'a serde_json::value::RawValue>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        tool_choice: Option<serde_json::Value>,
+        messages: Vec<WireMessage<'a>>,
+    }
+    let mut messages = wire_messages(req.messages);
+    if let Some(block) = messages.last_mut().and_then(|m| m.content.last_mut()) {
+        block.mark_cache();
+    }
+    let tools = if req.tools.is_empty() {
+        None
+    } else {
+        Some(serde_json::from_str::<&serde_json::value::RawValue>(
+            &req.tools.json,
+        )?)
+    };
+    let body = Body {
+        model,
+        max_tokens,
+        stream: true,
+        system: [Block::Text {
+            text: non_empty(req.system),
+            cache_control: Some(EPHEMERAL),
+        }],
+        tool_choice: (tools.is_some() && req.forbid_tool_calls)
+            .then(|| serde_json::json!({"type": "none"})),
+        tools,
+        messages,
+    };
+    let mut out = Vec::with_capacity(4096 + req.tools.json.len() + req.messages.len() * 256);
+    serde_json::to_writer(&mut out, &body)?;
+    Ok(out)
+}
+
+#[derive(Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum StreamEvent {
+    MessageStart {
+        message: StartMessage,
+    },
+    ContentBlockStart {
+        index: usize,
+        content_block: StartBlock,
+    },
+    ContentBlockDelta {
+        index: usize,
+        delta: BlockDelta,
+    },
+    ContentBlockStop {},
+    MessageDelta {
+        #[serde(default)]
+        delta: MessageDelta,
+        #[serde(default)]
+        usage: Option<WireUsage>,
+    },
+    MessageStop {},
+    Ping {},
+    Error {
+        error: WireError,
+    },
+    #[serde(other)]
+    Unknown,
+}
+
+#[derive(Deserialize)]
+struct StartMessage {
+    #[serde(default)]
+    usage: Option<WireUsage>,
+}
+
+#[derive(Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum StartBlock {
+    Text {
+        #[serde(default)]
+        text: String,
+    },
+    ToolUse {
+        id: String,
+        name: String,
+    },
+    #[serde(other)]
+    Other,
+}
+
+#[derive(Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum BlockDelta {
+    TextDelta {
+        text: String,
+    },
+    InputJsonDelta {
+        partial_json: String,
+    },
+    #[serde(other)]
+    Other,
+}
+
+#[derive(Deserialize, Default)]
+struct MessageDelta {
+    #[serde(default)]
+    stop_reason: Option<String>,
+}
+
+#[derive(Deserialize, Default)]
+struct WireUsage {
+    #[serde(default)]
+    input_tokens: Option<u64>,
+    #[serde(default)]
+    output_tokens: Option<u64>,
+    #[serde(default)]
+    cache_read_input_tokens: Option<u64>,
+    #[serde(default)]
+    cache_creation_input_tokens: Option<u64>,
+}
+
+#[derive(Deserialize)]
+struct WireError {
+    #[serde(default)]
+    r#type: String,
+    #[serde(default)]
+    message: String,
+}
+
+struct ToolBlock {
+    id: String,
+    name: String,
+    json: String,
+}
+
+/// Builds one reply from Messages stream events.
+#[derive(Default)]
+pub(crate) struct Assembler {
+    text: String,
+    tools: BTreeMap<usize, ToolBlock>,
+    uncached_input: u64,
+    cache_read: u64,
+    cache_creation: u64,
+    output: u64,
+    stop_reason: Option<String>,
+    done: bool,
+}
+
+impl Assembler {
+    fn apply_usage(&mut self, usage: WireUsage) {
+        if let Some(v) = usage.input_tokens {
+            self.uncached_input = v;
+        }
+        if let Some(v) = usage.cache_read_input_tokens {
+            self.cache_read = v;
+        }
+        if let Some(v) = usage.cache_creation_input_tokens {
+            self.cache_creation = v;
+        }
+        if let Some(v) = usage.output_tokens {
+            self.output = v;
+        }
+    }
+
+    /// Feeds one event's data. Returns true at `message_stop`.
+    pub(crate) fn push(
+        &mut self,
+        data: &str,
+        on_update: &mut (dyn FnMut(StreamUpdate<'_>) + Send),
+    ) -> Result<bool, LlmError> {
+        let data = data.trim();
+        if data.is_empty() {
+            return Ok(false);
+        }
+        let event: StreamEvent = serde_json::from_str(data).map_err(|err| {
+            LlmError::new(
+                ErrorKind::Protocol,
+                format!(
+                    "unreadable stream event ({err}): {}",
+                    data.chars().take(200).collect::<String>()
+                ),
+            )
+        })?;
+        match event {
+            StreamEvent::MessageStart { message } => {
+                if let Some(usage) = message.usage {
+                    self.apply_usage(usage);
+                }
+            }
+            StreamEvent::ContentBlockStart {
+                index,
+                content_block,
+            } => match content_block {
+                StartBlock::Text { text } if !text.is_empty() => {
+                    on_update(StreamUpdate::TextDelta(&text));
+                    self.text.push_str(&text);
+                }
+                StartBlock::ToolUse { id, name } => {
+                    self.tools.insert(
+                        index,
+                        ToolBlock {
+                            id,
+                            name,
+                            json: String::new(),
+                        },
+                    );
+                }
+                _ => {}
+            },
+            StreamEvent::ContentBlockDelta { index, delta } => match delta {
+                BlockDelta::TextDelta { text } => {
+                    on_update(StreamUpdate::TextDelta(&text));
+                    self.text.push_str(&text);
+                }
+                BlockDelta::InputJsonDelta { partial_json } => {
+                    if let Some(tool) = self.tools.get_mut(&index) {
+                        tool.json.push_str(&partial_json);
+                    }
+                }
+                BlockDelta::Other => {}
+            },
+            StreamEvent::MessageDelta { delta, usage } => {
+                if delta.stop_reason.is_some() {
+                    self.stop_reason = delta.stop_reason;
+                }
+                if let Some(usage) = usage {
+                    self.apply_usage(usage);
+                }
+            }
+            StreamEvent::MessageStop {} => {
+                self.done = true;
+                return Ok(true);
+            }
+            StreamEvent::Error { error } => {
+                let kind = match error.r#type.as_str() {
+                    "overloaded_error" | "api_error" | "rate_limit_error" => ErrorKind::Server,
+                    _ => ErrorKind::BadRequest,
+                };
+                return Err(LlmError::new(
+                    kind,
+                    format!(
+                        "the provider reported an error mid-stream ({}): {}",
+                        error.r#type, error.message
+                    ),
+                ));
+            }
+            StreamEvent::ContentBlockStop {} | StreamEvent::Ping {} | StreamEvent::Unknown => {}
+        }
+        Ok(false)
+    }
+
+    /// The finished reply; a stream without `message_stop` is truncated.
+    pub(crate) fn finish(self) -> Result<AssistantReply, LlmError> {
+        if !self.done {
+            return Err(LlmError::new(
+                ErrorKind::Truncated,
+                "the stream ended before message_stop",
+            ));
+        }
+        let tool_calls = self
+            .tools
+            .into_values()
+            .map(|t| ToolCall {
+                id: t.id,
+                name: t.name,
+                arguments: if t.json.trim().is_empty() {
+                    "{}".to_owned()
+                } else {
+                    t.json
+                },
+            })
+            .collect();
+        Ok(AssistantReply {
+            text: self.text,
+            tool_calls,
+            usage: Usage {
+                input_tokens: self.uncached_input + self.cache_read + self.cache_creation,
+                output_tokens: self.output,
+                cached_tokens: self.cache_read,
+                cache_creation_tokens: self.cache_creation,
+            },
+            finish_reason: self.stop_reason,
+        })
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn assemble(events: &[&str]) -> Result<AssistantReply, LlmError> {
+        let mut assembler = Assembler::default();
+        let mut on_update = |_: StreamUpdate<'_>| {};
+        for event in events {
+            if assembler.push(event, &mut on_update)? {
+                break;
+            }
+        }
+        assembler.finish()
+    }
+
+    #[test]
+    fn assembles_text_tool_use_and_cache_usage() {
+        let reply = assemble(&[
+            r#"{"type":"message_start","message":{"id":"m","usage":{"input_tokens":10,"cache_read_input_tokens":90,"cache_creation_input_tokens":5,"output_tokens":1}}}"#,
+            r#"{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}"#,
+            r#"{"type":"ping"}"#,
+            r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Let me look."}}"#,
+            r#"{"type":"content_block_stop","index":0}"#,
+            r#"{"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"toolu_1","name":"read_file","input":{}}}"#,
+            r#"{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\"pa"}}"#,
+            r#"{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"th\":\"a\"}"}}"#,
+            r#"{"type":"content_block_stop","index":1}"#,
+            r#"{"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":20}}"#,
+            r#"{"type":"message_stop"}"#,
+        ])
+        .unwrap();
+        assert_eq!(reply.text, "Let me look.");
+        assert_eq!(reply.tool_calls.len(), 1);
+        assert_eq!(reply.tool_calls[0].id, "toolu_1");
+        assert_eq!(reply.tool_calls[0].arguments, r#"{"path":"a"}"#);
+        assert_eq!(reply.usage.input_tokens, 105);
+        assert_eq!(reply.usage.cached_tokens, 90);
+        assert_eq!(reply.usage.cache_creation_tokens, 5);
+        assert_eq!(reply.usage.output_tokens, 20);
+        assert_eq!(reply.finish_reason.as_deref(), Some("tool_use"));
+    }
+
+    #[test]
+    fn tool_without_input_gets_empty_object_and_missing_stop_is_truncated() {
+        let reply = assemble(&[
+            r#"{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"t","name":"todo_read","input":{}}}"#,
+            r#"{"type":"message_stop"}"#,
+        ])
+        .unwrap();
+        assert_eq!(reply.tool_calls[0].arguments, "{}");
+        let err = assemble(&[r#"{"type":"message_start","message":{}}"#]).unwrap_err();
+        assert_eq!(err.kind, ErrorKind::Truncated);
+    }
+
+    #[test]
+    fn overload_error_event_is_retryable() {
+        let err = assemble(&[
+            r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#,
+        ])
+        .unwrap_err();
+        assert!(err.kind.is_retryable());
+    }
+
+    #[test]
+    fn body_groups_tool_results_and_marks_cache_breakpoints() {
+        let tools = encode_tools(&[ToolSpec {
+            name: "t".into(),
+            description: "d".into(),
+            parameters: serde_json::json!({"type":"object","properties":{}}),
+        }]);
+        let a = ToolCall {
+            id: "a".into(),
+            name: "t".into(),
+            arguments: "{\"x\":1}".into(),
+        };
+        let b = ToolCall {
+            id: "b".into(),
+            name: "t".into(),
+            arguments: "not json".into(),
+        };
+        let messages = vec![
+            Message::user("hi"),
+            Message::assistant("", vec![a.clone(), b.clone()]),
+            Message::tool_result(&a, "one", false),
+            Message::tool_result(&b, "two", true),
+        ];
+        let req = ChatRequest {
+            system: "sys",
+            messages: &messages,
+            tools: &tools,
+            forbid_tool_calls: true,
+        };
+        let body: serde_json::Value =
+            serde_json::from_slice(&encode_body("claude", 1024, &req).unwrap()).unwrap();
+        assert_eq!(body["system"][0]["cache_control"]["type"], "ephemeral");
+        assert_eq!(body["tool_choice"]["type"], "none");
+        assert_eq!(body["tools"][0]["input_schema"]["type"], "object");
+        let msgs = body["messages"].as_array().unwrap();
+        assert_eq!(msgs.len(), 3);
+        assert_eq!(msgs[1]["content"][0]["type"], "tool_use");
+        assert_eq!(msgs[1]["content"][0]["input"]["x"], 1);
+        assert_eq!(msgs[1]["content"][1]["input"], serde_json::json!({}));
+        assert!(msgs[1]["content"][1].get("cache_control").is_none());
+        let results = msgs[2]["content"].as_array().unwrap();
+        assert_eq!(results.len(), 2);
+        assert_eq!(results[1]["is_error"], true);
+        assert_eq!(results[1]["cache_control"]["type"], "ephemeral");
+        assert!(results[0].get("cache_control").is_none());
+    }
+}

@@ -1,0 +1,475 @@
+//! OpenAI-compatible Chat Completions: request encoding and stream assembly.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+
+use herald_protocol::{Message, Role, ToolCall, ToolSpec, Usage};
+use serde::{Deserialize, Serialize};
+
+use crate::{AssistantReply, ChatRequest, EncodedTools, ErrorKind, LlmError, StreamUpdate};
+
+/// Encodes tool specs as `[{"type":"function","function":{...}}]`.
+pub(crate) fn encode_tools(specs: &[ToolSpec]) -> EncodedTools {
+    #[derive(Serialize)]
+    struct Function<'a> {
+        name: &'a str,
+        description: &'a str,
+        parameters: &'a serde_json::Value,
+    }
+    #[derive(Serialize)]
+    struct Tool<'a> {
+        r#type: &'static str,
+        function: Function<'a>,
+    }
+    let tools: Vec<Tool<'_>> = specs
+        .iter()
+        .map(|s| Tool {
+            r#type: "function",
+            function: Function {
+                name: &s.name,
+                description: &s.description,
+                parameters: &s.parameters,
+            },
+        })
+        .collect();
+    EncodedTools {
+        json: serde_json::to_string(&tools).unwrap_or_else(|_| "[]".to_owned()),
+        count: specs.len(),
+    }
+}
+
+#[derive(Serialize)]
+struct WireFunction<'a> {
+    name: &'a str,
+    arguments: &'a str,
+}
+
+#[derive(Serialize)]
+struct WireToolCall<'a> {
+    id: &'a str,
+    r#type: &'static str,
+    function: WireFunction<'a>,
+}
+
+#[derive(Serialize)]
+struct WireMessage<'a> {
+    role: &'static str,
+    content: Option<&'a str>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tool_calls: Vec<WireToolCall<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_call_id: Option<&'a str>,
+}
+
+fn wire_message(message: &Message) -> WireMessage<'_> {
+    let role = match message.role {
+        Role::System => "system",
+        Role::User => "user",
+        Role::Assistant => "assistant",
+        Role::Tool => "tool",
+    };
+    let content = if message.role == Role::Assistant
+        && message.content.is_empty()
+        && !message.tool_calls.is_empty()
+    {
+        None
+    } else {
+        Some(message.content.as_str())
+    };
+    WireMessage {
+        role,
+        content,
+        tool_calls: message
+            .tool_calls
+            .iter()
+            .map(|c| WireToolCall {
+                id: &c.id,
+                r#type: "function",
+                function: WireFunction {
+                    name: &c.name,
+                    arguments: &c.arguments,
+                },
+            })
+            .collect(),
+        tool_call_id: message.tool_call_id.as_deref(),
+    }
+}
+
+/// Writes the streaming request body. Field order is fixed so two requests
+/// of one conversation share their bytes up to the first new message.
+pub(crate) fn encode_body(
+    model: &str,
+    max_tokens: Option<u32>,
+    req: &ChatRequest<'_>,
+) -> Result<Vec<u8>, serde_json::Error> {
+    let mut out = Vec::with_capacity(4096 + req.tools.json.len() + req.messages.len() * 256);
+    out.extend_from_slice(b"{\"model\":");
+    serde_json::to_writer(&mut out, model)?;
+    out.extend_from_slice(b",\"stream\":true,\"stream_options\":{\"include_usage\":true}");
+    if let Some(max) = max_tokens {
+        let _ = write!(out, ",\"max_tokens\":{max}");
+    }
+    if !req.tools.is_empty() {
+        out.extend_from_slice(b",\"tools\":");
+        out.extend_from_slice(req.tools.json.as_bytes());
+        if req.forbid_tool_calls {
+            out.extend_from_slice(b",\"tool_choice\":\"none\"");
+        }
+    }
+    out.extend_from_slice(b",\"messages\":[");
+    let system = WireMessage {
+        role: "system",
+        content: Some(req.system),
+        tool_calls: Vec::new(),
+        tool_call_id: None,
+    };
+    serde_json::to_writer(&mut out, &system)?;
+    for message in req.messages {
+        out.push(b',');
+        serde_json::to_writer(&mut out, &wire_message(message))?;
+    }
+    out.extend_from_slice(b"]}");
+    Ok(out)
+}
+
+#[derive(Deserialize)]
+struct Chunk {
+    #[serde(default)]
+    choices: Vec<Choice>,
+    #[serde(default)]
+    usage: Option<WireUsage>,
+    #[serde(default)]
+    error: Option<serde_json::Value>,
+}
+
+#[derive(Deserialize)]
+struct Choice {
+    #[serde(default)]
+    delta: Option<Delta>,
+    #[serde(default)]
+    finish_reason: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct Delta {
+    #[serde(default)]
+    content: Option<String>,
+    #[serde(default)]
+    tool_calls: Option<Vec<ToolCallDelta>>,
+}
+
+#[derive(Deserialize)]
+struct ToolCallDelta {
+    #[serde(default)]
+    index: Option<usize>,
+    #[serde(default)]
+    id: Option<String>,
+    #[serde(default)]
+    function: Option<FunctionDelta>,
+}
+
+#[derive(Deserialize)]
+struct FunctionDelta {
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    arguments: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct WireUsage {
+    #[serde(default)]
+    prompt_tokens: u64,
+    #[serde(default)]
+    completion_tokens: u64,
+    #[serde(default)]
+    prompt_tokens_details: Option<PromptDetails>,
+}
+
+#[derive(Deserialize)]
+struct PromptDetails {
+    #[serde(default)]
+    cached_tokens: Option<u64>,
+}
+
+#[derive(Default)]
+struct PartialCall {
+    id: String,
+    name: String,
+    arguments: String,
+}
+
+/// Builds one reply out of streamed chunks: text deltas in order, tool calls
+/// assembled by `index` (id and name arrive once, arguments in fragments).
+#[derive(Default)]
+pub(crate) struct Assembler {
+    text: String,
+    calls: BTreeMap<usize, PartialCall>,
+    usage: Usage,
+    finish_reason: Option<String>,
+    done: bool,
+}
+
+impl Assembler {
+    /// Feeds one `data:` payload. Returns true once the stream is complete.
+    pub(crate) fn push(
+        &mut self,
+        data: &str,
+        on_update: &mut (dyn FnMut(StreamUpdate<'_>) + Send),
+    ) -> Result<bool, LlmError> {
+        let data = data.trim();
+        if data.is_empty() {
+            return Ok(false);
+        }
+        if data == "[DONE]" {
+            self.done = true;
+            return Ok(true);
+        }
+        let chunk: Chunk = serde_json::from_str(data).map_err(|err| {
+            LlmError::new(
+                ErrorKind::Protocol,
+                format!("unreadable stream chunk ({err}): {}", preview(data)),
+            )
+        })?;
+        if let Some(error) = chunk.error {
+            let message = error
+                .get("message")
+                .and_then(serde_json::Value::as_str)
+                .map_or_else(|| error.to_string(), str::to_owned);
+            return Err(LlmError::new(
+                ErrorKind::Server,
+                format!("the provider reported an error mid-stream: {message}"),
+            ));
+        }
+        if let Some(usage) = chunk.usage {
+            self.usage = Usage {
+                input_tokens: usage.prompt_tokens,
+                output_tokens: usage.completion_tokens,
+                cached_tokens: usage
+                    .prompt_tokens_details
+                    .and_then(|d| d.cached_tokens)
+                    .unwrap_or(0),
+                cache_creation_tokens: 0,
+            };
+        }
+        for choice in chunk.choices {
+            if let Some(delta) = choice.delta {
+                if let Some(text) = delta.content.filter(|t| !t.is_empty()) {
+                    on_update(StreamUpdate::TextDelta(&text));
+                    self.text.push_str(&text);
+                }
+                for (position, call) in delta.tool_calls.into_iter().flatten().enumerate() {
+                    let slot = self
+                        .calls
+                        .entry(call.index.unwrap_or(position))
+                        .or_default();
+                    if let Some(id) = call.id.filter(|id| !id.is_empty()) {
+                        slot.id = id;
+                    }
+                    if let Some(function) = call.function {
+                        if let Some(name) = function.name.filter(|n| !n.is_empty())
+                            && slot.name.is_empty()
+                        {
+                            slot.name = name;
+                        }
+                        if let Some(arguments) = function.arguments {
+                            slot.arguments.push_str(&arguments);
+                        }
+                    }
+                }
+            }
+            if let Some(reason) = choice.finish_reason {
+                self.finish_reason = Some(reason);
+            }
+        }
+        Ok(false)
+    }
+
+    /// The finished reply. A stream that stopped before `[DONE]` and before
+    /// any `finish_reason` is truncated.
+    pub(crate) fn finish(self) -> Result<AssistantReply, LlmError> {
+        if !self.done && self.finish_reason.is_none() {
+            return Err(LlmError::new(
+                ErrorKind::Truncated,
+                "the stream ended before the reply was complete",
+            ));
+        }
+        let tool_calls = self
+            .calls
+            .into_values()
+            .enumerate()
+            .filter(|(_, call)| !call.name.is_empty())
+            .map(|(i, call)| ToolCall {
+                id: if call.id.is_empty() {
+                    format!("call_{i}")
+                } else {
+                    call.id
+                },
+                name: call.name,
+                arguments: call.arguments,
+            })
+            .collect();
+        Ok(AssistantReply {
+            text: self.text,
+            tool_calls,
+            usage: self.usage,
+            finish_reason: self.finish_reason,
+        })
+    }
+}
+
+fn preview(data: &str) -> String {
+    data.chars().take(200).collect()
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn assemble(chunks: &[&str]) -> Result<(AssistantReply, String), LlmError> {
+        let mut assembler = Assembler::default();
+        let mut streamed = String::new();
+        let mut on_update = |u: StreamUpdate<'_>| {
+            if let StreamUpdate::TextDelta(t) = u {
+                streamed.push_str(t);
+            }
+        };
+        for chunk in chunks {
+            if assembler.push(chunk, &mut on_update)? {
+                break;
+            }
+        }
+        Ok((assembler.finish()?, streamed))
+    }
+
+    #[test]
+    fn assembles_text_and_usage() {
+        let (reply, streamed) = assemble(&[
+            r#"{"choices":[{"index":0,"delta":{"role":"assistant","content":"Hel"}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"content":"lo"},"finish_reason":null}]}"#,
+            r#"{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}"#,
+            r#"{"choices":[],"usage":{"prompt_tokens":100,"completion_tokens":5,"total_tokens":105,"prompt_tokens_details":{"cached_tokens":64}}}"#,
+            "[DONE]",
+        ])
+        .unwrap();
+        assert_eq!(reply.text, "Hello");
+        assert_eq!(streamed, "Hello");
+        assert_eq!(reply.usage.input_tokens, 100);
+        assert_eq!(reply.usage.output_tokens, 5);
+        assert_eq!(reply.usage.cached_tokens, 64);
+        assert!(reply.tool_calls.is_empty());
+    }
+
+    #[test]
+    fn assembles_fragmented_parallel_tool_calls_by_index() {
+        let (reply, _) = assemble(&[
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"a","type":"function","function":{"name":"read_file","arguments":""}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":1,"id":"b","type":"function","function":{"name":"search_files","arguments":"{\"pat"}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"path\":"}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":1,"function":{"arguments":"tern\":\"x\"}"}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"\"a.txt\"}"}}]}}]}"#,
+            r#"{"choices":[{"delta":{},"finish_reason":"tool_calls"}]}"#,
+            "[DONE]",
+        ])
+        .unwrap();
+        assert_eq!(reply.tool_calls.len(), 2);
+        assert_eq!(reply.tool_calls[0].id, "a");
+        assert_eq!(reply.tool_calls[0].name, "read_file");
+        assert_eq!(reply.tool_calls[0].arguments, r#"{"path":"a.txt"}"#);
+        assert_eq!(reply.tool_calls[1].name, "search_files");
+        assert_eq!(reply.tool_calls[1].arguments, r#"{"pattern":"x"}"#);
+    }
+
+    #[test]
+    fn tolerates_real_server_quirks() {
+        // Empty content on tool deltas, finish_reason "stop" with tool calls,
+        // a usage chunk whose choices hold an empty delta, keys out of order
+        // and padding spaces around the payload.
+        let (reply, _) = assemble(&[
+            r#"   {"choices":[{"delta":{"content":"","tool_calls":[{"function":{"arguments":"","name":"terminal"},"id":"c1","index":0,"type":"function"}]}}]}"#,
+            r#"{"choices":[{"delta":{"content":"","tool_calls":[{"index":0,"function":{"arguments":"{\"command\":\"ls\"}"}}]}}]}"#,
+            r#"{"choices":[{"finish_reason":"stop","delta":{"content":""}}]}"#,
+            r#"{"usage":{"completion_tokens":7,"prompt_tokens":50},"choices":[{"index":0,"delta":{}}]}"#,
+            "  [DONE]  ",
+        ])
+        .unwrap();
+        assert_eq!(reply.text, "");
+        assert_eq!(reply.tool_calls.len(), 1);
+        assert_eq!(reply.tool_calls[0].name, "terminal");
+        assert_eq!(reply.tool_calls[0].arguments, r#"{"command":"ls"}"#);
+        assert_eq!(reply.usage.output_tokens, 7);
+        assert_eq!(reply.finish_reason.as_deref(), Some("stop"));
+    }
+
+    #[test]
+    fn missing_index_uses_position_and_missing_id_is_generated() {
+        let (reply, _) = assemble(&[
+            r#"{"choices":[{"delta":{"tool_calls":[{"function":{"name":"a","arguments":"{}"}},{"function":{"name":"b","arguments":"{}"}}]},"finish_reason":"tool_calls"}]}"#,
+            "[DONE]",
+        ])
+        .unwrap();
+        let ids: Vec<_> = reply.tool_calls.iter().map(|c| c.id.as_str()).collect();
+        assert_eq!(ids, ["call_0", "call_1"]);
+    }
+
+    #[test]
+    fn stream_without_finish_is_truncated() {
+        let err = assemble(&[r#"{"choices":[{"delta":{"content":"Hel"}}]}"#]).unwrap_err();
+        assert_eq!(err.kind, ErrorKind::Truncated);
+    }
+
+    #[test]
+    fn garbage_chunk_is_a_protocol_error_and_error_chunk_is_reported() {
+        assert_eq!(
+            assemble(&["{not json"]).unwrap_err().kind,
+            ErrorKind::Protocol
+        );
+        let err = assemble(&[r#"{"error":{"message":"overloaded"}}"#]).unwrap_err();
+        assert_eq!(err.kind, ErrorKind::Server);
+        assert!(err.message.contains("overloaded"));
+    }
+
+    #[test]
+    fn body_keeps_messages_prefix_stable() {
+        let tools = encode_tools(&[ToolSpec {
+            name: "t".into(),
+            description: "d".into(),
+            parameters: serde_json::json!({"type":"object","properties":{}}),
+        }]);
+        let mut messages = vec![Message::user("hi")];
+        let req = ChatRequest {
+            system: "sys",
+            messages: &messages,
+            tools: &tools,
+            forbid_tool_calls: false,
+        };
+        let first = encode_body("m", None, &req).unwrap();
+        let call = ToolCall {
+            id: "c".into(),
+            name: "t".into(),
+            arguments: "{}".into(),
+        };
+        messages.push(Message::assistant("", vec![call.clone()]));
+        messages.push(Message::tool_result(&call, "out", false));
+        let req = ChatRequest {
+            system: "sys",
+            messages: &messages,
+            tools: &tools,
+            forbid_tool_calls: false,
+        };
+        let second = encode_body("m", None, &req).unwrap();
+        // Everything but the closing "]}" of the first body is a prefix of the second.
+        assert!(second.starts_with(&first[..first.len() - 2]));
+        let value: serde_json::Value = serde_json::from_slice(&second).unwrap();
+        assert_eq!(value["messages"][0]["role"], "system");
+        assert_eq!(value["messages"][2]["content"], serde_json::Value::Null);
+        assert_eq!(
+            value["messages"][2]["tool_calls"][0]["function"]["name"],
+            "t"
+        );
+        assert_eq!(value["messages"][3]["tool_call_id"], "c");
+        assert_eq!(value["stream_options"]["include_usage"], true);
+        assert!(value.get("tool_choice").is_none());
+    }
+}

@@ -1,0 +1,55 @@
+use herald_protocol::{Message, ToolCall, Usage};
+
+/// Tool schemas already encoded for one provider. Built once per session:
+/// the tool list never changes, so neither do these bytes.
+#[derive(Debug, Clone)]
+pub struct EncodedTools {
+    pub(crate) json: String,
+    pub(crate) count: usize,
+}
+
+impl EncodedTools {
+    /// The encoded JSON array (used by benchmarks to size the prompt).
+    pub fn as_str(&self) -> &str {
+        &self.json
+    }
+
+    /// True when no tools are offered.
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+}
+
+/// Everything one model request needs, borrowed from the session.
+#[derive(Debug, Clone, Copy)]
+pub struct ChatRequest<'a> {
+    pub system: &'a str,
+    pub messages: &'a [Message],
+    pub tools: &'a EncodedTools,
+    /// Keep the tools in the request (so the prefix stays cached) but forbid
+    /// calling them: used for the final summary at the iteration limit.
+    pub forbid_tool_calls: bool,
+}
+
+/// The model's complete answer to one request.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct AssistantReply {
+    pub text: String,
+    pub tool_calls: Vec<ToolCall>,
+    pub usage: Usage,
+    /// The provider's stop reason, as sent.
+    pub finish_reason: Option<String>,
+}
+
+/// Progress reported while a request is in flight.
+#[derive(Debug, Clone, Copy)]
+pub enum StreamUpdate<'a> {
+    /// A piece of assistant text as it streams in.
+    TextDelta(&'a str),
+    /// A transient failure; the request is retried after `delay_ms`.
+    Retry {
+        attempt: u32,
+        delay_ms: u64,
+        reason: &'a str,
+    },
+}
