@@ -190,9 +190,8 @@ impl Settings {
                 config: config_path.display().to_string(),
             });
         }
-        if !base_url.is_empty()
-            && !(base_url.starts_with("http://") || base_url.starts_with("https://"))
-        {
+        let scheme_ok = base_url.starts_with("http://") || base_url.starts_with("https://");
+        if !base_url.is_empty() && !scheme_ok {
             return Err(ConfigError::Invalid(format!(
                 "base URL '{base_url}' must start with http:// or https://"
             )));

@@ -1,1 +1,55 @@
-//! Testkit.
+//! A scripted LLM server for tests and benchmarks.
+//!
+//! [`ScriptedServer`] speaks both OpenAI Chat Completions and Anthropic
+//! Messages over real HTTP with SSE streaming. A [`Script`] says what the
+//! "model" answers per conversation and turn; every request is recorded
+//! ([`RecordedRequest`]) and can be checked against the two invariants every
+//! herald request must keep: each tool call has exactly one result
+//! ([`check_pairing`]) and each request extends the previous request of its
+//! conversation ([`check_prefix`]). Latency, HTTP errors, broken streams and
+//! OpenAI server quirks can be injected.
+//!
+//! ```no_run
+//! # async fn demo() -> std::io::Result<()> {
+//! use herald_testkit::{Reply, Script, ScriptedServer};
+//! use serde_json::json;
+//!
+//! let server = ScriptedServer::start(
+//!     Script::new().conversation(
+//!         "list the files",
+//!         vec![Reply::tool("list_dir", json!({"path": "."})), Reply::text("done")],
+//!     ),
+//! )
+//! .await?;
+//! // point a client at server.openai_base_url() or server.anthropic_base_url() ...
+//! server.assert_invariants();
+//! # Ok(())
+//! # }
+//! ```
+
+#![deny(missing_docs)]
+
+mod body;
+mod canonical;
+mod fault;
+mod invariants;
+mod normalize;
+mod record;
+mod render;
+mod script;
+mod server;
+mod usage;
+mod wire_anthropic;
+mod wire_openai;
+
+pub use canonical::{canonical_message, canonical_request, strip_cache_control};
+pub use fault::Fault;
+pub use invariants::{
+    check_pairing, check_prefix, pairing_violations, prefix_stability, prefix_violations,
+};
+pub use normalize::{Api, NormMessage, RequestView};
+pub use record::RecordedRequest;
+pub use script::{Lookup, Reply, Script, ScriptedCall};
+pub use server::ScriptedServer;
+pub use usage::TokenUsage;
+pub use wire_openai::Quirks;

@@ -26,6 +26,7 @@ pub fn truncate_head_tail(text: &str, limit: usize) -> std::borrow::Cow<'_, str>
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

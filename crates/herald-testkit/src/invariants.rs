@@ -1,0 +1,420 @@
+//! The two invariants every request must keep: tool calls paired with exactly
+//! one result, and each request of a conversation extending the previous one.
+
+use std::collections::{HashMap, HashSet};
+
+use serde_json::Value;
+
+use crate::canonical::{canonical_message, canonical_system, strip_cache_control};
+use crate::record::RecordedRequest;
+use crate::script::excerpt;
+
+use crate::normalize::RequestView;
+
+/// Tool pairing violations inside one request (empty when it is fine): every
+/// assistant tool call id has exactly one result, results come after their call
+/// and before the next assistant message, no result lacks a call, and no call
+/// id repeats.
+pub fn check_pairing(view: &RequestView) -> Vec<String> {
+    let mut errors = Vec::new();
+    let mut pending: Vec<(String, usize)> = Vec::new();
+    let mut calls_seen: HashMap<&str, usize> = HashMap::new();
+    let mut answered: HashSet<&str> = HashSet::new();
+    for (i, m) in view.messages.iter().enumerate() {
+        if m.role == "assistant" {
+            for (id, at) in pending.drain(..) {
+                errors.push(format!(
+                    "tool call {id:?} (message {at}) has no result before the next assistant message {i}"
+                ));
+            }
+            for (id, name, _) in &m.tool_calls {
+                if id.is_empty() {
+                    errors.push(format!(
+                        "message {i}: tool call to {name:?} has an empty id"
+                    ));
+                }
+                if let Some(first) = calls_seen.insert(id, i) {
+                    errors.push(format!(
+                        "message {i}: duplicate tool call id {id:?} (first used in message {first})"
+                    ));
+                } else {
+                    pending.push((id.clone(), i));
+                }
+            }
+            if !m.tool_results.is_empty() {
+                errors.push(format!(
+                    "message {i}: an assistant message carries tool results"
+                ));
+            }
+        }
+        for (id, _) in &m.tool_results {
+            if let Some(pos) = pending.iter().position(|(p, _)| p == id) {
+                pending.remove(pos);
+                answered.insert(id);
+            } else if answered.contains(id.as_str()) {
+                errors.push(format!(
+                    "message {i}: duplicate result for tool call {id:?}"
+                ));
+            } else if let Some(at) = calls_seen.get(id.as_str()) {
+                errors.push(format!(
+                    "message {i}: result for tool call {id:?} (message {at}) comes after a later assistant message"
+                ));
+            } else {
+                errors.push(format!(
+                    "message {i}: result for unknown tool call {id:?} (no matching call before it)"
+                ));
+            }
+        }
+    }
+    for (id, at) in pending {
+        errors.push(format!(
+            "tool call {id:?} (message {at}) has no result at the end of the request"
+        ));
+    }
+    errors
+}
+
+fn tool_name(t: &Value) -> String {
+    t.pointer("/function/name")
+        .or_else(|| t.get("name"))
+        .and_then(Value::as_str)
+        .unwrap_or("?")
+        .to_string()
+}
+
+fn describe_tools_change(prev: &Value, cur: &Value) -> String {
+    let empty = Vec::new();
+    let p = prev.as_array().unwrap_or(&empty);
+    let c = cur.as_array().unwrap_or(&empty);
+    let pn: Vec<String> = p.iter().map(tool_name).collect();
+    let cn: Vec<String> = c.iter().map(tool_name).collect();
+    if pn != cn {
+        return format!("tool list changed: was {pn:?}, now {cn:?}");
+    }
+    match p.iter().zip(c).position(|(a, b)| a != b) {
+        Some(k) => format!("definition of tool {:?} changed", pn[k]),
+        None => "tool list changed".to_string(),
+    }
+}
+
+fn short(v: &Value) -> String {
+    excerpt(&v.to_string(), 160)
+}
+
+/// Prefix-stability violations between two consecutive request bodies of one
+/// conversation (empty when `cur` extends `prev`): the system prompt and the
+/// full tool list are identical, and `prev`'s messages are a prefix of `cur`'s.
+/// `cache_control` keys are ignored and string content equals one text block.
+pub fn check_prefix(prev: &Value, cur: &Value) -> Vec<String> {
+    let mut errors = Vec::new();
+    let null = Value::Null;
+    let sys_p = canonical_system(prev.get("system").unwrap_or(&null));
+    let sys_c = canonical_system(cur.get("system").unwrap_or(&null));
+    if sys_p != sys_c {
+        errors.push(format!(
+            "system prompt changed: was {}, now {}",
+            short(&sys_p),
+            short(&sys_c)
+        ));
+    }
+    let tools_p = strip_cache_control(prev.get("tools").unwrap_or(&null));
+    let tools_c = strip_cache_control(cur.get("tools").unwrap_or(&null));
+    if tools_p != tools_c {
+        errors.push(describe_tools_change(&tools_p, &tools_c));
+    }
+    let empty = Vec::new();
+    let mp = prev
+        .get("messages")
+        .and_then(Value::as_array)
+        .unwrap_or(&empty);
+    let mc = cur
+        .get("messages")
+        .and_then(Value::as_array)
+        .unwrap_or(&empty);
+    if let Some(k) = mp
+        .iter()
+        .zip(mc)
+        .position(|(a, b)| canonical_message(a) != canonical_message(b))
+    {
+        let is_system = |m: &Value| {
+            matches!(
+                m.get("role").and_then(Value::as_str),
+                Some("system" | "developer")
+            )
+        };
+        let what = if is_system(&mp[k]) || is_system(&mc[k]) {
+            format!("system prompt changed (message {k})")
+        } else {
+            format!("message {k} changed")
+        };
+        errors.push(format!(
+            "{what}: was {}, now {}",
+            short(&canonical_message(&mp[k])),
+            short(&canonical_message(&mc[k]))
+        ));
+    }
+    if mp.len() > mc.len() {
+        errors.push(format!(
+            "history shrank from {} to {} messages",
+            mp.len(),
+            mc.len()
+        ));
+    }
+    errors
+}
+
+/// Walks the recorded requests in arrival order and calls `f(prev_index,
+/// cur_index, violations)` for each follow-up request of a conversation.
+fn for_each_follow_up(requests: &[RecordedRequest], mut f: impl FnMut(usize, usize, Vec<String>)) {
+    let mut last: HashMap<&str, usize> = HashMap::new();
+    for (i, r) in requests.iter().enumerate() {
+        if r.view().is_err() {
+            continue;
+        }
+        if let Some(&p) = last.get(r.conversation.as_str()) {
+            f(p, i, check_prefix(&requests[p].body, &r.body));
+        }
+        last.insert(&r.conversation, i);
+    }
+}
+
+/// Every pairing violation across `requests`, naming the request index.
+pub fn pairing_violations(requests: &[RecordedRequest]) -> Vec<String> {
+    let mut out = Vec::new();
+    for (i, r) in requests.iter().enumerate() {
+        match r.view() {
+            Ok(view) => out.extend(check_pairing(&view).into_iter().map(|e| {
+                format!(
+                    "request #{i} (conversation {:?}): {e}",
+                    excerpt(&r.conversation, 60)
+                )
+            })),
+            Err(e) => out.push(format!(
+                "request #{i} ({}): not a valid chat request: {e}",
+                r.path
+            )),
+        }
+    }
+    out
+}
+
+/// Every prefix-stability violation across `requests`, naming the conversation
+/// and both request indexes.
+pub fn prefix_violations(requests: &[RecordedRequest]) -> Vec<String> {
+    let mut out = Vec::new();
+    for_each_follow_up(requests, |p, i, errors| {
+        let conv = excerpt(&requests[i].conversation, 60);
+        out.extend(
+            errors
+                .into_iter()
+                .map(|e| format!("conversation {conv:?}: request #{p} -> #{i}: {e}")),
+        );
+    });
+    out
+}
+
+/// `(follow-up requests that extend their predecessor, all follow-up requests)`.
+pub fn prefix_stability(requests: &[RecordedRequest]) -> (usize, usize) {
+    let (mut good, mut total) = (0, 0);
+    for_each_follow_up(requests, |_, _, errors| {
+        total += 1;
+        if errors.is_empty() {
+            good += 1;
+        }
+    });
+    (good, total)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::normalize::Api;
+    use serde_json::json;
+    use std::time::Instant;
+
+    fn openai(messages: Value) -> RequestView {
+        RequestView::from_body(Api::OpenAi, &json!({"messages": messages})).unwrap()
+    }
+
+    fn call(id: &str) -> Value {
+        json!({"id": id, "type": "function", "function": {"name": "f", "arguments": "{}"}})
+    }
+
+    #[test]
+    fn good_pairing() {
+        let v = openai(json!([
+            {"role": "user", "content": "u"},
+            {"role": "assistant", "content": null, "tool_calls": [call("a"), call("b")]},
+            {"role": "tool", "tool_call_id": "a", "content": "1"},
+            {"role": "tool", "tool_call_id": "b", "content": "2"},
+            {"role": "assistant", "content": "done"},
+            {"role": "user", "content": "more"}
+        ]));
+        assert_eq!(check_pairing(&v), Vec::<String>::new());
+    }
+
+    #[test]
+    fn missing_result() {
+        let v = openai(json!([
+            {"role": "user", "content": "u"},
+            {"role": "assistant", "tool_calls": [call("a"), call("b")]},
+            {"role": "tool", "tool_call_id": "a", "content": "1"},
+            {"role": "assistant", "content": "x"}
+        ]));
+        let e = check_pairing(&v);
+        assert_eq!(e.len(), 1, "{e:?}");
+        assert!(
+            e[0].contains("\"b\"") && e[0].contains("no result"),
+            "{e:?}"
+        );
+        let v = openai(json!([
+            {"role": "user", "content": "u"},
+            {"role": "assistant", "tool_calls": [call("a")]}
+        ]));
+        assert!(check_pairing(&v)[0].contains("end of the request"));
+    }
+
+    #[test]
+    fn duplicate_result() {
+        let v = openai(json!([
+            {"role": "user", "content": "u"},
+            {"role": "assistant", "tool_calls": [call("a")]},
+            {"role": "tool", "tool_call_id": "a", "content": "1"},
+            {"role": "tool", "tool_call_id": "a", "content": "1"}
+        ]));
+        let e = check_pairing(&v);
+        assert_eq!(e.len(), 1);
+        assert!(e[0].contains("duplicate result"), "{e:?}");
+    }
+
+    #[test]
+    fn orphan_and_late_results_and_duplicate_ids() {
+        let v = openai(json!([
+            {"role": "user", "content": "u"},
+            {"role": "tool", "tool_call_id": "zz", "content": "1"}
+        ]));
+        assert!(check_pairing(&v)[0].contains("unknown tool call"));
+        let v = openai(json!([
+            {"role": "user", "content": "u"},
+            {"role": "assistant", "tool_calls": [call("a")]},
+            {"role": "assistant", "content": "x"},
+            {"role": "tool", "tool_call_id": "a", "content": "1"}
+        ]));
+        let e = check_pairing(&v);
+        assert_eq!(e.len(), 2, "{e:?}");
+        assert!(e[1].contains("after a later assistant"), "{e:?}");
+        let v = openai(json!([
+            {"role": "user", "content": "u"},
+            {"role": "assistant", "tool_calls": [call("a")]},
+            {"role": "tool", "tool_call_id": "a", "content": "1"},
+            {"role": "assistant", "tool_calls": [call("a")]},
+            {"role": "tool", "tool_call_id": "a", "content": "1"}
+        ]));
+        let e = check_pairing(&v);
+        assert!(
+            e.iter().any(|e| e.contains("duplicate tool call id")),
+            "{e:?}"
+        );
+    }
+
+    #[test]
+    fn anthropic_pairing() {
+        let body = json!({"messages": [
+            {"role": "user", "content": "u"},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "f", "input": {}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "ok"}]}
+        ]});
+        let v = RequestView::from_body(Api::Anthropic, &body).unwrap();
+        assert!(check_pairing(&v).is_empty());
+    }
+
+    fn anth(system: &str, tools: Value, messages: Value) -> Value {
+        json!({"system": [{"type": "text", "text": system, "cache_control": {"type": "ephemeral"}}],
+               "tools": tools, "messages": messages})
+    }
+
+    #[test]
+    fn prefix_checks() {
+        let tools = json!([{"name": "a", "input_schema": {}}, {"name": "b", "input_schema": {}}]);
+        let m1 = json!([{"role": "user", "content": [{"type": "text", "text": "hi", "cache_control": {"type": "ephemeral"}}]}]);
+        let m2 = json!([
+            {"role": "user", "content": "hi"},
+            {"role": "assistant", "content": [{"type": "text", "text": "yo"}]},
+            {"role": "user", "content": [{"type": "text", "text": "next", "cache_control": {"type": "ephemeral"}}]}
+        ]);
+        let r1 = anth("sys", tools.clone(), m1.clone());
+        let r2 = anth("sys", tools.clone(), m2.clone());
+        assert_eq!(
+            check_prefix(&r1, &r2),
+            Vec::<String>::new(),
+            "cache_control moved is fine"
+        );
+
+        let e = check_prefix(&r1, &anth("sys2", tools.clone(), m2.clone()));
+        assert!(
+            e.len() == 1 && e[0].contains("system prompt changed"),
+            "{e:?}"
+        );
+
+        let fewer = json!([{"name": "a", "input_schema": {}}]);
+        let e = check_prefix(&r1, &anth("sys", fewer, m2.clone()));
+        assert!(e.len() == 1 && e[0].contains("tool list changed"), "{e:?}");
+        let edited =
+            json!([{"name": "a", "input_schema": {}}, {"name": "b", "input_schema": {"x": 1}}]);
+        let e = check_prefix(&r1, &anth("sys", edited, m2.clone()));
+        assert!(e[0].contains("definition of tool \"b\""), "{e:?}");
+
+        let mut m3 = m2.clone();
+        m3[1]["content"][0]["text"] = json!("edited");
+        m3.as_array_mut()
+            .unwrap()
+            .push(json!({"role": "assistant", "content": "z"}));
+        let e = check_prefix(&r2, &anth("sys", tools.clone(), m3));
+        assert!(e.len() == 1 && e[0].contains("message 1 changed"), "{e:?}");
+
+        let e = check_prefix(&r2, &r1);
+        assert!(e.iter().any(|e| e.contains("history shrank")), "{e:?}");
+    }
+
+    fn recorded(conversation: &str, body: Value) -> RecordedRequest {
+        RecordedRequest {
+            api: Api::OpenAi,
+            path: "/v1/chat/completions".into(),
+            headers: vec![],
+            body,
+            conversation: conversation.into(),
+            turn: 0,
+            received_at: Instant::now(),
+            responded_at: None,
+            status: 200,
+        }
+    }
+
+    #[test]
+    fn walks_conversations_separately() {
+        let a1 = json!({"messages": [{"role": "user", "content": "A"}]});
+        let b1 = json!({"messages": [{"role": "user", "content": "B"}]});
+        let a2 = json!({"messages": [{"role": "user", "content": "A"}, {"role": "assistant", "content": "x"}, {"role": "user", "content": "y"}]});
+        let b2 = json!({"messages": [{"role": "system", "content": "new"}, {"role": "user", "content": "B"}]});
+        let reqs = vec![
+            recorded("A", a1),
+            recorded("B", b1),
+            recorded("A", a2),
+            recorded("B", b2),
+            recorded("", json!("garbage")),
+        ];
+        assert_eq!(prefix_stability(&reqs), (1, 2));
+        let e = prefix_violations(&reqs);
+        assert_eq!(e.len(), 1, "{e:?}");
+        assert!(
+            e[0].starts_with(
+                "conversation \"B\": request #1 -> #3: system prompt changed (message 0)"
+            ),
+            "{e:?}"
+        );
+        let e = pairing_violations(&reqs);
+        assert_eq!(e.len(), 1, "{e:?}");
+        assert!(e[0].contains("request #4"), "{e:?}");
+    }
+}

@@ -1,0 +1,316 @@
+//! Turns an OpenAI Chat Completions or Anthropic Messages request body into one
+//! API-neutral view ([`RequestView`]) that scripts and invariant checks read.
+
+use serde_json::Value;
+
+/// Which wire API a request used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Api {
+    /// OpenAI-compatible Chat Completions (`POST {base}/chat/completions`).
+    OpenAi,
+    /// Anthropic Messages (`POST {base}/v1/messages`).
+    Anthropic,
+}
+
+/// One message of a request's history, independent of the wire API.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NormMessage {
+    /// `system`, `developer`, `user`, `assistant` or `tool` (OpenAI tool results).
+    /// Anthropic tool results stay in their `user` message.
+    pub role: String,
+    /// The message's text (text parts joined with `\n`); empty for OpenAI `tool`
+    /// messages, whose content is in `tool_results`.
+    pub text: String,
+    /// Tool calls of an assistant message: `(id, name, raw JSON arguments)`.
+    pub tool_calls: Vec<(String, String, String)>,
+    /// Tool results carried by this message: `(call id, content)`.
+    pub tool_results: Vec<(String, String)>,
+}
+
+/// A request as a script sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestView {
+    /// Which API the request used.
+    pub api: Api,
+    /// The `model` field of the request.
+    pub model: String,
+    /// Conversation key: the text of the first user message.
+    pub conversation: String,
+    /// Number of assistant messages in the history.
+    pub turn: usize,
+    /// Every message in order. For OpenAI this includes `system` messages.
+    pub messages: Vec<NormMessage>,
+    /// Names of the offered tools, in request order.
+    pub tool_names: Vec<String>,
+    /// The system prompt (Anthropic top-level `system`; OpenAI system/developer
+    /// messages joined with `\n\n`).
+    pub system: String,
+    /// The request forbids tool calls (`tool_choice` none).
+    pub tool_choice_none: bool,
+    /// The request asked for a streamed reply.
+    pub stream: bool,
+}
+
+impl RequestView {
+    /// Parses a request body of the given API. Errors name what is malformed.
+    pub fn from_body(api: Api, body: &Value) -> Result<RequestView, String> {
+        let obj = body
+            .as_object()
+            .ok_or_else(|| "request body is not a JSON object".to_string())?;
+        let raw_messages = obj
+            .get("messages")
+            .and_then(Value::as_array)
+            .ok_or_else(|| "request has no `messages` array".to_string())?;
+        let mut messages = Vec::with_capacity(raw_messages.len());
+        for (i, m) in raw_messages.iter().enumerate() {
+            let msg = match api {
+                Api::OpenAi => openai_message(m),
+                Api::Anthropic => anthropic_message(m),
+            }
+            .map_err(|e| format!("message {i}: {e}"))?;
+            messages.push(msg);
+        }
+        let system = match api {
+            Api::OpenAi => messages
+                .iter()
+                .filter(|m| m.role == "system" || m.role == "developer")
+                .map(|m| m.text.as_str())
+                .collect::<Vec<_>>()
+                .join("\n\n"),
+            Api::Anthropic => obj.get("system").map(content_text).unwrap_or_default(),
+        };
+        let tool_names = obj
+            .get("tools")
+            .and_then(Value::as_array)
+            .map(|tools| {
+                tools
+                    .iter()
+                    .filter_map(|t| match api {
+                        Api::OpenAi => t.pointer("/function/name").and_then(Value::as_str),
+                        Api::Anthropic => t.get("name").and_then(Value::as_str),
+                    })
+                    .map(str::to_string)
+                    .collect()
+            })
+            .unwrap_or_default();
+        let tool_choice_none = match obj.get("tool_choice") {
+            Some(Value::String(s)) => s == "none",
+            Some(Value::Object(o)) => o.get("type").and_then(Value::as_str) == Some("none"),
+            _ => false,
+        };
+        let conversation = messages
+            .iter()
+            .find(|m| m.role == "user")
+            .map(|m| m.text.clone())
+            .unwrap_or_default();
+        let turn = messages.iter().filter(|m| m.role == "assistant").count();
+        Ok(RequestView {
+            api,
+            model: obj
+                .get("model")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string(),
+            conversation,
+            turn,
+            messages,
+            tool_names,
+            system,
+            tool_choice_none,
+            stream: obj.get("stream").and_then(Value::as_bool).unwrap_or(false),
+        })
+    }
+
+    /// The last message of the history, if any.
+    pub fn last(&self) -> Option<&NormMessage> {
+        self.messages.last()
+    }
+
+    /// Every tool result in the history, in order: `(call id, content)`.
+    pub fn tool_results(&self) -> impl Iterator<Item = &(String, String)> {
+        self.messages.iter().flat_map(|m| m.tool_results.iter())
+    }
+}
+
+/// Text of a `content` value: a string, or an array of blocks whose `text`
+/// blocks are joined with `\n`. Anything else gives an empty string.
+pub(crate) fn content_text(content: &Value) -> String {
+    match content {
+        Value::String(s) => s.clone(),
+        Value::Array(parts) => parts
+            .iter()
+            .filter(|p| p.get("type").and_then(Value::as_str) == Some("text"))
+            .filter_map(|p| p.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    }
+}
+
+fn role_of(m: &Value) -> Result<String, String> {
+    m.get("role")
+        .and_then(Value::as_str)
+        .map(str::to_string)
+        .ok_or_else(|| "missing `role`".to_string())
+}
+
+fn openai_message(m: &Value) -> Result<NormMessage, String> {
+    let role = role_of(m)?;
+    let content = m.get("content").unwrap_or(&Value::Null);
+    let mut msg = NormMessage {
+        role,
+        ..NormMessage::default()
+    };
+    if msg.role == "tool" {
+        let id = m
+            .get("tool_call_id")
+            .and_then(Value::as_str)
+            .ok_or_else(|| "tool message without `tool_call_id`".to_string())?;
+        msg.tool_results
+            .push((id.to_string(), content_text(content)));
+        return Ok(msg);
+    }
+    msg.text = content_text(content);
+    if let Some(calls) = m.get("tool_calls").and_then(Value::as_array) {
+        for (i, c) in calls.iter().enumerate() {
+            let id = c.get("id").and_then(Value::as_str);
+            let name = c.pointer("/function/name").and_then(Value::as_str);
+            let args = c.pointer("/function/arguments").and_then(Value::as_str);
+            match (id, name) {
+                (Some(id), Some(name)) => msg.tool_calls.push((
+                    id.to_string(),
+                    name.to_string(),
+                    args.unwrap_or_default().to_string(),
+                )),
+                _ => return Err(format!("tool call {i} lacks `id` or `function.name`")),
+            }
+        }
+    }
+    Ok(msg)
+}
+
+fn anthropic_message(m: &Value) -> Result<NormMessage, String> {
+    let role = role_of(m)?;
+    let mut msg = NormMessage {
+        role,
+        ..NormMessage::default()
+    };
+    let content = m.get("content").unwrap_or(&Value::Null);
+    let blocks = match content {
+        Value::String(s) => {
+            msg.text = s.clone();
+            return Ok(msg);
+        }
+        Value::Array(blocks) => blocks,
+        _ => return Err("`content` is neither a string nor an array".to_string()),
+    };
+    let mut texts = Vec::new();
+    for (i, b) in blocks.iter().enumerate() {
+        match b.get("type").and_then(Value::as_str) {
+            Some("text") => texts.push(b.get("text").and_then(Value::as_str).unwrap_or_default()),
+            Some("tool_use") => {
+                let id = b.get("id").and_then(Value::as_str);
+                let name = b.get("name").and_then(Value::as_str);
+                let (Some(id), Some(name)) = (id, name) else {
+                    return Err(format!("tool_use block {i} lacks `id` or `name`"));
+                };
+                let args = match b.get("input") {
+                    Some(Value::String(s)) => s.clone(),
+                    Some(v) => v.to_string(),
+                    None => String::new(),
+                };
+                msg.tool_calls
+                    .push((id.to_string(), name.to_string(), args));
+            }
+            Some("tool_result") => {
+                let id = b
+                    .get("tool_use_id")
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| format!("tool_result block {i} lacks `tool_use_id`"))?;
+                let text = b.get("content").map(content_text).unwrap_or_default();
+                msg.tool_results.push((id.to_string(), text));
+            }
+            _ => {}
+        }
+    }
+    msg.text = texts.join("\n");
+    Ok(msg)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn openai_view() {
+        let body = json!({
+            "model": "m",
+            "stream": true,
+            "tool_choice": "none",
+            "tools": [{"type": "function", "function": {"name": "read_file", "parameters": {}}}],
+            "messages": [
+                {"role": "system", "content": "sys"},
+                {"role": "user", "content": [{"type": "text", "text": "hello"}]},
+                {"role": "assistant", "content": null, "tool_calls": [
+                    {"id": "c1", "type": "function", "function": {"name": "read_file", "arguments": "{\"path\":\"a\"}"}}
+                ]},
+                {"role": "tool", "tool_call_id": "c1", "content": "data"}
+            ]
+        });
+        let v = RequestView::from_body(Api::OpenAi, &body).unwrap();
+        assert_eq!(v.conversation, "hello");
+        assert_eq!(v.turn, 1);
+        assert_eq!(v.system, "sys");
+        assert!(v.tool_choice_none);
+        assert!(v.stream);
+        assert_eq!(v.tool_names, vec!["read_file"]);
+        assert_eq!(v.messages[2].tool_calls[0].2, "{\"path\":\"a\"}");
+        assert_eq!(
+            v.last().unwrap().tool_results,
+            vec![("c1".into(), "data".into())]
+        );
+    }
+
+    #[test]
+    fn anthropic_view() {
+        let body = json!({
+            "model": "m",
+            "system": [{"type": "text", "text": "sys", "cache_control": {"type": "ephemeral"}}],
+            "tool_choice": {"type": "none"},
+            "tools": [{"name": "grep", "description": "d", "input_schema": {}}],
+            "messages": [
+                {"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]},
+                {"role": "assistant", "content": [
+                    {"type": "text", "text": "ok"},
+                    {"type": "tool_use", "id": "t1", "name": "grep", "input": {"q": 1}}
+                ]},
+                {"role": "user", "content": [
+                    {"type": "tool_result", "tool_use_id": "t1", "content": [{"type": "text", "text": "r"}], "is_error": false}
+                ]}
+            ]
+        });
+        let v = RequestView::from_body(Api::Anthropic, &body).unwrap();
+        assert_eq!(v.conversation, "a\nb");
+        assert_eq!(v.system, "sys");
+        assert_eq!(v.turn, 1);
+        assert!(v.tool_choice_none);
+        assert_eq!(v.tool_names, vec!["grep"]);
+        assert_eq!(
+            v.messages[1].tool_calls,
+            vec![("t1".into(), "grep".into(), "{\"q\":1}".into())]
+        );
+        assert_eq!(v.tool_results().count(), 1);
+    }
+
+    #[test]
+    fn malformed_bodies_are_errors() {
+        assert!(RequestView::from_body(Api::OpenAi, &json!([])).is_err());
+        assert!(RequestView::from_body(Api::OpenAi, &json!({"model": "m"})).is_err());
+        let bad_tool = json!({"messages": [{"role": "tool", "content": "x"}]});
+        assert!(RequestView::from_body(Api::OpenAi, &bad_tool).is_err());
+        let bad_block = json!({"messages": [{"role": "user", "content": 3}]});
+        assert!(RequestView::from_body(Api::Anthropic, &bad_block).is_err());
+    }
+}

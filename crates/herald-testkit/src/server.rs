@@ -1,0 +1,391 @@
+//! The HTTP server: routes, request recording, latency, faults, and replies.
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
+use axum::response::Response;
+use axum::routing::post;
+use bytes::Bytes;
+use serde_json::Value;
+use tokio::task::JoinHandle;
+
+use crate::body::{Tail, sse_body};
+use crate::fault::{Fault, error_json};
+use crate::invariants;
+use crate::normalize::{Api, RequestView};
+use crate::record::RecordedRequest;
+use crate::render::RenderContext;
+use crate::script::{Lookup, Reply, Script};
+use crate::usage::{PrefixCache, TokenUsage, usage_for};
+use crate::wire_openai::Quirks;
+use crate::{wire_anthropic, wire_openai};
+
+/// Locks `m`, recovering the data if another holder panicked.
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+struct Shared {
+    script: Script,
+    latency: Mutex<Duration>,
+    faults: Mutex<VecDeque<Fault>>,
+    quirks: Mutex<Quirks>,
+    log: Mutex<Vec<RecordedRequest>>,
+    cache: Mutex<PrefixCache>,
+    serial: AtomicU64,
+}
+
+impl Shared {
+    fn mark_responded(&self, index: usize) {
+        if let Some(r) = lock(&self.log).get_mut(index) {
+            r.responded_at = Some(Instant::now());
+        }
+    }
+}
+
+/// A scripted OpenAI/Anthropic-compatible server on `127.0.0.1`, running in
+/// the current tokio runtime until dropped.
+pub struct ScriptedServer {
+    shared: Arc<Shared>,
+    addr: SocketAddr,
+    task: JoinHandle<()>,
+}
+
+impl std::fmt::Debug for ScriptedServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ScriptedServer")
+            .field("addr", &self.addr)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for ScriptedServer {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl ScriptedServer {
+    /// Binds `127.0.0.1:0` and serves `script` on a spawned task.
+    pub async fn start(script: Script) -> std::io::Result<ScriptedServer> {
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await?;
+        let addr = listener.local_addr()?;
+        let shared = Arc::new(Shared {
+            script,
+            latency: Mutex::new(Duration::ZERO),
+            faults: Mutex::new(VecDeque::new()),
+            quirks: Mutex::new(Quirks::default()),
+            log: Mutex::new(Vec::new()),
+            cache: Mutex::new(PrefixCache::default()),
+            serial: AtomicU64::new(0),
+        });
+        let router = Router::new()
+            .route("/v1/chat/completions", post(openai))
+            .route("/chat/completions", post(openai))
+            .route("/v1/messages", post(anthropic))
+            .layer(DefaultBodyLimit::disable())
+            .with_state(shared.clone());
+        let task = tokio::spawn(async move {
+            if let Err(e) = axum::serve(listener, router).await {
+                eprintln!("herald-testkit: server stopped: {e}");
+            }
+        });
+        Ok(ScriptedServer { shared, addr, task })
+    }
+
+    /// `http://127.0.0.1:PORT`.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Base URL for an OpenAI client (`{base}/chat/completions`).
+    pub fn openai_base_url(&self) -> String {
+        format!("{}/v1", self.url())
+    }
+
+    /// Base URL for an Anthropic client (`{base}/v1/messages`).
+    pub fn anthropic_base_url(&self) -> String {
+        self.url()
+    }
+
+    /// Delay before the first response byte of every later request.
+    pub fn set_latency(&self, d: Duration) {
+        *lock(&self.shared.latency) = d;
+    }
+
+    /// Queues a fault; each queued fault is consumed by the next request (FIFO).
+    pub fn inject(&self, fault: Fault) {
+        lock(&self.shared.faults).push_back(fault);
+    }
+
+    /// Sets the OpenAI stream quirks used for later replies.
+    pub fn set_quirks(&self, quirks: Quirks) {
+        *lock(&self.shared.quirks) = quirks;
+    }
+
+    /// A copy of every request received so far, in arrival order.
+    pub fn requests(&self) -> Vec<RecordedRequest> {
+        lock(&self.shared.log).clone()
+    }
+
+    /// Number of requests received so far.
+    pub fn request_count(&self) -> usize {
+        lock(&self.shared.log).len()
+    }
+
+    /// Tool pairing violations over all recorded requests.
+    pub fn pairing_violations(&self) -> Vec<String> {
+        invariants::pairing_violations(&self.requests())
+    }
+
+    /// Prefix-stability violations over all recorded requests.
+    pub fn prefix_violations(&self) -> Vec<String> {
+        invariants::prefix_violations(&self.requests())
+    }
+
+    /// Both invariant checks over all recorded requests.
+    pub fn check_invariants(&self) -> Result<(), Vec<String>> {
+        let requests = self.requests();
+        let mut errors = invariants::pairing_violations(&requests);
+        errors.extend(invariants::prefix_violations(&requests));
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(errors)
+        }
+    }
+
+    /// Panics listing every invariant violation.
+    pub fn assert_invariants(&self) {
+        if let Err(errors) = self.check_invariants() {
+            panic!(
+                "testkit invariants violated ({}):\n  {}",
+                errors.len(),
+                errors.join("\n  ")
+            );
+        }
+    }
+
+    /// `(follow-up requests that extend their predecessor, all follow-up
+    /// requests)`, over all recorded requests.
+    pub fn prefix_stability(&self) -> (usize, usize) {
+        invariants::prefix_stability(&self.requests())
+    }
+}
+
+async fn openai(
+    State(s): State<Arc<Shared>>,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    handle(s, Api::OpenAi, uri, headers, body).await
+}
+
+async fn anthropic(
+    State(s): State<Arc<Shared>>,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    handle(s, Api::Anthropic, uri, headers, body).await
+}
+
+/// What to answer, decided as soon as the request arrives.
+enum Plan {
+    Error {
+        code: u16,
+        retry_after_secs: Option<u64>,
+        body: String,
+    },
+    Reply {
+        reply: Reply,
+        view: Box<RequestView>,
+        usage: TokenUsage,
+        fault: Option<Fault>,
+    },
+}
+
+fn plan(
+    s: &Shared,
+    api: Api,
+    body: &Value,
+    raw_len: usize,
+    view: Result<RequestView, String>,
+) -> Plan {
+    let fault = lock(&s.faults).pop_front();
+    if let Some(Fault::Status {
+        code,
+        retry_after_secs,
+        body,
+    }) = fault
+    {
+        return Plan::Error {
+            code,
+            retry_after_secs,
+            body: error_json(api, code, &body),
+        };
+    }
+    let view = match view {
+        Ok(v) => v,
+        Err(e) => {
+            return Plan::Error {
+                code: 400,
+                retry_after_secs: None,
+                body: error_json(api, 400, &format!("testkit: malformed request: {e}")),
+            };
+        }
+    };
+    match s.script.lookup(&view) {
+        Lookup::Error(msg) => Plan::Error {
+            code: 400,
+            retry_after_secs: None,
+            body: error_json(api, 400, &msg),
+        },
+        Lookup::Reply(reply) => {
+            let shared = lock(&s.cache).observe(&view.conversation, body);
+            let usage = usage_for(api, body, raw_len, shared, &reply);
+            Plan::Reply {
+                reply,
+                view: Box::new(view),
+                usage,
+                fault,
+            }
+        }
+    }
+}
+
+async fn handle(s: Arc<Shared>, api: Api, uri: Uri, headers: HeaderMap, raw: Bytes) -> Response {
+    let received_at = Instant::now();
+    let parsed = serde_json::from_slice::<Value>(&raw);
+    let view = match &parsed {
+        Ok(v) => RequestView::from_body(api, v),
+        Err(e) => Err(format!("body is not JSON: {e}")),
+    };
+    let body = parsed.unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&raw).into_owned()));
+    let (conversation, turn) = view
+        .as_ref()
+        .map(|v| (v.conversation.clone(), v.turn))
+        .unwrap_or_default();
+    let plan = plan(&s, api, &body, raw.len(), view);
+    let status = match &plan {
+        Plan::Error { code, .. } => *code,
+        Plan::Reply { .. } => 200,
+    };
+    let index = {
+        let mut log = lock(&s.log);
+        log.push(RecordedRequest {
+            api,
+            path: uri.path().to_string(),
+            headers: headers
+                .iter()
+                .map(|(k, v)| {
+                    (
+                        k.as_str().to_string(),
+                        String::from_utf8_lossy(v.as_bytes()).into_owned(),
+                    )
+                })
+                .collect(),
+            body,
+            conversation,
+            turn,
+            received_at,
+            responded_at: None,
+            status,
+        });
+        log.len() - 1
+    };
+    let latency = *lock(&s.latency);
+    if !latency.is_zero() {
+        tokio::time::sleep(latency).await;
+    }
+    match plan {
+        Plan::Error {
+            code,
+            retry_after_secs,
+            body,
+        } => {
+            let mut resp = Response::new(Body::from(body));
+            *resp.status_mut() =
+                StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+            let h = resp.headers_mut();
+            h.insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            );
+            if let Some(secs) = retry_after_secs {
+                h.insert(header::RETRY_AFTER, HeaderValue::from(secs));
+            }
+            s.mark_responded(index);
+            resp
+        }
+        Plan::Reply {
+            reply,
+            view,
+            usage,
+            fault,
+        } => {
+            let ctx = RenderContext {
+                reply: &reply,
+                model: &view.model,
+                conversation: &view.conversation,
+                turn: view.turn,
+                usage,
+                serial: s.serial.fetch_add(1, Ordering::Relaxed),
+            };
+            if !view.stream {
+                let json = match api {
+                    Api::OpenAi => wire_openai::complete(&ctx),
+                    Api::Anthropic => wire_anthropic::complete(&ctx),
+                };
+                let mut resp = Response::new(Body::from(json.to_string()));
+                resp.headers_mut().insert(
+                    header::CONTENT_TYPE,
+                    HeaderValue::from_static("application/json"),
+                );
+                s.mark_responded(index);
+                return resp;
+            }
+            let mut sse = match api {
+                Api::OpenAi => wire_openai::stream(&ctx, *lock(&s.quirks)),
+                Api::Anthropic => wire_anthropic::stream(&ctx),
+            };
+            let tail = match fault {
+                Some(Fault::TruncatedStream) => {
+                    sse.events.truncate(sse.cut_point());
+                    Tail::End
+                }
+                Some(Fault::AbortStream) => {
+                    sse.events.truncate(sse.cut_point());
+                    Tail::Abort
+                }
+                Some(Fault::IdleStream) => {
+                    sse.events.truncate(1);
+                    Tail::Idle
+                }
+                Some(Fault::Status { .. }) | None => Tail::End,
+            };
+            let done_state = s.clone();
+            let body = sse_body(
+                sse.events,
+                tail,
+                Box::new(move || done_state.mark_responded(index)),
+            );
+            let mut resp = Response::new(body);
+            let h = resp.headers_mut();
+            h.insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("text/event-stream"),
+            );
+            h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+            resp
+        }
+    }
+}

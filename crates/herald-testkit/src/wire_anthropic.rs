@@ -1,0 +1,224 @@
+//! Anthropic Messages output: SSE events, non-streamed messages and error
+//! bodies.
+
+use bytes::Bytes;
+use serde_json::{Value, json};
+
+use crate::render::{RenderContext, SseEvents, arg_pieces, error_type, text_pieces};
+
+fn event(name: &str, data: &Value) -> Bytes {
+    Bytes::from(format!("event: {name}\ndata: {data}\n\n"))
+}
+
+fn stop_reason(ctx: &RenderContext<'_>) -> &'static str {
+    if ctx.reply.calls().is_empty() {
+        "end_turn"
+    } else {
+        "tool_use"
+    }
+}
+
+/// Renders the streamed reply.
+pub(crate) fn stream(ctx: &RenderContext<'_>) -> SseEvents {
+    let u = &ctx.usage;
+    let mut out = vec![event(
+        "message_start",
+        &json!({"type": "message_start", "message": {
+            "id": format!("msg_{}", ctx.serial),
+            "type": "message",
+            "role": "assistant",
+            "model": ctx.model,
+            "content": [],
+            "stop_reason": null,
+            "stop_sequence": null,
+            "usage": {
+                "input_tokens": u.uncached_input_tokens(),
+                "cache_read_input_tokens": u.cached_tokens,
+                "cache_creation_input_tokens": u.cache_creation_tokens,
+                "output_tokens": 1,
+            },
+        }}),
+    )];
+    let text = ctx.reply.text_part();
+    let calls = ctx.reply.calls();
+    let mut index = 0usize;
+    let mut pinged = false;
+    let mut ping = |out: &mut Vec<Bytes>| {
+        if !pinged {
+            out.push(event("ping", &json!({"type": "ping"})));
+            pinged = true;
+        }
+    };
+    if !text.is_empty() || calls.is_empty() {
+        out.push(event(
+            "content_block_start",
+            &json!({"type": "content_block_start", "index": index,
+                    "content_block": {"type": "text", "text": ""}}),
+        ));
+        ping(&mut out);
+        for piece in text_pieces(text) {
+            out.push(event(
+                "content_block_delta",
+                &json!({"type": "content_block_delta", "index": index,
+                        "delta": {"type": "text_delta", "text": piece}}),
+            ));
+        }
+        out.push(event(
+            "content_block_stop",
+            &json!({"type": "content_block_stop", "index": index}),
+        ));
+        index += 1;
+    }
+    for (i, call) in calls.iter().enumerate() {
+        out.push(event(
+            "content_block_start",
+            &json!({"type": "content_block_start", "index": index,
+                    "content_block": {"type": "tool_use", "id": ctx.call_id("toolu", i),
+                                      "name": call.name, "input": {}}}),
+        ));
+        ping(&mut out);
+        let fragments = std::iter::once("").chain(arg_pieces(&call.arguments));
+        for frag in fragments {
+            out.push(event(
+                "content_block_delta",
+                &json!({"type": "content_block_delta", "index": index,
+                        "delta": {"type": "input_json_delta", "partial_json": frag}}),
+            ));
+        }
+        out.push(event(
+            "content_block_stop",
+            &json!({"type": "content_block_stop", "index": index}),
+        ));
+        index += 1;
+    }
+    let body_end = out.len();
+    out.push(event(
+        "message_delta",
+        &json!({"type": "message_delta",
+                "delta": {"stop_reason": stop_reason(ctx), "stop_sequence": null},
+                "usage": {"output_tokens": u.completion_tokens}}),
+    ));
+    out.push(event("message_stop", &json!({"type": "message_stop"})));
+    SseEvents {
+        events: out,
+        body_end,
+    }
+}
+
+/// Renders a non-streamed `message` object. Invalid argument JSON is passed as
+/// a string `input`.
+pub(crate) fn complete(ctx: &RenderContext<'_>) -> Value {
+    let text = ctx.reply.text_part();
+    let calls = ctx.reply.calls();
+    let mut content = Vec::new();
+    if !text.is_empty() || calls.is_empty() {
+        content.push(json!({"type": "text", "text": text}));
+    }
+    for (i, c) in calls.iter().enumerate() {
+        let input = serde_json::from_str::<Value>(&c.arguments)
+            .unwrap_or_else(|_| Value::String(c.arguments.clone()));
+        content.push(json!({"type": "tool_use", "id": ctx.call_id("toolu", i),
+                            "name": c.name, "input": input}));
+    }
+    let u = &ctx.usage;
+    json!({
+        "id": format!("msg_{}", ctx.serial),
+        "type": "message",
+        "role": "assistant",
+        "model": ctx.model,
+        "content": content,
+        "stop_reason": stop_reason(ctx),
+        "stop_sequence": null,
+        "usage": {
+            "input_tokens": u.uncached_input_tokens(),
+            "cache_read_input_tokens": u.cached_tokens,
+            "cache_creation_input_tokens": u.cache_creation_tokens,
+            "output_tokens": u.completion_tokens,
+        },
+    })
+}
+
+/// The Anthropic-shaped error body for an HTTP status.
+pub(crate) fn error_body(code: u16, message: &str) -> Value {
+    json!({"type": "error", "error": {"type": error_type(code), "message": message}})
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::script::{Reply, ScriptedCall};
+    use crate::usage::TokenUsage;
+
+    fn ctx(reply: &Reply) -> RenderContext<'_> {
+        RenderContext {
+            reply,
+            model: "m",
+            conversation: "c",
+            turn: 0,
+            usage: TokenUsage {
+                prompt_tokens: 10,
+                cached_tokens: 4,
+                cache_creation_tokens: 6,
+                completion_tokens: 3,
+            },
+            serial: 7,
+        }
+    }
+
+    fn names(ev: &SseEvents) -> Vec<String> {
+        ev.events
+            .iter()
+            .map(|b| {
+                let s = std::str::from_utf8(b).unwrap();
+                s.lines()
+                    .next()
+                    .unwrap()
+                    .trim_start_matches("event: ")
+                    .to_string()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn event_order_for_text_and_tool() {
+        let reply = Reply::ToolCalls {
+            text: "ok".into(),
+            calls: vec![ScriptedCall::raw("a", "{}")],
+        };
+        let ev = stream(&ctx(&reply));
+        let n = names(&ev);
+        assert_eq!(
+            n,
+            vec![
+                "message_start",
+                "content_block_start",
+                "ping",
+                "content_block_delta",
+                "content_block_stop",
+                "content_block_start",
+                "content_block_delta",
+                "content_block_delta",
+                "content_block_stop",
+                "message_delta",
+                "message_stop"
+            ]
+        );
+        assert_eq!(ev.body_end, 9);
+        let text = std::str::from_utf8(&ev.events[9]).unwrap();
+        assert!(text.contains("\"tool_use\""), "{text}");
+    }
+
+    #[test]
+    fn non_streamed_message() {
+        let reply = Reply::tools(vec![ScriptedCall::raw("a", "{bad")]);
+        let v = complete(&ctx(&reply));
+        assert_eq!(v["stop_reason"], "tool_use");
+        assert_eq!(v["content"][0]["input"], "{bad");
+        assert_eq!(v["usage"]["input_tokens"], 0);
+        assert_eq!(
+            error_body(401, "no")["error"]["type"],
+            "authentication_error"
+        );
+    }
+}

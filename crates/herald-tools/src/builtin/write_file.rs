@@ -1,0 +1,135 @@
+//! The `write_file` tool: create or overwrite a file atomically.
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use super::fsutil::{atomic_write, blocking, line_count};
+use crate::{ToolContext, ToolError, TypedTool};
+
+/// The `write_file` tool.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct WriteFile;
+
+/// Arguments of `write_file`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(description = "")]
+pub struct WriteFileArgs {
+    /// File path, absolute or relative to the current directory.
+    pub path: String,
+    /// The complete new content of the file.
+    pub content: String,
+}
+
+impl TypedTool for WriteFile {
+    type Args = WriteFileArgs;
+    const NAME: &'static str = "write_file";
+    const TOOLSET: &'static str = "file";
+    const DESCRIPTION: &'static str = "Create a file or replace its whole content (atomic; parent directories are created). \
+For changes to an existing file prefer patch, which does not need the full content.";
+    const READ_ONLY: bool = false;
+
+    async fn run(&self, args: WriteFileArgs, ctx: &ToolContext) -> Result<String, ToolError> {
+        let path = ctx.state.resolve(&args.path);
+        let shown = args.path;
+        let content = args.content;
+        blocking(move || {
+            if path.is_dir() {
+                return Err(ToolError::new(format!(
+                    "{shown} is a directory; pass a file path"
+                )));
+            }
+            let existed = path.exists();
+            atomic_write(&path, content.as_bytes())
+                .map_err(|e| ToolError::new(format!("could not write {shown}: {e}")))?;
+            Ok(format!(
+                "{} {shown}: {} bytes, {} lines",
+                if existed { "Overwrote" } else { "Created" },
+                content.len(),
+                line_count(&content)
+            ))
+        })
+        .await
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use std::os::unix::fs::PermissionsExt;
+    use std::path::Path;
+
+    use herald_protocol::ToolCall;
+    use tokio_util::sync::CancellationToken;
+
+    use super::*;
+    use crate::AgentState;
+    use crate::builtin::default_registry;
+
+    fn ctx(dir: &Path) -> ToolContext {
+        ToolContext::new(AgentState::new(dir.to_path_buf()), CancellationToken::new())
+    }
+
+    #[tokio::test]
+    async fn creates_parents_and_reports_size() {
+        let tmp = tempfile::tempdir().unwrap();
+        let ctx = ctx(tmp.path());
+        let args = WriteFileArgs {
+            path: "a/b/c.txt".into(),
+            content: "one\ntwo\n".into(),
+        };
+        let out = WriteFile.run(args, &ctx).await.unwrap();
+        assert_eq!(out, "Created a/b/c.txt: 8 bytes, 2 lines");
+        let path = tmp.path().join("a/b/c.txt");
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "one\ntwo\n");
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o644);
+    }
+
+    #[tokio::test]
+    async fn overwrites_keeping_permissions_and_leaves_no_temp_files() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("run.sh");
+        std::fs::write(&path, "old").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let args = WriteFileArgs {
+            path: "run.sh".into(),
+            content: "new".into(),
+        };
+        let out = WriteFile.run(args, &ctx(tmp.path())).await.unwrap();
+        assert!(out.starts_with("Overwrote run.sh"), "{out}");
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "new");
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o755);
+        assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 1);
+    }
+
+    #[tokio::test]
+    async fn directory_target_is_an_error_through_the_registry() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::create_dir(tmp.path().join("d")).unwrap();
+        let registry = default_registry(10_000);
+        let call = ToolCall {
+            id: "1".into(),
+            name: "write_file".into(),
+            arguments: r#"{"path": "d", "content": "x"}"#.into(),
+        };
+        let result = registry.execute(&call, &ctx(tmp.path())).await;
+        assert!(result.is_error);
+        assert!(
+            result.content.contains("d is a directory"),
+            "{}",
+            result.content
+        );
+        let call = ToolCall {
+            id: "2".into(),
+            name: "write_file".into(),
+            arguments: r#"{"path": "f"}"#.into(),
+        };
+        let result = registry.execute(&call, &ctx(tmp.path())).await;
+        assert!(
+            result
+                .content
+                .contains("missing required parameter 'content'")
+        );
+    }
+}
