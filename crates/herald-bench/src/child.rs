@@ -1,4 +1,6 @@
-//! Runs a child process and reads its own CPU time and peak RSS from `wait4`.
+//! Runs a child process and measures its CPU time (from `wait4`) and peak
+//! RSS (`VmHWM` sampled from /proc while it runs: `ru_maxrss` is inherited
+//! across fork+exec and would report the benchmark's own size).
 
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -13,22 +15,41 @@ pub(crate) struct Measured {
     pub wall: Duration,
 }
 
+fn vm_hwm_kb(pid: libc::pid_t) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
 /// Spawns `cmd` (stdout discarded) and waits for it on a blocking thread.
 pub(crate) async fn run_measured(mut cmd: std::process::Command) -> Result<Measured> {
     cmd.stdout(Stdio::null()).stdin(Stdio::null());
     let started = Instant::now();
     let child = cmd.spawn().context("cannot start herald")?;
     let pid = child.id() as libc::pid_t;
-    let (status, usage) = tokio::task::spawn_blocking(move || {
+    let (status, usage, peak) = tokio::task::spawn_blocking(move || {
         let mut status: libc::c_int = 0;
         // SAFETY: an all-zero rusage is a valid value for wait4 to overwrite.
         let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-        // SAFETY: `pid` is our own un-reaped child; the pointers are valid for the call.
-        let rc = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
-        (if rc == pid { Some(status) } else { None }, usage)
+        let mut peak = 0;
+        loop {
+            // SAFETY: `pid` is our own un-reaped child; the pointers are valid for the call.
+            let rc = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut usage) };
+            if rc == pid {
+                return (Some(status), usage, peak);
+            }
+            if rc < 0 {
+                return (None, usage, peak);
+            }
+            if let Some(kb) = vm_hwm_kb(pid) {
+                peak = peak.max(kb);
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
     })
     .await?;
     let wall = started.elapsed();
+    drop(child);
     let Some(status) = status else {
         bail!("wait4 failed for pid {pid}");
     };
@@ -36,7 +57,7 @@ pub(crate) async fn run_measured(mut cmd: std::process::Command) -> Result<Measu
     Ok(Measured {
         success: libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
         cpu: tv(usage.ru_utime) + tv(usage.ru_stime),
-        max_rss_kb: usage.ru_maxrss as u64,
+        max_rss_kb: peak,
         wall,
     })
 }

@@ -48,7 +48,7 @@ impl CliError {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let result = match tokio::runtime::Builder::new_multi_thread()
+    let result = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
     {

@@ -273,3 +273,29 @@ async fn toolsets_narrow_the_tool_list() {
         stderr(&output)
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn openai_server_quirks_are_tolerated_end_to_end() {
+    let h = Harness::new(multi_tool_script()).await;
+    h.server.set_quirks(herald_testkit::Quirks {
+        usage_choice_with_empty_delta: true,
+        empty_content_on_tool_deltas: true,
+        stop_with_tool_calls: true,
+        extra_spaces_after_data: true,
+    });
+    let (output, events) = h
+        .run_json(Wire::OpenAi, &[], "Please write the notes file")
+        .await;
+    assert!(output.status.success(), "stderr: {}", stderr(&output));
+    assert_eq!(
+        last(&events)["final_response"],
+        "Done: notes written and patched."
+    );
+    assert_eq!(of_type(&events, "tool.completed").len(), 6);
+    assert!(
+        of_type(&events, "usage")
+            .iter()
+            .all(|u| u["input_tokens"].as_u64().unwrap() > 0)
+    );
+    h.server.assert_invariants();
+}
