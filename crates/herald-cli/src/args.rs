@@ -39,12 +39,23 @@ pub(crate) struct CommonArgs {
     /// Config file to use instead of $HERALD_HOME/config.toml.
     #[arg(long, global = true)]
     pub config: Option<PathBuf>,
+    /// Continue a stored session by id.
+    #[arg(long, global = true, conflicts_with = "continue_latest")]
+    pub resume: Option<String>,
+    /// Continue the latest session started in this directory.
+    #[arg(long = "continue", global = true)]
+    pub continue_latest: bool,
 }
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum Command {
     /// Run one prompt to completion and print the final answer.
     Run(RunArgs),
+    /// List, show, search, export, import, delete and prune stored sessions.
+    Sessions {
+        #[command(subcommand)]
+        action: SessionsAction,
+    },
     /// Show or locate the configuration.
     Config {
         #[command(subcommand)]
@@ -70,4 +81,59 @@ pub(crate) enum ConfigAction {
     Path,
     /// Print the effective configuration (keys redacted).
     Show,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum SessionsAction {
+    /// Recent sessions, newest first.
+    List {
+        #[arg(long)]
+        json: bool,
+        /// How many sessions to list.
+        #[arg(long, default_value_t = 20)]
+        limit: usize,
+        /// Include subagent sessions.
+        #[arg(long)]
+        all: bool,
+    },
+    /// One session with its messages.
+    Show {
+        id: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Full-text search over every stored message.
+    Search {
+        query: String,
+        #[arg(long)]
+        json: bool,
+        /// Sessions to return (1-10).
+        #[arg(long, default_value_t = 5)]
+        limit: usize,
+    },
+    /// A session and its messages as JSON.
+    Export {
+        id: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Import a JSONL transcript (one message object per line) as a new session.
+    Import {
+        path: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Delete a session (and its subagent sessions).
+    Delete {
+        id: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Delete sessions with no activity for the given age (e.g. 30d, 12h).
+    Prune {
+        #[arg(long)]
+        older_than: String,
+        #[arg(long)]
+        json: bool,
+    },
 }

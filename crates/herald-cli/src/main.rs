@@ -6,6 +6,7 @@ mod config_cmd;
 mod render;
 mod repl;
 mod run;
+mod sessions_cmd;
 mod setup;
 
 use std::process::ExitCode;
@@ -70,6 +71,7 @@ async fn dispatch(cli: Cli) -> Result<Exit, CliError> {
     match cli.command {
         None => repl::interactive(&cli.common).await,
         Some(Command::Run(run_args)) => run::run(&cli.common, run_args).await,
+        Some(Command::Sessions { action }) => sessions_cmd::sessions(&cli.common, action).await,
         Some(Command::Config { action }) => match action {
             ConfigAction::Path => config_cmd::path(&cli.common),
             ConfigAction::Show => config_cmd::show(&cli.common),

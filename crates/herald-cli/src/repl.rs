@@ -1,6 +1,6 @@
 //! `herald` with no arguments: a line-based interactive loop over one session.
 
-use herald_core::{EventSink, ExitReason, new_session_id};
+use herald_core::{EventSink, ExitReason};
 use herald_protocol::EventKind;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio_util::sync::CancellationToken;
@@ -14,14 +14,22 @@ const HELP: &str = "Type a request and press Enter. Commands: /help, /exit (or C
 pub(crate) async fn interactive(common: &CommonArgs) -> Result<Exit, CliError> {
     let settings = setup::settings(common)?;
     let renderer = Renderer::start(Mode::Human { stream_text: true });
-    let session_id = new_session_id();
-    let events = EventSink::new(&session_id, "root", renderer.callback());
-    let mut agent = setup::root_agent(&settings, events.clone(), true)?;
+    let store = setup::open_store(&settings.home)?;
+    let callback = renderer.callback();
+    let setup::StartedSession {
+        session_id,
+        resumed,
+        mut agent,
+    } = setup::start_session(common, &settings, &store, true, |id| {
+        EventSink::new(id, "root", callback)
+    })
+    .await?;
+    let events = agent.events().clone();
     events.emit(EventKind::SessionStarted {
         model: settings.model.clone(),
         provider: settings.provider.as_str().to_owned(),
         cwd: settings.cwd.display().to_string(),
-        resumed: false,
+        resumed,
     });
     eprintln!(
         "herald {} · {} ({}) · {}\n{HELP}",
@@ -80,9 +88,11 @@ pub(crate) async fn interactive(common: &CommonArgs) -> Result<Exit, CliError> {
             ExitReason::Completed => {}
         }
     };
+    let end_id = session_id.clone();
+    let _ = store.call(move |s| s.end_session(&end_id, "exit")).await;
     drop(agent);
     drop(events);
     renderer.finish();
-    eprintln!("session {session_id}");
+    eprintln!("session {session_id} (resume with `herald --resume {session_id}`)");
     Ok(exit)
 }

@@ -3,7 +3,7 @@
 use std::io::Read;
 use std::time::Instant;
 
-use herald_core::{EventSink, ExitReason, new_session_id};
+use herald_core::{EventSink, ExitReason};
 use herald_protocol::{EventKind, RunStatus};
 use tokio_util::sync::CancellationToken;
 
@@ -50,14 +50,22 @@ pub(crate) async fn run(common: &CommonArgs, args: RunArgs) -> Result<Exit, CliE
     } else {
         Mode::Human { stream_text: false }
     });
-    let session_id = new_session_id();
-    let events = EventSink::new(&session_id, "root", renderer.callback());
-    let mut agent = setup::root_agent(&settings, events.clone(), args.json && args.stream)?;
+    let store = setup::open_store(&settings.home)?;
+    let callback = renderer.callback();
+    let setup::StartedSession {
+        session_id,
+        resumed,
+        mut agent,
+    } = setup::start_session(common, &settings, &store, args.json && args.stream, |id| {
+        EventSink::new(id, "root", callback)
+    })
+    .await?;
+    let events = agent.events().clone();
     events.emit(EventKind::SessionStarted {
         model: settings.model.clone(),
         provider: settings.provider.as_str().to_owned(),
         cwd: settings.cwd.display().to_string(),
-        resumed: false,
+        resumed,
     });
     let cancel = CancellationToken::new();
     interrupt_on_ctrl_c(cancel.clone());
@@ -79,6 +87,9 @@ pub(crate) async fn run(common: &CommonArgs, args: RunArgs) -> Result<Exit, CliE
         cost_usd: agent.cost_usd(),
         duration_ms: started.elapsed().as_millis() as u64,
     });
+    let end_id = session_id.clone();
+    let reason = outcome.exit_reason.as_str();
+    let _ = store.call(move |s| s.end_session(&end_id, reason)).await;
     drop(agent);
     drop(events);
     renderer.finish();

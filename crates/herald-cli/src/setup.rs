@@ -6,9 +6,10 @@ use std::sync::Arc;
 
 use herald_core::config::herald_home;
 use herald_core::{
-    Agent, AgentSetup, Config, EventSink, LlmClient, Overrides, Settings, build_registry,
-    build_system_prompt,
+    Agent, AgentSetup, Config, EventSink, LlmClient, Overrides, Recorder, Settings, StoreHandle,
+    answer_dangling_calls, build_registry, build_system_prompt, new_session_id,
 };
+use herald_store::{NewSession, SessionSource};
 
 use crate::CliError;
 use crate::args::CommonArgs;
@@ -47,22 +48,119 @@ pub(crate) fn settings(common: &CommonArgs) -> Result<Settings, CliError> {
     Settings::resolve(&config, &path, home, &env, &flags).map_err(CliError::usage)
 }
 
-/// Builds the root agent for a new session.
-pub(crate) fn root_agent(
+/// Opens `$HERALD_HOME/state.db` on its store thread.
+pub(crate) fn open_store(home: &std::path::Path) -> Result<StoreHandle, CliError> {
+    StoreHandle::open(&home.join("state.db")).map_err(CliError::failed)
+}
+
+/// A session ready to take turns: new, or continued from the store.
+pub(crate) struct StartedSession {
+    pub session_id: String,
+    pub resumed: bool,
+    pub agent: Agent,
+}
+
+/// Creates the root session (or resumes `--resume ID` / `--continue`), stores
+/// it, and builds its agent. `events` is built from the session id.
+pub(crate) async fn start_session(
+    common: &CommonArgs,
     settings: &Settings,
-    events: EventSink,
+    store: &StoreHandle,
     stream_deltas: bool,
-) -> Result<Agent, CliError> {
+    events: impl FnOnce(&str) -> EventSink,
+) -> Result<StartedSession, CliError> {
     let registry = build_registry(settings).map_err(CliError::usage)?;
     let client = LlmClient::new(settings.client_config()).map_err(CliError::failed)?;
-    Ok(Agent::new(AgentSetup {
+    let gone = |err: herald_core::StoreGone| CliError::failed(err);
+    let existing = if let Some(id) = &common.resume {
+        let lookup = id.clone();
+        let record = store
+            .call(move |s| s.get_session(&lookup))
+            .await
+            .map_err(gone)?
+            .map_err(CliError::failed)?;
+        Some(record.ok_or_else(|| {
+            CliError::usage(anyhow::anyhow!(
+                "no session '{id}'; `herald sessions list` shows stored sessions"
+            ))
+        })?)
+    } else if common.continue_latest {
+        let cwd = settings.cwd.display().to_string();
+        let record = store
+            .call(move |s| s.latest_session_in(&cwd))
+            .await
+            .map_err(gone)?
+            .map_err(CliError::failed)?;
+        Some(record.ok_or_else(|| {
+            CliError::usage(anyhow::anyhow!(
+                "no earlier session in {}; start one with `herald run` or `herald`",
+                settings.cwd.display()
+            ))
+        })?)
+    } else {
+        None
+    };
+    let (session_id, system_prompt, history, resumed) = match existing {
+        Some(record) => {
+            let id = record.id.clone();
+            let messages = store
+                .call(move |s| s.load_messages(&id))
+                .await
+                .map_err(gone)?
+                .map_err(CliError::failed)?;
+            let mut history: Vec<_> = messages.into_iter().map(|m| m.message).collect();
+            let stored = history.len();
+            answer_dangling_calls(&mut history);
+            if history.len() > stored {
+                let id = record.id.clone();
+                let added = history[stored..].to_vec();
+                store
+                    .call(move |s| s.append_messages(&id, &added))
+                    .await
+                    .map_err(gone)?
+                    .map_err(CliError::failed)?;
+            }
+            (record.id, record.system_prompt, history, true)
+        }
+        None => {
+            let id = new_session_id();
+            let system_prompt = build_system_prompt(&settings.cwd, &settings.model);
+            let new = NewSession {
+                id: id.clone(),
+                parent_session_id: None,
+                agent_id: Some("root".to_owned()),
+                source: SessionSource::Cli,
+                cwd: settings.cwd.display().to_string(),
+                model: settings.model.clone(),
+                provider: settings.provider.as_str().to_owned(),
+                system_prompt: system_prompt.clone(),
+            };
+            store
+                .call(move |s| s.create_session(&new))
+                .await
+                .map_err(gone)?
+                .map_err(CliError::failed)?;
+            (id, system_prompt, Vec::new(), false)
+        }
+    };
+    let events = events(&session_id);
+    let agent = Agent::new(AgentSetup {
         client: Arc::new(client),
         registry: Arc::new(registry),
-        system_prompt: build_system_prompt(&settings.cwd, &settings.model),
-        history: Vec::new(),
+        system_prompt,
+        history,
         cwd: settings.cwd.clone(),
         max_iterations: settings.max_iterations,
         stream_deltas,
         events,
-    }))
+        recorder: Some(Recorder {
+            store: store.clone(),
+            session_id: session_id.clone(),
+        }),
+    });
+    Ok(StartedSession {
+        session_id,
+        resumed,
+        agent,
+    })
 }

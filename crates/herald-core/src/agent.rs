@@ -6,8 +6,8 @@ use herald_protocol::{EventKind, Message, Usage};
 use herald_tools::{AgentState, ToolRegistry};
 use tokio_util::sync::CancellationToken;
 
-use crate::EventSink;
 use crate::tool_runner::run_tool_calls;
+use crate::{EventSink, StoreHandle};
 
 /// The message appended when the iteration budget is spent; the model then
 /// answers once more with tool calls forbidden.
@@ -26,9 +26,16 @@ pub struct AgentSetup {
     /// Emit `assistant.delta` events while text streams.
     pub stream_deltas: bool,
     pub events: EventSink,
+    /// Where the conversation is saved; `None` keeps it in memory only.
+    pub recorder: Option<Recorder>,
 }
 
-/// Why a turn ended.
+/// Saves one session's messages and usage to the store.
+#[derive(Clone, Debug)]
+pub struct Recorder {
+    pub store: StoreHandle,
+    pub session_id: String,
+}
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ExitReason {
     Completed,
@@ -79,13 +86,19 @@ pub struct Agent {
     events: EventSink,
     usage: Usage,
     cost_usd: f64,
+    recorder: Option<Recorder>,
+    /// How many leading messages are already in the store.
+    persisted: usize,
 }
 
 impl Agent {
     /// Creates the agent; the tool schemas are encoded once here.
     pub fn new(setup: AgentSetup) -> Self {
         let tools = setup.client.encode_tools(&setup.registry.specs());
+        let persisted = setup.history.len();
         Self {
+            recorder: setup.recorder,
+            persisted,
             client: setup.client,
             registry: setup.registry,
             tools,
@@ -98,6 +111,11 @@ impl Agent {
             usage: Usage::default(),
             cost_usd: 0.0,
         }
+    }
+
+    /// The sink this agent reports to.
+    pub fn events(&self) -> &EventSink {
+        &self.events
     }
 
     /// The conversation so far.
@@ -140,6 +158,9 @@ impl Agent {
             error_kind: None,
         };
         loop {
+            if let Err(message) = self.persist().await {
+                return self.fail(outcome, message, None);
+            }
             if cancel.is_cancelled() {
                 outcome.exit_reason = ExitReason::Interrupted;
                 return outcome;
@@ -155,22 +176,25 @@ impl Agent {
                     outcome.exit_reason = ExitReason::Interrupted;
                     return outcome;
                 }
-                Err(err) => {
-                    self.events.emit(EventKind::Error {
-                        message: err.message.clone(),
-                        fatal: true,
-                    });
-                    outcome.exit_reason = ExitReason::Error;
-                    outcome.error = Some(err.message);
-                    outcome.error_kind = Some(err.kind);
-                    return outcome;
-                }
+                Err(err) => return self.fail(outcome, err.message, Some(err.kind)),
             };
             let cost = cost_usd(self.client.model(), &reply.usage);
             self.usage.add(&reply.usage);
             self.cost_usd += cost;
             outcome.usage.add(&reply.usage);
             outcome.cost_usd += cost;
+            if let Some(recorder) = &self.recorder {
+                let (session, model, usage) = (
+                    recorder.session_id.clone(),
+                    self.client.model().to_owned(),
+                    reply.usage,
+                );
+                // Usage is bookkeeping: a failure here must not stop the turn.
+                let _ = recorder
+                    .store
+                    .call(move |store| store.record_usage(&session, &model, &usage, Some(cost)))
+                    .await;
+            }
             self.events.emit(EventKind::Usage {
                 input_tokens: reply.usage.input_tokens,
                 output_tokens: reply.usage.output_tokens,
@@ -189,26 +213,78 @@ impl Agent {
                 tool_calls: tool_calls.clone(),
             });
             outcome.final_response.clone_from(&reply.text);
-            if tool_calls.is_empty() {
-                self.messages
-                    .push(Message::assistant(reply.text, Vec::new()));
+            let done = tool_calls.is_empty();
+            self.messages
+                .push(Message::assistant(reply.text, tool_calls));
+            // The assistant message (with its pending calls) is saved before
+            // any tool runs, so a crash mid-tool leaves a resumable history.
+            if let Err(message) = self.persist().await {
+                return self.fail(outcome, message, None);
+            }
+            if done {
                 if at_limit {
                     outcome.exit_reason = ExitReason::MaxIterations;
                 }
                 return outcome;
             }
-            let results = run_tool_calls(
-                &self.registry,
-                &tool_calls,
-                &self.state,
-                cancel,
-                &self.events,
-            )
-            .await;
-            self.messages
-                .push(Message::assistant(reply.text, tool_calls));
+            let calls = self
+                .messages
+                .last()
+                .map(|m| m.tool_calls.clone())
+                .unwrap_or_default();
+            let results =
+                run_tool_calls(&self.registry, &calls, &self.state, cancel, &self.events).await;
             self.messages.extend(results);
+            if cancel.is_cancelled() {
+                if let Err(message) = self.persist().await {
+                    return self.fail(outcome, message, None);
+                }
+                outcome.exit_reason = ExitReason::Interrupted;
+                return outcome;
+            }
         }
+    }
+
+    /// Saves the messages not yet stored. Errors are fatal for the turn:
+    /// continuing would risk losing work (principle 2).
+    pub async fn persist(&mut self) -> Result<(), String> {
+        let Some(recorder) = &self.recorder else {
+            self.persisted = self.messages.len();
+            return Ok(());
+        };
+        if self.persisted >= self.messages.len() {
+            return Ok(());
+        }
+        let pending = self.messages[self.persisted..].to_vec();
+        let session = recorder.session_id.clone();
+        match recorder
+            .store
+            .call(move |store| store.append_messages(&session, &pending))
+            .await
+        {
+            Ok(Ok(_)) => {
+                self.persisted = self.messages.len();
+                Ok(())
+            }
+            Ok(Err(err)) => Err(format!("cannot save the session: {err}")),
+            Err(err) => Err(err.to_string()),
+        }
+    }
+
+    fn fail(
+        &self,
+        mut outcome: TurnOutcome,
+        message: String,
+        kind: Option<ErrorKind>,
+    ) -> TurnOutcome {
+        self.events.emit(EventKind::Error {
+            message: message.clone(),
+            fatal: true,
+        });
+        outcome.exit_reason = ExitReason::Error;
+        outcome.error = Some(message);
+        outcome.error_kind = kind;
+        outcome
     }
 
     async fn request(

@@ -5,13 +5,17 @@
 mod agent;
 pub mod config;
 mod events;
+mod history;
+mod persist;
 mod prompt;
 mod tool_runner;
 
-pub use agent::{Agent, AgentSetup, ExitReason, TurnOutcome};
+pub use agent::{Agent, AgentSetup, ExitReason, Recorder, TurnOutcome};
 pub use config::{Config, ConfigError, Overrides, Settings};
 pub use events::EventSink;
 pub use herald_llm::{LlmClient, ProviderKind};
+pub use history::answer_dangling_calls;
+pub use persist::{StoreGone, StoreHandle};
 pub use prompt::build_system_prompt;
 
 /// Builds the tool registry an agent gets from settings: every built-in tool,

@@ -1,0 +1,218 @@
+//! `herald sessions list|show|search|export|import|delete|prune`.
+
+use std::time::Duration;
+
+use herald_core::StoreHandle;
+use herald_store::{ListFilter, SearchRequest, SessionRecord, SessionSource, StoredMessage};
+use serde::Serialize;
+
+use crate::args::{CommonArgs, SessionsAction};
+use crate::{CliError, Exit, setup};
+
+fn print_json(value: &impl Serialize) -> Result<(), CliError> {
+    let text = serde_json::to_string_pretty(value).map_err(CliError::failed)?;
+    println!("{text}");
+    Ok(())
+}
+
+fn when(ms: i64) -> String {
+    civil_time(ms.div_euclid(1000))
+}
+
+/// Formats Unix seconds as `YYYY-MM-DD HH:MM` UTC without a date library.
+fn civil_time(secs: i64) -> String {
+    let days = secs.div_euclid(86_400);
+    let rem = secs.rem_euclid(86_400);
+    // Civil-from-days (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02} {:02}:{:02}",
+        rem / 3600,
+        (rem % 3600) / 60
+    )
+}
+
+fn line(record: &SessionRecord) -> String {
+    format!(
+        "{}  {}  {:>4} msgs  {}",
+        record.id,
+        when(record.started_at),
+        record.message_count,
+        record.title.as_deref().unwrap_or("(untitled)")
+    )
+}
+
+fn show_message(m: &StoredMessage) {
+    let role = format!("{:?}", m.message.role).to_lowercase();
+    let mut text = m.message.content.clone();
+    for call in &m.message.tool_calls {
+        text.push_str(&format!("\n  → {}({})", call.name, call.arguments));
+    }
+    println!("[{}] #{} {role}: {}", m.seq, m.id, text.trim_end());
+}
+
+/// Parses `30d`, `12h`, `45m`, `90s`.
+fn parse_age(text: &str) -> Result<Duration, CliError> {
+    let text = text.trim();
+    let (number, unit) = text.split_at(text.len().saturating_sub(1));
+    let n: u64 = number.parse().map_err(|_| {
+        CliError::usage(anyhow::anyhow!(
+            "--older-than '{text}': use a number with d, h, m or s (e.g. 30d)"
+        ))
+    })?;
+    let secs = match unit {
+        "d" => n * 86_400,
+        "h" => n * 3600,
+        "m" => n * 60,
+        "s" => n,
+        _ => {
+            return Err(CliError::usage(anyhow::anyhow!(
+                "--older-than '{text}': use a number with d, h, m or s (e.g. 30d)"
+            )));
+        }
+    };
+    Ok(Duration::from_secs(secs))
+}
+
+async fn call<R: Send + 'static>(
+    store: &StoreHandle,
+    job: impl FnOnce(&mut herald_store::Store) -> Result<R, herald_store::StoreError> + Send + 'static,
+) -> Result<R, CliError> {
+    store
+        .call(job)
+        .await
+        .map_err(CliError::failed)?
+        .map_err(CliError::failed)
+}
+
+pub(crate) async fn sessions(
+    common: &CommonArgs,
+    action: SessionsAction,
+) -> Result<Exit, CliError> {
+    let env = setup::environment();
+    let (home, _) = setup::config_location(common, &env);
+    let store = setup::open_store(&home)?;
+    match action {
+        SessionsAction::List { json, limit, all } => {
+            let filter = ListFilter {
+                limit,
+                include_subagents: all,
+                ..ListFilter::default()
+            };
+            let list = call(&store, move |s| s.list_sessions(&filter)).await?;
+            if json {
+                print_json(&list)?;
+            } else if list.is_empty() {
+                println!("no sessions yet");
+            } else {
+                list.iter().for_each(|r| println!("{}", line(r)));
+            }
+        }
+        SessionsAction::Show { id, json } => {
+            let lookup = id.clone();
+            let Some(record) = call(&store, move |s| s.get_session(&lookup)).await? else {
+                return Err(CliError::usage(anyhow::anyhow!("no session '{id}'")));
+            };
+            let messages = call(&store, move |s| s.load_messages(&id)).await?;
+            if json {
+                print_json(&serde_json::json!({"session": record, "messages": messages}))?;
+            } else {
+                println!("{}", line(&record));
+                println!(
+                    "model {} ({}) · cwd {} · tokens in {} out {} cached {} · ${:.4}",
+                    record.model,
+                    record.provider,
+                    record.cwd,
+                    record.input_tokens,
+                    record.output_tokens,
+                    record.cached_tokens,
+                    record.cost_usd
+                );
+                messages.iter().for_each(show_message);
+            }
+        }
+        SessionsAction::Search { query, json, limit } => {
+            let request = SearchRequest {
+                query,
+                limit,
+                window: 1,
+                ..SearchRequest::default()
+            };
+            let hits = call(&store, move |s| s.search(&request)).await?;
+            if json {
+                print_json(&hits)?;
+            } else if hits.is_empty() {
+                println!("no matches");
+            } else {
+                for hit in &hits {
+                    println!("{}", line(&hit.session));
+                    show_message(&hit.message);
+                    println!();
+                }
+            }
+        }
+        SessionsAction::Export { id, .. } => {
+            let value = call(&store, move |s| s.export_session(&id)).await?;
+            print_json(&value)?;
+        }
+        SessionsAction::Import { path, json } => {
+            let report = call(&store, move |s| s.import_jsonl(&path, SessionSource::Cli)).await?;
+            if json {
+                print_json(&report)?;
+            } else {
+                println!(
+                    "imported {} messages as session {}",
+                    report.messages, report.session_id
+                );
+                for bad in &report.bad_lines {
+                    println!("  skipped line {}: {}", bad.line, bad.reason);
+                }
+            }
+        }
+        SessionsAction::Delete { id, json } => {
+            let target = id.clone();
+            let deleted = call(&store, move |s| s.delete_session(&target)).await?;
+            if json {
+                print_json(&serde_json::json!({"id": id, "deleted": deleted}))?;
+            } else if deleted {
+                println!("deleted {id}");
+            } else {
+                return Err(CliError::usage(anyhow::anyhow!("no session '{id}'")));
+            }
+        }
+        SessionsAction::Prune { older_than, json } => {
+            let age = parse_age(&older_than)?;
+            let pruned = call(&store, move |s| s.prune_older_than(age)).await?;
+            if json {
+                print_json(&serde_json::json!({"pruned": pruned}))?;
+            } else {
+                println!("pruned {pruned} sessions");
+            }
+        }
+    }
+    Ok(Exit::Completed)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ages_and_dates() {
+        assert_eq!(parse_age("30d").unwrap(), Duration::from_secs(30 * 86_400));
+        assert_eq!(parse_age("12h").unwrap(), Duration::from_secs(12 * 3600));
+        assert!(parse_age("soon").is_err());
+        assert!(parse_age("5w").is_err());
+        assert_eq!(civil_time(0), "1970-01-01 00:00");
+        assert_eq!(civil_time(1_763_683_200), "2025-11-21 00:00");
+    }
+}

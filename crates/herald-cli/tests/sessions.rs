@@ -1,0 +1,180 @@
+//! Sessions persist in SQLite across processes, resume byte-identically,
+//! survive kill -9 mid-tool, and are found by `herald sessions`.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::time::Duration;
+
+use common::{Harness, Wire, last, stderr};
+use herald_testkit::{Reply, Script};
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, BufReader};
+
+async fn cli_json(h: &Harness, args: &[&str]) -> Value {
+    let output = h.bare_command().args(args).output().await.unwrap();
+    assert!(output.status.success(), "{args:?}: {}", stderr(&output));
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sessions_persist_resume_and_search() {
+    let h = Harness::new(Script::new().conversation(
+        "remember the zebra",
+        vec![
+            Reply::tool("read_file", json!({"path": "nope.txt"})),
+            Reply::text("The zebra is noted."),
+            Reply::text("Still about the zebra."),
+        ],
+    ))
+    .await;
+    for wire in [Wire::OpenAi] {
+        let (output, events) = h.run_json(wire, &[], "Please remember the zebra").await;
+        assert!(output.status.success(), "{}", stderr(&output));
+        let id = last(&events)["session_id"].as_str().unwrap().to_owned();
+        assert_eq!(events[0]["resumed"], false);
+
+        // Another process sees the stored session and all four messages.
+        let shown = cli_json(&h, &["sessions", "show", &id, "--json"]).await;
+        let messages = shown["messages"].as_array().unwrap();
+        assert_eq!(messages.len(), 4, "{shown}");
+        assert_eq!(shown["session"]["title"], "Please remember the zebra");
+        assert!(shown["session"]["input_tokens"].as_u64().unwrap() > 0);
+
+        // Resume: the new request extends the stored history byte for byte.
+        let (output, events) = h.run_json(wire, &["--resume", &id], "and again").await;
+        assert!(output.status.success(), "{}", stderr(&output));
+        assert_eq!(events[0]["resumed"], true);
+        assert_eq!(last(&events)["session_id"], id.as_str());
+        assert_eq!(last(&events)["final_response"], "Still about the zebra.");
+        let requests = h.server.requests();
+        assert_eq!(requests.len(), 3);
+        h.server.assert_invariants();
+
+        let listed = cli_json(&h, &["sessions", "list", "--json"]).await;
+        assert_eq!(listed.as_array().unwrap().len(), 1);
+        let found = cli_json(&h, &["sessions", "search", "zebra", "--json"]).await;
+        assert_eq!(found[0]["session"]["id"], id.as_str());
+        let none = cli_json(&h, &["sessions", "search", "C++ (x AND", "--json"]).await;
+        assert!(none.as_array().unwrap().is_empty());
+        let exported = cli_json(&h, &["sessions", "export", &id]).await;
+        assert!(exported.to_string().contains("zebra"));
+        let deleted = cli_json(&h, &["sessions", "delete", &id, "--json"]).await;
+        assert_eq!(deleted["deleted"], true);
+        let listed = cli_json(&h, &["sessions", "list", "--json"]).await;
+        assert!(listed.as_array().unwrap().is_empty());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn continue_picks_the_latest_session_of_this_directory() {
+    let h = Harness::new(Script::new().conversation(
+        "first question",
+        vec![Reply::text("one"), Reply::text("two")],
+    ))
+    .await;
+    let (_, first) = h.run_json(Wire::Anthropic, &[], "first question").await;
+    let (output, events) = h
+        .run_json(Wire::Anthropic, &["--continue"], "follow up")
+        .await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(last(&events)["session_id"], last(&first)["session_id"]);
+    assert_eq!(last(&events)["final_response"], "two");
+    h.server.assert_invariants();
+
+    let output = h
+        .bare_command()
+        .args(["--resume", "ses_missing", "run", "x"])
+        .env("OPENAI_API_KEY", "k")
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("no session 'ses_missing'"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn kill_9_mid_tool_keeps_the_call_and_resume_answers_it() {
+    let h = Harness::new(Script::new().conversation(
+        "long task",
+        vec![
+            Reply::tool("terminal", json!({"command": "sleep 30"})),
+            Reply::text("recovered"),
+        ],
+    ))
+    .await;
+    let mut cmd = h.command(Wire::OpenAi);
+    cmd.args(["run", "--json", "a long task"])
+        .stdout(std::process::Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut session_id = String::new();
+    while let Some(line) = lines.next_line().await.unwrap() {
+        let event: Value = serde_json::from_str(&line).unwrap();
+        session_id = event["session_id"].as_str().unwrap().to_owned();
+        if event["type"] == "tool.started" {
+            break;
+        }
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    child.start_kill().unwrap();
+    child.wait().await.unwrap();
+
+    let shown = cli_json(&h, &["sessions", "show", &session_id, "--json"]).await;
+    let messages = shown["messages"].as_array().unwrap();
+    assert_eq!(messages.len(), 2, "{shown}");
+    assert_eq!(messages[0]["role"], "user");
+    assert_eq!(messages[1]["tool_calls"][0]["name"], "terminal");
+
+    let (output, events) = h
+        .run_json(Wire::OpenAi, &["--resume", &session_id], "continue please")
+        .await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(last(&events)["final_response"], "recovered");
+    let body = &h.server.requests()[1].body;
+    let tool_msg = &body["messages"][3];
+    assert_eq!(tool_msg["role"], "tool");
+    assert!(
+        tool_msg["content"]
+            .as_str()
+            .unwrap()
+            .starts_with("interrupted")
+    );
+    h.server.assert_invariants();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn import_prune_and_bad_inputs() {
+    let h = Harness::new(Script::new()).await;
+    let path = h.work.path().join("t.jsonl");
+    std::fs::write(
+        &path,
+        "{\"role\":\"user\",\"content\":\"imported walrus question\"}\nnot json\n{\"role\":\"assistant\",\"content\":\"walrus answer\"}\n",
+    )
+    .unwrap();
+    let report = cli_json(
+        &h,
+        &["sessions", "import", path.to_str().unwrap(), "--json"],
+    )
+    .await;
+    assert_eq!(report["messages"], 2);
+    assert_eq!(report["bad_lines"][0]["line"], 2);
+    let found = cli_json(&h, &["sessions", "search", "walrus", "--json"]).await;
+    assert_eq!(found.as_array().unwrap().len(), 1);
+    let pruned = cli_json(&h, &["sessions", "prune", "--older-than", "30d", "--json"]).await;
+    assert_eq!(pruned["pruned"], 0);
+    let output = h
+        .bare_command()
+        .args(["sessions", "prune", "--older-than", "soon"])
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let output = h
+        .bare_command()
+        .args(["sessions", "show", "ses_nope"])
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+}

@@ -1,0 +1,76 @@
+//! The session store behind a dedicated thread, so SQLite work never blocks
+//! the async runtime. Jobs run in order, one at a time.
+
+use std::path::Path;
+use std::sync::mpsc;
+
+use herald_store::{Store, StoreError};
+
+type Job = Box<dyn FnOnce(&mut Store) + Send>;
+
+/// A cloneable handle to the store thread.
+#[derive(Clone, Debug)]
+pub struct StoreHandle {
+    jobs: mpsc::Sender<Job>,
+}
+
+/// The store thread is gone (it panicked or failed to start).
+#[derive(Debug, thiserror::Error)]
+#[error("the session store thread stopped; the session cannot be saved")]
+pub struct StoreGone;
+
+impl StoreHandle {
+    /// Opens (creating and migrating) the database at `path` on a new thread.
+    pub fn open(path: &Path) -> Result<Self, StoreError> {
+        let path = path.to_owned();
+        let (ready_tx, ready_rx) = mpsc::sync_channel::<Result<(), StoreError>>(1);
+        let (jobs, queue) = mpsc::channel::<Job>();
+        let spawned = std::thread::Builder::new()
+            .name("herald-store".into())
+            .spawn(move || {
+                let mut store = match Store::open(&path) {
+                    Ok(store) => {
+                        let _ = ready_tx.send(Ok(()));
+                        store
+                    }
+                    Err(err) => {
+                        let _ = ready_tx.send(Err(err));
+                        return;
+                    }
+                };
+                while let Ok(job) = queue.recv() {
+                    job(&mut store);
+                }
+            });
+        if let Err(err) = spawned {
+            return Err(StoreError::Io {
+                action: "starting the store thread",
+                path: Default::default(),
+                source: err,
+            });
+        }
+        match ready_rx.recv() {
+            Ok(Ok(())) => Ok(Self { jobs }),
+            Ok(Err(err)) => Err(err),
+            Err(_) => Err(StoreError::Io {
+                action: "starting the store thread",
+                path: Default::default(),
+                source: std::io::Error::other("store thread exited"),
+            }),
+        }
+    }
+
+    /// Runs `job` on the store thread and waits for its result.
+    pub async fn call<R: Send + 'static>(
+        &self,
+        job: impl FnOnce(&mut Store) -> R + Send + 'static,
+    ) -> Result<R, StoreGone> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.jobs
+            .send(Box::new(move |store| {
+                let _ = tx.send(job(store));
+            }))
+            .map_err(|_| StoreGone)?;
+        rx.await.map_err(|_| StoreGone)
+    }
+}

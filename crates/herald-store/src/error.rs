@@ -1,0 +1,159 @@
+//! The one error type of the store. Every message names the path or id involved
+//! and says what the user can do about it.
+
+use std::path::PathBuf;
+
+use rusqlite::ErrorCode;
+
+/// Everything that can go wrong in the store.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The directory that should hold the database could not be created.
+    #[error(
+        "cannot create directory {path} for the session database: {source}; \
+         check its permissions or set HERALD_HOME to a writable directory"
+    )]
+    CreateDir {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+
+    /// Another process held the write lock for longer than the busy timeout.
+    #[error(
+        "the session database {path} is locked by another process (gave up after 5 s while {context}); \
+         close other herald processes using it, or point HERALD_HOME at a separate directory"
+    )]
+    Locked { path: String, context: &'static str },
+
+    /// The file is not a SQLite database or its pages are damaged.
+    #[error(
+        "the session database {path} is corrupt or not a SQLite database ({detail}); \
+         move it aside (for example rename it to state.db.bak) and herald will create a fresh one"
+    )]
+    Corrupt { path: String, detail: String },
+
+    /// SQLite could not open or write the file (permissions, read-only mount).
+    #[error(
+        "cannot open the session database {path} for writing ({detail}); \
+         check the file and directory permissions, or set HERALD_HOME to a writable directory"
+    )]
+    Unwritable { path: String, detail: String },
+
+    /// The disk holding the database is full.
+    #[error(
+        "the disk holding the session database {path} is full; free some space \
+         or prune old sessions with `herald sessions prune --older-than 30d`"
+    )]
+    DiskFull { path: String },
+
+    /// The database was created by a newer herald with a schema this build does not know.
+    #[error(
+        "the session database {path} has schema version {found}, but this herald only knows up to \
+         version {supported}; upgrade herald, or set HERALD_HOME to use a different store"
+    )]
+    SchemaTooNew {
+        path: String,
+        found: i64,
+        supported: i64,
+    },
+
+    /// A migration step failed; its transaction was rolled back.
+    #[error(
+        "upgrading the session database {path} to schema version {version} ({name}) failed: {source}; \
+         the database was left unchanged at the previous version. Back it up and report this, or move it aside"
+    )]
+    Migration {
+        path: String,
+        version: i64,
+        name: &'static str,
+        #[source]
+        source: rusqlite::Error,
+    },
+
+    /// No session has this id.
+    #[error("no session with id '{0}'; `herald sessions list` shows the stored sessions")]
+    UnknownSession(String),
+
+    /// `create_session` was given an id that is already taken.
+    #[error(
+        "a session with id '{0}' already exists; use a new id (or resume the existing session)"
+    )]
+    SessionExists(String),
+
+    /// A message id was given together with a session it does not belong to.
+    #[error(
+        "message {message_id} is not in session '{session_id}'; pass a message id \
+         returned for that session by a search or an overview"
+    )]
+    MessageNotInSession { session_id: String, message_id: i64 },
+
+    /// A stored row could not be turned back into a value (hand-edited database?).
+    #[error("stored data for {what} is malformed: {detail}")]
+    Malformed { what: String, detail: String },
+
+    /// Reading an import file or writing an export failed.
+    #[error("cannot {action} {path}: {source}")]
+    Io {
+        action: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+
+    /// An import file held no usable message at all.
+    #[error(
+        "{path} contains no importable messages ({bad_lines} bad lines{first}); expected one JSON \
+         object per line with \"role\" and \"content\""
+    )]
+    EmptyImport {
+        path: PathBuf,
+        bad_lines: usize,
+        first: String,
+    },
+
+    /// Any other SQLite failure, with what the store was doing at the time.
+    #[error("session database {path}: {context} failed: {source}")]
+    Sqlite {
+        path: String,
+        context: &'static str,
+        #[source]
+        source: rusqlite::Error,
+    },
+}
+
+/// Returns a closure that turns a rusqlite error into a [`StoreError`],
+/// classifying the failures a user can act on (lock, corruption, permissions,
+/// full disk) and keeping `context` for the rest.
+pub(crate) fn sql<'a>(
+    path: &'a str,
+    context: &'static str,
+) -> impl FnOnce(rusqlite::Error) -> StoreError + 'a {
+    move |source| classify(path, context, source)
+}
+
+/// See [`sql`].
+pub(crate) fn classify(path: &str, context: &'static str, source: rusqlite::Error) -> StoreError {
+    let path = path.to_owned();
+    match source.sqlite_error_code() {
+        Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => {
+            StoreError::Locked { path, context }
+        }
+        Some(ErrorCode::DatabaseCorrupt | ErrorCode::NotADatabase) => StoreError::Corrupt {
+            path,
+            detail: source.to_string(),
+        },
+        Some(ErrorCode::CannotOpen | ErrorCode::ReadOnly | ErrorCode::PermissionDenied) => {
+            StoreError::Unwritable {
+                path,
+                detail: source.to_string(),
+            }
+        }
+        Some(ErrorCode::DiskFull) => StoreError::DiskFull { path },
+        _ => StoreError::Sqlite {
+            path,
+            context,
+            source,
+        },
+    }
+}

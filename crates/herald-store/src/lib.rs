@@ -1,0 +1,47 @@
+//! SQLite state for herald: sessions, their messages, per-request usage, and
+//! the FTS5 index behind `session_search` and `herald sessions search`.
+//!
+//! The store is synchronous on purpose: SQLite calls are short and blocking,
+//! so callers own a [`Store`] on a dedicated thread (or behind a mutex inside
+//! `spawn_blocking`) rather than paying for an async wrapper on every call.
+//!
+//! # Conventions
+//!
+//! * **Timestamps** are `INTEGER` milliseconds since the Unix epoch (UTC)
+//!   everywhere (`started_at`, `ended_at`, `last_active_at`, `created_at`).
+//!   Integers keep ordering exact and cheap; divide by 1000 for seconds.
+//! * **Durability.** The database runs in WAL mode with `synchronous=NORMAL`.
+//!   Every write method commits its transaction before returning, so once
+//!   [`Store::append_messages`] returns, the messages survive `kill -9` of the
+//!   process (the WAL is in the OS page cache). Only a power loss or kernel
+//!   crash before the next checkpoint can roll back the last commits, which is
+//!   the trade-off `NORMAL` makes for insert throughput.
+//! * **Schema** is versioned with `PRAGMA user_version` and an append-only list
+//!   of migrations, each applied in its own transaction (see `migrations.rs`).
+
+mod error;
+mod import;
+mod messages;
+mod migrations;
+mod records;
+mod sanitize;
+mod search;
+mod sessions;
+mod store;
+mod usage;
+
+pub mod bench;
+
+pub use error::StoreError;
+pub use import::{BadLine, ImportReport};
+pub use migrations::SCHEMA_VERSION;
+pub use records::{
+    ListFilter, MessageWindow, NewSession, SessionOverview, SessionRecord, SessionSource,
+    StoredMessage, UsageRecord,
+};
+pub use sanitize::sanitize_fts_query;
+pub use search::{
+    DEFAULT_SEARCH_LIMIT, DEFAULT_WINDOW, MAX_SEARCH_LIMIT, MAX_WINDOW, MatchMode, SearchHit,
+    SearchRequest, SearchSort,
+};
+pub use store::{Store, new_id};

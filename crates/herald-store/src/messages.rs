@@ -1,0 +1,395 @@
+//! Appending and reading conversation messages.
+
+use herald_protocol::{Message, Role, ToolCall};
+use rusqlite::{Connection, OptionalExtension, Row, Transaction, TransactionBehavior, params};
+
+use crate::error::{StoreError, sql};
+use crate::records::{MessageWindow, SessionOverview, StoredMessage};
+use crate::search::clamp_window;
+use crate::sessions::require_session;
+use crate::store::{Store, now_ms, to_i64};
+
+/// Longest derived title, in characters, including the ellipsis.
+const TITLE_MAX_CHARS: usize = 80;
+
+/// Columns of `messages` in the order [`RawMessage::from_row`] reads them.
+pub(crate) const MESSAGE_COLUMNS: &str =
+    "id, seq, created_at, role, content, tool_calls, tool_call_id, tool_name, is_error";
+
+/// A `messages` row before its role and tool calls are decoded. Decoding is a
+/// separate step so malformed rows become [`StoreError::Malformed`] naming the row.
+pub(crate) struct RawMessage {
+    id: i64,
+    seq: i64,
+    created_at: i64,
+    role: String,
+    content: String,
+    tool_calls: Option<String>,
+    tool_call_id: Option<String>,
+    tool_name: Option<String>,
+    is_error: bool,
+}
+
+impl RawMessage {
+    pub(crate) fn from_row(row: &Row<'_>) -> rusqlite::Result<RawMessage> {
+        Ok(RawMessage {
+            id: row.get(0)?,
+            seq: row.get(1)?,
+            created_at: row.get(2)?,
+            role: row.get(3)?,
+            content: row.get(4)?,
+            tool_calls: row.get(5)?,
+            tool_call_id: row.get(6)?,
+            tool_name: row.get(7)?,
+            is_error: row.get(8)?,
+        })
+    }
+
+    pub(crate) fn decode(self) -> Result<StoredMessage, StoreError> {
+        let malformed = |detail: String| StoreError::Malformed {
+            what: format!("message {}", self.id),
+            detail,
+        };
+        let role = role_from_str(&self.role)
+            .ok_or_else(|| malformed(format!("unknown role '{}'", self.role)))?;
+        let tool_calls: Vec<ToolCall> = match &self.tool_calls {
+            None => Vec::new(),
+            Some(json) => serde_json::from_str(json)
+                .map_err(|e| malformed(format!("tool_calls is not valid JSON: {e}")))?,
+        };
+        Ok(StoredMessage {
+            id: self.id,
+            seq: self.seq,
+            created_at: self.created_at,
+            message: Message {
+                role,
+                content: self.content,
+                tool_calls,
+                tool_call_id: self.tool_call_id,
+                tool_name: self.tool_name,
+                is_error: self.is_error,
+            },
+        })
+    }
+}
+
+/// The text stored in `messages.role`.
+pub(crate) fn role_str(role: Role) -> &'static str {
+    match role {
+        Role::System => "system",
+        Role::User => "user",
+        Role::Assistant => "assistant",
+        Role::Tool => "tool",
+    }
+}
+
+pub(crate) fn role_from_str(text: &str) -> Option<Role> {
+    match text {
+        "system" => Some(Role::System),
+        "user" => Some(Role::User),
+        "assistant" => Some(Role::Assistant),
+        "tool" => Some(Role::Tool),
+        _ => None,
+    }
+}
+
+/// A session title from a user message: its first non-blank line, trimmed,
+/// cut to 80 characters with a trailing `…`. `None` for blank messages.
+pub(crate) fn derive_title(content: &str) -> Option<String> {
+    let line = content.lines().map(str::trim).find(|l| !l.is_empty())?;
+    if line.chars().count() <= TITLE_MAX_CHARS {
+        return Some(line.to_owned());
+    }
+    let mut cut: String = line.chars().take(TITLE_MAX_CHARS - 1).collect();
+    cut.truncate(cut.trim_end().len());
+    cut.push('…');
+    Some(cut)
+}
+
+/// Rough token count (bytes / 4, rounded up) stored in `messages.tokens`, so
+/// compression and reports can size history without a tokenizer.
+fn estimate_tokens(message: &Message, tool_calls_json: Option<&str>) -> i64 {
+    let bytes = message.content.len() + tool_calls_json.map_or(0, str::len);
+    to_i64((bytes as u64).div_ceil(4))
+}
+
+/// Inserts `messages` at the end of `session_id` inside `tx`, updating the
+/// session's count, activity time and (if still unset) title. Shared by
+/// [`Store::append_messages`], import and the benchmark generator.
+pub(crate) fn insert_messages(
+    tx: &Transaction<'_>,
+    path: &str,
+    session_id: &str,
+    messages: &[Message],
+) -> Result<Vec<i64>, StoreError> {
+    const CTX: &str = "appending messages";
+    let title: Option<Option<String>> = tx
+        .prepare_cached("SELECT title FROM sessions WHERE id = ?1")
+        .and_then(|mut s| s.query_row([session_id], |r| r.get(0)).optional())
+        .map_err(sql(path, CTX))?;
+    let Some(title) = title else {
+        return Err(StoreError::UnknownSession(session_id.to_owned()));
+    };
+    if messages.is_empty() {
+        return Ok(Vec::new());
+    }
+    let last_seq: Option<i64> = tx
+        .prepare_cached("SELECT max(seq) FROM messages WHERE session_id = ?1")
+        .and_then(|mut s| s.query_row([session_id], |r| r.get(0)))
+        .map_err(sql(path, CTX))?;
+    let mut seq = last_seq.unwrap_or(0);
+    let now = now_ms();
+    let mut ids = Vec::with_capacity(messages.len());
+    {
+        let mut insert = tx
+            .prepare_cached(
+                "INSERT INTO messages (session_id, seq, role, content, tool_calls, tool_call_id, \
+                 tool_name, is_error, tokens, created_at) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+            )
+            .map_err(sql(path, CTX))?;
+        for message in messages {
+            seq += 1;
+            let calls = if message.tool_calls.is_empty() {
+                None
+            } else {
+                Some(serde_json::to_string(&message.tool_calls).map_err(|e| {
+                    StoreError::Malformed {
+                        what: format!("tool calls of a message for session '{session_id}'"),
+                        detail: e.to_string(),
+                    }
+                })?)
+            };
+            insert
+                .execute(params![
+                    session_id,
+                    seq,
+                    role_str(message.role),
+                    message.content,
+                    calls,
+                    message.tool_call_id,
+                    message.tool_name,
+                    message.is_error,
+                    estimate_tokens(message, calls.as_deref()),
+                    now
+                ])
+                .map_err(sql(path, CTX))?;
+            ids.push(tx.last_insert_rowid());
+        }
+    }
+    let new_title = if title.is_none() {
+        messages
+            .iter()
+            .filter(|m| m.role == Role::User)
+            .find_map(|m| derive_title(&m.content))
+    } else {
+        None
+    };
+    tx.prepare_cached(
+        "UPDATE sessions SET message_count = message_count + ?2, last_active_at = ?3, \
+         title = coalesce(title, ?4) WHERE id = ?1",
+    )
+    .and_then(|mut s| {
+        s.execute(params![
+            session_id,
+            to_i64(messages.len() as u64),
+            now,
+            new_title
+        ])
+    })
+    .map_err(sql(path, CTX))?;
+    Ok(ids)
+}
+
+/// Runs `query` (which selects [`MESSAGE_COLUMNS`]) and decodes every row.
+pub(crate) fn query_messages(
+    conn: &Connection,
+    path: &str,
+    query: &str,
+    args: impl rusqlite::Params,
+) -> Result<Vec<StoredMessage>, StoreError> {
+    const CTX: &str = "reading messages";
+    let mut stmt = conn.prepare_cached(query).map_err(sql(path, CTX))?;
+    let raw = stmt
+        .query_map(args, RawMessage::from_row)
+        .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
+        .map_err(sql(path, CTX))?;
+    raw.into_iter().map(RawMessage::decode).collect()
+}
+
+/// The message with this id if it belongs to `session_id`.
+pub(crate) fn message_in_session(
+    conn: &Connection,
+    path: &str,
+    session_id: &str,
+    message_id: i64,
+) -> Result<StoredMessage, StoreError> {
+    query_messages(
+        conn,
+        path,
+        &format!("SELECT {MESSAGE_COLUMNS} FROM messages WHERE id = ?1 AND session_id = ?2"),
+        params![message_id, session_id],
+    )?
+    .into_iter()
+    .next()
+    .ok_or_else(|| StoreError::MessageNotInSession {
+        session_id: session_id.to_owned(),
+        message_id,
+    })
+}
+
+/// Up to `n` messages right before and right after position `seq`.
+pub(crate) fn neighbours(
+    conn: &Connection,
+    path: &str,
+    session_id: &str,
+    seq: i64,
+    n: usize,
+) -> Result<(Vec<StoredMessage>, Vec<StoredMessage>), StoreError> {
+    let n = to_i64(n as u64);
+    let mut before = query_messages(
+        conn,
+        path,
+        &format!(
+            "SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ?1 AND seq < ?2 \
+             ORDER BY seq DESC LIMIT ?3"
+        ),
+        params![session_id, seq, n],
+    )?;
+    before.reverse();
+    let after = query_messages(
+        conn,
+        path,
+        &format!(
+            "SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ?1 AND seq > ?2 \
+             ORDER BY seq LIMIT ?3"
+        ),
+        params![session_id, seq, n],
+    )?;
+    Ok((before, after))
+}
+
+impl Store {
+    /// Appends `messages` to the end of a session in one transaction and
+    /// returns their ids. Positions (`seq`) continue from the last stored
+    /// message, starting at 1. The first user message with text also sets the
+    /// session title if none is set yet.
+    ///
+    /// The transaction is committed before this returns: a message whose
+    /// append returned `Ok` survives the process being killed.
+    pub fn append_messages(
+        &mut self,
+        session_id: &str,
+        messages: &[Message],
+    ) -> Result<Vec<i64>, StoreError> {
+        let path = &self.path;
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(sql(path, "appending messages"))?;
+        let ids = insert_messages(&tx, path, session_id, messages)?;
+        tx.commit().map_err(sql(path, "committing messages"))?;
+        Ok(ids)
+    }
+
+    /// The whole conversation of a session in order, for `--resume` and export.
+    pub fn load_messages(&self, session_id: &str) -> Result<Vec<StoredMessage>, StoreError> {
+        require_session(&self.conn, &self.path, session_id)?;
+        query_messages(
+            &self.conn,
+            &self.path,
+            &format!("SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ?1 ORDER BY seq"),
+            [session_id],
+        )
+    }
+
+    /// Read mode of `session_search`: the first `n` and last `n` messages of a
+    /// session (`n` clamped to 1..=20), so the model sees how it began and ended.
+    pub fn session_overview(
+        &self,
+        session_id: &str,
+        n: usize,
+    ) -> Result<SessionOverview, StoreError> {
+        let session = require_session(&self.conn, &self.path, session_id)?;
+        let n = clamp_window(n);
+        let limit = to_i64(n as u64);
+        let head = query_messages(
+            &self.conn,
+            &self.path,
+            &format!(
+                "SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ?1 ORDER BY seq LIMIT ?2"
+            ),
+            params![session_id, limit],
+        )?;
+        let last_head_seq = head.last().map_or(i64::MIN, |m| m.seq);
+        let mut tail = query_messages(
+            &self.conn,
+            &self.path,
+            &format!(
+                "SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ?1 AND seq > ?2 \
+                 ORDER BY seq DESC LIMIT ?3"
+            ),
+            params![session_id, last_head_seq, limit],
+        )?;
+        tail.reverse();
+        let shown = (head.len() + tail.len()) as u64;
+        let omitted = session.message_count.saturating_sub(shown);
+        Ok(SessionOverview {
+            session,
+            head,
+            tail,
+            omitted,
+        })
+    }
+
+    /// Scroll mode of `session_search`: the message `around_message_id` with up
+    /// to `window` messages (clamped to 1..=20) on each side.
+    pub fn message_window(
+        &self,
+        session_id: &str,
+        around_message_id: i64,
+        window: usize,
+    ) -> Result<MessageWindow, StoreError> {
+        let session = require_session(&self.conn, &self.path, session_id)?;
+        let message = message_in_session(&self.conn, &self.path, session_id, around_message_id)?;
+        let (before, after) = neighbours(
+            &self.conn,
+            &self.path,
+            session_id,
+            message.seq,
+            clamp_window(window),
+        )?;
+        Ok(MessageWindow {
+            session,
+            before,
+            message,
+            after,
+        })
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn title_is_first_non_blank_line_trimmed() {
+        assert_eq!(
+            derive_title("\n   \n  fix the build  \nsecond line").as_deref(),
+            Some("fix the build")
+        );
+        assert_eq!(derive_title("  \n\t"), None);
+        assert_eq!(derive_title(""), None);
+    }
+
+    #[test]
+    fn long_titles_are_cut_to_80_chars_with_an_ellipsis() {
+        let long = "é".repeat(200);
+        let title = derive_title(&long).unwrap();
+        assert_eq!(title.chars().count(), 80);
+        assert!(title.ends_with('…'));
+        let exact = "x".repeat(80);
+        assert_eq!(derive_title(&exact).unwrap(), exact);
+    }
+}

@@ -1,0 +1,241 @@
+//! The schema, as an ordered, append-only list of migrations.
+//!
+//! `PRAGMA user_version` records how many steps a database has seen. Opening a
+//! store applies the missing steps in order, each in its own `IMMEDIATE`
+//! transaction together with the version bump, so a crash or a failing step
+//! leaves the database at the previous version. Never edit a released step:
+//! add a new one at the end (the agents registry and todos will be v4, v5).
+
+use rusqlite::{Connection, TransactionBehavior};
+
+use crate::error::{StoreError, sql};
+
+/// One schema step: the SQL that moves a database from `version - 1` to `version`.
+pub(crate) struct Migration {
+    pub version: i64,
+    pub name: &'static str,
+    pub sql: &'static str,
+}
+
+/// v1: sessions and their messages.
+///
+/// `UNIQUE(session_id, seq)` doubles as the index on `messages(session_id, seq)`
+/// used for ordered loads, windows and the `ON DELETE CASCADE` lookup.
+const V1_SESSIONS_AND_MESSAGES: &str = r#"
+CREATE TABLE sessions (
+    id                    TEXT PRIMARY KEY,
+    parent_session_id     TEXT,
+    agent_id              TEXT,
+    source                TEXT NOT NULL,
+    cwd                   TEXT NOT NULL DEFAULT '',
+    model                 TEXT NOT NULL DEFAULT '',
+    provider              TEXT NOT NULL DEFAULT '',
+    title                 TEXT,
+    system_prompt         TEXT NOT NULL DEFAULT '',
+    started_at            INTEGER NOT NULL,
+    ended_at              INTEGER,
+    end_reason            TEXT,
+    last_active_at        INTEGER NOT NULL,
+    input_tokens          INTEGER NOT NULL DEFAULT 0,
+    output_tokens         INTEGER NOT NULL DEFAULT 0,
+    cached_tokens         INTEGER NOT NULL DEFAULT 0,
+    cache_creation_tokens INTEGER NOT NULL DEFAULT 0,
+    cost_usd              REAL NOT NULL DEFAULT 0,
+    message_count         INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX sessions_cwd_started ON sessions(cwd, started_at);
+CREATE INDEX sessions_parent ON sessions(parent_session_id);
+CREATE INDEX sessions_last_active ON sessions(last_active_at);
+
+CREATE TABLE messages (
+    id           INTEGER PRIMARY KEY,
+    session_id   TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    seq          INTEGER NOT NULL,
+    role         TEXT NOT NULL,
+    content      TEXT NOT NULL DEFAULT '',
+    tool_calls   TEXT,
+    tool_call_id TEXT,
+    tool_name    TEXT,
+    is_error     INTEGER NOT NULL DEFAULT 0,
+    tokens       INTEGER,
+    created_at   INTEGER NOT NULL,
+    UNIQUE(session_id, seq)
+);
+"#;
+
+/// v2: full-text index over message text, kept in step by triggers.
+///
+/// External content (`content='messages'`), so the text is stored once. Both
+/// the message text and the tool-call JSON are indexed (a past command such as
+/// `cargo build --release` usually lives only in the assistant's tool call);
+/// bm25 weighs the tool-call column at half. The default `unicode61` separators
+/// are kept on purpose: `foo-bar`, `v1.2.3` and `config.toml` are indexed as
+/// their parts, and the query sanitiser turns such terms into phrases, so they
+/// match exactly that sequence while `foo` alone still finds `foo-bar`.
+const V2_FTS: &str = r#"
+CREATE VIRTUAL TABLE messages_fts USING fts5(
+    content,
+    tool_calls,
+    content = 'messages',
+    content_rowid = 'id',
+    tokenize = 'unicode61 remove_diacritics 2'
+);
+INSERT INTO messages_fts(messages_fts, rank) VALUES ('rank', 'bm25(1.0, 0.5)');
+
+CREATE TRIGGER messages_fts_insert AFTER INSERT ON messages BEGIN
+    INSERT INTO messages_fts(rowid, content, tool_calls)
+    VALUES (new.id, new.content, new.tool_calls);
+END;
+CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages BEGIN
+    INSERT INTO messages_fts(messages_fts, rowid, content, tool_calls)
+    VALUES ('delete', old.id, old.content, old.tool_calls);
+END;
+CREATE TRIGGER messages_fts_update AFTER UPDATE OF content, tool_calls ON messages BEGIN
+    INSERT INTO messages_fts(messages_fts, rowid, content, tool_calls)
+    VALUES ('delete', old.id, old.content, old.tool_calls);
+    INSERT INTO messages_fts(rowid, content, tool_calls)
+    VALUES (new.id, new.content, new.tool_calls);
+END;
+
+INSERT INTO messages_fts(messages_fts) VALUES ('rebuild');
+"#;
+
+/// v3: per-request token usage and cost.
+const V3_USAGE: &str = r#"
+CREATE TABLE usage (
+    id                    INTEGER PRIMARY KEY,
+    session_id            TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    model                 TEXT NOT NULL,
+    input_tokens          INTEGER NOT NULL DEFAULT 0,
+    output_tokens         INTEGER NOT NULL DEFAULT 0,
+    cached_tokens         INTEGER NOT NULL DEFAULT 0,
+    cache_creation_tokens INTEGER NOT NULL DEFAULT 0,
+    cost_usd              REAL,
+    created_at            INTEGER NOT NULL
+);
+CREATE INDEX usage_session ON usage(session_id, created_at);
+"#;
+
+/// Every schema step, in order. Append only.
+pub(crate) const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        name: "sessions and messages",
+        sql: V1_SESSIONS_AND_MESSAGES,
+    },
+    Migration {
+        version: 2,
+        name: "full-text search index",
+        sql: V2_FTS,
+    },
+    Migration {
+        version: 3,
+        name: "usage",
+        sql: V3_USAGE,
+    },
+];
+
+/// The schema version this build creates and understands.
+pub const SCHEMA_VERSION: i64 = 3;
+
+/// Reads `PRAGMA user_version`.
+pub(crate) fn current_version(conn: &Connection, path: &str) -> Result<i64, StoreError> {
+    conn.pragma_query_value(None, "user_version", |row| row.get(0))
+        .map_err(sql(path, "reading the schema version"))
+}
+
+/// Brings `conn` up to the last step of `steps`.
+///
+/// Each step re-reads the version inside its write transaction, so two
+/// processes opening the same new file at once apply every step exactly once.
+pub(crate) fn migrate(
+    conn: &mut Connection,
+    path: &str,
+    steps: &[Migration],
+) -> Result<(), StoreError> {
+    let latest = steps.last().map_or(0, |m| m.version);
+    let found = current_version(conn, path)?;
+    if found > latest {
+        return Err(StoreError::SchemaTooNew {
+            path: path.to_owned(),
+            found,
+            supported: latest,
+        });
+    }
+    for step in steps.iter().filter(|m| m.version > found) {
+        let fail = |source| StoreError::Migration {
+            path: path.to_owned(),
+            version: step.version,
+            name: step.name,
+            source,
+        };
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(sql(path, "starting a schema migration"))?;
+        let now: i64 = tx
+            .pragma_query_value(None, "user_version", |row| row.get(0))
+            .map_err(fail)?;
+        if now >= step.version {
+            continue; // another process got there first; dropping `tx` rolls back nothing
+        }
+        tx.execute_batch(step.sql).map_err(fail)?;
+        tx.pragma_update(None, "user_version", step.version)
+            .map_err(fail)?;
+        tx.commit().map_err(fail)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_are_consecutive_and_match_the_constant() {
+        for (i, m) in MIGRATIONS.iter().enumerate() {
+            assert_eq!(m.version, i as i64 + 1, "{}", m.name);
+        }
+        assert_eq!(MIGRATIONS.last().map(|m| m.version), Some(SCHEMA_VERSION));
+    }
+
+    #[test]
+    fn a_failing_step_rolls_back_and_keeps_the_previous_version() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        let steps = [
+            Migration {
+                version: 1,
+                name: "ok",
+                sql: "CREATE TABLE a (x INTEGER);",
+            },
+            Migration {
+                version: 2,
+                name: "broken",
+                sql: "CREATE TABLE b (y INTEGER); THIS IS NOT SQL;",
+            },
+        ];
+        let err = migrate(&mut conn, ":memory:", &steps).unwrap_err();
+        assert!(
+            matches!(err, StoreError::Migration { version: 2, .. }),
+            "{err}"
+        );
+        assert_eq!(current_version(&conn, ":memory:").unwrap(), 1);
+        let b_exists: i64 = conn
+            .query_row(
+                "SELECT count(*) FROM sqlite_master WHERE name = 'b'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(b_exists, 0, "the failed step's table must be rolled back");
+    }
+
+    #[test]
+    fn a_newer_database_is_refused() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        conn.pragma_update(None, "user_version", 99).unwrap();
+        let err = migrate(&mut conn, "x.db", MIGRATIONS).unwrap_err();
+        assert!(matches!(err, StoreError::SchemaTooNew { found: 99, .. }));
+        assert!(err.to_string().contains("upgrade herald"));
+    }
+}
