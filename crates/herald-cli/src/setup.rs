@@ -69,7 +69,6 @@ pub(crate) async fn start_session(
     stream_deltas: bool,
     events: impl FnOnce(&str) -> EventSink,
 ) -> Result<StartedSession, CliError> {
-    let registry = build_registry(settings).map_err(CliError::usage)?;
     let client = LlmClient::new(settings.client_config()).map_err(CliError::failed)?;
     let gone = |err: herald_core::StoreGone| CliError::failed(err);
     let existing = if let Some(id) = &common.resume {
@@ -100,7 +99,12 @@ pub(crate) async fn start_session(
     } else {
         None
     };
-    let (session_id, system_prompt, history, resumed) = match existing {
+    let session_id = existing
+        .as_ref()
+        .map_or_else(new_session_id, |record| record.id.clone());
+    // Built before anything is written, so a bad --toolsets changes nothing.
+    let registry = build_registry(settings, Some((store, &session_id))).map_err(CliError::usage)?;
+    let (system_prompt, history, resumed) = match existing {
         Some(record) => {
             let id = record.id.clone();
             let messages = store
@@ -120,10 +124,10 @@ pub(crate) async fn start_session(
                     .map_err(gone)?
                     .map_err(CliError::failed)?;
             }
-            (record.id, record.system_prompt, history, true)
+            (record.system_prompt, history, true)
         }
         None => {
-            let id = new_session_id();
+            let id = session_id.clone();
             let system_prompt = build_system_prompt(&settings.cwd, &settings.model);
             let new = NewSession {
                 id: id.clone(),
@@ -140,7 +144,7 @@ pub(crate) async fn start_session(
                 .await
                 .map_err(gone)?
                 .map_err(CliError::failed)?;
-            (id, system_prompt, Vec::new(), false)
+            (system_prompt, Vec::new(), false)
         }
     };
     let events = events(&session_id);

@@ -178,3 +178,62 @@ async fn import_prune_and_bad_inputs() {
         .unwrap();
     assert_eq!(output.status.code(), Some(2));
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn session_search_tool_finds_other_sessions_but_not_this_one() {
+    let h = Harness::new(
+        Script::new()
+            .conversation("the zebra plan", vec![Reply::text("zebra plan stored")])
+            .conversation(
+                "find the zebra",
+                vec![
+                    Reply::tool("session_search", json!({"query": "zebra"})),
+                    Reply::tool(
+                        "session_search",
+                        json!({"query": "C++ (x AND \"", "limit": 50, "window": 99}),
+                    ),
+                    Reply::tool("session_search", json!({})),
+                    Reply::tool(
+                        "session_search",
+                        json!({"role_filter": ["robot"], "query": "zebra"}),
+                    ),
+                    Reply::text("found it"),
+                ],
+            ),
+    )
+    .await;
+    let (_, first) = h.run_json(Wire::OpenAi, &[], "the zebra plan").await;
+    let first_id = last(&first)["session_id"].as_str().unwrap().to_owned();
+    let (output, events) = h.run_json(Wire::OpenAi, &[], "find the zebra").await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    let current = last(&events)["session_id"].as_str().unwrap().to_owned();
+    let results = common::tool_results(&h.server.requests().last().unwrap().body);
+    let search: Value = serde_json::from_str(&results[0]).unwrap();
+    let ids: Vec<&str> = search["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["session_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        ids,
+        [first_id.as_str()],
+        "current session {current} must be excluded"
+    );
+    assert!(
+        search["results"][0]["match"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("zebra")
+    );
+    let odd: Value = serde_json::from_str(&results[1]).unwrap();
+    assert_eq!(odd["mode"], "search");
+    let browse: Value = serde_json::from_str(&results[2]).unwrap();
+    assert_eq!(browse["sessions"].as_array().unwrap().len(), 1);
+    assert!(
+        results[3].contains("unknown role 'robot'"),
+        "{}",
+        results[3]
+    );
+    h.server.assert_invariants();
+}

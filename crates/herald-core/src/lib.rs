@@ -8,6 +8,7 @@ mod events;
 mod history;
 mod persist;
 mod prompt;
+mod session_search;
 mod tool_runner;
 
 pub use agent::{Agent, AgentSetup, ExitReason, Recorder, TurnOutcome};
@@ -17,11 +18,21 @@ pub use herald_llm::{LlmClient, ProviderKind};
 pub use history::answer_dangling_calls;
 pub use persist::{StoreGone, StoreHandle};
 pub use prompt::build_system_prompt;
+pub use session_search::{SessionSearch, SessionSearchArgs};
 
-/// Builds the tool registry an agent gets from settings: every built-in tool,
-/// narrowed to `--toolsets` when given.
-pub fn build_registry(settings: &Settings) -> Result<herald_tools::ToolRegistry, ConfigError> {
+/// Builds the tool registry an agent gets from settings: every built-in tool
+/// (plus `session_search` when a store is given), narrowed to `--toolsets`.
+pub fn build_registry(
+    settings: &Settings,
+    store: Option<(&StoreHandle, &str)>,
+) -> Result<herald_tools::ToolRegistry, ConfigError> {
     let mut registry = herald_tools::builtin::default_registry(settings.output_limit_chars);
+    if let Some((store, session_id)) = store {
+        registry.register(herald_tools::typed(SessionSearch::new(
+            store.clone(),
+            session_id.to_owned(),
+        )));
+    }
     if let Some(toolsets) = &settings.toolsets {
         registry
             .retain_toolsets(toolsets)

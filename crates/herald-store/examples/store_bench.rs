@@ -135,9 +135,11 @@ fn main() -> Result<(), Box<dyn Error>> {
 
     let queries = bench::sample_queries(args.queries, 42);
     // Warm the page cache the way a long-running process would be warm.
-    time_queries(&store, &queries[..queries.len().min(20)], |q| SearchRequest {
-        query: q.into(),
-        ..Default::default()
+    time_queries(&store, &queries[..queries.len().min(20)], |q| {
+        SearchRequest {
+            query: q.into(),
+            ..Default::default()
+        }
     })?;
 
     let (t, f) = time_queries(&store, &queries, |q| SearchRequest {

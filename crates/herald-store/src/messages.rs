@@ -1,7 +1,10 @@
 //! Appending and reading conversation messages.
 
 use herald_protocol::{Message, Role, ToolCall};
-use rusqlite::{Connection, OptionalExtension, Row, Transaction, TransactionBehavior, params};
+use rusqlite::{
+    Connection, OptionalExtension, Row, ToSql, Transaction, TransactionBehavior, params,
+    params_from_iter,
+};
 
 use crate::error::{StoreError, sql};
 use crate::records::{MessageWindow, SessionOverview, StoredMessage};
@@ -113,6 +116,50 @@ fn estimate_tokens(message: &Message, tool_calls_json: Option<&str>) -> i64 {
     to_i64((bytes as u64).div_ceil(4))
 }
 
+/// Most rows in one multi-row `INSERT`.
+///
+/// Rows are inserted with as few statements as possible because FTS5 flushes
+/// its pending index data to disk at every statement savepoint, and SQLite
+/// opens one for each `INSERT` that fires the index trigger. One statement per
+/// row would write (and later merge) one tiny index segment per message; one
+/// statement per chunk keeps bulk inserts several times faster.
+const MAX_CHUNK: usize = 128;
+
+/// Rows in the next statement: `MAX_CHUNK`, or the largest power of two not
+/// above `remaining`, so only a handful of distinct statements get cached.
+fn chunk_len(remaining: usize) -> usize {
+    if remaining >= MAX_CHUNK {
+        MAX_CHUNK
+    } else {
+        1 << (usize::BITS - 1 - remaining.leading_zeros())
+    }
+}
+
+/// `INSERT ... VALUES (...), ... RETURNING id, seq` for `rows` rows.
+fn insert_sql(rows: usize) -> String {
+    let mut sql = String::from(
+        "INSERT INTO messages (session_id, seq, role, content, tool_calls, tool_call_id, \
+         tool_name, is_error, tokens, created_at) VALUES ",
+    );
+    for i in 0..rows {
+        if i > 0 {
+            sql.push(',');
+        }
+        sql.push_str("(?,?,?,?,?,?,?,?,?,?)");
+    }
+    sql.push_str(" RETURNING id, seq");
+    sql
+}
+
+/// One message ready to bind.
+struct NewRow<'a> {
+    seq: i64,
+    role: &'static str,
+    calls: Option<String>,
+    tokens: i64,
+    message: &'a Message,
+}
+
 /// Inserts `messages` at the end of `session_id` inside `tx`, updating the
 /// session's count, activity time and (if still unset) title. Shared by
 /// [`Store::append_messages`], import and the benchmark generator.
@@ -137,46 +184,61 @@ pub(crate) fn insert_messages(
         .prepare_cached("SELECT max(seq) FROM messages WHERE session_id = ?1")
         .and_then(|mut s| s.query_row([session_id], |r| r.get(0)))
         .map_err(sql(path, CTX))?;
-    let mut seq = last_seq.unwrap_or(0);
+    let first_seq = last_seq.unwrap_or(0) + 1;
     let now = now_ms();
-    let mut ids = Vec::with_capacity(messages.len());
-    {
-        let mut insert = tx
-            .prepare_cached(
-                "INSERT INTO messages (session_id, seq, role, content, tool_calls, tool_call_id, \
-                 tool_name, is_error, tokens, created_at) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+    let mut rows = Vec::with_capacity(messages.len());
+    for (offset, message) in messages.iter().enumerate() {
+        let calls = if message.tool_calls.is_empty() {
+            None
+        } else {
+            Some(
+                serde_json::to_string(&message.tool_calls).map_err(|e| StoreError::Malformed {
+                    what: format!("tool calls of a message for session '{session_id}'"),
+                    detail: e.to_string(),
+                })?,
             )
-            .map_err(sql(path, CTX))?;
-        for message in messages {
-            seq += 1;
-            let calls = if message.tool_calls.is_empty() {
-                None
-            } else {
-                Some(serde_json::to_string(&message.tool_calls).map_err(|e| {
-                    StoreError::Malformed {
-                        what: format!("tool calls of a message for session '{session_id}'"),
-                        detail: e.to_string(),
-                    }
-                })?)
-            };
-            insert
-                .execute(params![
-                    session_id,
-                    seq,
-                    role_str(message.role),
-                    message.content,
-                    calls,
-                    message.tool_call_id,
-                    message.tool_name,
-                    message.is_error,
-                    estimate_tokens(message, calls.as_deref()),
-                    now
-                ])
-                .map_err(sql(path, CTX))?;
-            ids.push(tx.last_insert_rowid());
+        };
+        rows.push(NewRow {
+            seq: first_seq + to_i64(offset as u64),
+            role: role_str(message.role),
+            tokens: estimate_tokens(message, calls.as_deref()),
+            calls,
+            message,
+        });
+    }
+    let mut inserted: Vec<(i64, i64)> = Vec::with_capacity(rows.len());
+    let mut rest = rows.as_slice();
+    while !rest.is_empty() {
+        let n = chunk_len(rest.len());
+        let (chunk, tail) = rest.split_at(n);
+        rest = tail;
+        let mut args: Vec<&dyn ToSql> = Vec::with_capacity(n * 10);
+        for row in chunk {
+            args.extend_from_slice(&[
+                &session_id as &dyn ToSql,
+                &row.seq,
+                &row.role,
+                &row.message.content,
+                &row.calls,
+                &row.message.tool_call_id,
+                &row.message.tool_name,
+                &row.message.is_error,
+                &row.tokens,
+                &now,
+            ]);
+        }
+        let mut stmt = tx.prepare_cached(&insert_sql(n)).map_err(sql(path, CTX))?;
+        let mut returned = stmt.query(params_from_iter(args)).map_err(sql(path, CTX))?;
+        while let Some(r) = returned.next().map_err(sql(path, CTX))? {
+            inserted.push((
+                r.get(1).map_err(sql(path, CTX))?,
+                r.get(0).map_err(sql(path, CTX))?,
+            ));
         }
     }
+    // RETURNING does not promise row order; order by position.
+    inserted.sort_unstable();
+    let ids: Vec<i64> = inserted.into_iter().map(|(_, id)| id).collect();
     let new_title = if title.is_none() {
         messages
             .iter()
@@ -372,6 +434,15 @@ impl Store {
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn chunks_are_powers_of_two_up_to_the_maximum() {
+        let sizes: Vec<usize> = [1, 2, 3, 7, 8, 100, 127, 128, 1000]
+            .iter()
+            .map(|n| chunk_len(*n))
+            .collect();
+        assert_eq!(sizes, [1, 2, 2, 4, 8, 64, 64, 128, 128]);
+    }
 
     #[test]
     fn title_is_first_non_blank_line_trimmed() {

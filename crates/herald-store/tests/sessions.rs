@@ -488,3 +488,35 @@ fn an_uncreatable_directory_is_a_clear_error() {
     assert!(matches!(err, StoreError::CreateDir { .. }), "{err:?}");
     assert!(err.to_string().contains("HERALD_HOME"));
 }
+
+#[test]
+fn a_large_append_keeps_order_ids_and_index() {
+    let mut store = memory();
+    store.create_session(&new_session("big", "/w")).unwrap();
+    store
+        .append_messages("big", &[Message::user("first")])
+        .unwrap();
+    let batch: Vec<Message> = (0..301)
+        .map(|i| Message::user(format!("row{i} text")))
+        .collect();
+    let ids = store.append_messages("big", &batch).unwrap();
+    assert_eq!(ids.len(), 301);
+    let stored = store.load_messages("big").unwrap();
+    assert_eq!(stored.len(), 302);
+    for (i, m) in stored.iter().enumerate() {
+        assert_eq!(m.seq, i as i64 + 1);
+    }
+    assert_eq!(stored[1..].iter().map(|m| m.id).collect::<Vec<_>>(), ids);
+    assert_eq!(stored[300].message.content, "row299 text");
+    let hit = store
+        .search(&SearchRequest {
+            query: "row257".into(),
+            ..Default::default()
+        })
+        .unwrap();
+    assert_eq!(hit[0].message.seq, 259);
+    assert_eq!(
+        store.get_session("big").unwrap().unwrap().message_count,
+        302
+    );
+}

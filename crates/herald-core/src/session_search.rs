@@ -1,0 +1,197 @@
+//! The `session_search` tool (SPEC §10): full-text recall over every stored
+//! session except the current one, plus read, scroll and browse modes.
+
+use herald_protocol::Role;
+use herald_store::{SearchRequest, SearchSort, StoredMessage};
+use herald_tools::{ToolContext, ToolError, TypedTool};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::StoreHandle;
+
+/// Longest message text shown in a result; recall needs gist, not bulk.
+const MESSAGE_PREVIEW_CHARS: usize = 600;
+
+/// Arguments of `session_search`.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct SessionSearchArgs {
+    /// Words to find (FTS). Omit to browse recent sessions.
+    query: Option<String>,
+    /// Sessions to return (default 3, max 10).
+    limit: Option<usize>,
+    /// Only match these roles: user, assistant, tool.
+    role_filter: Option<Vec<String>>,
+    /// Read this session (its start and end), or scroll it with around_message_id.
+    session_id: Option<String>,
+    /// Message id to centre a window on (needs session_id).
+    around_message_id: Option<i64>,
+    /// Messages each side of a match or scroll point (default 5, max 20).
+    window: Option<usize>,
+    /// "relevance" (default) or "newest".
+    sort: Option<String>,
+}
+
+/// Searches past sessions through the store thread.
+pub struct SessionSearch {
+    store: StoreHandle,
+    current_session: String,
+}
+
+impl SessionSearch {
+    /// A tool that never returns `current_session`.
+    pub fn new(store: StoreHandle, current_session: String) -> Self {
+        Self {
+            store,
+            current_session,
+        }
+    }
+}
+
+fn preview(m: &StoredMessage) -> Value {
+    let text: String = m.message.content.chars().take(MESSAGE_PREVIEW_CHARS).collect();
+    let mut out = json!({
+        "id": m.id,
+        "role": format!("{:?}", m.message.role).to_lowercase(),
+        "text": text,
+    });
+    if m.message.content.chars().count() > MESSAGE_PREVIEW_CHARS {
+        out["truncated"] = json!(true);
+    }
+    if !m.message.tool_calls.is_empty() {
+        out["tool_calls"] = json!(m.message.tool_calls.iter().map(|c| &c.name).collect::<Vec<_>>());
+    }
+    out
+}
+
+fn roles(names: &[String]) -> Result<Vec<Role>, ToolError> {
+    names
+        .iter()
+        .map(|n| match n.trim().to_ascii_lowercase().as_str() {
+            "user" => Ok(Role::User),
+            "assistant" => Ok(Role::Assistant),
+            "tool" => Ok(Role::Tool),
+            other => Err(ToolError::new(format!(
+                "unknown role '{other}' in role_filter; use user, assistant or tool"
+            ))),
+        })
+        .collect()
+}
+
+impl TypedTool for SessionSearch {
+    type Args = SessionSearchArgs;
+    const NAME: &'static str = "session_search";
+    const TOOLSET: &'static str = "session";
+    const DESCRIPTION: &'static str = "Search your past sessions (not this one). With query: best-matching sessions with the matched message and its neighbours. With session_id: that session's start and end; add around_message_id to scroll. With nothing: recent sessions. Use it when the user refers to earlier work or you need a past decision, command or fix.";
+    const READ_ONLY: bool = true;
+
+    async fn run(&self, args: SessionSearchArgs, _ctx: &ToolContext) -> Result<String, ToolError> {
+        let current = self.current_session.clone();
+        if args.session_id.as_deref() == Some(current.as_str()) {
+            return Err(ToolError::new(
+                "that is the current session; its messages are already in your context",
+            ));
+        }
+        if args.around_message_id.is_some() && args.session_id.is_none() {
+            return Err(ToolError::new(
+                "around_message_id needs session_id (take both from a search result)",
+            ));
+        }
+        let window = args.window.unwrap_or(5);
+        let limit = args.limit.unwrap_or(3);
+        let role_filter = match &args.role_filter {
+            Some(names) if !names.is_empty() => Some(roles(names)?),
+            _ => None,
+        };
+        let sort = match args.sort.as_deref().map(str::trim) {
+            None | Some("") | Some("relevance") => SearchSort::Relevance,
+            Some("newest") => SearchSort::Newest,
+            Some(other) => {
+                return Err(ToolError::new(format!(
+                    "unknown sort '{other}'; use relevance or newest"
+                )));
+            }
+        };
+        let query = args.query.filter(|q| !q.trim().is_empty());
+        let gone = |err: crate::StoreGone| ToolError::new(err.to_string());
+        let result: Value = match (query, args.session_id, args.around_message_id) {
+            (Some(query), _, _) => {
+                let request = SearchRequest {
+                    query,
+                    limit,
+                    role_filter,
+                    exclude_session: Some(current),
+                    window,
+                    sort,
+                };
+                let hits = self
+                    .store
+                    .call(move |s| s.search(&request))
+                    .await
+                    .map_err(gone)?
+                    .map_err(|e| ToolError::new(e.to_string()))?;
+                json!({
+                    "mode": "search",
+                    "results": hits.iter().map(|h| json!({
+                        "session_id": h.session.id,
+                        "title": h.session.title,
+                        "started_at_ms": h.session.started_at,
+                        "parent_session_id": h.session.parent_session_id,
+                        "match": preview(&h.message),
+                        "before": h.before.iter().map(preview).collect::<Vec<_>>(),
+                        "after": h.after.iter().map(preview).collect::<Vec<_>>(),
+                    })).collect::<Vec<_>>(),
+                })
+            }
+            (None, Some(session_id), Some(around)) => {
+                let w = self
+                    .store
+                    .call(move |s| s.message_window(&session_id, around, window))
+                    .await
+                    .map_err(gone)?
+                    .map_err(|e| ToolError::new(e.to_string()))?;
+                json!({
+                    "mode": "scroll",
+                    "session_id": w.session.id,
+                    "title": w.session.title,
+                    "messages": w.before.iter().chain(std::iter::once(&w.message)).chain(&w.after).map(preview).collect::<Vec<_>>(),
+                })
+            }
+            (None, Some(session_id), None) => {
+                let o = self
+                    .store
+                    .call(move |s| s.session_overview(&session_id, window))
+                    .await
+                    .map_err(gone)?
+                    .map_err(|e| ToolError::new(e.to_string()))?;
+                json!({
+                    "mode": "read",
+                    "session_id": o.session.id,
+                    "title": o.session.title,
+                    "started_at_ms": o.session.started_at,
+                    "head": o.head.iter().map(preview).collect::<Vec<_>>(),
+                    "omitted": o.omitted,
+                    "tail": o.tail.iter().map(preview).collect::<Vec<_>>(),
+                })
+            }
+            (None, None, _) => {
+                let sessions = self
+                    .store
+                    .call(move |s| s.recent_sessions(limit, Some(&current)))
+                    .await
+                    .map_err(gone)?
+                    .map_err(|e| ToolError::new(e.to_string()))?;
+                json!({
+                    "mode": "browse",
+                    "sessions": sessions.iter().map(|s| json!({
+                        "session_id": s.id,
+                        "title": s.title,
+                        "started_at_ms": s.started_at,
+                        "messages": s.message_count,
+                    })).collect::<Vec<_>>(),
+                })
+            }
+        };
+        Ok(result.to_string())
+    }
+}
