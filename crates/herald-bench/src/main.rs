@@ -6,6 +6,7 @@
 
 mod child;
 mod stats;
+mod store_bench;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -167,11 +168,25 @@ fn best_of(
     runs.into_iter().nth(1).context("no run")
 }
 
-fn ms(d: Duration) -> f64 {
+pub(crate) fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
 
 fn main() -> Result<()> {
+    // `herald-bench store` or `herald-bench agent` runs one part; default both.
+    let part = std::env::args().nth(1).unwrap_or_default();
+    println!("| measure | target | result |");
+    println!("|---|---|---|");
+    if part.is_empty() || part == "store" {
+        store_bench::run(10_000, 100)?;
+    }
+    if part.is_empty() || part == "agent" {
+        agent_benchmarks()?;
+    }
+    Ok(())
+}
+
+fn agent_benchmarks() -> Result<()> {
     let herald = herald_binary()?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -191,8 +206,6 @@ fn main() -> Result<()> {
         .collect();
     let all_gaps: Vec<Duration> = openai60.gaps.iter().map(|(_, g)| *g).collect();
 
-    println!("| measure | target | result |");
-    println!("|---|---|---|");
     println!(
         "| `herald --version` wall time (p50 / p95 of 50) | < 10 ms | {:.2} ms / {:.2} ms |",
         ms(median(&version)),

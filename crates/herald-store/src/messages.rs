@@ -2,7 +2,7 @@
 
 use herald_protocol::{Message, Role, ToolCall};
 use rusqlite::{
-    Connection, OptionalExtension, Row, ToSql, Transaction, TransactionBehavior, params,
+    Connection, OptionalExtension, Row, Statement, ToSql, Transaction, TransactionBehavior, params,
     params_from_iter,
 };
 
@@ -122,19 +122,12 @@ fn estimate_tokens(message: &Message, tool_calls_json: Option<&str>) -> i64 {
 /// its pending index data to disk at every statement savepoint, and SQLite
 /// opens one for each `INSERT` that fires the index trigger. One statement per
 /// row would write (and later merge) one tiny index segment per message; one
-/// statement per chunk keeps bulk inserts several times faster.
+/// statement per chunk makes bulk inserts several times faster.
 const MAX_CHUNK: usize = 128;
 
-/// Rows in the next statement: `MAX_CHUNK`, or the largest power of two not
-/// above `remaining`, so only a handful of distinct statements get cached.
-fn chunk_len(remaining: usize) -> usize {
-    if remaining >= MAX_CHUNK {
-        MAX_CHUNK
-    } else {
-        1 << (usize::BITS - 1 - remaining.leading_zeros())
-    }
-}
-
+/// Chunks up to this size (and full chunks) use the statement cache; other
+/// sizes are prepared on the spot so odd batch sizes do not evict hot statements.
+const CACHED_CHUNK: usize = 8;
 /// `INSERT ... VALUES (...), ... RETURNING id, seq` for `rows` rows.
 fn insert_sql(rows: usize) -> String {
     let mut sql = String::from(
@@ -209,7 +202,7 @@ pub(crate) fn insert_messages(
     let mut inserted: Vec<(i64, i64)> = Vec::with_capacity(rows.len());
     let mut rest = rows.as_slice();
     while !rest.is_empty() {
-        let n = chunk_len(rest.len());
+        let n = rest.len().min(MAX_CHUNK);
         let (chunk, tail) = rest.split_at(n);
         rest = tail;
         let mut args: Vec<&dyn ToSql> = Vec::with_capacity(n * 10);
@@ -227,7 +220,16 @@ pub(crate) fn insert_messages(
                 &now,
             ]);
         }
-        let mut stmt = tx.prepare_cached(&insert_sql(n)).map_err(sql(path, CTX))?;
+        let text = insert_sql(n);
+        let mut cached;
+        let mut fresh;
+        let stmt: &mut Statement<'_> = if n <= CACHED_CHUNK || n == MAX_CHUNK {
+            cached = tx.prepare_cached(&text).map_err(sql(path, CTX))?;
+            &mut cached
+        } else {
+            fresh = tx.prepare(&text).map_err(sql(path, CTX))?;
+            &mut fresh
+        };
         let mut returned = stmt.query(params_from_iter(args)).map_err(sql(path, CTX))?;
         while let Some(r) = returned.next().map_err(sql(path, CTX))? {
             inserted.push((
@@ -434,15 +436,6 @@ impl Store {
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn chunks_are_powers_of_two_up_to_the_maximum() {
-        let sizes: Vec<usize> = [1, 2, 3, 7, 8, 100, 127, 128, 1000]
-            .iter()
-            .map(|n| chunk_len(*n))
-            .collect();
-        assert_eq!(sizes, [1, 2, 2, 4, 8, 64, 64, 128, 128]);
-    }
 
     #[test]
     fn title_is_first_non_blank_line_trimmed() {
