@@ -49,7 +49,12 @@ impl SessionSearch {
 }
 
 fn preview(m: &StoredMessage) -> Value {
-    let text: String = m.message.content.chars().take(MESSAGE_PREVIEW_CHARS).collect();
+    let text: String = m
+        .message
+        .content
+        .chars()
+        .take(MESSAGE_PREVIEW_CHARS)
+        .collect();
     let mut out = json!({
         "id": m.id,
         "role": format!("{:?}", m.message.role).to_lowercase(),
@@ -59,7 +64,13 @@ fn preview(m: &StoredMessage) -> Value {
         out["truncated"] = json!(true);
     }
     if !m.message.tool_calls.is_empty() {
-        out["tool_calls"] = json!(m.message.tool_calls.iter().map(|c| &c.name).collect::<Vec<_>>());
+        out["tool_calls"] = json!(
+            m.message
+                .tool_calls
+                .iter()
+                .map(|c| &c.name)
+                .collect::<Vec<_>>()
+        );
     }
     out
 }
