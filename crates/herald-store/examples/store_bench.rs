@@ -14,7 +14,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use herald_protocol::{Message, Role};
-use herald_store::{NewSession, SearchRequest, SessionSource, Store, bench};
+use herald_store::{NewSession, SearchRequest, SearchSort, SessionSource, Store, bench};
 
 struct Args {
     messages: usize,
@@ -53,33 +53,47 @@ fn ms(d: Duration) -> String {
     format!("{:.3} ms", d.as_secs_f64() * 1000.0)
 }
 
-/// Runs every query once, returning sorted latencies and how many found something.
+/// Latencies of one query set.
+struct Timings {
+    times: Vec<Duration>,
+    found: usize,
+    /// Queries whose ranking ran out of budget and came back newest first.
+    fell_back: usize,
+}
+
+/// Runs every query once.
 fn time_queries(
     store: &Store,
     queries: &[String],
     make: impl Fn(&str) -> SearchRequest,
-) -> Result<(Vec<Duration>, usize), Box<dyn Error>> {
-    let mut times = Vec::with_capacity(queries.len());
-    let mut found = 0;
+) -> Result<Timings, Box<dyn Error>> {
+    let mut t = Timings {
+        times: Vec::with_capacity(queries.len()),
+        found: 0,
+        fell_back: 0,
+    };
     for q in queries {
         let request = make(q);
         let started = Instant::now();
         let hits = store.search(&request)?;
-        times.push(started.elapsed());
-        found += usize::from(!hits.is_empty());
+        t.times.push(started.elapsed());
+        t.found += usize::from(!hits.is_empty());
+        t.fell_back += usize::from(hits.iter().any(|h| h.sorted_by == SearchSort::Newest));
     }
-    times.sort();
-    Ok((times, found))
+    t.times.sort();
+    Ok(t)
 }
 
-fn report(label: &str, times: &[Duration], found: usize) {
+fn report(label: &str, t: &Timings) {
     println!(
-        "{label:<44} p50 {}  p95 {}  p99 {}  max {}  ({found}/{} with hits)",
-        ms(percentile(times, 0.5)),
-        ms(percentile(times, 0.95)),
-        ms(percentile(times, 0.99)),
-        ms(percentile(times, 1.0)),
-        times.len()
+        "{label:<40} p50 {}  p95 {}  p99 {}  max {}  ({}/{} with hits, {} newest-first)",
+        ms(percentile(&t.times, 0.5)),
+        ms(percentile(&t.times, 0.95)),
+        ms(percentile(&t.times, 0.99)),
+        ms(percentile(&t.times, 1.0)),
+        t.found,
+        t.times.len(),
+        t.fell_back
     );
 }
 
@@ -142,34 +156,34 @@ fn main() -> Result<(), Box<dyn Error>> {
         }
     })?;
 
-    let (t, f) = time_queries(&store, &queries, |q| SearchRequest {
+    let t = time_queries(&store, &queries, |q| SearchRequest {
         query: q.into(),
         ..Default::default()
     })?;
-    report("search (limit 3, window 5)", &t, f);
-    let (t, f) = time_queries(&store, &queries, |q| SearchRequest {
+    report("search (limit 3, window 5)", &t);
+    let t = time_queries(&store, &queries, |q| SearchRequest {
         query: q.into(),
         limit: 10,
         window: 5,
         exclude_session: Some("turns".into()),
         ..Default::default()
     })?;
-    report("search (limit 10, exclude current)", &t, f);
-    let (t, f) = time_queries(&store, &queries, |q| SearchRequest {
+    report("search (limit 10, exclude current)", &t);
+    let t = time_queries(&store, &queries, |q| SearchRequest {
         query: q.into(),
         role_filter: Some(vec![Role::User]),
         ..Default::default()
     })?;
-    report("search (role_filter user)", &t, f);
+    report("search (role_filter user)", &t);
     let common: Vec<String> = ["the", "error", "file build", "test failed", "config.toml"]
         .iter()
         .map(|s| (*s).to_owned())
         .collect();
-    let (t, f) = time_queries(&store, &common, |q| SearchRequest {
+    let t = time_queries(&store, &common, |q| SearchRequest {
         query: q.into(),
         ..Default::default()
     })?;
-    report("search, very common words (worst case)", &t, f);
+    report("search, very common words (worst case)", &t);
 
     let recent = store.recent_sessions(10, None)?;
     let started = Instant::now();

@@ -13,9 +13,13 @@
 //! * **Durability.** The database runs in WAL mode with `synchronous=NORMAL`.
 //!   Every write method commits its transaction before returning, so once
 //!   [`Store::append_messages`] returns, the messages survive `kill -9` of the
-//!   process (the WAL is in the OS page cache). Only a power loss or kernel
-//!   crash before the next checkpoint can roll back the last commits, which is
-//!   the trade-off `NORMAL` makes for insert throughput.
+//!   process: the commit has been written to the WAL file (the OS holds it
+//!   even if the process dies). Only a power loss or kernel crash before the
+//!   WAL is next synced to disk (at checkpoint) can lose the latest commits;
+//!   that is the trade-off `NORMAL` makes for commit latency.
+//! * **Search** is FTS5 with bm25 ranking under a time budget, grouped one hit
+//!   per session; see [`Store::search`]. Measure with
+//!   `cargo run -p herald-store --release --example store_bench`.
 //! * **Schema** is versioned with `PRAGMA user_version` and an append-only list
 //!   of migrations, each applied in its own transaction (see `migrations.rs`).
 
@@ -41,7 +45,7 @@ pub use records::{
 };
 pub use sanitize::sanitize_fts_query;
 pub use search::{
-    DEFAULT_SEARCH_LIMIT, DEFAULT_WINDOW, MAX_SEARCH_LIMIT, MAX_WINDOW, MatchMode, SearchHit,
-    SearchRequest, SearchSort,
+    DEFAULT_SEARCH_BUDGET, DEFAULT_SEARCH_LIMIT, DEFAULT_WINDOW, MAX_SEARCH_LIMIT, MAX_WINDOW,
+    MatchMode, SearchHit, SearchRequest, SearchSort,
 };
 pub use store::{Store, new_id};

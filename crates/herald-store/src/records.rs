@@ -12,8 +12,11 @@ use rusqlite::types::{FromSql, FromSqlError, FromSqlResult, ToSqlOutput, ValueRe
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum SessionSource {
+    /// Started by a person at the terminal (REPL or `herald run`).
     Cli,
+    /// Started through the HTTP API.
     Api,
+    /// A child session run by `delegate_task` or a background agent.
     Subagent,
 }
 

@@ -6,14 +6,22 @@
 //! LIMIT k`), joins those to their messages, applies the role and session
 //! filters and keeps the best message per session in Rust. Only if that does
 //! not fill `limit` sessions and more candidates exist does it widen `k`.
+//!
+//! bm25 has to score every matching row, so a query made of very common words
+//! over a large store can take seconds. Ranking therefore runs under a time
+//! budget (default 50 ms, [`Store::set_search_budget`]); past it, the query is
+//! interrupted and answered newest-match-first instead, which FTS5 serves
+//! without scoring. Such hits report `sorted_by: Newest`.
 
-use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 use herald_protocol::Role;
-use rusqlite::params;
+use rusqlite::{ErrorCode, params};
 use serde::{Deserialize, Serialize};
 
-use crate::error::{StoreError, sql};
+use crate::error::{StoreError, classify, sql};
 use crate::messages::{message_in_session, neighbours, role_str};
 use crate::records::{SessionRecord, StoredMessage};
 use crate::sanitize::fts_terms;
@@ -34,6 +42,65 @@ const FIRST_BATCH: usize = 64;
 /// Beyond this batch size the search stops widening and takes every match.
 const LAST_BATCH: usize = 32_768;
 
+/// How long bm25 ranking may run before the search falls back to newest first.
+pub const DEFAULT_SEARCH_BUDGET: Duration = Duration::from_millis(50);
+
+/// VM instructions between checks of the search deadline.
+const BUDGET_CHECK_OPS: i32 = 1_000;
+
+/// A deadline the connection's progress handler enforces: when set and past,
+/// the running statement is interrupted. Shared between the `Store` (which
+/// arms it around ranked queries) and the handler installed at open.
+pub(crate) struct SearchDeadline {
+    origin: Instant,
+    /// Microseconds after `origin`; 0 means no deadline.
+    at_micros: AtomicU64,
+}
+
+impl SearchDeadline {
+    pub(crate) fn new() -> Arc<SearchDeadline> {
+        Arc::new(SearchDeadline {
+            origin: Instant::now(),
+            at_micros: AtomicU64::new(0),
+        })
+    }
+
+    /// Installs the progress handler that checks this deadline on `conn`.
+    pub(crate) fn install(
+        self: &Arc<Self>,
+        conn: &mut rusqlite::Connection,
+    ) -> rusqlite::Result<()> {
+        let deadline = Arc::clone(self);
+        conn.progress_handler(BUDGET_CHECK_OPS, Some(move || deadline.expired()))
+    }
+
+    fn micros_now(&self) -> u64 {
+        u64::try_from(self.origin.elapsed().as_micros()).unwrap_or(u64::MAX)
+    }
+
+    fn expired(&self) -> bool {
+        let at = self.at_micros.load(Ordering::Relaxed);
+        at != 0 && self.micros_now() >= at
+    }
+
+    /// Arms the deadline `budget` from now until the guard is dropped.
+    fn arm(&self, budget: Duration) -> DeadlineGuard<'_> {
+        let budget = u64::try_from(budget.as_micros()).unwrap_or(u64::MAX);
+        let at = self.micros_now().saturating_add(budget).max(1);
+        self.at_micros.store(at, Ordering::Relaxed);
+        DeadlineGuard(self)
+    }
+}
+
+/// Disarms a [`SearchDeadline`] when dropped.
+struct DeadlineGuard<'a>(&'a SearchDeadline);
+
+impl Drop for DeadlineGuard<'_> {
+    fn drop(&mut self) {
+        self.0.at_micros.store(0, Ordering::Relaxed);
+    }
+}
+
 /// `limit` forced into 1..=10 so every caller gets a bounded answer.
 pub(crate) fn clamp_limit(limit: usize) -> usize {
     limit.clamp(1, MAX_SEARCH_LIMIT)
@@ -51,7 +118,8 @@ pub enum SearchSort {
     /// Best bm25 match first.
     #[default]
     Relevance,
-    /// Most recently started session first (considers every match).
+    /// Sessions with the most recent matching message first; each hit shows
+    /// that session's newest match.
     Newest,
 }
 
@@ -59,7 +127,9 @@ pub enum SearchSort {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum MatchMode {
+    /// The matched message contains every query term.
     AllTerms,
+    /// No message had them all; this one has at least one.
     AnyTerm,
 }
 
@@ -101,9 +171,13 @@ pub struct SearchHit {
     pub message: StoredMessage,
     pub before: Vec<StoredMessage>,
     pub after: Vec<StoredMessage>,
-    /// Relevance of the match (negated bm25: higher is better).
+    /// Relevance of the match (negated bm25: higher is better); 0 when the
+    /// hits are ordered newest first.
     pub score: f64,
     pub match_mode: MatchMode,
+    /// The order the hits are really in: `Newest` when asked for, or when
+    /// ranking ran out of its time budget.
+    pub sorted_by: SearchSort,
 }
 
 /// A candidate: the best message of one session.
@@ -151,10 +225,12 @@ impl Store {
             exclude: request.exclude_session.as_deref(),
         };
         let mut mode = MatchMode::AllTerms;
-        let mut best = self.best_per_session(&terms.join(" "), &filter, limit, request.sort)?;
+        let (mut best, mut sorted_by) =
+            self.best_per_session(&terms.join(" "), &filter, limit, request.sort)?;
         if best.is_empty() && terms.len() > 1 {
             mode = MatchMode::AnyTerm;
-            best = self.best_per_session(&terms.join(" OR "), &filter, limit, request.sort)?;
+            (best, sorted_by) =
+                self.best_per_session(&terms.join(" OR "), &filter, limit, request.sort)?;
         }
         let window = clamp_window(request.window);
         best.into_iter()
@@ -169,8 +245,9 @@ impl Store {
                     message,
                     before,
                     after,
-                    score: -b.rank,
+                    score: 0.0 - b.rank, // not `-rank`: keeps 0 from becoming -0
                     match_mode: mode,
+                    sorted_by,
                 })
             })
             .collect()
@@ -200,36 +277,62 @@ impl Store {
         .map_err(sql(&self.path, CTX))
     }
 
-    /// The best-ranked message of up to `limit` sessions matching `fts`.
+    /// How long bm25 ranking may run before a search falls back to newest
+    /// first (default [`DEFAULT_SEARCH_BUDGET`]). A longer budget gives exact
+    /// ranking for very common words at the cost of latency.
+    pub fn set_search_budget(&mut self, budget: Duration) {
+        self.search_budget = budget;
+    }
+
+    /// The first match of up to `limit` sessions, in the order of `sort`, and
+    /// the order actually used.
     fn best_per_session(
         &self,
         fts: &str,
         filter: &Filter<'_>,
         limit: usize,
         sort: SearchSort,
-    ) -> Result<Vec<Best>, StoreError> {
-        match sort {
-            SearchSort::Relevance => self.best_by_relevance(fts, filter, limit),
-            SearchSort::Newest => self.best_by_date(fts, filter, limit),
+    ) -> Result<(Vec<Best>, SearchSort), StoreError> {
+        const CTX: &str = "running a full-text search";
+        if sort == SearchSort::Relevance {
+            let guard = self.deadline.arm(self.search_budget);
+            match self.first_per_session(fts, filter, limit, SearchSort::Relevance) {
+                Ok(best) => return Ok((best, SearchSort::Relevance)),
+                Err(e) if e.sqlite_error_code() == Some(ErrorCode::OperationInterrupted) => {
+                    drop(guard);
+                }
+                Err(e) => return Err(classify(&self.path, CTX, e)),
+            }
         }
+        self.first_per_session(fts, filter, limit, SearchSort::Newest)
+            .map(|best| (best, SearchSort::Newest))
+            .map_err(|e| classify(&self.path, CTX, e))
     }
 
-    fn best_by_relevance(
+    /// Walks matches in `order` (best rank, or newest message), keeping the
+    /// first accepted match of each session until `limit` sessions are found,
+    /// widening the candidate batch only while filters starve it.
+    fn first_per_session(
         &self,
         fts: &str,
         filter: &Filter<'_>,
         limit: usize,
-    ) -> Result<Vec<Best>, StoreError> {
-        const CTX: &str = "running a full-text search";
-        let mut stmt = self
-            .conn
-            .prepare_cached(
+        order: SearchSort,
+    ) -> rusqlite::Result<Vec<Best>> {
+        let mut stmt = self.conn.prepare_cached(match order {
+            SearchSort::Relevance => {
                 "SELECT c.rowid, c.rank, m.session_id, m.role \
                  FROM (SELECT rowid, rank FROM messages_fts WHERE messages_fts MATCH ?1 \
                        ORDER BY rank LIMIT ?2) AS c \
-                 JOIN messages m ON m.id = c.rowid ORDER BY c.rank",
-            )
-            .map_err(sql(&self.path, CTX))?;
+                 JOIN messages m ON m.id = c.rowid ORDER BY c.rank"
+            }
+            SearchSort::Newest => {
+                "SELECT c.rowid, 0.0, m.session_id, m.role \
+                 FROM (SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?1 \
+                       ORDER BY rowid DESC LIMIT ?2) AS c \
+                 JOIN messages m ON m.id = c.rowid ORDER BY c.rowid DESC"
+            }
+        })?;
         let mut batch = FIRST_BATCH.max(limit * 16);
         loop {
             // -1 means "no limit" to SQLite.
@@ -238,18 +341,16 @@ impl Store {
             } else {
                 to_i64(batch as u64)
             };
-            let mut rows = stmt
-                .query(params![fts, sql_limit])
-                .map_err(sql(&self.path, CTX))?;
+            let mut rows = stmt.query(params![fts, sql_limit])?;
             let mut seen = 0usize;
             let mut best: Vec<Best> = Vec::new();
-            while let Some(row) = rows.next().map_err(sql(&self.path, CTX))? {
+            while let Some(row) = rows.next()? {
                 seen += 1;
                 if best.len() == limit {
                     continue; // keep counting so we know whether the batch was full
                 }
-                let session_id: String = row.get(2).map_err(sql(&self.path, CTX))?;
-                let role: String = row.get(3).map_err(sql(&self.path, CTX))?;
+                let session_id: String = row.get(2)?;
+                let role: String = row.get(3)?;
                 if !filter.accepts(&session_id, &role)
                     || best.iter().any(|b| b.session_id == session_id)
                 {
@@ -257,8 +358,8 @@ impl Store {
                 }
                 best.push(Best {
                     session_id,
-                    message_id: row.get(0).map_err(sql(&self.path, CTX))?,
-                    rank: row.get(1).map_err(sql(&self.path, CTX))?,
+                    message_id: row.get(0)?,
+                    rank: row.get(1)?,
                 });
             }
             if best.len() == limit || sql_limit < 0 || seen < batch {
@@ -266,50 +367,5 @@ impl Store {
             }
             batch = batch.saturating_mul(8);
         }
-    }
-
-    fn best_by_date(
-        &self,
-        fts: &str,
-        filter: &Filter<'_>,
-        limit: usize,
-    ) -> Result<Vec<Best>, StoreError> {
-        const CTX: &str = "running a full-text search";
-        let mut stmt = self
-            .conn
-            .prepare_cached(
-                "SELECT f.rowid, f.rank, m.session_id, m.role, s.started_at \
-                 FROM messages_fts f JOIN messages m ON m.id = f.rowid \
-                 JOIN sessions s ON s.id = m.session_id \
-                 WHERE messages_fts MATCH ?1",
-            )
-            .map_err(sql(&self.path, CTX))?;
-        let mut rows = stmt.query([fts]).map_err(sql(&self.path, CTX))?;
-        let mut per_session: HashMap<String, (Best, i64)> = HashMap::new();
-        while let Some(row) = rows.next().map_err(sql(&self.path, CTX))? {
-            let session_id: String = row.get(2).map_err(sql(&self.path, CTX))?;
-            let role: String = row.get(3).map_err(sql(&self.path, CTX))?;
-            if !filter.accepts(&session_id, &role) {
-                continue;
-            }
-            let message_id: i64 = row.get(0).map_err(sql(&self.path, CTX))?;
-            let rank: f64 = row.get(1).map_err(sql(&self.path, CTX))?;
-            let started_at: i64 = row.get(4).map_err(sql(&self.path, CTX))?;
-            let entry = per_session.entry(session_id.clone()).or_insert((
-                Best {
-                    session_id,
-                    message_id,
-                    rank,
-                },
-                started_at,
-            ));
-            if rank < entry.0.rank {
-                entry.0.message_id = message_id;
-                entry.0.rank = rank;
-            }
-        }
-        let mut sessions: Vec<(Best, i64)> = per_session.into_values().collect();
-        sessions.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.rank.total_cmp(&b.0.rank)));
-        Ok(sessions.into_iter().take(limit).map(|(b, _)| b).collect())
     }
 }

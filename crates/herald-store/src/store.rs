@@ -1,6 +1,7 @@
 //! Opening the database: file location, connection settings, migrations.
 
 use std::path::Path;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -8,6 +9,7 @@ use rusqlite::Connection;
 
 use crate::error::{StoreError, sql};
 use crate::migrations::{self, MIGRATIONS};
+use crate::search::{DEFAULT_SEARCH_BUDGET, SearchDeadline};
 
 /// How long a statement waits for another process's write lock before the
 /// store reports [`StoreError::Locked`].
@@ -22,6 +24,9 @@ pub struct Store {
     pub(crate) conn: Connection,
     /// Where the database lives, for error messages (`:memory:` for tests).
     pub(crate) path: String,
+    /// Interrupts bm25 ranking that runs past `search_budget`.
+    pub(crate) deadline: Arc<SearchDeadline>,
+    pub(crate) search_budget: Duration,
 }
 
 impl std::fmt::Debug for Store {
@@ -67,7 +72,16 @@ impl Store {
             .map_err(sql(&path, "enabling foreign keys"))?;
         conn.set_prepared_statement_cache_capacity(32);
         migrations::migrate(&mut conn, &path, MIGRATIONS)?;
-        Ok(Store { conn, path })
+        let deadline = SearchDeadline::new();
+        deadline
+            .install(&mut conn)
+            .map_err(sql(&path, "installing the search time budget"))?;
+        Ok(Store {
+            conn,
+            path,
+            deadline,
+            search_budget: DEFAULT_SEARCH_BUDGET,
+        })
     }
 
     /// The schema version of the open database (equals [`crate::SCHEMA_VERSION`]

@@ -340,7 +340,7 @@ fn explicit_prefix_and_tool_call_arguments_are_searchable() {
 }
 
 #[test]
-fn newest_sort_orders_sessions_by_start() {
+fn newest_sort_puts_the_latest_match_first() {
     let mut store = memory();
     session_with(&mut store, "old", &["lemur lemur lemur"]);
     std::thread::sleep(std::time::Duration::from_millis(3));
@@ -438,4 +438,35 @@ fn scroll_mode_windows_around_a_message() {
     assert!(err.to_string().contains(&other[0].to_string()));
     let err = store.message_window("ghost", ids[0], 3).unwrap_err();
     assert!(err.to_string().contains("'ghost'"));
+}
+
+#[test]
+fn ranking_past_its_time_budget_falls_back_to_newest_first() {
+    let mut store = memory();
+    for i in 0..40 {
+        let texts: Vec<String> = (0..50).map(|j| format!("common word {i} {j}")).collect();
+        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        session_with(&mut store, &format!("s{i:02}"), &refs);
+    }
+    let request = SearchRequest {
+        query: "common".into(),
+        ..Default::default()
+    };
+    let ranked = store.search(&request).unwrap();
+    assert!(ranked.iter().all(|h| h.sorted_by == SearchSort::Relevance));
+
+    store.set_search_budget(std::time::Duration::ZERO);
+    let hits = store.search(&request).unwrap();
+    assert_eq!(hits.len(), 3);
+    assert!(
+        hits.iter()
+            .all(|h| h.sorted_by == SearchSort::Newest && h.score == 0.0)
+    );
+    assert_eq!(session_ids(&hits), ["s39", "s38", "s37"]);
+    assert_eq!(hits[0].message.seq, 50, "the session's newest match");
+
+    // The budget only applies to ranking; other queries on the store still work.
+    store.set_search_budget(herald_store::DEFAULT_SEARCH_BUDGET);
+    assert_eq!(store.load_messages("s00").unwrap().len(), 50);
+    assert!(store.search(&request).unwrap()[0].sorted_by == SearchSort::Relevance);
 }

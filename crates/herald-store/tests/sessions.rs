@@ -520,3 +520,55 @@ fn a_large_append_keeps_order_ids_and_index() {
         302
     );
 }
+
+#[test]
+fn a_write_lock_held_too_long_is_reported_as_locked() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.db");
+    let mut store = Store::open(&path).unwrap();
+    store.create_session(&new_session("s", "/w")).unwrap();
+    let other = rusqlite::Connection::open(&path).unwrap();
+    other.execute_batch("BEGIN IMMEDIATE").unwrap();
+
+    let started = std::time::Instant::now();
+    let err = store
+        .append_messages("s", &[Message::user("blocked")])
+        .unwrap_err();
+    assert!(
+        started.elapsed() >= Duration::from_secs(4),
+        "waits for the busy timeout first"
+    );
+    assert!(matches!(err, StoreError::Locked { .. }), "{err:?}");
+    assert!(
+        err.to_string().contains("close other herald processes"),
+        "{err}"
+    );
+
+    other.execute_batch("ROLLBACK").unwrap();
+    store
+        .append_messages("s", &[Message::user("now it works")])
+        .unwrap();
+    assert_eq!(store.load_messages("s").unwrap().len(), 1);
+}
+
+#[test]
+fn the_store_can_move_to_another_thread() {
+    fn assert_send<T: Send>() {}
+    assert_send::<Store>();
+}
+
+#[test]
+fn committed_messages_survive_a_store_that_is_never_closed() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.db");
+    let mut store = Store::open(&path).unwrap();
+    store.create_session(&new_session("s", "/w")).unwrap();
+    store
+        .append_messages("s", &[Message::user("must not be lost")])
+        .unwrap();
+    // No close, no checkpoint: like a process killed right after the append.
+    std::mem::forget(store);
+    let reopened = Store::open(&path).unwrap();
+    let messages = reopened.load_messages("s").unwrap();
+    assert_eq!(messages[0].message.content, "must not be lost");
+}
