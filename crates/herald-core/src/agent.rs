@@ -89,6 +89,8 @@ pub struct Agent {
     recorder: Option<Recorder>,
     /// How many leading messages are already in the store.
     persisted: usize,
+    /// Usage of the latest reply, not yet recorded.
+    pending_usage: Option<(Usage, f64)>,
 }
 
 impl Agent {
@@ -99,6 +101,7 @@ impl Agent {
         Self {
             recorder: setup.recorder,
             persisted,
+            pending_usage: None,
             client: setup.client,
             registry: setup.registry,
             tools,
@@ -183,18 +186,8 @@ impl Agent {
             self.cost_usd += cost;
             outcome.usage.add(&reply.usage);
             outcome.cost_usd += cost;
-            if let Some(recorder) = &self.recorder {
-                let (session, model, usage) = (
-                    recorder.session_id.clone(),
-                    self.client.model().to_owned(),
-                    reply.usage,
-                );
-                // Usage is bookkeeping: a failure here must not stop the turn.
-                let _ = recorder
-                    .store
-                    .call(move |store| store.record_usage(&session, &model, &usage, Some(cost)))
-                    .await;
-            }
+            // Saved with the assistant message below, in one store round trip.
+            self.pending_usage = Some((reply.usage, cost));
             self.events.emit(EventKind::Usage {
                 input_tokens: reply.usage.input_tokens,
                 output_tokens: reply.usage.output_tokens,
@@ -257,9 +250,17 @@ impl Agent {
         }
         let pending = self.messages[self.persisted..].to_vec();
         let session = recorder.session_id.clone();
+        let usage = self.pending_usage.take();
+        let model = self.client.model().to_owned();
         match recorder
             .store
-            .call(move |store| store.append_messages(&session, &pending))
+            .call(move |store| {
+                if let Some((usage, cost)) = usage {
+                    // Usage is bookkeeping: its failure must not stop the turn.
+                    let _ = store.record_usage(&session, &model, &usage, Some(cost));
+                }
+                store.append_messages(&session, &pending)
+            })
             .await
         {
             Ok(Ok(_)) => {
