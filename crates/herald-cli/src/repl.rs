@@ -1,7 +1,6 @@
 //! `herald` with no arguments: a line-based interactive loop over one session.
 
 use herald_core::{EventSink, ExitReason};
-use herald_protocol::EventKind;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio_util::sync::CancellationToken;
 
@@ -18,19 +17,12 @@ pub(crate) async fn interactive(common: &CommonArgs) -> Result<Exit, CliError> {
     let callback = renderer.callback();
     let setup::StartedSession {
         session_id,
-        resumed,
         mut agent,
     } = setup::start_session(common, &settings, &store, true, |id| {
         EventSink::new(id, "root", callback)
     })
     .await?;
     let events = agent.events().clone();
-    events.emit(EventKind::SessionStarted {
-        model: settings.model.clone(),
-        provider: settings.provider.as_str().to_owned(),
-        cwd: settings.cwd.display().to_string(),
-        resumed,
-    });
     eprintln!(
         "herald {} · {} ({}) · {}\n{HELP}",
         env!("CARGO_PKG_VERSION"),

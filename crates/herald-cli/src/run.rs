@@ -54,19 +54,12 @@ pub(crate) async fn run(common: &CommonArgs, args: RunArgs) -> Result<Exit, CliE
     let callback = renderer.callback();
     let setup::StartedSession {
         session_id,
-        resumed,
         mut agent,
     } = setup::start_session(common, &settings, &store, args.json && args.stream, |id| {
         EventSink::new(id, "root", callback)
     })
     .await?;
     let events = agent.events().clone();
-    events.emit(EventKind::SessionStarted {
-        model: settings.model.clone(),
-        provider: settings.provider.as_str().to_owned(),
-        cwd: settings.cwd.display().to_string(),
-        resumed,
-    });
     let cancel = CancellationToken::new();
     interrupt_on_ctrl_c(cancel.clone());
     let outcome = agent.run_turn(prompt, &cancel).await;

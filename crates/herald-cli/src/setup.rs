@@ -9,6 +9,7 @@ use herald_core::{
     Agent, AgentSetup, Config, EventSink, LlmClient, Overrides, Recorder, Settings, StoreHandle,
     answer_dangling_calls, build_registry, build_system_prompt, new_session_id,
 };
+use herald_protocol::EventKind;
 use herald_store::{NewSession, SessionSource};
 
 use crate::CliError;
@@ -56,12 +57,12 @@ pub(crate) fn open_store(home: &std::path::Path) -> Result<StoreHandle, CliError
 /// A session ready to take turns: new, or continued from the store.
 pub(crate) struct StartedSession {
     pub session_id: String,
-    pub resumed: bool,
     pub agent: Agent,
 }
 
 /// Creates the root session (or resumes `--resume ID` / `--continue`), stores
-/// it, and builds its agent. `events` is built from the session id.
+/// it, builds its agent and emits `session.started`. `events` is built from
+/// the session id.
 pub(crate) async fn start_session(
     common: &CommonArgs,
     settings: &Settings,
@@ -162,9 +163,11 @@ pub(crate) async fn start_session(
             session_id: session_id.clone(),
         }),
     });
-    Ok(StartedSession {
-        session_id,
+    agent.events().emit(EventKind::SessionStarted {
+        model: settings.model.clone(),
+        provider: settings.provider.as_str().to_owned(),
+        cwd: settings.cwd.display().to_string(),
         resumed,
-        agent,
-    })
+    });
+    Ok(StartedSession { session_id, agent })
 }
