@@ -8,6 +8,10 @@ use std::time::Duration;
 use herald_llm::{ClientConfig, ProviderKind, RetryPolicy};
 use serde::{Deserialize, Serialize};
 
+pub use crate::config_sections::{
+    CodeExecutionConfig, CompressionConfig, DelegationConfig, MemoryConfig,
+};
+
 /// A configuration problem; the CLI exits with code 2 and prints the message.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -85,6 +89,10 @@ pub struct Config {
     pub toolsets: Option<Vec<String>>,
     pub network: NetworkConfig,
     pub tools: ToolsConfig,
+    pub delegation: DelegationConfig,
+    pub memory: MemoryConfig,
+    pub compression: CompressionConfig,
+    pub code_execution: CodeExecutionConfig,
     #[serde(flatten)]
     pub other: toml::Table,
 }
@@ -143,6 +151,10 @@ pub struct Settings {
     pub cwd: PathBuf,
     pub output_limit_chars: usize,
     pub network: NetworkConfig,
+    pub delegation: DelegationConfig,
+    pub memory: MemoryConfig,
+    pub compression: CompressionConfig,
+    pub code_execution: CodeExecutionConfig,
 }
 
 impl Settings {
@@ -239,6 +251,10 @@ impl Settings {
             cwd,
             output_limit_chars: config.tools.output_limit_chars,
             network: config.network.clone(),
+            delegation: config.delegation.clone(),
+            memory: config.memory.clone(),
+            compression: config.compression.clone(),
+            code_execution: config.code_execution.clone(),
         })
     }
 
@@ -277,6 +293,36 @@ pub const DEFAULT_CONFIG: &str = r#"# herald configuration. Precedence: command-
 
 [tools]
 # output_limit_chars = 50000   # longer tool results keep head and tail
+
+[delegation]
+# max_iterations = 50          # model requests per child
+# max_concurrent_children = 3  # largest delegate_task batch (floor 1); larger batches are an error
+# max_spawn_depth = 1          # 1 = children cannot delegate; up to 3
+# orchestrator_enabled = true  # role="orchestrator" children may delegate when depth allows
+# child_timeout_seconds = 600  # inactivity timeout per child; 0 = none
+# model = ""                   # child model/provider/base_url/api_key override (empty = parent's)
+# max_background_agents = 8
+# budget_tokens = 0            # token cap per delegation tree; 0 = unlimited
+# prune_after_hours = 24       # finished agent records older than this are pruned
+
+[memory]
+# memory_enabled = true
+# user_profile_enabled = true
+# memory_char_limit = 2200
+# user_char_limit = 1375
+
+[compression]
+# enabled = true
+# threshold = 0.50             # fraction of the context window that triggers compression
+# target_ratio = 0.20
+# protect_first_n = 3
+# protect_last_n = 20
+# context_window = 0           # 0 = built-in table by model name
+
+[code_execution]
+# timeout = 300
+# max_tool_calls = 50
+# landlock = false             # confine scripts with Landlock (Linux)
 "#;
 
 #[cfg(test)]

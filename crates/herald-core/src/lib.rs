@@ -4,6 +4,7 @@
 
 mod agent;
 pub mod config;
+mod config_sections;
 mod events;
 mod history;
 mod persist;

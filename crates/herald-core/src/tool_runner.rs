@@ -26,7 +26,7 @@ fn not_started(call: &ToolCall) -> Message {
 
 /// Runs `calls` and returns their result messages in call order.
 pub(crate) async fn run_tool_calls(
-    registry: &ToolRegistry,
+    registry: &Arc<ToolRegistry>,
     calls: &[ToolCall],
     state: &Arc<AgentState>,
     cancel: &CancellationToken,
@@ -53,7 +53,7 @@ pub(crate) async fn run_tool_calls(
 }
 
 async fn run_one(
-    registry: &ToolRegistry,
+    registry: &Arc<ToolRegistry>,
     call: &ToolCall,
     state: &Arc<AgentState>,
     cancel: &CancellationToken,
@@ -65,7 +65,8 @@ async fn run_one(
         arguments: call.arguments.clone(),
     });
     let started = Instant::now();
-    let ctx = ToolContext::new(Arc::clone(state), cancel.child_token());
+    let ctx = ToolContext::new(Arc::clone(state), cancel.child_token())
+        .with_call(&call.id, Arc::clone(registry));
     let execution = registry.execute(call, &ctx);
     tokio::pin!(execution);
     let result = tokio::select! {

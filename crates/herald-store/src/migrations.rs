@@ -4,7 +4,7 @@
 //! store applies the missing steps in order, each in its own `IMMEDIATE`
 //! transaction together with the version bump, so a crash or a failing step
 //! leaves the database at the previous version. Never edit a released step:
-//! add a new one at the end (the agents registry and todos will be v4, v5).
+//! add a new one at the end (v4 agents registry, v5 todo state, v6 tool events).
 
 use rusqlite::{Connection, TransactionBehavior};
 
@@ -116,6 +116,67 @@ CREATE TABLE usage (
 CREATE INDEX usage_session ON usage(session_id, created_at);
 "#;
 
+/// v4: the background/delegated agents registry (SPEC §9.2).
+///
+/// One row per subagent; `session_id` is the child's own session (its stored
+/// conversation), `parent_session_id` the session that spawned it, so a
+/// resumed parent finds its unfinished background agents.
+const V4_AGENTS: &str = r#"
+CREATE TABLE agents (
+    id                TEXT PRIMARY KEY,
+    parent_agent_id   TEXT,
+    parent_session_id TEXT NOT NULL,
+    root_session_id   TEXT NOT NULL,
+    session_id        TEXT NOT NULL,
+    depth             INTEGER NOT NULL,
+    role              TEXT NOT NULL,
+    goal              TEXT NOT NULL,
+    context           TEXT,
+    toolsets          TEXT,
+    background        INTEGER NOT NULL DEFAULT 0,
+    status            TEXT NOT NULL,
+    exit_reason       TEXT,
+    result            TEXT,
+    error             TEXT,
+    iterations        INTEGER NOT NULL DEFAULT 0,
+    input_tokens      INTEGER NOT NULL DEFAULT 0,
+    output_tokens     INTEGER NOT NULL DEFAULT 0,
+    cached_tokens     INTEGER NOT NULL DEFAULT 0,
+    cost_usd          REAL NOT NULL DEFAULT 0,
+    model             TEXT NOT NULL DEFAULT '',
+    created_at        INTEGER NOT NULL,
+    started_at        INTEGER,
+    ended_at          INTEGER,
+    delivered         INTEGER NOT NULL DEFAULT 0,
+    spec              TEXT
+);
+CREATE INDEX agents_parent_session ON agents(parent_session_id, created_at);
+CREATE INDEX agents_root_session ON agents(root_session_id, created_at);
+CREATE INDEX agents_status ON agents(status, ended_at);
+"#;
+
+/// v5: a session's todo list (SPEC §8.1), one JSON document per session.
+const V5_TODOS: &str = r#"
+CREATE TABLE todos (
+    session_id  TEXT PRIMARY KEY REFERENCES sessions(id) ON DELETE CASCADE,
+    items       TEXT NOT NULL,
+    updated_at  INTEGER NOT NULL
+);
+"#;
+
+/// v6: events recorded with a session that are not conversation messages,
+/// such as the tool calls an `execute_code` script made (SPEC §12).
+const V6_EVENTS: &str = r#"
+CREATE TABLE events (
+    id          INTEGER PRIMARY KEY,
+    session_id  TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    kind        TEXT NOT NULL,
+    payload     TEXT NOT NULL,
+    created_at  INTEGER NOT NULL
+);
+CREATE INDEX events_session ON events(session_id, id);
+"#;
+
 /// Every schema step, in order. Append only.
 pub(crate) const MIGRATIONS: &[Migration] = &[
     Migration {
@@ -133,10 +194,25 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         name: "usage",
         sql: V3_USAGE,
     },
+    Migration {
+        version: 4,
+        name: "agents registry",
+        sql: V4_AGENTS,
+    },
+    Migration {
+        version: 5,
+        name: "todo state",
+        sql: V5_TODOS,
+    },
+    Migration {
+        version: 6,
+        name: "session events",
+        sql: V6_EVENTS,
+    },
 ];
 
 /// The schema version this build creates and understands.
-pub const SCHEMA_VERSION: i64 = 3;
+pub const SCHEMA_VERSION: i64 = 6;
 
 /// Reads `PRAGMA user_version`.
 pub(crate) fn current_version(conn: &Connection, path: &str) -> Result<i64, StoreError> {

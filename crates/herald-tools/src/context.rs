@@ -1,3 +1,4 @@
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -13,6 +14,16 @@ pub struct AgentState {
     cwd: Mutex<PathBuf>,
     /// Background processes started by `terminal(background=true)`.
     pub processes: ProcessTable,
+    /// Files this agent read and wrote, so a parent can be told when a child
+    /// changed a file it had read (SPEC §9.1).
+    files: Mutex<FileLog>,
+}
+
+/// Paths touched through the file tools.
+#[derive(Debug, Default)]
+struct FileLog {
+    read: BTreeSet<PathBuf>,
+    written: BTreeSet<PathBuf>,
 }
 
 impl AgentState {
@@ -21,7 +32,36 @@ impl AgentState {
         Arc::new(Self {
             cwd: Mutex::new(cwd),
             processes: ProcessTable::default(),
+            files: Mutex::default(),
         })
+    }
+
+    /// Notes that `path` was read.
+    pub fn note_read(&self, path: &Path) {
+        let mut files = self.files.lock().unwrap_or_else(PoisonError::into_inner);
+        if !files.read.contains(path) {
+            files.read.insert(path.to_path_buf());
+        }
+    }
+
+    /// Notes that `path` was created or changed.
+    pub fn note_written(&self, path: &Path) {
+        let mut files = self.files.lock().unwrap_or_else(PoisonError::into_inner);
+        if !files.written.contains(path) {
+            files.written.insert(path.to_path_buf());
+        }
+    }
+
+    /// Whether `path` was read through the file tools.
+    pub fn has_read(&self, path: &Path) -> bool {
+        let files = self.files.lock().unwrap_or_else(PoisonError::into_inner);
+        files.read.contains(path)
+    }
+
+    /// Every path written through the file tools, sorted.
+    pub fn files_written(&self) -> Vec<PathBuf> {
+        let files = self.files.lock().unwrap_or_else(PoisonError::into_inner);
+        files.written.iter().cloned().collect()
     }
 
     /// The directory relative paths and commands resolve against.
@@ -49,16 +89,42 @@ impl AgentState {
 }
 
 /// Everything a single tool call can see.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct ToolContext {
     pub state: Arc<AgentState>,
     /// Cancelled when the user interrupts; long-running tools must watch it.
     pub cancel: CancellationToken,
+    /// The id of the call being run (empty outside the agent loop).
+    pub call_id: String,
+    /// The registry the call was dispatched from, for tools that run other
+    /// tools (`execute_code`) through the same validation and limits.
+    pub registry: Option<Arc<crate::ToolRegistry>>,
+}
+
+impl std::fmt::Debug for ToolContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolContext")
+            .field("state", &self.state)
+            .field("call_id", &self.call_id)
+            .finish_non_exhaustive()
+    }
 }
 
 impl ToolContext {
-    /// A context for one call.
+    /// A context for one call outside any registry (tests, direct use).
     pub fn new(state: Arc<AgentState>, cancel: CancellationToken) -> Self {
-        Self { state, cancel }
+        Self {
+            state,
+            cancel,
+            call_id: String::new(),
+            registry: None,
+        }
+    }
+
+    /// Names the call this context belongs to.
+    pub fn with_call(mut self, call_id: &str, registry: Arc<crate::ToolRegistry>) -> Self {
+        self.call_id = call_id.to_owned();
+        self.registry = Some(registry);
+        self
     }
 }

@@ -53,6 +53,7 @@ ignoring trailing whitespace, then indentation. Returns a unified diff. Read the
             ));
         }
         let path = ctx.state.resolve(&args.path);
+        ctx.state.note_written(&path);
         blocking(move || patch_file(&path, &args)).await
     }
 }

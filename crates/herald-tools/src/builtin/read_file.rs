@@ -46,6 +46,7 @@ the line numbers are not part of the content. Long lines are cut at 2000 chars."
         let path = ctx.state.resolve(&args.path);
         let offset = args.offset.unwrap_or(1).max(1);
         let limit = args.limit.unwrap_or(DEFAULT_LIMIT).max(1);
+        ctx.state.note_read(&path);
         blocking(move || read_lines(&path, &args.path, offset, limit)).await
     }
 }

@@ -30,6 +30,7 @@ For changes to an existing file prefer patch, which does not need the full conte
 
     async fn run(&self, args: WriteFileArgs, ctx: &ToolContext) -> Result<String, ToolError> {
         let path = ctx.state.resolve(&args.path);
+        ctx.state.note_written(&path);
         let shown = args.path;
         let content = args.content;
         blocking(move || {

@@ -1,0 +1,157 @@
+//! The feature sections of `config.toml`: `[delegation]`, `[memory]`,
+//! `[compression]` and `[code_execution]` (SPEC §3). Every field has a
+//! default, so a partial section (or none) is valid.
+
+use serde::{Deserialize, Serialize};
+
+/// `[delegation]`: limits of `delegate_task` and background agents (SPEC §9).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct DelegationConfig {
+    /// Model requests per child turn.
+    pub max_iterations: u32,
+    /// Largest batch; floor 1, no ceiling. Larger batches are an error.
+    pub max_concurrent_children: u32,
+    /// Deepest level a delegation tree may reach; clamped to 1..=3.
+    pub max_spawn_depth: u32,
+    /// Whether `role = "orchestrator"` children may keep `delegate_task`.
+    pub orchestrator_enabled: bool,
+    /// Inactivity timeout of a child in seconds; 0 disables it.
+    pub child_timeout_seconds: u64,
+    /// Optional child model/provider/endpoint/key override (empty = the parent's).
+    pub model: String,
+    pub provider: String,
+    pub base_url: String,
+    pub api_key: String,
+    /// Background agents allowed to run at once per session tree.
+    pub max_background_agents: u32,
+    /// Token cap per delegation tree; 0 = unlimited.
+    pub budget_tokens: u64,
+    /// Hours after which finished agent records are pruned.
+    pub prune_after_hours: u64,
+}
+
+impl Default for DelegationConfig {
+    fn default() -> Self {
+        Self {
+            max_iterations: 50,
+            max_concurrent_children: 3,
+            max_spawn_depth: 1,
+            orchestrator_enabled: true,
+            child_timeout_seconds: 600,
+            model: String::new(),
+            provider: String::new(),
+            base_url: String::new(),
+            api_key: String::new(),
+            max_background_agents: 8,
+            budget_tokens: 0,
+            prune_after_hours: 24,
+        }
+    }
+}
+
+impl DelegationConfig {
+    /// `max_spawn_depth` clamped to the supported range 1..=3.
+    pub fn spawn_depth(&self) -> u32 {
+        self.max_spawn_depth.clamp(1, 3)
+    }
+
+    /// `max_concurrent_children` with its floor of 1.
+    pub fn concurrent_children(&self) -> usize {
+        self.max_concurrent_children.max(1) as usize
+    }
+}
+
+/// `[memory]`: the bounded memory files (SPEC §8.2).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct MemoryConfig {
+    pub memory_enabled: bool,
+    pub user_profile_enabled: bool,
+    pub memory_char_limit: usize,
+    pub user_char_limit: usize,
+}
+
+impl Default for MemoryConfig {
+    fn default() -> Self {
+        Self {
+            memory_enabled: true,
+            user_profile_enabled: true,
+            memory_char_limit: 2200,
+            user_char_limit: 1375,
+        }
+    }
+}
+
+/// `[compression]`: when and how the middle of a long conversation is
+/// summarised (SPEC §11).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct CompressionConfig {
+    pub enabled: bool,
+    /// Fraction of the model's context window that triggers compression.
+    pub threshold: f64,
+    /// Share of the threshold the kept tail should take.
+    pub target_ratio: f64,
+    pub protect_first_n: usize,
+    pub protect_last_n: usize,
+    /// Context window in tokens; 0 = look the model up in the built-in table.
+    pub context_window: u64,
+}
+
+impl Default for CompressionConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            threshold: 0.50,
+            target_ratio: 0.20,
+            protect_first_n: 3,
+            protect_last_n: 20,
+            context_window: 0,
+        }
+    }
+}
+
+/// `[code_execution]`: limits of `execute_code` (SPEC §12).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct CodeExecutionConfig {
+    /// Seconds before the script is stopped.
+    pub timeout: u64,
+    /// Tool calls a script may make; later calls get an error.
+    pub max_tool_calls: u32,
+    /// Confine the script with Landlock on Linux (writes limited to the
+    /// working directory and temp).
+    pub landlock: bool,
+    /// The interpreter to run; empty = `python3` from `PATH`.
+    pub python: String,
+}
+
+impl Default for CodeExecutionConfig {
+    fn default() -> Self {
+        Self {
+            timeout: 300,
+            max_tool_calls: 50,
+            landlock: false,
+            python: String::new(),
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn partial_sections_keep_defaults_and_depth_is_clamped() {
+        let d: DelegationConfig = toml::from_str("max_spawn_depth = 9").unwrap();
+        assert_eq!(d.spawn_depth(), 3);
+        assert_eq!(d.max_concurrent_children, 3);
+        let d: DelegationConfig =
+            toml::from_str("max_spawn_depth = 0\nmax_concurrent_children = 0").unwrap();
+        assert_eq!((d.spawn_depth(), d.concurrent_children()), (1, 1));
+        let c: CompressionConfig = toml::from_str("threshold = 0.7").unwrap();
+        assert_eq!((c.threshold, c.protect_last_n), (0.7, 20));
+    }
+}
