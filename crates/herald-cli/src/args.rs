@@ -56,6 +56,11 @@ pub(crate) enum Command {
         #[command(subcommand)]
         action: SessionsAction,
     },
+    /// List, show and cancel subagents (background agents survive restarts).
+    Agents {
+        #[command(subcommand)]
+        action: AgentsAction,
+    },
     /// Show or locate the configuration.
     Config {
         #[command(subcommand)]
@@ -73,6 +78,35 @@ pub(crate) struct RunArgs {
     /// With --json, also emit assistant.delta events as text streams.
     #[arg(long)]
     pub stream: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum AgentsAction {
+    /// Agents, newest first.
+    List {
+        #[arg(long)]
+        json: bool,
+        /// Only agents of this session's tree.
+        #[arg(long)]
+        session: Option<String>,
+        /// Only agents with this status (queued, running, completed, failed, timeout, interrupted, error).
+        #[arg(long)]
+        status: Option<String>,
+        #[arg(long, default_value_t = 20)]
+        limit: usize,
+    },
+    /// One agent with its result.
+    Show {
+        id: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Mark an unfinished agent as cancelled so `--resume` does not restart it.
+    Cancel {
+        id: String,
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Debug, Subcommand)]

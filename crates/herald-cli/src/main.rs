@@ -1,6 +1,7 @@
 //! The `herald` binary: parses the command line, then hands off to a thin
 //! front end (one-shot run, interactive loop, or a management command).
 
+mod agents_cmd;
 mod args;
 mod config_cmd;
 mod render;
@@ -8,6 +9,7 @@ mod repl;
 mod run;
 mod sessions_cmd;
 mod setup;
+mod tree;
 
 use std::process::ExitCode;
 
@@ -72,6 +74,7 @@ async fn dispatch(cli: Cli) -> Result<Exit, CliError> {
         None => repl::interactive(&cli.common).await,
         Some(Command::Run(run_args)) => run::run(&cli.common, run_args).await,
         Some(Command::Sessions { action }) => sessions_cmd::sessions(&cli.common, action).await,
+        Some(Command::Agents { action }) => agents_cmd::agents(&cli.common, action).await,
         Some(Command::Config { action }) => match action {
             ConfigAction::Path => config_cmd::path(&cli.common),
             ConfigAction::Show => config_cmd::show(&cli.common),

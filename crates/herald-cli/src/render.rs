@@ -8,6 +8,8 @@ use std::thread::JoinHandle;
 
 use herald_protocol::{Event, EventKind, ToolStatus};
 
+use crate::tree::{AgentTree, TreeUpdate};
+
 /// How events are shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Mode {
@@ -89,8 +91,29 @@ fn write_json(receiver: mpsc::Receiver<Event>) {
 
 fn write_human(receiver: mpsc::Receiver<Event>, stream_text: bool) {
     let interactive = std::io::stderr().is_terminal();
+    let mut tree = AgentTree::default();
     while let Ok(event) = receiver.recv() {
         let mut err = std::io::stderr().lock();
+        match tree.apply(&event) {
+            TreeUpdate::None => {}
+            TreeUpdate::Redraw if interactive => {
+                tree.clear(&mut err);
+                tree.draw(&mut err);
+                continue;
+            }
+            TreeUpdate::Redraw => continue,
+            TreeUpdate::Started(line) | TreeUpdate::Finished(line) => {
+                tree.clear(&mut err);
+                let _ = writeln!(err, "{line}");
+                if interactive {
+                    tree.draw(&mut err);
+                }
+                continue;
+            }
+        }
+        if interactive && !tree.is_empty() {
+            tree.clear(&mut err);
+        }
         let _ = match &event.kind {
             EventKind::AssistantDelta { text } if stream_text => {
                 let mut out = std::io::stdout().lock();
@@ -121,6 +144,9 @@ fn write_human(receiver: mpsc::Receiver<Event>, stream_text: bool) {
             } => writeln!(err, "  warning: {message}"),
             _ => Ok(()),
         };
+        if interactive && !tree.is_empty() {
+            tree.draw(&mut err);
+        }
     }
 }
 

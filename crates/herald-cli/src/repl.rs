@@ -8,7 +8,7 @@ use crate::args::CommonArgs;
 use crate::render::{Mode, Renderer};
 use crate::{CliError, Exit, setup};
 
-const HELP: &str = "Type a request and press Enter. Commands: /help, /exit (or Ctrl-D). Ctrl-C interrupts a running turn.";
+const HELP: &str = "Type a request and press Enter. Commands: /help, /compress (summarise older turns now), /exit (or Ctrl-D). Ctrl-C interrupts a running turn.";
 
 pub(crate) async fn interactive(common: &CommonArgs) -> Result<Exit, CliError> {
     let settings = setup::settings(common)?;
@@ -18,10 +18,14 @@ pub(crate) async fn interactive(common: &CommonArgs) -> Result<Exit, CliError> {
     let setup::StartedSession {
         session_id,
         mut agent,
+        delegation,
+        ..
     } = setup::start_session(common, &settings, &store, true, |id| {
         EventSink::new(id, "root", callback)
     })
     .await?;
+    // Background agents report with the next input instead of holding the prompt.
+    agent.set_await_background(false);
     let events = agent.events().clone();
     eprintln!(
         "herald {} · {} ({}) · {}\n{HELP}",
@@ -56,6 +60,10 @@ pub(crate) async fn interactive(common: &CommonArgs) -> Result<Exit, CliError> {
                 eprintln!("{HELP}");
                 continue;
             }
+            "/compress" => {
+                compress(&mut agent).await;
+                continue;
+            }
             _ => {}
         }
         let cancel = CancellationToken::new();
@@ -77,9 +85,18 @@ pub(crate) async fn interactive(common: &CommonArgs) -> Result<Exit, CliError> {
                 outcome.error.as_deref().unwrap_or("the request failed")
             ),
             ExitReason::MaxIterations => eprintln!("(iteration limit reached)"),
+            ExitReason::Budget => eprintln!("(token budget spent)"),
             ExitReason::Completed => {}
         }
     };
+    let running = delegation.running_background();
+    if running > 0 {
+        // Left journaled as running: `--resume` restarts them from their
+        // stored conversations.
+        eprintln!(
+            "{running} background agent(s) still running; they continue when you resume this session"
+        );
+    }
     let end_id = session_id.clone();
     let _ = store.call(move |s| s.end_session(&end_id, "exit")).await;
     drop(agent);
@@ -87,4 +104,26 @@ pub(crate) async fn interactive(common: &CommonArgs) -> Result<Exit, CliError> {
     renderer.finish();
     eprintln!("session {session_id} (resume with `herald --resume {session_id}`)");
     Ok(exit)
+}
+
+/// `/compress`: compacts the conversation now (Ctrl-C stops the summary
+/// request, leaving the conversation as it was) and says what happened.
+async fn compress(agent: &mut herald_core::Agent) {
+    let cancel = CancellationToken::new();
+    let watcher = {
+        let cancel = cancel.clone();
+        tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                cancel.cancel();
+            }
+        })
+    };
+    match agent.compress_now(&cancel).await {
+        Ok(report) => eprintln!(
+            "compacted: ~{} -> ~{} prompt tokens ({} messages summarised, {} tool outputs shortened)",
+            report.tokens_before, report.tokens_after, report.summarised, report.shortened
+        ),
+        Err(err) => eprintln!("not compacted: {err}"),
+    }
+    watcher.abort();
 }

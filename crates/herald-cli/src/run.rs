@@ -55,12 +55,14 @@ pub(crate) async fn run(common: &CommonArgs, args: RunArgs) -> Result<Exit, CliE
     let setup::StartedSession {
         session_id,
         mut agent,
+        cancel,
+        ..
     } = setup::start_session(common, &settings, &store, args.json && args.stream, |id| {
         EventSink::new(id, "root", callback)
     })
     .await?;
     let events = agent.events().clone();
-    let cancel = CancellationToken::new();
+    // One-shot: Ctrl-C stops the turn and every subagent of the session.
     interrupt_on_ctrl_c(cancel.clone());
     let outcome = agent.run_turn(prompt, &cancel).await;
     let (status, exit) = match outcome.exit_reason {
@@ -68,7 +70,7 @@ pub(crate) async fn run(common: &CommonArgs, args: RunArgs) -> Result<Exit, CliE
             (RunStatus::Completed, Exit::Completed)
         }
         ExitReason::Interrupted => (RunStatus::Interrupted, Exit::Interrupted),
-        ExitReason::Error => (RunStatus::Failed, Exit::Failed),
+        ExitReason::Error | ExitReason::Budget => (RunStatus::Failed, Exit::Failed),
     };
     let usage = agent.usage();
     events.emit(EventKind::RunCompleted {
@@ -83,6 +85,7 @@ pub(crate) async fn run(common: &CommonArgs, args: RunArgs) -> Result<Exit, CliE
     let end_id = session_id.clone();
     let reason = outcome.exit_reason.as_str();
     let _ = store.call(move |s| s.end_session(&end_id, reason)).await;
+    cancel.cancel();
     drop(agent);
     drop(events);
     renderer.finish();

@@ -9,13 +9,13 @@ use serde::Serialize;
 use crate::args::{CommonArgs, SessionsAction};
 use crate::{CliError, Exit, setup};
 
-fn print_json(value: &impl Serialize) -> Result<(), CliError> {
+pub(crate) fn print_json(value: &impl Serialize) -> Result<(), CliError> {
     let text = serde_json::to_string_pretty(value).map_err(CliError::failed)?;
     println!("{text}");
     Ok(())
 }
 
-fn when(ms: i64) -> String {
+pub(crate) fn when(ms: i64) -> String {
     civil_time(ms.div_euclid(1000))
 }
 
@@ -82,7 +82,7 @@ fn parse_age(text: &str) -> Result<Duration, CliError> {
     Ok(Duration::from_secs(secs))
 }
 
-async fn call<R: Send + 'static>(
+pub(crate) async fn call<R: Send + 'static>(
     store: &StoreHandle,
     job: impl FnOnce(&mut herald_store::Store) -> Result<R, herald_store::StoreError> + Send + 'static,
 ) -> Result<R, CliError> {

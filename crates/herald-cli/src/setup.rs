@@ -6,11 +6,13 @@ use std::sync::Arc;
 
 use herald_core::config::herald_home;
 use herald_core::{
-    Agent, AgentSetup, Config, EventSink, LlmClient, Overrides, Recorder, Settings, StoreHandle,
-    answer_dangling_calls, build_registry, build_system_prompt, new_session_id,
+    Agent, AgentScope, AgentSetup, Config, Delegation, DelegationSetup, EventSink, LlmClient,
+    Overrides, Recorder, Settings, StoreHandle, answer_dangling_calls, build_registry_with,
+    build_system_prompt, new_session_id,
 };
 use herald_protocol::EventKind;
 use herald_store::{NewSession, SessionSource};
+use tokio_util::sync::CancellationToken;
 
 use crate::CliError;
 use crate::args::CommonArgs;
@@ -58,6 +60,10 @@ pub(crate) fn open_store(home: &std::path::Path) -> Result<StoreHandle, CliError
 pub(crate) struct StartedSession {
     pub session_id: String,
     pub agent: Agent,
+    /// The session's delegation tree (background agents live here).
+    pub delegation: Arc<Delegation>,
+    /// Cancelled when the session ends: stops every background agent.
+    pub cancel: CancellationToken,
 }
 
 /// Creates the root session (or resumes `--resume ID` / `--continue`), stores
@@ -70,7 +76,7 @@ pub(crate) async fn start_session(
     stream_deltas: bool,
     events: impl FnOnce(&str) -> EventSink,
 ) -> Result<StartedSession, CliError> {
-    let client = LlmClient::new(settings.client_config()).map_err(CliError::failed)?;
+    let client = Arc::new(LlmClient::new(settings.client_config()).map_err(CliError::failed)?);
     let gone = |err: herald_core::StoreGone| CliError::failed(err);
     let existing = if let Some(id) = &common.resume {
         let lookup = id.clone();
@@ -103,8 +109,23 @@ pub(crate) async fn start_session(
     let session_id = existing
         .as_ref()
         .map_or_else(new_session_id, |record| record.id.clone());
+    let events = events(&session_id);
+    let cancel = CancellationToken::new();
+    let delegation = Delegation::new(DelegationSetup {
+        settings: settings.clone(),
+        client: Arc::clone(&client),
+        store: Some(store.clone()),
+        root_session_id: session_id.clone(),
+        events: events.clone(),
+        cancel: cancel.clone(),
+    })
+    .map_err(CliError::usage)?;
+    let root_scope = AgentScope::root(&session_id);
     // Built before anything is written, so a bad --toolsets changes nothing.
-    let registry = build_registry(settings, Some((store, &session_id))).map_err(CliError::usage)?;
+    let registry = build_registry_with(settings, Some((store, &session_id)), |registry| {
+        delegation.register_tools(registry, &root_scope);
+    })
+    .map_err(CliError::usage)?;
     let (system_prompt, history, resumed) = match existing {
         Some(record) => {
             let id = record.id.clone();
@@ -113,7 +134,9 @@ pub(crate) async fn start_session(
                 .await
                 .map_err(gone)?
                 .map_err(CliError::failed)?;
-            let mut history: Vec<_> = messages.into_iter().map(|m| m.message).collect();
+            // A compacted session continues from its latest compacted history.
+            let mut history =
+                herald_core::live_history(messages.into_iter().map(|m| m.message).collect());
             let stored = history.len();
             answer_dangling_calls(&mut history);
             if history.len() > stored {
@@ -129,7 +152,7 @@ pub(crate) async fn start_session(
         }
         None => {
             let id = session_id.clone();
-            let system_prompt = build_system_prompt(&settings.cwd, &settings.model);
+            let system_prompt = build_system_prompt(&prompt_inputs(settings));
             let new = NewSession {
                 id: id.clone(),
                 parent_session_id: None,
@@ -148,9 +171,8 @@ pub(crate) async fn start_session(
             (system_prompt, Vec::new(), false)
         }
     };
-    let events = events(&session_id);
-    let agent = Agent::new(AgentSetup {
-        client: Arc::new(client),
+    let mut agent = Agent::new(AgentSetup {
+        client,
         registry: Arc::new(registry),
         system_prompt,
         history,
@@ -162,12 +184,46 @@ pub(crate) async fn start_session(
             store: store.clone(),
             session_id: session_id.clone(),
         }),
+        budget: None,
+        inbox: Some(delegation.inbox("root")),
+        await_background: true,
     });
+    agent.set_compression(settings.compression.clone());
     agent.events().emit(EventKind::SessionStarted {
         model: settings.model.clone(),
         provider: settings.provider.as_str().to_owned(),
         cwd: settings.cwd.display().to_string(),
         resumed,
     });
-    Ok(StartedSession { session_id, agent })
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+    let cutoff = now_ms.saturating_sub(
+        i64::try_from(
+            settings
+                .delegation
+                .prune_after_hours
+                .saturating_mul(3_600_000),
+        )
+        .unwrap_or(i64::MAX),
+    );
+    store.send(move |s| {
+        let _ = s.prune_agents(cutoff);
+    });
+    if resumed {
+        delegation.recover(&root_scope, agent.registry()).await;
+    }
+    Ok(StartedSession {
+        session_id,
+        agent,
+        delegation,
+        cancel,
+    })
+}
+
+/// What the system prompt of a new root session is built from (SPEC §6):
+/// the working directory, model, `$HERALD_HOME` (for `SOUL.md`), and the
+/// memory and skills layers.
+fn prompt_inputs(settings: &Settings) -> herald_core::PromptInputs {
+    herald_core::PromptInputs::new(&settings.cwd, &settings.model).with_home(&settings.home)
 }

@@ -6,6 +6,12 @@ use herald_protocol::{EventKind, Message, Usage};
 use herald_tools::{AgentState, ToolRegistry};
 use tokio_util::sync::CancellationToken;
 
+use crate::compress::{
+    CompactionInput, Compactor, CompressError, CompressionReport, Trigger, compaction_record,
+    fixed_tokens,
+};
+use crate::config::CompressionConfig;
+use crate::delegation::{Inbox, TokenBudget, render_notices};
 use crate::tool_runner::run_tool_calls;
 use crate::{EventSink, StoreHandle};
 
@@ -28,6 +34,15 @@ pub struct AgentSetup {
     pub events: EventSink,
     /// Where the conversation is saved; `None` keeps it in memory only.
     pub recorder: Option<Recorder>,
+    /// The delegation tree's token budget this agent spends from (children).
+    pub budget: Option<Arc<TokenBudget>>,
+    /// Where this agent's background children report.
+    pub inbox: Option<Arc<Inbox>>,
+    /// When the model ends its turn while background children still run,
+    /// wait for them and hand their results back before ending (one-shot
+    /// runs and subagents); the interactive root instead gets them with its
+    /// next input.
+    pub await_background: bool,
 }
 
 /// Saves one session's messages and usage to the store.
@@ -42,6 +57,8 @@ pub enum ExitReason {
     MaxIterations,
     Interrupted,
     Error,
+    /// The delegation tree's token budget ran out.
+    Budget,
 }
 
 impl ExitReason {
@@ -52,6 +69,7 @@ impl ExitReason {
             Self::MaxIterations => "max_iterations",
             Self::Interrupted => "interrupted",
             Self::Error => "error",
+            Self::Budget => "budget",
         }
     }
 }
@@ -91,6 +109,11 @@ pub struct Agent {
     persisted: usize,
     /// Usage of the latest reply, not yet recorded.
     pending_usage: Option<(Usage, f64)>,
+    budget: Option<Arc<TokenBudget>>,
+    inbox: Option<Arc<Inbox>>,
+    await_background: bool,
+    /// Context compression state (SPEC §11).
+    compactor: Compactor,
 }
 
 impl Agent {
@@ -102,6 +125,10 @@ impl Agent {
             recorder: setup.recorder,
             persisted,
             pending_usage: None,
+            compactor: Compactor::new(CompressionConfig::default(), setup.client.model()),
+            budget: setup.budget,
+            inbox: setup.inbox,
+            await_background: setup.await_background,
             client: setup.client,
             registry: setup.registry,
             tools,
@@ -119,6 +146,27 @@ impl Agent {
     /// The sink this agent reports to.
     pub fn events(&self) -> &EventSink {
         &self.events
+    }
+
+    /// The tool state (terminal directory, processes, file log) of this agent.
+    pub fn state(&self) -> &Arc<AgentState> {
+        &self.state
+    }
+
+    /// Whether a finished turn waits for running background children (see
+    /// [`AgentSetup::await_background`]).
+    pub fn set_await_background(&mut self, wait: bool) {
+        self.await_background = wait;
+    }
+
+    /// The tools this agent has.
+    pub fn registry(&self) -> &ToolRegistry {
+        &self.registry
+    }
+
+    /// The client this agent talks to.
+    pub fn client(&self) -> &Arc<LlmClient> {
+        &self.client
     }
 
     /// The conversation so far.
@@ -150,7 +198,79 @@ impl Agent {
     /// a fatal provider error. The history stays valid in every case: each
     /// tool call gets exactly one result.
     pub async fn run_turn(&mut self, input: String, cancel: &CancellationToken) -> TurnOutcome {
+        let input = match self.take_notices() {
+            Some(notices) => format!("{input}\n\n{notices}"),
+            None => input,
+        };
         self.messages.push(Message::user(input));
+        self.run_loop(cancel).await
+    }
+
+    /// Continues a stored conversation whose last turn did not finish (a
+    /// background agent restarted after a crash). A conversation that already
+    /// ends with a final answer returns it without a request.
+    pub async fn resume_turn(&mut self, cancel: &CancellationToken) -> TurnOutcome {
+        if let Some(last) = self.messages.last()
+            && last.role == herald_protocol::Role::Assistant
+            && last.tool_calls.is_empty()
+        {
+            return TurnOutcome {
+                exit_reason: ExitReason::Completed,
+                final_response: last.content.clone(),
+                iterations: 0,
+                usage: Usage::default(),
+                cost_usd: 0.0,
+                error: None,
+                error_kind: None,
+            };
+        }
+        self.run_loop(cancel).await
+    }
+
+    /// The reports of finished background children, rendered, if any.
+    fn take_notices(&self) -> Option<String> {
+        let notices = self.inbox.as_ref()?.drain();
+        (!notices.is_empty()).then(|| render_notices(&notices))
+    }
+
+    /// The latest assistant text, for a turn stopped before its final answer.
+    fn last_assistant_text(&self) -> String {
+        self.messages
+            .iter()
+            .rev()
+            .find(|m| m.role == herald_protocol::Role::Assistant && !m.content.is_empty())
+            .map(|m| m.content.clone())
+            .unwrap_or_default()
+    }
+
+    /// Waits for a background child to report, when this agent should hand
+    /// results back before ending. Returns false when there is nothing to
+    /// wait for (or on interrupt).
+    async fn wait_for_background(&self, cancel: &CancellationToken) -> bool {
+        let Some(inbox) = self.inbox.as_ref().filter(|_| self.await_background) else {
+            return false;
+        };
+        loop {
+            if inbox.has_notices() {
+                return true;
+            }
+            if inbox.running() == 0 || cancel.is_cancelled() {
+                return false;
+            }
+            let changed = inbox.changed();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            if inbox.has_notices() || inbox.running() == 0 {
+                continue;
+            }
+            tokio::select! {
+                () = changed => {}
+                () = cancel.cancelled() => return false,
+            }
+        }
+    }
+
+    async fn run_loop(&mut self, cancel: &CancellationToken) -> TurnOutcome {
         let mut outcome = TurnOutcome {
             exit_reason: ExitReason::Completed,
             final_response: String::new(),
@@ -168,12 +288,34 @@ impl Agent {
                 outcome.exit_reason = ExitReason::Interrupted;
                 return outcome;
             }
+            if let Some(budget) = &self.budget
+                && let Some((used, limit)) = budget.exhausted()
+            {
+                self.events.emit(EventKind::Error {
+                    message: format!(
+                        "token budget of the delegation tree is spent ({used}/{limit} tokens); stopping with what there is"
+                    ),
+                    fatal: false,
+                });
+                outcome.exit_reason = ExitReason::Budget;
+                if outcome.final_response.is_empty() {
+                    outcome.final_response = self.last_assistant_text();
+                }
+                return outcome;
+            }
+            if self.compactor.due(
+                fixed_tokens(&self.system_prompt, &self.tools),
+                &self.messages,
+            ) {
+                // A failed compaction keeps the history unchanged; go on.
+                let _ = self.compact(Trigger::Threshold, cancel).await;
+            }
             let at_limit = outcome.iterations >= self.max_iterations;
             if at_limit {
                 self.messages.push(Message::user(ITERATION_LIMIT_NOTICE));
             }
             outcome.iterations += 1;
-            let reply = match self.request(at_limit, cancel).await {
+            let reply = match self.request_compacting(at_limit, cancel).await {
                 Ok(reply) => reply,
                 Err(err) if err.kind == ErrorKind::Cancelled => {
                     outcome.exit_reason = ExitReason::Interrupted;
@@ -181,6 +323,11 @@ impl Agent {
                 }
                 Err(err) => return self.fail(outcome, err.message, Some(err.kind)),
             };
+            if let Some(budget) = &self.budget {
+                budget.add(reply.usage.input_tokens + reply.usage.output_tokens);
+            }
+            self.compactor
+                .observe(reply.usage.input_tokens, self.messages.len());
             let cost = cost_usd(self.client.model(), &reply.usage);
             self.usage.add(&reply.usage);
             self.cost_usd += cost;
@@ -217,6 +364,16 @@ impl Agent {
             if done {
                 if at_limit {
                     outcome.exit_reason = ExitReason::MaxIterations;
+                    return outcome;
+                }
+                if self.wait_for_background(cancel).await
+                    && let Some(notices) = self.take_notices()
+                {
+                    self.messages.push(Message::user(notices));
+                    continue;
+                }
+                if cancel.is_cancelled() {
+                    outcome.exit_reason = ExitReason::Interrupted;
                 }
                 return outcome;
             }
@@ -228,6 +385,14 @@ impl Agent {
             let results =
                 run_tool_calls(&self.registry, &calls, &self.state, cancel, &self.events).await;
             self.messages.extend(results);
+            if let Some(notices) = self.take_notices()
+                && let Some(last) = self.messages.last_mut()
+            {
+                // The newest tool result has not been sent yet: appending
+                // keeps every earlier byte of the conversation unchanged.
+                last.content.push_str("\n\n");
+                last.content.push_str(&notices);
+            }
             if cancel.is_cancelled() {
                 if let Err(message) = self.persist().await {
                     return self.fail(outcome, message, None);
@@ -319,5 +484,124 @@ impl Agent {
             forbid_tool_calls,
         };
         self.client.complete(request, &mut on_update, cancel).await
+    }
+
+    /// Uses `config` (`[compression]`) for automatic compression; agents
+    /// start with the defaults.
+    pub fn set_compression(&mut self, config: CompressionConfig) {
+        self.compactor = Compactor::new(config, self.client.model());
+    }
+
+    /// Compresses the conversation now (`/compress`), whatever its size and
+    /// whether automatic compression is on. On error nothing changed.
+    pub async fn compress_now(
+        &mut self,
+        cancel: &CancellationToken,
+    ) -> Result<CompressionReport, CompressError> {
+        self.compact(Trigger::Manual, cancel).await
+    }
+
+    /// Sends the request; when the provider says the context is too long,
+    /// compresses once and sends it again.
+    async fn request_compacting(
+        &mut self,
+        forbid_tool_calls: bool,
+        cancel: &CancellationToken,
+    ) -> Result<herald_llm::AssistantReply, herald_llm::LlmError> {
+        let err = match self.request(forbid_tool_calls, cancel).await {
+            Err(err) if err.kind == ErrorKind::ContextTooLong && self.compactor.enabled() => err,
+            other => return other,
+        };
+        match self.compact(Trigger::ContextTooLong, cancel).await {
+            Ok(_) => self.request(forbid_tool_calls, cancel).await,
+            Err(failed) if failed.is_cancelled() => Err(herald_llm::LlmError::cancelled()),
+            Err(failed) => Err(herald_llm::LlmError {
+                message: format!(
+                    "{}; compressing the conversation failed: {failed}",
+                    err.message
+                ),
+                ..err
+            }),
+        }
+    }
+
+    /// Replaces the history with its compacted form (see [`crate::compress`]),
+    /// stores it after a compaction record, accounts the summary request and
+    /// emits `compaction`. On error the history is unchanged.
+    async fn compact(
+        &mut self,
+        trigger: Trigger,
+        cancel: &CancellationToken,
+    ) -> Result<CompressionReport, CompressError> {
+        self.persist().await.map_err(CompressError::Store)?;
+        let input = CompactionInput {
+            client: &self.client,
+            system: &self.system_prompt,
+            tools: &self.tools,
+            messages: &self.messages,
+            open_todos: self.state.todos.open_items_message(),
+            trigger,
+        };
+        let compacted = match self.compactor.compact(input, cancel).await {
+            Ok(compacted) => compacted,
+            Err(err) => {
+                if trigger == Trigger::Threshold
+                    && !err.is_cancelled()
+                    && !matches!(err, CompressError::NothingToCompress { .. })
+                {
+                    self.events.emit(EventKind::Error {
+                        message: format!("context compaction skipped: {err}"),
+                        fatal: false,
+                    });
+                }
+                return Err(err);
+            }
+        };
+        let mut usage_row = None;
+        if let Some(usage) = compacted.usage {
+            let cost = cost_usd(self.client.model(), &usage);
+            self.usage.add(&usage);
+            self.cost_usd += cost;
+            if let Some(budget) = &self.budget {
+                budget.add(usage.input_tokens + usage.output_tokens);
+            }
+            self.events.emit(EventKind::Usage {
+                input_tokens: usage.input_tokens,
+                output_tokens: usage.output_tokens,
+                cached_tokens: usage.cached_tokens,
+                cost_usd: cost,
+            });
+            usage_row = Some((usage, cost));
+        }
+        if let Some(recorder) = &self.recorder {
+            // The old messages stay; the record and the compacted history
+            // follow them, and resuming starts after the last record.
+            let mut rows = Vec::with_capacity(compacted.messages.len() + 1);
+            rows.push(compaction_record(&compacted.report));
+            rows.extend_from_slice(&compacted.messages);
+            let session = recorder.session_id.clone();
+            let model = self.client.model().to_owned();
+            let saved = recorder
+                .store
+                .call(move |store| {
+                    if let Some((usage, cost)) = usage_row {
+                        let _ = store.record_usage(&session, &model, &usage, Some(cost));
+                    }
+                    store.append_messages(&session, &rows)
+                })
+                .await;
+            match saved {
+                Ok(Ok(_)) => {}
+                Ok(Err(err)) => return Err(CompressError::Store(err.to_string())),
+                Err(err) => return Err(CompressError::Store(err.to_string())),
+            }
+        }
+        self.messages = compacted.messages;
+        self.persisted = self.messages.len();
+        self.events.emit(EventKind::Compaction {
+            tokens_before: compacted.report.tokens_before,
+            tokens_after: compacted.report.tokens_after,
+        });
+        Ok(compacted.report)
     }
 }

@@ -39,6 +39,21 @@ impl EventSink {
         Self::new("", "root", |_| {})
     }
 
+    /// A sink with the same destination stamping other ids (a subagent's
+    /// progress events reach the same output as its root's).
+    pub fn for_agent(&self, session_id: &str, agent_id: &str) -> Self {
+        Self {
+            session_id: session_id.into(),
+            agent_id: agent_id.into(),
+            emit: Arc::clone(&self.emit),
+        }
+    }
+
+    /// The agent events are stamped with.
+    pub fn agent_id(&self) -> &str {
+        &self.agent_id
+    }
+
     /// The session events are stamped with.
     pub fn session_id(&self) -> &str {
         &self.session_id

@@ -73,4 +73,10 @@ impl StoreHandle {
             .map_err(|_| StoreGone)?;
         rx.await.map_err(|_| StoreGone)
     }
+
+    /// Queues `job` on the store thread without waiting (bookkeeping whose
+    /// failure must not hold up the caller). Jobs still run in order.
+    pub fn send(&self, job: impl FnOnce(&mut Store) + Send + 'static) {
+        let _ = self.jobs.send(Box::new(job));
+    }
 }

@@ -105,6 +105,39 @@ pub enum EventKind {
         cost_usd: f64,
         duration_ms: u64,
     },
+    /// A subagent began (the event's `agent_id` is the child's).
+    #[serde(rename = "subagent.started")]
+    SubagentStarted {
+        parent_id: String,
+        depth: u32,
+        goal: String,
+        background: bool,
+        /// The child's own session, where its conversation is stored.
+        child_session_id: String,
+    },
+    /// A subagent started a tool call (drives the live tree display).
+    #[serde(rename = "subagent.tool")]
+    SubagentTool {
+        parent_id: String,
+        depth: u32,
+        tool: String,
+        /// The child's tokens so far.
+        tokens: TokenTotals,
+    },
+    /// A subagent finished, failed, timed out or was interrupted.
+    #[serde(rename = "subagent.completed")]
+    SubagentCompleted {
+        parent_id: String,
+        depth: u32,
+        /// `completed | failed | error | timeout | interrupted`.
+        status: String,
+        /// `completed | max_iterations | interrupted | timeout | error | budget`.
+        exit_reason: String,
+        summary: String,
+        tokens: TokenTotals,
+        cost_usd: f64,
+        duration_seconds: f64,
+    },
     #[serde(rename = "error")]
     Error { message: String, fatal: bool },
 }

@@ -75,6 +75,10 @@ pub enum StoreError {
     #[error("no session with id '{0}'; `herald sessions list` shows the stored sessions")]
     UnknownSession(String),
 
+    /// No agent with this id is in the registry.
+    #[error("no agent '{0}'; `herald agents list` shows the stored agents")]
+    UnknownAgent(String),
+
     /// `create_session` was given an id that is already taken.
     #[error(
         "a session with id '{0}' already exists; use a new id (or resume the existing session)"

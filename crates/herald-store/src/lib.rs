@@ -23,6 +23,7 @@
 //! * **Schema** is versioned with `PRAGMA user_version` and an append-only list
 //!   of migrations, each applied in its own transaction (see `migrations.rs`).
 
+mod agents;
 mod error;
 mod import;
 mod messages;
@@ -32,10 +33,12 @@ mod sanitize;
 mod search;
 mod sessions;
 mod store;
+mod todos;
 mod usage;
 
 pub mod bench;
 
+pub use agents::{AgentFilter, AgentFinish, AgentRecord, NewAgent};
 pub use error::StoreError;
 pub use import::{BadLine, ImportReport};
 pub use migrations::SCHEMA_VERSION;

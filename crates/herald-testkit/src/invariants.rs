@@ -163,8 +163,59 @@ pub fn check_prefix(prev: &Value, cur: &Value) -> Vec<String> {
     errors
 }
 
+/// Whether `text` marks a message herald rewrote during context compaction
+/// (the summary, the summary request, a shortened output): it holds both
+/// `[herald]` and the words `context compaction`.
+pub fn is_compaction_text(text: &str) -> bool {
+    text.contains("[herald]") && text.contains("context compaction")
+}
+
+/// Whether `cur` is a context compaction of `prev`, the one allowed exception
+/// to prefix stability: the system prompt and the tool list are identical,
+/// and the first message that differs is one marked by compaction (see
+/// [`is_compaction_text`]), so the protected head before it is unchanged.
+pub fn is_compaction(prev: &Value, cur: &Value) -> bool {
+    let null = Value::Null;
+    if canonical_system(prev.get("system").unwrap_or(&null))
+        != canonical_system(cur.get("system").unwrap_or(&null))
+        || strip_cache_control(prev.get("tools").unwrap_or(&null))
+            != strip_cache_control(cur.get("tools").unwrap_or(&null))
+    {
+        return false;
+    }
+    let empty = Vec::new();
+    let mp = prev
+        .get("messages")
+        .and_then(Value::as_array)
+        .unwrap_or(&empty);
+    let mc = cur
+        .get("messages")
+        .and_then(Value::as_array)
+        .unwrap_or(&empty);
+    mp.iter()
+        .zip(mc)
+        .map(|(a, b)| (canonical_message(a), canonical_message(b)))
+        .find(|(a, b)| a != b)
+        .is_some_and(|(_, changed)| is_compaction_text(&changed.to_string()))
+}
+
+/// Whether `body` is herald's summary request: a side request made during a
+/// compaction whose last message (the instruction) carries the compaction
+/// marker. Its answer never enters the conversation, so the request after it
+/// continues from the request before it.
+pub fn is_summary_request(body: &Value) -> bool {
+    body.get("messages")
+        .and_then(Value::as_array)
+        .and_then(|m| m.last())
+        .is_some_and(|m| is_compaction_text(&canonical_message(m).to_string()))
+}
+
 /// Walks the recorded requests in arrival order and calls `f(prev_index,
 /// cur_index, violations)` for each follow-up request of a conversation.
+/// A follow-up that is a context compaction of its predecessor (see
+/// [`is_compaction`]) is skipped: it is neither a violation nor counted. A
+/// summary request (see [`is_summary_request`]) is checked against its
+/// predecessor but is not the predecessor of the next request.
 fn for_each_follow_up(requests: &[RecordedRequest], mut f: impl FnMut(usize, usize, Vec<String>)) {
     let mut last: HashMap<&str, usize> = HashMap::new();
     for (i, r) in requests.iter().enumerate() {
@@ -172,9 +223,14 @@ fn for_each_follow_up(requests: &[RecordedRequest], mut f: impl FnMut(usize, usi
             continue;
         }
         if let Some(&p) = last.get(r.conversation.as_str()) {
-            f(p, i, check_prefix(&requests[p].body, &r.body));
+            let errors = check_prefix(&requests[p].body, &r.body);
+            if errors.is_empty() || !is_compaction(&requests[p].body, &r.body) {
+                f(p, i, errors);
+            }
         }
-        last.insert(&r.conversation, i);
+        if !is_summary_request(&r.body) {
+            last.insert(&r.conversation, i);
+        }
     }
 }
 
@@ -199,7 +255,7 @@ pub fn pairing_violations(requests: &[RecordedRequest]) -> Vec<String> {
 }
 
 /// Every prefix-stability violation across `requests`, naming the conversation
-/// and both request indexes.
+/// and both request indexes. Context compactions are not violations.
 pub fn prefix_violations(requests: &[RecordedRequest]) -> Vec<String> {
     let mut out = Vec::new();
     for_each_follow_up(requests, |p, i, errors| {
@@ -213,7 +269,8 @@ pub fn prefix_violations(requests: &[RecordedRequest]) -> Vec<String> {
     out
 }
 
-/// `(follow-up requests that extend their predecessor, all follow-up requests)`.
+/// `(follow-up requests that extend their predecessor, all follow-up
+/// requests)`, context compactions excluded.
 pub fn prefix_stability(requests: &[RecordedRequest]) -> (usize, usize) {
     let (mut good, mut total) = (0, 0);
     for_each_follow_up(requests, |_, _, errors| {
@@ -375,6 +432,63 @@ mod tests {
 
         let e = check_prefix(&r2, &r1);
         assert!(e.iter().any(|e| e.contains("history shrank")), "{e:?}");
+    }
+
+    #[test]
+    fn compaction_is_the_one_allowed_rewrite() {
+        let sys = json!({"role": "system", "content": "sys"});
+        let tools = json!([{"type": "function", "function": {"name": "f"}}]);
+        let body = |messages: Value| json!({"tools": tools, "messages": messages});
+        let prev = body(json!([sys, {"role": "user", "content": "task"},
+            {"role": "assistant", "content": "a"}, {"role": "user", "content": "b"},
+            {"role": "assistant", "content": "c"}, {"role": "user", "content": "d"}]));
+        let summary = "[herald] Summary of earlier turns (context compaction): ...";
+        let compacted = body(json!([sys, {"role": "user", "content": "task"},
+            {"role": "user", "content": summary}, {"role": "user", "content": "d"}]));
+        assert!(!check_prefix(&prev, &compacted).is_empty());
+        assert!(is_compaction(&prev, &compacted));
+        // Unmarked rewrites, a changed head, or a changed system prompt are not.
+        let unmarked = body(json!([sys, {"role": "user", "content": "task"},
+            {"role": "user", "content": "summary"}]));
+        assert!(!is_compaction(&prev, &unmarked));
+        let new_head = body(json!([sys, {"role": "user", "content": "other"},
+            {"role": "user", "content": summary}]));
+        assert!(!is_compaction(&prev, &new_head));
+        let mut new_sys = compacted.clone();
+        new_sys["messages"][0]["content"] = json!("sys2");
+        assert!(!is_compaction(&prev, &new_sys));
+        let reqs = vec![recorded("task", prev.clone()), recorded("task", compacted)];
+        assert_eq!(prefix_stability(&reqs), (0, 0));
+        assert!(prefix_violations(&reqs).is_empty());
+        // A summary request branches off: whether it succeeded (compacted
+        // history next) or failed (the full history goes on), the request
+        // after it is compared with the one before it.
+        let mut ask = prev["messages"].as_array().unwrap()[..3].to_vec();
+        ask.push(json!({"role": "user", "content": "[herald] Request for context compaction: summarise"}));
+        let ask = body(json!(ask));
+        assert!(is_summary_request(&ask) && !is_summary_request(&prev));
+        let mut goes_on = prev.clone();
+        goes_on["messages"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!({"role": "assistant", "content": "e"}));
+        let reqs = vec![
+            recorded("task", prev.clone()),
+            recorded("task", ask),
+            recorded("task", goes_on),
+        ];
+        assert!(
+            prefix_violations(&reqs).is_empty(),
+            "{:?}",
+            prefix_violations(&reqs)
+        );
+        assert_eq!(prefix_stability(&reqs), (1, 1));
+        let reqs = vec![recorded("task", prev), recorded("task", unmarked)];
+        assert_eq!(
+            prefix_violations(&reqs).len(),
+            2,
+            "message changed and history shrank"
+        );
     }
 
     fn recorded(conversation: &str, body: Value) -> RecordedRequest {

@@ -45,7 +45,8 @@ mod wire_openai;
 pub use canonical::{canonical_message, canonical_request, strip_cache_control};
 pub use fault::Fault;
 pub use invariants::{
-    check_pairing, check_prefix, pairing_violations, prefix_stability, prefix_violations,
+    check_pairing, check_prefix, is_compaction, is_compaction_text, is_summary_request,
+    pairing_violations, prefix_stability, prefix_violations,
 };
 pub use normalize::{Api, NormMessage, RequestView};
 pub use record::RecordedRequest;

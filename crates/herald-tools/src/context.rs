@@ -4,7 +4,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use tokio_util::sync::CancellationToken;
 
-use crate::builtin::ProcessTable;
+use crate::builtin::{ProcessTable, TodoState};
 
 /// State one agent's tools share across calls: the terminal's current
 /// directory and its background processes. Each agent (and each subagent) has
@@ -17,6 +17,8 @@ pub struct AgentState {
     /// Files this agent read and wrote, so a parent can be told when a child
     /// changed a file it had read (SPEC §9.1).
     files: Mutex<FileLog>,
+    /// The session's task list (`todo_write`/`todo_read`, SPEC §8.1).
+    pub todos: TodoState,
 }
 
 /// Paths touched through the file tools.
@@ -33,6 +35,7 @@ impl AgentState {
             cwd: Mutex::new(cwd),
             processes: ProcessTable::default(),
             files: Mutex::default(),
+            todos: TodoState::default(),
         })
     }
 
@@ -99,6 +102,9 @@ pub struct ToolContext {
     /// The registry the call was dispatched from, for tools that run other
     /// tools (`execute_code`) through the same validation and limits.
     pub registry: Option<Arc<crate::ToolRegistry>>,
+    /// Told about calls this call makes on the agent's behalf, which never
+    /// reach the model's context (see [`crate::CallObserver`]).
+    pub observer: Option<Arc<dyn crate::CallObserver>>,
 }
 
 impl std::fmt::Debug for ToolContext {
@@ -118,7 +124,14 @@ impl ToolContext {
             cancel,
             call_id: String::new(),
             registry: None,
+            observer: None,
         }
+    }
+
+    /// Reports nested calls made during this call to `observer`.
+    pub fn with_observer(mut self, observer: Arc<dyn crate::CallObserver>) -> Self {
+        self.observer = Some(observer);
+        self
     }
 
     /// Names the call this context belongs to.

@@ -4,12 +4,14 @@
 
 pub mod builtin;
 mod context;
+mod observer;
 mod registry;
 mod tool;
 mod truncate;
 mod validate;
 
 pub use context::{AgentState, ToolContext};
+pub use observer::{CallObserver, NestedCall};
 pub use registry::{ToolRegistry, UnknownToolset};
 pub use tool::{Tool, ToolError, ToolResult, TypedTool, typed};
 pub use truncate::truncate_head_tail;

@@ -10,6 +10,7 @@ mod read_file;
 mod search_files;
 mod shell;
 mod terminal;
+mod todo;
 mod write_file;
 
 pub use patch::{Patch, PatchArgs};
@@ -18,6 +19,10 @@ pub use process_tool::{ProcessAction, ProcessArgs, ProcessTool};
 pub use read_file::{ReadFile, ReadFileArgs};
 pub use search_files::{SearchFiles, SearchFilesArgs, SearchTarget};
 pub use terminal::{Terminal, TerminalArgs};
+pub use todo::{
+    FAILURE_NUDGE, MAX_TODO_CONTENT_CHARS, MAX_TODO_ITEMS, STALE_PLAN_NUDGE, TODO_NUDGE_AFTER_CALLS,
+    TodoCounts, TodoItem, TodoRead, TodoReadArgs, TodoState, TodoStatus, TodoWrite, TodoWriteArgs,
+};
 pub use write_file::{WriteFile, WriteFileArgs};
 
 use crate::{ToolRegistry, typed};

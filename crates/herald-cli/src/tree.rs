@@ -1,0 +1,208 @@
+//! The live subagent tree of the human renderer (SPEC §9.4): one line per
+//! running child showing its current tool, kept as a block at the bottom of
+//! the terminal and redrawn in place; each child that finishes leaves a
+//! permanent completion line with its status and duration.
+
+use std::io::Write;
+
+use herald_protocol::{Event, EventKind, TokenTotals};
+
+/// One running child.
+#[derive(Debug, Clone)]
+struct Row {
+    id: String,
+    depth: u32,
+    goal: String,
+    tool: Option<String>,
+    tokens: TokenTotals,
+}
+
+/// The running children and how many terminal lines their block occupies.
+#[derive(Debug, Default)]
+pub(crate) struct AgentTree {
+    rows: Vec<Row>,
+    drawn: usize,
+}
+
+/// What an event means for the display.
+pub(crate) enum TreeUpdate {
+    /// Not a subagent event.
+    None,
+    /// The block changed; redraw it.
+    Redraw,
+    /// A child finished: print this line above the block.
+    Finished(String),
+    /// A child started (for non-terminal output: print this line).
+    Started(String),
+}
+
+impl AgentTree {
+    /// Applies one event.
+    pub(crate) fn apply(&mut self, event: &Event) -> TreeUpdate {
+        match &event.kind {
+            EventKind::SubagentStarted {
+                depth,
+                goal,
+                background,
+                ..
+            } => {
+                self.rows.push(Row {
+                    id: event.agent_id.clone(),
+                    depth: *depth,
+                    goal: goal.clone(),
+                    tool: None,
+                    tokens: TokenTotals::default(),
+                });
+                let kind = if *background { " (background)" } else { "" };
+                TreeUpdate::Started(format!(
+                    "{}\u{25b8} {} started{kind}: {}",
+                    indent(*depth),
+                    event.agent_id,
+                    flat(goal, 80)
+                ))
+            }
+            EventKind::SubagentTool { tool, tokens, .. } => {
+                if let Some(row) = self.rows.iter_mut().find(|r| r.id == event.agent_id) {
+                    row.tool = Some(tool.clone());
+                    row.tokens = *tokens;
+                }
+                TreeUpdate::Redraw
+            }
+            EventKind::SubagentCompleted {
+                depth,
+                status,
+                exit_reason,
+                tokens,
+                duration_seconds,
+                ..
+            } => {
+                self.rows.retain(|r| r.id != event.agent_id);
+                let mark = if status == "completed" {
+                    "\u{2713}"
+                } else {
+                    "\u{2717}"
+                };
+                let reason = if exit_reason == status || exit_reason.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({exit_reason})")
+                };
+                TreeUpdate::Finished(format!(
+                    "{}{mark} {} {status}{reason} in {duration_seconds:.1} s · {} tokens",
+                    indent(*depth),
+                    event.agent_id,
+                    tokens.input + tokens.output
+                ))
+            }
+            _ => TreeUpdate::None,
+        }
+    }
+
+    /// Whether any child is running.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
+    /// Erases the block drawn last (terminal only).
+    pub(crate) fn clear(&mut self, out: &mut impl Write) {
+        if self.drawn > 0 {
+            // Up `drawn` lines, then clear to the end of the screen.
+            let _ = write!(out, "\x1b[{}F\x1b[J", self.drawn);
+            self.drawn = 0;
+        }
+    }
+
+    /// Draws the block of running children (terminal only).
+    pub(crate) fn draw(&mut self, out: &mut impl Write) {
+        for row in &self.rows {
+            let tool = row.tool.as_deref().unwrap_or("thinking");
+            let _ = writeln!(
+                out,
+                "{}\u{2502} {} \u{2192} {tool} · {} tok · {}",
+                indent(row.depth),
+                row.id,
+                row.tokens.input + row.tokens.output,
+                flat(&row.goal, 50)
+            );
+        }
+        self.drawn = self.rows.len();
+    }
+}
+
+fn indent(depth: u32) -> String {
+    "  ".repeat(depth as usize)
+}
+
+fn flat(text: &str, max: usize) -> String {
+    let line: String = text
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .take(max + 1)
+        .collect();
+    if line.chars().count() > max {
+        let mut cut: String = line.chars().take(max).collect();
+        cut.push('\u{2026}');
+        cut
+    } else {
+        line
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(agent: &str, kind: EventKind) -> Event {
+        Event::new("s", agent, kind)
+    }
+
+    #[test]
+    fn rows_follow_start_tool_and_completion() {
+        let mut tree = AgentTree::default();
+        let started = tree.apply(&event(
+            "ag_1",
+            EventKind::SubagentStarted {
+                parent_id: "root".into(),
+                depth: 1,
+                goal: "count lines".into(),
+                background: false,
+                child_session_id: "c".into(),
+            },
+        ));
+        assert!(matches!(started, TreeUpdate::Started(line) if line.contains("ag_1 started")));
+        tree.apply(&event(
+            "ag_1",
+            EventKind::SubagentTool {
+                parent_id: "root".into(),
+                depth: 1,
+                tool: "terminal".into(),
+                tokens: TokenTotals::default(),
+            },
+        ));
+        let mut out = Vec::new();
+        tree.draw(&mut out);
+        let text = String::from_utf8_lossy(&out).into_owned();
+        assert!(text.contains("ag_1 \u{2192} terminal"), "{text}");
+        let done = tree.apply(&event(
+            "ag_1",
+            EventKind::SubagentCompleted {
+                parent_id: "root".into(),
+                depth: 1,
+                status: "completed".into(),
+                exit_reason: "completed".into(),
+                summary: "ok".into(),
+                tokens: TokenTotals {
+                    input: 10,
+                    output: 5,
+                    cached: 0,
+                },
+                cost_usd: 0.0,
+                duration_seconds: 1.25,
+            },
+        ));
+        assert!(
+            matches!(done, TreeUpdate::Finished(line) if line.contains("completed in 1.2 s") || line.contains("completed in 1.3 s"))
+        );
+        assert!(tree.is_empty());
+    }
+}

@@ -1,0 +1,483 @@
+//! Context compression (SPEC §11).
+//!
+//! When a conversation's prompt reaches `threshold` × the model's context
+//! window, or the provider answers "context too long", the history is
+//! rewritten as: the protected head, one user message holding a structured
+//! summary of the middle (written by the model), and the recent tail kept
+//! verbatim. Large tool outputs outside the recent tail are shortened first;
+//! when that alone is enough no summary is requested. Boundaries never
+//! separate a tool call from its results, the latest user message is always
+//! kept, and open todo items are appended at the end.
+//!
+//! The system prompt and the tool list never change, so the request after a
+//! compaction shares its system + tools prefix with every request before it.
+//! If the summary request fails (auth, network, interrupt, ...) the history
+//! is left exactly as it was.
+//!
+//! In the store nothing is deleted: a compaction appends a marker record
+//! followed by the compacted history, and [`live_history`] resumes from the
+//! last marker.
+
+mod plan;
+mod shrink;
+mod summarize;
+mod window;
+
+use herald_llm::{EncodedTools, LlmClient, LlmError};
+use herald_protocol::{Message, Role, Usage};
+use tokio_util::sync::CancellationToken;
+
+use crate::config::CompressionConfig;
+
+pub use plan::{Plan, PlanLimits, plan};
+pub use shrink::{OLD_OUTPUT_KEEP_CHARS, cap_contents, shorten_tool_outputs};
+pub use summarize::{SUMMARY_MAX_CHARS, summary_instruction, summary_message};
+pub use window::{DEFAULT_CONTEXT_WINDOW, context_window};
+
+/// Starts the user message that replaces the summarised middle.
+pub const SUMMARY_MARKER: &str = "[herald] Summary of earlier turns (context compaction)";
+/// Starts the final user message of the summary request.
+pub const SUMMARY_REQUEST_MARKER: &str = "[herald] Request for context compaction";
+/// Stands where a shortened tool output lost its middle.
+pub const SHORTENED_MARKER: &str = "[herald] tool output shortened by context compaction";
+/// Starts the stored record (role `system`) that separates the transcript
+/// before a compaction from the compacted history after it.
+pub const COMPACTION_RECORD_PREFIX: &str = "[herald:compaction]";
+
+/// Output tokens reserved for the summary when sizing its request.
+const SUMMARY_REPLY_ALLOWANCE: u64 = 4_096;
+
+/// Why a compaction happened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Trigger {
+    /// The prompt reached `threshold` × the context window.
+    Threshold,
+    /// The provider rejected the request as too long.
+    ContextTooLong,
+    /// Asked for (`/compress`).
+    Manual,
+}
+
+/// What one compaction did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CompressionReport {
+    /// Prompt tokens before (the provider's count when known, else bytes/4).
+    pub tokens_before: u64,
+    /// Prompt tokens after (bytes/4, scaled by the provider's observed ratio).
+    pub tokens_after: u64,
+    pub messages_before: usize,
+    pub messages_after: usize,
+    /// Messages replaced by the summary (0 when only outputs were shortened).
+    pub summarised: usize,
+    /// Tool outputs shortened.
+    pub shortened: usize,
+}
+
+/// Why a compaction did not happen. The history is unchanged in every case.
+#[derive(Debug, thiserror::Error)]
+pub enum CompressError {
+    /// Head and tail already cover the whole conversation and no output is
+    /// large enough to shorten.
+    #[error(
+        "nothing to compress: the conversation ({messages} messages, ~{tokens} tokens) fits in the protected head and tail"
+    )]
+    NothingToCompress { messages: usize, tokens: u64 },
+    /// The summary request failed; the conversation is kept as it was.
+    #[error("the summary request failed, the conversation is kept unchanged: {0}")]
+    Summary(#[source] LlmError),
+    /// The compacted history could not be saved; the conversation is kept.
+    #[error("cannot save the compacted conversation: {0}")]
+    Store(String),
+}
+
+impl CompressError {
+    /// True when the failure was an interrupt.
+    pub fn is_cancelled(&self) -> bool {
+        matches!(self, Self::Summary(err) if err.kind == herald_llm::ErrorKind::Cancelled)
+    }
+}
+
+/// The part of a stored transcript the model sees: everything after the
+/// last compaction record, or all of it when there is none. `--resume` uses
+/// this so a compacted session continues from its compacted history while
+/// the messages before stay stored and searchable.
+pub fn live_history(mut stored: Vec<Message>) -> Vec<Message> {
+    match stored.iter().rposition(is_compaction_record) {
+        Some(at) => stored.split_off(at + 1),
+        None => stored,
+    }
+}
+
+/// Whether `message` is the stored marker of a compaction.
+pub fn is_compaction_record(message: &Message) -> bool {
+    message.role == Role::System && message.content.starts_with(COMPACTION_RECORD_PREFIX)
+}
+
+/// The stored marker for one compaction.
+pub fn compaction_record(report: &CompressionReport) -> Message {
+    let mut message = Message::user(format!(
+        "{COMPACTION_RECORD_PREFIX} context compacted: {} messages summarised, {} tool outputs shortened, ~{} -> ~{} prompt tokens. \
+The messages after this record are the conversation as the model sees it from here on; the ones before are kept for search and export.",
+        report.summarised, report.shortened, report.tokens_before, report.tokens_after
+    ));
+    message.role = Role::System;
+    message
+}
+
+/// A message herald wrote itself (notices, summaries, the todo list kept
+/// across compaction), not the user.
+pub(crate) fn is_synthetic(message: &Message) -> bool {
+    message.content.starts_with("[herald") || message.content.starts_with("[todo]")
+}
+
+/// Rough prompt tokens of one message: bytes / 4, with a small overhead for
+/// the wire framing.
+pub(crate) fn estimate_message_tokens(message: &Message) -> u64 {
+    let calls: usize = message
+        .tool_calls
+        .iter()
+        .map(|c| c.id.len() + c.name.len() + c.arguments.len())
+        .sum();
+    let extra = message.tool_call_id.as_ref().map_or(0, String::len)
+        + message.tool_name.as_ref().map_or(0, String::len);
+    ((message.content.len() + calls + extra + 16) / 4) as u64
+}
+
+fn estimate_tokens(messages: &[Message]) -> u64 {
+    messages.iter().map(estimate_message_tokens).sum()
+}
+
+/// What the agent hands to a compaction: its fixed prompt parts and history.
+pub(crate) struct CompactionInput<'a> {
+    pub client: &'a LlmClient,
+    pub system: &'a str,
+    pub tools: &'a EncodedTools,
+    pub messages: &'a [Message],
+    /// The open todo items, appended after the compacted history.
+    pub open_todos: Option<String>,
+    pub trigger: Trigger,
+}
+
+/// A finished compaction: the new history and what it cost.
+pub(crate) struct Compacted {
+    pub messages: Vec<Message>,
+    pub report: CompressionReport,
+    /// Usage of the summary request, when one was made.
+    pub usage: Option<Usage>,
+}
+
+/// One agent's compression state: settings, the context window planned
+/// with, and the latest measurement of the prompt size.
+#[derive(Debug, Clone)]
+pub(crate) struct Compactor {
+    config: CompressionConfig,
+    window: u64,
+    /// Prompt tokens of the latest reply and how many messages that request held.
+    measured: Option<(u64, usize)>,
+    /// Estimated size right after the latest compaction; automatic
+    /// compaction waits until the prompt grew past it, so a history that
+    /// cannot shrink further does not trigger a summary on every request.
+    last_after: Option<u64>,
+}
+
+impl Compactor {
+    /// State for `model` under `config`.
+    pub(crate) fn new(config: CompressionConfig, model: &str) -> Self {
+        let window = context_window(model, config.context_window);
+        Self {
+            config,
+            window,
+            measured: None,
+            last_after: None,
+        }
+    }
+
+    /// Records the provider's prompt token count for a request of
+    /// `messages_sent` messages.
+    pub(crate) fn observe(&mut self, prompt_tokens: u64, messages_sent: usize) {
+        self.measured = (prompt_tokens > 0).then_some((prompt_tokens, messages_sent));
+    }
+
+    /// Whether automatic compaction (and compress-and-retry) is on.
+    pub(crate) fn enabled(&self) -> bool {
+        self.config.enabled
+    }
+
+    /// Prompt tokens at which automatic compaction starts.
+    fn trigger_tokens(&self) -> u64 {
+        (self.window as f64 * self.config.threshold.clamp(0.05, 1.0)) as u64
+    }
+
+    /// Provider tokens per estimated token, from the latest measurement.
+    fn ratio(&self, fixed: u64, messages: &[Message]) -> f64 {
+        match self.measured {
+            Some((tokens, sent)) if sent <= messages.len() => {
+                let estimate = fixed + estimate_tokens(&messages[..sent]);
+                if estimate == 0 {
+                    1.0
+                } else {
+                    (tokens as f64 / estimate as f64).clamp(0.25, 4.0)
+                }
+            }
+            _ => 1.0,
+        }
+    }
+
+    /// The prompt size of the next request: the latest measured prompt plus
+    /// estimates of the messages added since, or an estimate of everything.
+    pub(crate) fn prompt_tokens(&self, fixed: u64, messages: &[Message]) -> u64 {
+        match self.measured {
+            Some((tokens, sent)) if sent <= messages.len() => {
+                tokens + estimate_tokens(&messages[sent..])
+            }
+            _ => fixed + estimate_tokens(messages),
+        }
+    }
+
+    /// Whether the next request should be preceded by a compaction.
+    pub(crate) fn due(&self, fixed: u64, messages: &[Message]) -> bool {
+        if !self.config.enabled || messages.is_empty() {
+            return false;
+        }
+        let tokens = self.prompt_tokens(fixed, messages);
+        let trigger = self.trigger_tokens();
+        tokens >= trigger
+            && self
+                .last_after
+                .is_none_or(|after| tokens >= after + trigger / 10)
+    }
+
+    /// Compacts `input.messages`. On success the caller replaces its history
+    /// with the returned one; on error nothing changed.
+    pub(crate) async fn compact(
+        &mut self,
+        input: CompactionInput<'_>,
+        cancel: &CancellationToken,
+    ) -> Result<Compacted, CompressError> {
+        let messages = input.messages;
+        let fixed = fixed_tokens(input.system, input.tools);
+        let tokens_before = self.prompt_tokens(fixed, messages);
+        let ratio = self.ratio(fixed, messages);
+        if input.trigger == Trigger::ContextTooLong {
+            // The window is smaller than planned (a local server, a wrong
+            // table entry): plan with what was just rejected.
+            self.window = self.window.min(tokens_before.max(1));
+        }
+        let trigger_tokens = self.trigger_tokens();
+        let limits = PlanLimits {
+            protect_first_n: self.config.protect_first_n,
+            protect_last_n: self.config.protect_last_n.max(1),
+            tail_budget_tokens: (trigger_tokens as f64 * self.config.target_ratio.clamp(0.0, 1.0))
+                as u64,
+        };
+        let plan = plan(messages, &limits);
+        let mut shrunk = messages.to_vec();
+        let shortened = shorten_tool_outputs(
+            &mut shrunk,
+            plan.head_end..plan.recent_start,
+            OLD_OUTPUT_KEEP_CHARS,
+        );
+        let scaled = |m: &[Message]| ((fixed + estimate_tokens(m)) as f64 * ratio) as u64;
+        let shrink_is_enough = shortened > 0
+            && input.trigger != Trigger::ContextTooLong
+            && scaled(&shrunk) <= trigger_tokens / 2;
+        let (mut compacted, summarised, usage) = if plan.has_middle() && !shrink_is_enough {
+            let budget = ((self.window as f64 * 0.9) as u64)
+                .saturating_sub(SUMMARY_REPLY_ALLOWANCE)
+                .saturating_sub(scaled(&[]));
+            let request_input = summary_input(messages, &shrunk, &plan, budget, ratio);
+            let (summary, usage) = match summarize::request_summary(
+                input.client,
+                input.system,
+                input.tools,
+                &request_input,
+                cancel,
+            )
+            .await
+            {
+                Ok(done) => done,
+                Err(err) => {
+                    // Do not retry on every request; wait for more growth.
+                    self.last_after = Some(tokens_before);
+                    return Err(CompressError::Summary(err));
+                }
+            };
+            let summarised = plan.tail_start - plan.head_end;
+            let mut out = Vec::with_capacity(plan.head_end + 2 + messages.len() - plan.tail_start);
+            out.extend_from_slice(&shrunk[..plan.head_end]);
+            out.push(summary_message(summarised, &summary));
+            out.extend_from_slice(&shrunk[plan.tail_start..]);
+            (out, summarised, Some(usage))
+        } else if shortened > 0 {
+            (shrunk, 0, None)
+        } else {
+            self.last_after = Some(tokens_before);
+            return Err(CompressError::NothingToCompress {
+                messages: messages.len(),
+                tokens: tokens_before,
+            });
+        };
+        if let Some(todos) = input.open_todos.filter(|t| !t.trim().is_empty()) {
+            compacted.push(Message::user(if todos.starts_with('[') {
+                todos
+            } else {
+                format!("[herald] Open todo items, kept across compression:\n{todos}")
+            }));
+        }
+        let tokens_after = scaled(&compacted);
+        self.measured = None;
+        self.last_after = Some(tokens_after);
+        let report = CompressionReport {
+            tokens_before,
+            tokens_after,
+            messages_before: messages.len(),
+            messages_after: compacted.len(),
+            summarised,
+            shortened,
+        };
+        Ok(Compacted {
+            messages: compacted,
+            report,
+            usage,
+        })
+    }
+}
+
+/// Estimated tokens of the parts every request repeats: system prompt and tools.
+pub(crate) fn fixed_tokens(system: &str, tools: &EncodedTools) -> u64 {
+    ((system.len() + tools.as_str().len()) / 4) as u64
+}
+
+/// The head and middle to summarise, as little changed as fits `budget`
+/// tokens: the original messages (best summary, and the provider's cached
+/// prefix applies), else with old outputs shortened, else with every
+/// message's text capped.
+fn summary_input(
+    original: &[Message],
+    shrunk: &[Message],
+    plan: &Plan,
+    budget: u64,
+    ratio: f64,
+) -> Vec<Message> {
+    let fits = |m: &[Message]| (estimate_tokens(m) as f64 * ratio) as u64 <= budget;
+    let end = plan.tail_start;
+    if fits(&original[..end]) {
+        return original[..end].to_vec();
+    }
+    let mut input = shrunk[..end].to_vec();
+    if fits(&input) {
+        return input;
+    }
+    // Share what is left after the head evenly over the middle.
+    let head = (estimate_tokens(&input[..plan.head_end]) as f64 * ratio) as u64;
+    let per_message = budget.saturating_sub(head) * 4 / (end - plan.head_end).max(1) as u64;
+    // Each cut adds a marker of about 150 characters.
+    let keep = (per_message as usize).saturating_sub(150).max(200);
+    cap_contents(&mut input, plan.head_end..end, keep);
+    input
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use herald_protocol::ToolCall;
+
+    #[test]
+    fn live_history_starts_after_the_last_record() {
+        let report = CompressionReport {
+            tokens_before: 10,
+            tokens_after: 5,
+            messages_before: 4,
+            messages_after: 2,
+            summarised: 2,
+            shortened: 0,
+        };
+        let stored = vec![
+            Message::user("a"),
+            Message::assistant("b", vec![]),
+            compaction_record(&report),
+            Message::user("a"),
+            Message::user("[herald] Summary"),
+            compaction_record(&report),
+            Message::user("a"),
+            Message::user("[herald] Summary 2"),
+        ];
+        let live = live_history(stored.clone());
+        assert_eq!(live, stored[6..].to_vec());
+        assert!(is_compaction_record(&stored[2]));
+        assert!(stored[2].content.contains("2 messages summarised"));
+        let plain = vec![Message::user("x")];
+        assert_eq!(live_history(plain.clone()), plain);
+    }
+
+    #[test]
+    fn due_uses_measurement_threshold_and_repeat_guard() {
+        let config = CompressionConfig {
+            context_window: 1_000,
+            threshold: 0.5,
+            ..CompressionConfig::default()
+        };
+        let mut c = Compactor::new(config.clone(), "gpt-4.1");
+        let small = vec![Message::user("hi")];
+        assert!(!c.due(100, &small));
+        assert!(c.due(500, &small), "fixed part alone reaches 500");
+        c.observe(450, 1);
+        let mut more = small.clone();
+        more.push(Message::assistant("x".repeat(400), vec![]));
+        assert_eq!(c.prompt_tokens(100, &more), 450 + 104);
+        assert!(c.due(100, &more));
+        c.last_after = Some(540);
+        assert!(!c.due(100, &more), "grew less than a tenth of the trigger");
+        let off = Compactor::new(
+            CompressionConfig {
+                enabled: false,
+                ..config
+            },
+            "m",
+        );
+        assert!(!off.due(10_000, &more));
+    }
+
+    #[test]
+    fn summary_input_prefers_originals_then_shrinks_then_caps() {
+        let c = ToolCall {
+            id: "c".into(),
+            name: "read_file".into(),
+            arguments: "{}".into(),
+        };
+        let mut messages = vec![Message::user("task")];
+        for _ in 0..4 {
+            messages.push(Message::assistant("a".repeat(2_000), vec![c.clone()]));
+            messages.push(Message::tool_result(&c, "r".repeat(8_000), false));
+        }
+        messages.push(Message::user("latest"));
+        let plan = Plan {
+            head_end: 1,
+            tail_start: 9,
+            recent_start: 9,
+        };
+        let mut shrunk = messages.clone();
+        shorten_tool_outputs(&mut shrunk, 1..9, OLD_OUTPUT_KEEP_CHARS);
+        let all = summary_input(&messages, &shrunk, &plan, 100_000, 1.0);
+        assert_eq!(all, messages[..9].to_vec());
+        let shorter = summary_input(&messages, &shrunk, &plan, 5_000, 1.0);
+        assert_eq!(shorter, shrunk[..9].to_vec());
+        let capped = summary_input(&messages, &shrunk, &plan, 1_000, 1.0);
+        assert_eq!(capped.len(), 9);
+        assert!(
+            estimate_tokens(&capped) <= 1_000,
+            "{}",
+            estimate_tokens(&capped)
+        );
+        assert_eq!(capped[1].tool_calls, messages[1].tool_calls);
+    }
+
+    #[test]
+    fn markers_are_recognised_by_the_testkit() {
+        for marker in [SUMMARY_MARKER, SUMMARY_REQUEST_MARKER, SHORTENED_MARKER] {
+            assert!(herald_testkit::is_compaction_text(marker), "{marker}");
+        }
+        assert!(is_synthetic(&Message::user(SUMMARY_MARKER)));
+    }
+}

@@ -1,0 +1,218 @@
+//! The arguments of `delegate_task` and their normalisation into a list of
+//! child tasks (SPEC §9.1): a single `goal` or a `tasks` batch (also when the
+//! model sends the batch as a JSON string), with the errors the spec names.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// What a child may do besides its own work.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ChildRole {
+    /// Does the work itself; cannot delegate.
+    #[default]
+    Leaf,
+    /// May delegate further when depth and config allow.
+    Orchestrator,
+}
+
+impl ChildRole {
+    /// The name stored and reported.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Leaf => "leaf",
+            Self::Orchestrator => "orchestrator",
+        }
+    }
+}
+
+/// One task of a batch.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+pub struct TaskArg {
+    /// What the child must achieve.
+    pub goal: Option<String>,
+    pub context: Option<String>,
+    pub toolsets: Option<Vec<String>>,
+    pub role: Option<ChildRole>,
+    pub allow_tools: Option<Vec<String>>,
+    pub deny_tools: Option<Vec<String>>,
+}
+
+fn tasks_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    let item = generator.subschema_for::<TaskArg>();
+    schemars::json_schema!({
+        "type": ["array", "string"],
+        "description": "Batch of independent tasks run in parallel, each {goal, context?, toolsets?, role?, allow_tools?, deny_tools?}; replaces goal.",
+        "items": item,
+    })
+}
+
+/// Arguments of `delegate_task`.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+pub struct DelegateArgs {
+    /// The task for one child: specific and self-contained (the child sees nothing of this conversation).
+    pub goal: Option<String>,
+    /// Facts the child needs: paths, constraints, what was tried.
+    pub context: Option<String>,
+    /// Toolsets for the child (default: yours; never more than yours).
+    pub toolsets: Option<Vec<String>>,
+    #[serde(default)]
+    #[schemars(schema_with = "tasks_schema")]
+    pub tasks: Option<serde_json::Value>,
+    /// leaf (default) or orchestrator (may delegate further when depth allows).
+    pub role: Option<ChildRole>,
+    /// Model requests per child (default from config).
+    pub max_iterations: Option<u32>,
+    /// Return at once with agent ids; results arrive later (agent_wait/agent_status).
+    pub background: Option<bool>,
+    /// Only these tools for the children.
+    pub allow_tools: Option<Vec<String>>,
+    /// Tools removed from the children.
+    pub deny_tools: Option<Vec<String>>,
+    /// Token cap for all children of this call (0 = config default).
+    pub budget_tokens: Option<u64>,
+}
+
+/// A child task after normalisation: batch fields fall back to the call's.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChildTask {
+    pub index: usize,
+    pub goal: String,
+    pub context: Option<String>,
+    pub toolsets: Option<Vec<String>>,
+    pub role: ChildRole,
+    pub allow_tools: Option<Vec<String>>,
+    pub deny_tools: Option<Vec<String>>,
+}
+
+/// Turns the arguments into tasks, or the error the model should read.
+/// `max_children` is `[delegation] max_concurrent_children`.
+pub fn child_tasks(args: &DelegateArgs, max_children: usize) -> Result<Vec<ChildTask>, String> {
+    let batch = match &args.tasks {
+        None | Some(serde_json::Value::Null) => None,
+        Some(serde_json::Value::String(text)) if text.trim().is_empty() => None,
+        Some(serde_json::Value::String(text)) => Some(
+            serde_json::from_str::<Vec<TaskArg>>(text).map_err(|err| {
+                format!(
+                    "tasks is a string that is not a JSON array of task objects ({err}); send tasks as an array of {{goal, context?, toolsets?, role?, allow_tools?, deny_tools?}}"
+                )
+            })?,
+        ),
+        Some(value) => Some(serde_json::from_value::<Vec<TaskArg>>(value.clone()).map_err(
+            |err| {
+                format!(
+                    "tasks must be an array of task objects {{goal, context?, toolsets?, role?, allow_tools?, deny_tools?}}: {err}"
+                )
+            },
+        )?),
+    };
+    let raw = match batch {
+        Some(tasks) if tasks.is_empty() => {
+            return Err(
+                "tasks is empty; give at least one task with a goal, or use goal for a single task"
+                    .to_owned(),
+            );
+        }
+        Some(tasks) => tasks,
+        None => match &args.goal {
+            Some(goal) if !goal.trim().is_empty() => vec![TaskArg {
+                goal: Some(goal.clone()),
+                ..TaskArg::default()
+            }],
+            _ => {
+                return Err(
+                    "delegate_task needs a goal (one task) or tasks (a batch); neither was given"
+                        .to_owned(),
+                );
+            }
+        },
+    };
+    if raw.len() > max_children {
+        return Err(format!(
+            "{} tasks exceed the limit of {max_children} children per call ([delegation] max_concurrent_children = {max_children}); no child was started. Split the work into batches of at most {max_children}, or raise the limit in config.toml",
+            raw.len()
+        ));
+    }
+    raw.into_iter()
+        .enumerate()
+        .map(|(index, task)| {
+            let goal = task
+                .goal
+                .filter(|g| !g.trim().is_empty())
+                .ok_or_else(|| format!("task {index} has no goal; every task needs a goal"))?;
+            Ok(ChildTask {
+                index,
+                goal,
+                context: task.context.or_else(|| args.context.clone()),
+                toolsets: task.toolsets.or_else(|| args.toolsets.clone()),
+                role: task.role.or(args.role).unwrap_or_default(),
+                allow_tools: task.allow_tools.or_else(|| args.allow_tools.clone()),
+                deny_tools: task.deny_tools.or_else(|| args.deny_tools.clone()),
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn args(json: serde_json::Value) -> DelegateArgs {
+        serde_json::from_value(json).unwrap()
+    }
+
+    #[test]
+    fn single_goal_and_batches_in_both_forms() {
+        let tasks =
+            child_tasks(&args(serde_json::json!({"goal": "g", "context": "c"})), 3).unwrap();
+        assert_eq!(tasks.len(), 1);
+        assert_eq!(tasks[0].context.as_deref(), Some("c"));
+        let batch = serde_json::json!([{"goal": "a"}, {"goal": "b", "role": "orchestrator"}]);
+        let from_array = child_tasks(
+            &args(serde_json::json!({"goal": "ignored", "tasks": batch})),
+            3,
+        )
+        .unwrap();
+        let from_string = child_tasks(
+            &args(serde_json::json!({"tasks": batch.to_string(), "role": "leaf"})),
+            3,
+        )
+        .unwrap();
+        assert_eq!(
+            from_array
+                .iter()
+                .map(|t| t.goal.as_str())
+                .collect::<Vec<_>>(),
+            ["a", "b"]
+        );
+        assert_eq!(from_array[1].role, ChildRole::Orchestrator);
+        assert_eq!(from_string[1].role, ChildRole::Orchestrator);
+        assert_eq!(from_string[0].index, 0);
+    }
+
+    #[test]
+    fn errors_name_the_problem() {
+        let err = child_tasks(&args(serde_json::json!({})), 3).unwrap_err();
+        assert!(err.contains("needs a goal"), "{err}");
+        let err = child_tasks(
+            &args(serde_json::json!({"tasks": [{"goal": "a"}, {"goal": "b"}, {"goal": "c"}, {"goal": "d"}]})),
+            3,
+        )
+        .unwrap_err();
+        assert!(
+            err.contains("max_concurrent_children") && err.contains("no child was started"),
+            "{err}"
+        );
+        let err = child_tasks(
+            &args(serde_json::json!({"tasks": [{"goal": "a"}, {"context": "x"}]})),
+            3,
+        )
+        .unwrap_err();
+        assert!(err.contains("task 1 has no goal"), "{err}");
+        let err = child_tasks(&args(serde_json::json!({"tasks": "[{"})), 3).unwrap_err();
+        assert!(err.contains("not a JSON array"), "{err}");
+        let err = child_tasks(&args(serde_json::json!({"tasks": []})), 3).unwrap_err();
+        assert!(err.contains("empty"), "{err}");
+    }
+}

@@ -1,0 +1,423 @@
+//! Running one child agent: its session and journal entry, a fresh agent
+//! with its own conversation and tool state, the inactivity watchdog, and the
+//! result the parent receives.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use herald_protocol::{EventKind, Message, TokenTotals};
+use herald_store::{AgentFinish, AgentRecord, NewSession, SessionSource};
+use herald_tools::{AgentState, ToolRegistry};
+use tokio_util::sync::CancellationToken;
+
+use super::args::{ChildRole, ChildTask};
+use super::budget::TokenBudget;
+use super::live::LiveAgent;
+use super::prompt::{DepthFacts, child_system_prompt};
+use super::result::{ChildResult, cap_summary, files_note, tool_trace};
+use super::runtime::{AgentScope, Delegation};
+use crate::{Agent, AgentSetup, EventSink, ExitReason, Recorder};
+
+/// One child to run.
+pub(crate) struct Spawn {
+    pub task: ChildTask,
+    pub agent_id: String,
+    pub session_id: String,
+    /// The delegating agent.
+    pub parent: AgentScope,
+    /// The child's tools, without delegation tools (added here when allowed).
+    pub registry: ToolRegistry,
+    pub can_delegate: bool,
+    pub max_iterations: u32,
+    pub budget: Arc<TokenBudget>,
+    pub background: bool,
+    /// A stored conversation to continue (restart), or `None` for a new child.
+    pub history: Option<Vec<Message>>,
+    /// The parent's tool state, to note files the child changed that the
+    /// parent had read.
+    pub parent_state: Option<Arc<AgentState>>,
+    /// Longest summary the parent receives before it is cut.
+    pub summary_limit: usize,
+}
+
+impl Delegation {
+    /// Runs `spawn` to its end and reports it: store record, events, result.
+    pub(crate) async fn run_child(
+        self: &Arc<Self>,
+        spawn: Spawn,
+        cancel: CancellationToken,
+    ) -> ChildResult {
+        let started = Instant::now();
+        let depth = spawn.parent.depth + 1;
+        let live = Arc::new(LiveAgent::new(
+            spawn.agent_id.clone(),
+            spawn.parent.agent_id.clone(),
+            spawn.session_id.clone(),
+            depth,
+            spawn.task.role.as_str(),
+            spawn.task.goal.clone(),
+            spawn.background,
+            self.client.model().to_owned(),
+            cancel.clone(),
+        ));
+        self.add_live(Arc::clone(&live));
+        let out = self
+            .events
+            .for_agent(&spawn.parent.session_id, &spawn.agent_id);
+        out.emit(EventKind::SubagentStarted {
+            parent_id: spawn.parent.agent_id.clone(),
+            depth,
+            goal: spawn.task.goal.clone(),
+            background: spawn.background,
+            child_session_id: spawn.session_id.clone(),
+        });
+        let mut result = match self.prepare_and_run(&spawn, &live, depth, &cancel).await {
+            Ok(result) => result,
+            Err(message) => ChildResult {
+                task_index: spawn.task.index,
+                agent_id: spawn.agent_id.clone(),
+                status: "error".to_owned(),
+                summary: String::new(),
+                exit_reason: "error".to_owned(),
+                api_calls: 0,
+                duration_seconds: 0.0,
+                model: self.client.model().to_owned(),
+                tokens: TokenTotals::default(),
+                cost_usd: 0.0,
+                tool_trace: Vec::new(),
+                error: Some(message),
+            },
+        };
+        result.duration_seconds = round_ms(started.elapsed());
+        live.finish(result.clone());
+        if let Some(store) = &self.store {
+            let id = spawn.agent_id.clone();
+            let finish = AgentFinish {
+                status: result.status.clone(),
+                exit_reason: result.exit_reason.clone(),
+                result: result.summary.clone(),
+                error: result.error.clone(),
+                iterations: result.api_calls,
+                tokens: result.tokens,
+                cost_usd: result.cost_usd,
+            };
+            let _ = store.call(move |s| s.finish_agent(&id, &finish)).await;
+        }
+        out.emit(EventKind::SubagentCompleted {
+            parent_id: spawn.parent.agent_id.clone(),
+            depth,
+            status: result.status.clone(),
+            exit_reason: result.exit_reason.clone(),
+            summary: preview(&result.summary, 300),
+            tokens: result.tokens,
+            cost_usd: result.cost_usd,
+            duration_seconds: result.duration_seconds,
+        });
+        if spawn.background {
+            // Filed before waiters wake, so `agent_wait` can claim it.
+            self.deliver(&spawn.parent.agent_id, &result);
+        }
+        self.finished.notify_waiters();
+        result
+    }
+
+    async fn prepare_and_run(
+        self: &Arc<Self>,
+        spawn: &Spawn,
+        live: &Arc<LiveAgent>,
+        depth: u32,
+        cancel: &CancellationToken,
+    ) -> Result<ChildResult, String> {
+        let cwd = self.settings.cwd.clone();
+        let max_depth = self.settings.delegation.spawn_depth();
+        let mut registry = spawn.registry.clone();
+        let scope = AgentScope {
+            agent_id: spawn.agent_id.clone(),
+            session_id: spawn.session_id.clone(),
+            depth,
+            budget: Some(Arc::clone(&spawn.budget)),
+        };
+        if spawn.can_delegate {
+            self.register_tools(&mut registry, &scope);
+        }
+        let facts = DepthFacts {
+            depth,
+            max_depth,
+            can_delegate: spawn.can_delegate,
+        };
+        let (system_prompt, history) = match &spawn.history {
+            Some(history) => (
+                self.stored_prompt(&spawn.session_id).await?,
+                history.clone(),
+            ),
+            None => (child_system_prompt(&spawn.task, &cwd, facts), Vec::new()),
+        };
+        let recorder = match &self.store {
+            Some(store) => {
+                let id = spawn.agent_id.clone();
+                if spawn.history.is_none() {
+                    let new = NewSession {
+                        id: spawn.session_id.clone(),
+                        parent_session_id: Some(spawn.parent.session_id.clone()),
+                        agent_id: Some(spawn.agent_id.clone()),
+                        source: SessionSource::Subagent,
+                        cwd: cwd.display().to_string(),
+                        model: self.client.model().to_owned(),
+                        provider: self.client.provider().as_str().to_owned(),
+                        system_prompt: system_prompt.clone(),
+                    };
+                    store
+                        .call(move |s| s.create_session(&new))
+                        .await
+                        .map_err(|e| e.to_string())?
+                        .map_err(|e| format!("cannot store the child session: {e}"))?;
+                }
+                let _ = store.call(move |s| s.mark_agent_running(&id)).await;
+                Some(Recorder {
+                    store: store.clone(),
+                    session_id: spawn.session_id.clone(),
+                })
+            }
+            None => None,
+        };
+        let restarting = spawn.history.is_some();
+        let mut agent = Agent::new(AgentSetup {
+            client: Arc::clone(&self.client),
+            registry: Arc::new(registry),
+            system_prompt,
+            history,
+            cwd,
+            max_iterations: spawn.max_iterations,
+            stream_deltas: false,
+            events: self.child_sink(spawn, live, depth),
+            recorder,
+            budget: Some(Arc::clone(&spawn.budget)),
+            inbox: Some(self.inbox(&spawn.agent_id)),
+            await_background: true,
+        });
+        if spawn.can_delegate && restarting {
+            let registry = ToolRegistry::clone(agent_registry(&agent));
+            self.recover(&scope, &registry).await;
+        }
+        let timeout = self.settings.delegation.child_timeout_seconds;
+        let turn_cancel = cancel.clone();
+        let outcome = {
+            let turn = async {
+                if restarting {
+                    agent.resume_turn(&turn_cancel).await
+                } else {
+                    agent.run_turn(spawn.task.goal.clone(), &turn_cancel).await
+                }
+            };
+            tokio::pin!(turn);
+            tokio::select! {
+                outcome = &mut turn => (outcome, false),
+                () = watchdog(live, timeout) => {
+                    turn_cancel.cancel();
+                    (turn.await, true)
+                }
+            }
+        };
+        let (outcome, timed_out) = outcome;
+        let api_calls = live.progress.api_calls();
+        let usage = agent.usage();
+        let (status, exit_reason, error) = if timed_out {
+            let reached = if api_calls == 0 {
+                "it never reached the model (no API call completed — check the child model, base URL and key)".to_owned()
+            } else {
+                format!("it had reached the model ({api_calls} API calls) and then went quiet")
+            };
+            (
+                "timeout",
+                "timeout".to_owned(),
+                Some(format!(
+                    "no API or tool activity for {timeout} s ([delegation] child_timeout_seconds); {reached}"
+                )),
+            )
+        } else {
+            match outcome.exit_reason {
+                ExitReason::Interrupted if live.was_cancelled_by_tool() => (
+                    "interrupted",
+                    "interrupted".to_owned(),
+                    Some("cancelled with agent_cancel".to_owned()),
+                ),
+                ExitReason::Interrupted => (
+                    "interrupted",
+                    "interrupted".to_owned(),
+                    Some("interrupted before it finished".to_owned()),
+                ),
+                ExitReason::Error => ("failed", "error".to_owned(), outcome.error.clone()),
+                ExitReason::Budget => (
+                    if outcome.final_response.is_empty() {
+                        "failed"
+                    } else {
+                        "completed"
+                    },
+                    "budget".to_owned(),
+                    Some(format!(
+                        "the delegation tree's token budget ({} tokens) is spent; the summary is what the child had so far",
+                        spawn.budget.limit()
+                    )),
+                ),
+                reason => ("completed", reason.as_str().to_owned(), None),
+            }
+        };
+        let mut summary = if outcome.final_response.is_empty() {
+            agent_last_text(&agent)
+        } else {
+            outcome.final_response.clone()
+        };
+        let cache_file = self
+            .settings
+            .home
+            .join("cache")
+            .join(format!("subagent-{}.md", spawn.agent_id));
+        summary = cap_summary(&summary, spawn.summary_limit, &cache_file);
+        if let Some(parent_state) = &spawn.parent_state {
+            let changed: Vec<_> = agent
+                .state()
+                .files_written()
+                .into_iter()
+                .filter(|p| parent_state.has_read(p))
+                .collect();
+            if let Some(note) = files_note(&changed) {
+                summary.push_str(&note);
+            }
+        }
+        Ok(ChildResult {
+            task_index: spawn.task.index,
+            agent_id: spawn.agent_id.clone(),
+            status: status.to_owned(),
+            summary,
+            exit_reason,
+            api_calls,
+            duration_seconds: 0.0,
+            model: self.client.model().to_owned(),
+            tokens: usage.totals(),
+            cost_usd: agent.cost_usd(),
+            tool_trace: tool_trace(agent.messages()),
+            error,
+        })
+    }
+
+    async fn stored_prompt(&self, session_id: &str) -> Result<String, String> {
+        let Some(store) = &self.store else {
+            return Err("no store to restart from".to_owned());
+        };
+        let id = session_id.to_owned();
+        match store.call(move |s| s.get_session(&id)).await {
+            Ok(Ok(Some(record))) => Ok(record.system_prompt),
+            Ok(Ok(None)) => Err(format!("the child session {session_id} is missing")),
+            Ok(Err(err)) => Err(err.to_string()),
+            Err(err) => Err(err.to_string()),
+        }
+    }
+
+    /// The child's event sink: tracks activity and progress, and forwards a
+    /// `subagent.tool` line per tool call. The child's own conversation
+    /// events stay out of the parent's output.
+    fn child_sink(&self, spawn: &Spawn, live: &Arc<LiveAgent>, depth: u32) -> EventSink {
+        let out = self
+            .events
+            .for_agent(&spawn.parent.session_id, &spawn.agent_id);
+        let live = Arc::clone(live);
+        let parent_id = spawn.parent.agent_id.clone();
+        EventSink::new(&spawn.session_id, &spawn.agent_id, move |event| {
+            let progress = &live.progress;
+            match &event.kind {
+                EventKind::Usage {
+                    input_tokens,
+                    output_tokens,
+                    cached_tokens,
+                    cost_usd,
+                } => progress.api_call(*input_tokens, *output_tokens, *cached_tokens, *cost_usd),
+                EventKind::ToolStarted { name, .. } => {
+                    progress.set_tool(Some(name));
+                    out.emit(EventKind::SubagentTool {
+                        parent_id: parent_id.clone(),
+                        depth,
+                        tool: name.clone(),
+                        tokens: progress.tokens(),
+                    });
+                }
+                EventKind::ToolCompleted { .. } => progress.set_tool(None),
+                EventKind::Retry { .. } | EventKind::AssistantMessage { .. } => progress.touch(),
+                _ => {}
+            }
+        })
+    }
+}
+
+fn agent_registry(agent: &Agent) -> &ToolRegistry {
+    agent.registry()
+}
+
+fn agent_last_text(agent: &Agent) -> String {
+    agent
+        .messages()
+        .iter()
+        .rev()
+        .find(|m| m.role == herald_protocol::Role::Assistant && !m.content.is_empty())
+        .map(|m| m.content.clone())
+        .unwrap_or_default()
+}
+
+/// Resolves when the child has been idle for `timeout_secs` (never when 0).
+async fn watchdog(live: &LiveAgent, timeout_secs: u64) {
+    if timeout_secs == 0 {
+        return std::future::pending().await;
+    }
+    let limit = timeout_secs.saturating_mul(1000);
+    loop {
+        let idle = live.progress.idle_ms();
+        if idle >= limit {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(limit - idle)).await;
+    }
+}
+
+fn round_ms(d: Duration) -> f64 {
+    (d.as_secs_f64() * 1000.0).round() / 1000.0
+}
+
+/// The first `max` chars of `text`, marked when cut.
+pub(crate) fn preview(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_owned(),
+    }
+}
+
+/// A result rebuilt from a stored record (delivered after a restart).
+pub(crate) fn result_from_record(record: &AgentRecord) -> ChildResult {
+    let duration = match (record.started_at, record.ended_at) {
+        (Some(start), Some(end)) => (end - start).max(0) as f64 / 1000.0,
+        _ => 0.0,
+    };
+    ChildResult {
+        task_index: 0,
+        agent_id: record.id.clone(),
+        status: record.status.clone(),
+        summary: record.result.clone().unwrap_or_default(),
+        exit_reason: record.exit_reason.clone().unwrap_or_default(),
+        api_calls: record.iterations,
+        duration_seconds: duration,
+        model: record.model.clone(),
+        tokens: record.tokens,
+        cost_usd: record.cost_usd,
+        tool_trace: Vec::new(),
+        error: record.error.clone(),
+    }
+}
+
+/// Whether a task's child may delegate further.
+pub(crate) fn may_delegate(
+    task: &ChildTask,
+    parent_depth: u32,
+    settings: &crate::Settings,
+) -> bool {
+    task.role == ChildRole::Orchestrator
+        && settings.delegation.orchestrator_enabled
+        && parent_depth + 1 < settings.delegation.spawn_depth()
+}

@@ -1,0 +1,176 @@
+//! The in-process view of every subagent of a session tree: identity, cancel
+//! token, live progress (API calls, tokens, current tool, last activity) and,
+//! once finished, its result. The lifecycle tools read this; the store holds
+//! the durable copy.
+
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Mutex, PoisonError};
+use std::time::Instant;
+
+use herald_protocol::TokenTotals;
+use tokio_util::sync::CancellationToken;
+
+use super::result::ChildResult;
+
+/// Live counters a running child updates from its events.
+#[derive(Debug)]
+pub struct Progress {
+    started: Instant,
+    api_calls: AtomicU32,
+    tokens: Mutex<TokenTotals>,
+    cost_micro_usd: AtomicU64,
+    current_tool: Mutex<Option<String>>,
+    /// Milliseconds after `started` of the latest API or tool activity.
+    last_activity_ms: AtomicU64,
+}
+
+impl Progress {
+    fn new() -> Self {
+        Self {
+            started: Instant::now(),
+            api_calls: AtomicU32::new(0),
+            tokens: Mutex::new(TokenTotals::default()),
+            cost_micro_usd: AtomicU64::new(0),
+            current_tool: Mutex::new(None),
+            last_activity_ms: AtomicU64::new(0),
+        }
+    }
+
+    /// Resets the inactivity clock.
+    pub fn touch(&self) {
+        let now = u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        self.last_activity_ms.store(now, Ordering::Relaxed);
+    }
+
+    /// Milliseconds since the latest activity.
+    pub fn idle_ms(&self) -> u64 {
+        let now = u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        now.saturating_sub(self.last_activity_ms.load(Ordering::Relaxed))
+    }
+
+    /// Counts one answered model request.
+    pub fn api_call(&self, input: u64, output: u64, cached: u64, cost_usd: f64) {
+        self.api_calls.fetch_add(1, Ordering::Relaxed);
+        let mut tokens = self.tokens.lock().unwrap_or_else(PoisonError::into_inner);
+        tokens.input += input;
+        tokens.output += output;
+        tokens.cached += cached;
+        self.cost_micro_usd
+            .fetch_add((cost_usd * 1e6).round() as u64, Ordering::Relaxed);
+        self.touch();
+    }
+
+    /// Notes the tool now running (`None` when it finished).
+    pub fn set_tool(&self, tool: Option<&str>) {
+        *self
+            .current_tool
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = tool.map(str::to_owned);
+        self.touch();
+    }
+
+    /// Model requests answered so far.
+    pub fn api_calls(&self) -> u32 {
+        self.api_calls.load(Ordering::Relaxed)
+    }
+
+    /// Tokens so far.
+    pub fn tokens(&self) -> TokenTotals {
+        *self.tokens.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The tool running now, if any.
+    pub fn current_tool(&self) -> Option<String> {
+        self.current_tool
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Seconds since the child started.
+    pub fn elapsed_seconds(&self) -> f64 {
+        self.started.elapsed().as_secs_f64()
+    }
+}
+
+/// One subagent known to this process.
+#[derive(Debug)]
+pub struct LiveAgent {
+    pub id: String,
+    pub parent_id: String,
+    pub session_id: String,
+    pub depth: u32,
+    pub role: &'static str,
+    pub goal: String,
+    pub background: bool,
+    pub model: String,
+    /// Cancels the agent and, through child tokens, its descendants.
+    pub cancel: CancellationToken,
+    pub progress: Progress,
+    result: Mutex<Option<ChildResult>>,
+    /// Set by `agent_cancel`, so the result says who stopped it.
+    cancelled_by_tool: AtomicU32,
+}
+
+impl LiveAgent {
+    /// A new, running agent.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        id: String,
+        parent_id: String,
+        session_id: String,
+        depth: u32,
+        role: &'static str,
+        goal: String,
+        background: bool,
+        model: String,
+        cancel: CancellationToken,
+    ) -> Self {
+        Self {
+            id,
+            parent_id,
+            session_id,
+            depth,
+            role,
+            goal,
+            background,
+            model,
+            cancel,
+            progress: Progress::new(),
+            result: Mutex::new(None),
+            cancelled_by_tool: AtomicU32::new(0),
+        }
+    }
+
+    /// The result, once finished.
+    pub fn result(&self) -> Option<ChildResult> {
+        self.result
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Whether it finished.
+    pub fn is_finished(&self) -> bool {
+        self.result
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .is_some()
+    }
+
+    /// Stores the result.
+    pub fn finish(&self, result: ChildResult) {
+        *self.result.lock().unwrap_or_else(PoisonError::into_inner) = Some(result);
+    }
+
+    /// Cancels on behalf of `agent_cancel`.
+    pub fn cancel_by_tool(&self) {
+        self.cancelled_by_tool.store(1, Ordering::Relaxed);
+        self.cancel.cancel();
+    }
+
+    /// Whether `agent_cancel` stopped it.
+    pub fn was_cancelled_by_tool(&self) -> bool {
+        self.cancelled_by_tool.load(Ordering::Relaxed) != 0
+    }
+}

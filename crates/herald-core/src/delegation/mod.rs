@@ -1,0 +1,24 @@
+//! Delegation (SPEC §9): `delegate_task` runs isolated child agents —
+//! synchronously in parallel batches or in the background — in a tree
+//! bounded in breadth, depth, time and tokens, with their lifecycle tools,
+//! journal and progress events.
+
+mod args;
+mod budget;
+mod child;
+mod inbox;
+mod live;
+mod prompt;
+mod result;
+mod runtime;
+mod scope;
+mod tools;
+
+pub use args::{ChildRole, ChildTask, DelegateArgs, TaskArg, child_tasks};
+pub use budget::TokenBudget;
+pub use inbox::{Inbox, Notice, render_notices};
+pub use prompt::{DepthFacts, child_system_prompt};
+pub use result::{ChildResult, ToolTraceEntry};
+pub use runtime::{AgentScope, Delegation, DelegationSetup};
+pub use scope::{DELEGATION_TOOLS, NEVER_FOR_CHILDREN, child_registry};
+pub use tools::{AgentCancel, AgentList, AgentStatus, AgentWait, DelegateTask};

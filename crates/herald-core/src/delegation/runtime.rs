@@ -1,0 +1,346 @@
+//! The delegation runtime one session tree shares: configuration, the child
+//! model client, the store, the event output, and the registry of live
+//! subagents with their inboxes. Each agent that may delegate gets its own
+//! tool instances bound to its [`AgentScope`].
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use herald_llm::LlmClient;
+use herald_protocol::Message;
+use herald_store::{AgentFilter, AgentRecord};
+use herald_tools::{ToolRegistry, typed};
+use serde::{Deserialize, Serialize};
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+use super::args::ChildTask;
+use super::budget::TokenBudget;
+use super::inbox::{Inbox, Notice};
+use super::live::LiveAgent;
+use super::result::ChildResult;
+use super::scope::child_registry;
+use super::tools::{AgentCancel, AgentList, AgentStatus, AgentWait, DelegateTask};
+use crate::config::{ConfigError, Settings};
+use crate::{EventSink, StoreHandle};
+
+/// Who is delegating: the identity the delegation tools of one agent carry.
+#[derive(Debug, Clone)]
+pub struct AgentScope {
+    /// `root` for the top-level agent.
+    pub agent_id: String,
+    pub session_id: String,
+    /// 0 for the top-level agent.
+    pub depth: u32,
+    /// The budget this agent spends from (children of a delegation).
+    pub budget: Option<Arc<TokenBudget>>,
+}
+
+impl AgentScope {
+    /// The top-level agent of `session_id`.
+    pub fn root(session_id: &str) -> Self {
+        Self {
+            agent_id: "root".to_owned(),
+            session_id: session_id.to_owned(),
+            depth: 0,
+            budget: None,
+        }
+    }
+}
+
+/// What a restarted child needs beyond its stored conversation (saved as
+/// the agent record's `spec`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct SpawnSpec {
+    pub task: ChildTask,
+    pub max_iterations: u32,
+    pub can_delegate: bool,
+    pub budget_tokens: u64,
+    pub summary_limit: usize,
+}
+
+/// Everything [`Delegation::new`] needs.
+pub struct DelegationSetup {
+    pub settings: Settings,
+    /// The parent's client, used for children unless `[delegation]` overrides it.
+    pub client: Arc<LlmClient>,
+    pub store: Option<StoreHandle>,
+    pub root_session_id: String,
+    /// The root's event sink; subagent events go to the same output.
+    pub events: EventSink,
+    /// Cancelled when the session ends; background agents hang below it.
+    pub cancel: CancellationToken,
+}
+
+/// The shared delegation state of one session tree.
+pub struct Delegation {
+    pub(crate) settings: Settings,
+    pub(crate) client: Arc<LlmClient>,
+    pub(crate) store: Option<StoreHandle>,
+    pub(crate) root_session_id: String,
+    pub(crate) events: EventSink,
+    pub(crate) cancel: CancellationToken,
+    live: Mutex<HashMap<String, Arc<LiveAgent>>>,
+    inboxes: Mutex<HashMap<String, Arc<Inbox>>>,
+    /// Woken whenever any agent finishes (for `agent_wait`).
+    pub(crate) finished: Notify,
+}
+
+impl std::fmt::Debug for Delegation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Delegation")
+            .field("root_session_id", &self.root_session_id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Delegation {
+    /// Builds the runtime; fails when the `[delegation]` model override is
+    /// invalid (an unknown provider, a bad URL).
+    pub fn new(setup: DelegationSetup) -> Result<Arc<Self>, ConfigError> {
+        let client = child_client(&setup.settings, setup.client)?;
+        Ok(Arc::new(Self {
+            settings: setup.settings,
+            client,
+            store: setup.store,
+            root_session_id: setup.root_session_id,
+            events: setup.events,
+            cancel: setup.cancel,
+            live: Mutex::default(),
+            inboxes: Mutex::default(),
+            finished: Notify::new(),
+        }))
+    }
+
+    /// The inbox of `agent_id`, created on first use.
+    pub fn inbox(&self, agent_id: &str) -> Arc<Inbox> {
+        let mut inboxes = self.inboxes.lock().unwrap_or_else(PoisonError::into_inner);
+        Arc::clone(inboxes.entry(agent_id.to_owned()).or_default())
+    }
+
+    /// Adds `delegate_task` and the agent lifecycle tools, bound to `scope`.
+    pub fn register_tools(self: &Arc<Self>, registry: &mut ToolRegistry, scope: &AgentScope) {
+        registry.register(typed(DelegateTask::new(Arc::clone(self), scope.clone())));
+        registry.register(typed(AgentStatus::new(Arc::clone(self), scope.clone())));
+        registry.register(typed(AgentList::new(Arc::clone(self), scope.clone())));
+        registry.register(typed(AgentWait::new(Arc::clone(self), scope.clone())));
+        registry.register(typed(AgentCancel::new(Arc::clone(self), scope.clone())));
+    }
+
+    /// Background agents of this tree still running.
+    pub fn running_background(&self) -> usize {
+        self.live_agents()
+            .iter()
+            .filter(|a| a.background && !a.is_finished())
+            .count()
+    }
+
+    /// Every agent this process knows, in no particular order.
+    pub(crate) fn live_agents(&self) -> Vec<Arc<LiveAgent>> {
+        self.live
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .values()
+            .cloned()
+            .collect()
+    }
+
+    /// One live agent by id.
+    pub(crate) fn live_agent(&self, id: &str) -> Option<Arc<LiveAgent>> {
+        self.live
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(id)
+            .cloned()
+    }
+
+    pub(crate) fn add_live(&self, agent: Arc<LiveAgent>) {
+        self.live
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(agent.id.clone(), agent);
+    }
+
+    /// The cancel token children of `scope` hang below: the agent's own
+    /// token for a subagent, the session's for the root.
+    pub(crate) fn cancel_parent(&self, scope: &AgentScope) -> CancellationToken {
+        self.live_agent(&scope.agent_id)
+            .map_or_else(|| self.cancel.clone(), |a| a.cancel.clone())
+    }
+
+    /// Delivers a finished background child's result to its parent's inbox.
+    pub(crate) fn deliver(&self, parent_id: &str, result: &ChildResult) {
+        let text = serde_json::to_string(result).unwrap_or_default();
+        self.inbox(parent_id).finished(Notice {
+            agent_id: result.agent_id.clone(),
+            text,
+        });
+        if let Some(store) = &self.store {
+            let id = result.agent_id.clone();
+            store.send(move |s| {
+                let _ = s.mark_agents_delivered(&[id]);
+            });
+        }
+    }
+
+    /// Records from the store for this tree (empty without a store).
+    pub(crate) async fn stored_agents(&self, filter: AgentFilter) -> Vec<AgentRecord> {
+        let Some(store) = &self.store else {
+            return Vec::new();
+        };
+        match store.call(move |s| s.list_agents(&filter)).await {
+            Ok(Ok(records)) => records,
+            _ => Vec::new(),
+        }
+    }
+
+    /// After a restart: restarts the unfinished background children of
+    /// `scope`'s session from their stored conversations, delivers results
+    /// that finished but never reached the parent, and marks unfinished
+    /// synchronous children (whose parent call is gone) as interrupted.
+    /// Returns the ids restarted.
+    ///
+    /// Boxed because a restarted orchestrator recovers its own children: the
+    /// recursion needs a nameable `Send` future.
+    pub fn recover<'a>(
+        self: &'a Arc<Self>,
+        scope: &'a AgentScope,
+        parent_registry: &'a ToolRegistry,
+    ) -> futures_util::future::BoxFuture<'a, Vec<String>> {
+        Box::pin(self.recover_inner(scope, parent_registry))
+    }
+
+    async fn recover_inner(
+        self: &Arc<Self>,
+        scope: &AgentScope,
+        parent_registry: &ToolRegistry,
+    ) -> Vec<String> {
+        let Some(store) = self.store.clone() else {
+            return Vec::new();
+        };
+        let filter = AgentFilter {
+            parent_session_id: Some(scope.session_id.clone()),
+            limit: 10_000,
+            ..AgentFilter::default()
+        };
+        let records = self.stored_agents(filter).await;
+        let mut restarted = Vec::new();
+        for record in records.into_iter().rev() {
+            if !record.is_unfinished() {
+                if record.background && !record.delivered {
+                    let result = super::child::result_from_record(&record);
+                    self.deliver(&scope.agent_id, &result);
+                }
+                continue;
+            }
+            if !record.background {
+                let id = record.id.clone();
+                let _ = store
+                    .call(move |s| s.cancel_agent(&id, "interrupted"))
+                    .await;
+                continue;
+            }
+            let spec: Option<SpawnSpec> = record
+                .spec
+                .as_deref()
+                .and_then(|s| serde_json::from_str(s).ok());
+            let Some(spec) = spec else {
+                let id = record.id.clone();
+                let _ = store.call(move |s| s.cancel_agent(&id, "error")).await;
+                continue;
+            };
+            let Ok(registry) = child_registry(parent_registry, &spec.task) else {
+                let id = record.id.clone();
+                let _ = store.call(move |s| s.cancel_agent(&id, "error")).await;
+                continue;
+            };
+            let history = load_history(&store, &record.session_id).await;
+            let budget = TokenBudget::new(spec.budget_tokens, scope.budget.clone());
+            let spawn = super::child::Spawn {
+                agent_id: record.id.clone(),
+                session_id: record.session_id.clone(),
+                parent: scope.clone(),
+                registry,
+                can_delegate: spec.can_delegate,
+                max_iterations: spec.max_iterations,
+                budget,
+                background: true,
+                history,
+                parent_state: None,
+                summary_limit: spec.summary_limit,
+                task: spec.task,
+            };
+            self.inbox(&scope.agent_id).dispatched();
+            restarted.push(record.id.clone());
+            let cancel = self.cancel_parent(scope).child_token();
+            let runtime = Arc::clone(self);
+            tokio::spawn(async move {
+                runtime.run_child(spawn, cancel).await;
+            });
+        }
+        restarted
+    }
+
+    /// Cancels every agent of the tree (the session is ending).
+    pub fn cancel_all(&self) {
+        self.cancel.cancel();
+    }
+}
+
+/// A stored child conversation made safe to continue, or `None` when the
+/// child never stored a message.
+async fn load_history(store: &StoreHandle, session_id: &str) -> Option<Vec<Message>> {
+    let id = session_id.to_owned();
+    let stored = store.call(move |s| s.load_messages(&id)).await.ok()?.ok()?;
+    if stored.is_empty() {
+        return None;
+    }
+    let mut history: Vec<Message> = stored.into_iter().map(|m| m.message).collect();
+    let count = history.len();
+    crate::answer_dangling_calls(&mut history);
+    if history.len() > count {
+        let added = history[count..].to_vec();
+        let id = session_id.to_owned();
+        let _ = store.call(move |s| s.append_messages(&id, &added)).await;
+    }
+    Some(history)
+}
+
+/// The client children use: the parent's, unless `[delegation]` names a
+/// model, provider, base URL or key.
+fn child_client(
+    settings: &Settings,
+    parent: Arc<LlmClient>,
+) -> Result<Arc<LlmClient>, ConfigError> {
+    let d = &settings.delegation;
+    let set = |v: &str| (!v.trim().is_empty()).then(|| v.trim().to_owned());
+    if [&d.model, &d.provider, &d.base_url, &d.api_key]
+        .iter()
+        .all(|v| v.trim().is_empty())
+    {
+        return Ok(parent);
+    }
+    let mut config = settings.client_config();
+    if let Some(provider) = set(&d.provider) {
+        config.provider = provider
+            .parse()
+            .map_err(|err| ConfigError::Invalid(format!("[delegation] provider: {err}")))?;
+    }
+    if let Some(model) = set(&d.model) {
+        config.model = model;
+    }
+    if let Some(base_url) = set(&d.base_url) {
+        if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
+            return Err(ConfigError::Invalid(format!(
+                "[delegation] base_url '{base_url}' must start with http:// or https://"
+            )));
+        }
+        config.base_url = base_url;
+    }
+    if let Some(key) = set(&d.api_key) {
+        config.api_key = Some(key);
+    }
+    LlmClient::new(config)
+        .map(Arc::new)
+        .map_err(|err| ConfigError::Invalid(format!("[delegation] model override: {err}")))
+}

@@ -1,0 +1,141 @@
+//! Bounded capture of a stream: the first and last bytes are kept, the middle
+//! is counted, so a script printing gigabytes costs a fixed amount of memory.
+
+use std::collections::VecDeque;
+
+use tokio::io::{AsyncRead, AsyncReadExt};
+
+/// Head and tail of everything written to one stream.
+#[derive(Debug)]
+pub(crate) struct Capture {
+    head: Vec<u8>,
+    head_cap: usize,
+    tail: VecDeque<u8>,
+    tail_cap: usize,
+    total: u64,
+}
+
+impl Capture {
+    /// Keeps at most `limit` bytes: `head_share` percent from the start, the
+    /// rest from the end.
+    pub(crate) fn new(limit: usize, head_share: usize) -> Self {
+        let head_cap = limit * head_share.min(100) / 100;
+        Self {
+            head: Vec::new(),
+            head_cap,
+            tail: VecDeque::new(),
+            tail_cap: limit - head_cap,
+            total: 0,
+        }
+    }
+
+    /// Appends `data`, dropping the oldest tail bytes beyond the cap.
+    pub(crate) fn push(&mut self, mut data: &[u8]) {
+        self.total += data.len() as u64;
+        let room = self.head_cap.saturating_sub(self.head.len());
+        if room > 0 {
+            let take = room.min(data.len());
+            self.head.extend_from_slice(&data[..take]);
+            data = &data[take..];
+        }
+        if self.tail_cap == 0 {
+            return;
+        }
+        if data.len() >= self.tail_cap {
+            self.tail.clear();
+            self.tail.extend(&data[data.len() - self.tail_cap..]);
+            return;
+        }
+        let overflow = (self.tail.len() + data.len()).saturating_sub(self.tail_cap);
+        self.tail.drain(..overflow);
+        self.tail.extend(data);
+    }
+
+    /// Everything written, or head and tail around a marker naming how much
+    /// of `stream` was left out. Invalid UTF-8 becomes U+FFFD; a cut never
+    /// splits a character.
+    pub(crate) fn render(&self, stream: &str) -> String {
+        let kept = (self.head.len() + self.tail.len()) as u64;
+        let head = utf8_prefix(&self.head);
+        let tail_bytes: Vec<u8> = self.tail.iter().copied().collect();
+        if kept == self.total {
+            let mut all = self.head.clone();
+            all.extend_from_slice(&tail_bytes);
+            return String::from_utf8_lossy(&all).into_owned();
+        }
+        let tail = utf8_suffix(&tail_bytes);
+        format!(
+            "{}\n\n[... {} bytes of {stream} omitted; it was {} bytes in all. Print less: filter or summarise in the script ...]\n\n{}",
+            String::from_utf8_lossy(head),
+            self.total - kept,
+            self.total,
+            String::from_utf8_lossy(tail)
+        )
+    }
+}
+
+/// `bytes` without a trailing incomplete UTF-8 sequence.
+fn utf8_prefix(bytes: &[u8]) -> &[u8] {
+    match std::str::from_utf8(bytes) {
+        Err(err) if err.error_len().is_none() => &bytes[..err.valid_up_to()],
+        _ => bytes,
+    }
+}
+
+/// `bytes` without leading UTF-8 continuation bytes (at most three).
+fn utf8_suffix(bytes: &[u8]) -> &[u8] {
+    let skip = bytes
+        .iter()
+        .take(3)
+        .take_while(|b| (**b & 0b1100_0000) == 0b1000_0000)
+        .count();
+    &bytes[skip..]
+}
+
+/// Reads `reader` to its end (or first error) into `capture`.
+pub(crate) async fn pump(mut reader: impl AsyncRead + Unpin, capture: &mut Capture) {
+    let mut chunk = vec![0u8; 16 * 1024];
+    loop {
+        match reader.read(&mut chunk).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => capture.push(&chunk[..n]),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn small_output_is_kept_whole() {
+        let mut c = Capture::new(100, 60);
+        c.push(b"hello ");
+        c.push(b"world");
+        assert_eq!(c.render("stdout"), "hello world");
+    }
+
+    #[test]
+    fn large_output_keeps_head_and_tail_with_a_marker() {
+        let mut c = Capture::new(100, 60);
+        let data: Vec<u8> = (0..10_000u32).map(|i| b'a' + (i % 26) as u8).collect();
+        for piece in data.chunks(7) {
+            c.push(piece);
+        }
+        let text = c.render("stdout");
+        assert!(text.starts_with(std::str::from_utf8(&data[..60]).unwrap_or_default()));
+        assert!(text.ends_with(std::str::from_utf8(&data[9960..]).unwrap_or_default()));
+        assert!(text.contains("9900 bytes of stdout omitted"), "{text}");
+    }
+
+    #[test]
+    fn cuts_do_not_split_characters() {
+        // 5 head bytes end inside the third char; 7 tail bytes start inside one.
+        let mut c = Capture::new(12, 45);
+        c.push("éééééééééééééééééééé".as_bytes());
+        let text = c.render("stdout");
+        assert!(!text.contains('\u{FFFD}'), "{text}");
+        assert!(text.starts_with("éé\n"), "{text}");
+        assert!(text.ends_with("\nééé"), "{text}");
+    }
+}

@@ -1,0 +1,128 @@
+//! The result the model reads:
+//! `{"status","output","error"?,"stderr"?,"tool_calls_made","duration_seconds"}`,
+//! kept as valid JSON within the registry's output limit.
+
+use std::time::Duration;
+
+use herald_tools::truncate_head_tail;
+use serde::Serialize;
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum Status {
+    /// The script exited with status 0.
+    Success,
+    /// It failed (non-zero exit, traceback) or could not be started.
+    Error,
+    /// It ran past its timeout and was stopped.
+    Timeout,
+    /// The user interrupted the turn and it was killed.
+    Interrupted,
+}
+
+/// One run's result.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct Outcome {
+    pub status: Status,
+    /// The script's stdout (head and tail when long).
+    pub output: String,
+    /// What went wrong: the traceback, the timeout, the setup failure.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// stderr of a successful run (warnings, logging), when there was any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stderr: Option<String>,
+    pub tool_calls_made: u32,
+    pub duration_seconds: f64,
+}
+
+impl Outcome {
+    /// A run that failed before the script started.
+    pub(crate) fn setup_failed(message: impl Into<String>, elapsed: Duration) -> Self {
+        Self {
+            status: Status::Error,
+            output: String::new(),
+            error: Some(message.into()),
+            stderr: None,
+            tool_calls_made: 0,
+            duration_seconds: seconds(elapsed),
+        }
+    }
+
+    /// The JSON text, at most `limit` chars when `limit > 0`: the output is
+    /// cut (head and tail) until the whole object fits, so the registry's
+    /// own cut never breaks the JSON.
+    pub(crate) fn render(mut self, limit: usize) -> String {
+        let mut text = to_json(&self);
+        if limit == 0 {
+            return text;
+        }
+        let full_output = std::mem::take(&mut self.output);
+        let mut budget = full_output.chars().count();
+        self.output = full_output.clone();
+        for _ in 0..8 {
+            let len = text.chars().count();
+            if len <= limit || budget == 0 {
+                break;
+            }
+            // Shrink in proportion (escapes make the JSON longer than the
+            // text), with some slack for the marker and the other fields.
+            budget = (budget.saturating_mul(limit) / len).saturating_sub(256);
+            self.output = truncate_head_tail(&full_output, budget).into_owned();
+            text = to_json(&self);
+        }
+        text
+    }
+}
+
+/// Seconds with millisecond precision.
+pub(crate) fn seconds(elapsed: Duration) -> f64 {
+    (elapsed.as_millis() as f64) / 1000.0
+}
+
+fn to_json(outcome: &Outcome) -> String {
+    serde_json::to_string(outcome).unwrap_or_else(|err| {
+        format!(
+            "{{\"status\":\"error\",\"output\":\"\",\"error\":\"cannot encode the result: {err}\"}}"
+        )
+    })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn outcome(output: &str) -> Outcome {
+        Outcome {
+            status: Status::Success,
+            output: output.to_owned(),
+            error: None,
+            stderr: None,
+            tool_calls_made: 2,
+            duration_seconds: 0.25,
+        }
+    }
+
+    #[test]
+    fn fields_follow_the_spec() {
+        let v: serde_json::Value = serde_json::from_str(&outcome("hi\n").render(0)).unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!({"status": "success", "output": "hi\n", "tool_calls_made": 2, "duration_seconds": 0.25})
+        );
+    }
+
+    #[test]
+    fn long_output_is_cut_so_the_json_fits_the_limit() {
+        let long = "line with \"quotes\" and \\ escapes\n".repeat(5000);
+        let text = outcome(&long).render(10_000);
+        assert!(text.chars().count() <= 10_000, "{}", text.len());
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let out = v["output"].as_str().unwrap();
+        assert!(out.starts_with("line with"));
+        assert!(out.contains("characters omitted"));
+        assert_eq!(v["tool_calls_made"], 2);
+    }
+}

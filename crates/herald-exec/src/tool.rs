@@ -1,0 +1,247 @@
+//! The `execute_code` tool: puts the pieces together for one run.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use herald_tools::{ToolContext, ToolError, TypedTool};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use tokio::sync::OnceCell;
+
+use crate::allow::allowed_tools;
+use crate::child::{self, Ending, Finished, Launch};
+use crate::confine;
+use crate::env::{run_env, scrubbed_env};
+use crate::outcome::{Outcome, Status, seconds};
+use crate::python::probe_python;
+use crate::rpc::{self, Dispatcher};
+use crate::stubs::generate_stubs;
+use crate::token::Token;
+use crate::workspace::Workspace;
+
+/// Settings of the tool (from `[code_execution]` and `[tools]`).
+#[derive(Debug, Clone)]
+pub struct ExecConfig {
+    /// The interpreter found at start-up (see [`crate::find_python`]).
+    pub python: PathBuf,
+    /// Longest a script may run; a call may ask for less.
+    pub timeout: Duration,
+    /// Tool calls per run; later calls get an error.
+    pub max_tool_calls: u32,
+    /// Confine scripts with Landlock; runs fail when the kernel cannot.
+    pub landlock: bool,
+    /// The registry's output limit, so the result JSON is cut cleanly
+    /// (0 = no limit).
+    pub result_limit_chars: usize,
+}
+
+/// The `execute_code` tool. Register it with [`herald_tools::typed`].
+#[derive(Debug)]
+pub struct ExecuteCode {
+    config: ExecConfig,
+    /// The real interpreter behind `config.python`, learned on first use.
+    interpreter: OnceCell<PathBuf>,
+}
+
+impl ExecuteCode {
+    /// A tool running scripts with `config`.
+    pub fn new(config: ExecConfig) -> Self {
+        Self {
+            config,
+            interpreter: OnceCell::new(),
+        }
+    }
+}
+
+/// Arguments of `execute_code`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(description = "")]
+pub struct ExecuteCodeArgs {
+    /// Python 3 source to run.
+    pub code: String,
+    /// Seconds before the script is stopped (default and maximum: the configured limit, 300).
+    pub timeout: Option<u64>,
+}
+
+impl TypedTool for ExecuteCode {
+    type Args = ExecuteCodeArgs;
+    const NAME: &'static str = "execute_code";
+    const TOOLSET: &'static str = "code_execution";
+    const DESCRIPTION: &'static str = "Run a Python 3 script that calls tools itself: use it for 3+ tool calls with logic between them \
+(loops, filtering, branching); only what the script prints comes back, so filter and summarise there. \
+`from herald_tools import read_file, write_file, patch, search_files, terminal, web_search, web_extract, session_search` \
+(those enabled here; same arguments as the tools; JSON results arrive as dicts, others as str; failures raise HeraldToolError). \
+terminal runs in the foreground only. Limits: 50 tool calls, timeout, 50 KB of stdout. Runs in the working directory with no API keys in its environment. \
+Returns JSON {status, output, error?, tool_calls_made, duration_seconds}.";
+    const READ_ONLY: bool = false;
+
+    async fn run(&self, args: ExecuteCodeArgs, ctx: &ToolContext) -> Result<String, ToolError> {
+        let started = Instant::now();
+        let outcome = self.execute(args, ctx, started).await;
+        let failed = outcome.status != Status::Success;
+        let text = outcome.render(self.config.result_limit_chars);
+        if failed {
+            Err(ToolError::new(text))
+        } else {
+            Ok(text)
+        }
+    }
+}
+
+impl ExecuteCode {
+    async fn execute(&self, args: ExecuteCodeArgs, ctx: &ToolContext, started: Instant) -> Outcome {
+        let fail = |message: String| Outcome::setup_failed(message, started.elapsed());
+        if args.code.trim().is_empty() {
+            return fail("code is empty; pass the Python script to run".to_owned());
+        }
+        let limit = self.config.timeout;
+        let timeout = match args.timeout {
+            Some(0) => return fail("timeout must be at least 1 second".to_owned()),
+            Some(secs) => Duration::from_secs(secs).min(limit),
+            None => limit,
+        };
+        let Some(registry) = ctx.registry.clone() else {
+            return fail(
+                "execute_code needs the agent's tool registry; it runs only inside the agent loop"
+                    .to_owned(),
+            );
+        };
+        let cwd = ctx.state.cwd();
+        if !cwd.is_dir() {
+            return fail(format!(
+                "the working directory {} does not exist; cd somewhere that exists with terminal first",
+                cwd.display()
+            ));
+        }
+        let python = match self
+            .interpreter
+            .get_or_try_init(|| async {
+                probe_python(&self.config.python, &cwd)
+                    .await
+                    .map(|info| info.executable)
+            })
+            .await
+        {
+            Ok(python) => python.clone(),
+            Err(err) => return fail(err.to_string()),
+        };
+        let allowed = allowed_tools(&registry);
+        let specs: Vec<_> = allowed
+            .iter()
+            .filter_map(|name| registry.get(name).map(|tool| tool.spec()))
+            .collect();
+        let (workspace, listener) = match Workspace::create(&args.code, &generate_stubs(&specs)) {
+            Ok(created) => created,
+            Err(message) => return fail(message),
+        };
+        let token = match Token::generate() {
+            Ok(token) => token,
+            Err(err) => {
+                return fail(format!(
+                    "cannot read /dev/urandom for the run's token: {err}"
+                ));
+            }
+        };
+        let confinement = if self.config.landlock {
+            match confine::prepare(&[cwd.as_path(), workspace.dir()]) {
+                Ok(confinement) => Some(confinement),
+                Err(reason) => {
+                    return fail(format!(
+                        "code_execution.landlock is on but scripts cannot be confined: {reason}. \
+                         The script did not run; ask the user to turn landlock off in config.toml or use normal tool calls"
+                    ));
+                }
+            }
+        } else {
+            None
+        };
+        let env = run_env(
+            scrubbed_env(std::env::vars_os()),
+            &workspace.socket,
+            token.as_str(),
+            workspace.dir(),
+        );
+        let spawned = child::spawn(Launch {
+            python: &python,
+            script: &workspace.script,
+            cwd: &cwd,
+            env,
+            confinement: confinement.as_ref(),
+        });
+        drop(confinement);
+        let child = match spawned {
+            Ok(child) => child,
+            Err(err) => {
+                return fail(format!("cannot start {}: {err}", python.display()));
+            }
+        };
+        let dispatcher = Dispatcher::new(ctx, registry, token, allowed, self.config.max_tool_calls);
+        let finished = tokio::select! {
+            finished = child::supervise(child, timeout, &ctx.cancel) => finished,
+            never = rpc::serve(&listener, &dispatcher) => match never {},
+        };
+        let prefix = format!("{}/", workspace.dir().display());
+        summarize(
+            finished,
+            dispatcher.calls_made(),
+            timeout,
+            started.elapsed(),
+            &prefix,
+        )
+    }
+}
+
+/// The outcome of a script that ran. `run_dir` is cut from tracebacks so
+/// they name `script.py`, not a temp path.
+fn summarize(
+    finished: Finished,
+    calls: u32,
+    timeout: Duration,
+    elapsed: Duration,
+    run_dir: &str,
+) -> Outcome {
+    let stderr = finished.stderr.replace(run_dir, "");
+    let stderr_or = |fallback: String| {
+        if stderr.trim().is_empty() {
+            fallback
+        } else {
+            stderr.clone()
+        }
+    };
+    let (status, error) = match finished.ending {
+        Ending::Exited(status) if status.success() => (Status::Success, None),
+        Ending::Exited(status) => (
+            Status::Error,
+            Some(stderr_or(format!(
+                "the script ended with {status} and printed nothing on stderr"
+            ))),
+        ),
+        Ending::TimedOut => {
+            let mut message = format!(
+                "the script ran longer than its {} s timeout and was stopped (SIGTERM, then SIGKILL after {} s). \
+                 Make it do less per run or pass a larger timeout",
+                timeout.as_secs(),
+                child::KILL_GRACE.as_secs()
+            );
+            if !stderr.trim().is_empty() {
+                message.push_str("\nstderr:\n");
+                message.push_str(&stderr);
+            }
+            (Status::Timeout, Some(message))
+        }
+        Ending::Interrupted => (
+            Status::Interrupted,
+            Some("the user interrupted the turn; the script was killed".to_owned()),
+        ),
+        Ending::Lost(message) => (Status::Error, Some(message)),
+    };
+    let stderr = (status == Status::Success && !stderr.trim().is_empty()).then_some(stderr);
+    Outcome {
+        status,
+        output: finished.stdout,
+        error,
+        stderr,
+        tool_calls_made: calls,
+        duration_seconds: seconds(elapsed),
+    }
+}

@@ -1,0 +1,122 @@
+//! Runs the real `execute_code` tool through a real registry of built-in
+//! tools, the way the agent loop does, with python3 from PATH.
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use herald_exec::{ExecConfig, ExecuteCode, find_python};
+use herald_protocol::ToolCall;
+use herald_tools::{AgentState, CallObserver, NestedCall, ToolContext, ToolRegistry, typed};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+/// The interpreter, or `None` (the caller skips) when python3 is missing.
+pub fn python() -> Option<PathBuf> {
+    match find_python("") {
+        Ok(path) => Some(path),
+        Err(err) => {
+            eprintln!("skipping: {err}");
+            None
+        }
+    }
+}
+
+/// Default settings of the tool for tests.
+pub fn config(python: PathBuf) -> ExecConfig {
+    ExecConfig {
+        python,
+        timeout: Duration::from_secs(300),
+        max_tool_calls: 50,
+        landlock: false,
+        result_limit_chars: 50_000,
+    }
+}
+
+/// Nested calls seen by the observer: (parent id, tool, failed).
+#[derive(Default)]
+pub struct Seen(pub Mutex<Vec<(String, String, bool)>>);
+
+impl CallObserver for Seen {
+    fn nested_call(&self, call: &NestedCall<'_>) {
+        self.0.lock().unwrap().push((
+            call.parent_call_id.to_owned(),
+            call.name.to_owned(),
+            call.is_error,
+        ));
+    }
+}
+
+/// One finished execute_code call.
+pub struct Run {
+    pub json: Value,
+    pub is_error: bool,
+    pub seen: Arc<Seen>,
+    pub wall: Duration,
+}
+
+impl Run {
+    pub fn status(&self) -> &str {
+        self.json["status"].as_str().unwrap_or_default()
+    }
+
+    pub fn output(&self) -> &str {
+        self.json["output"].as_str().unwrap_or_default()
+    }
+
+    pub fn error(&self) -> &str {
+        self.json["error"].as_str().unwrap_or_default()
+    }
+
+    pub fn calls(&self) -> u64 {
+        self.json["tool_calls_made"].as_u64().unwrap()
+    }
+}
+
+/// A registry with the built-in tools and `execute_code`.
+pub fn registry(config: ExecConfig) -> Arc<ToolRegistry> {
+    let mut registry = herald_tools::builtin::default_registry(50_000);
+    registry.register(typed(ExecuteCode::new(config)));
+    Arc::new(registry)
+}
+
+/// Runs `code` in `cwd` and parses the result.
+pub async fn run(
+    config: ExecConfig,
+    cwd: &Path,
+    code: &str,
+    timeout: Option<u64>,
+    cancel: CancellationToken,
+) -> Run {
+    let registry = registry(config);
+    let seen = Arc::new(Seen::default());
+    let ctx = ToolContext::new(AgentState::new(cwd.to_owned()), cancel)
+        .with_call("call_1", Arc::clone(&registry))
+        .with_observer(seen.clone());
+    let mut args = json!({ "code": code });
+    if let Some(timeout) = timeout {
+        args["timeout"] = json!(timeout);
+    }
+    let call = ToolCall {
+        id: "call_1".into(),
+        name: "execute_code".into(),
+        arguments: args.to_string(),
+    };
+    let started = std::time::Instant::now();
+    let result = registry.execute(&call, &ctx).await;
+    let wall = started.elapsed();
+    let json: Value = serde_json::from_str(&result.content)
+        .unwrap_or_else(|e| panic!("result is not JSON ({e}): {}", result.content));
+    Run {
+        json,
+        is_error: result.is_error,
+        seen,
+        wall,
+    }
+}
+
+/// Whether a process with this pid still exists.
+pub fn alive(pid: i32) -> bool {
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok()
+}

@@ -1,0 +1,64 @@
+//! The script's environment holds no secrets. Alone in its own test binary
+//! because it sets variables in the test process, before any thread starts.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::{config, python, run};
+use tokio_util::sync::CancellationToken;
+
+#[test]
+fn api_keys_and_other_secrets_do_not_reach_the_script() {
+    let Some(py) = python() else { return };
+    // SAFETY: this is the only test of this binary and no other thread runs yet.
+    unsafe {
+        std::env::set_var("OPENAI_API_KEY", "sk-fake-openai");
+        std::env::set_var("ANTHROPIC_API_KEY", "sk-ant-fake");
+        std::env::set_var("GITHUB_TOKEN", "ghp_fake");
+        std::env::set_var("MY_DB_PASSWORD", "hunter2");
+        std::env::set_var("HERALD_EXEC_TEST_PLAIN", "plain");
+        std::env::set_var("LC_HERALD_TEST", "C");
+    }
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let code = r#"
+import os, subprocess
+from herald_tools import terminal
+names = sorted(os.environ)
+print(",".join(names))
+print(subprocess.run(["env"], capture_output=True, text=True).stdout.count("fake"))
+"#;
+    let r = runtime.block_on(run(
+        config(py),
+        dir.path(),
+        code,
+        None,
+        CancellationToken::new(),
+    ));
+    assert_eq!(r.status(), "success", "{}", r.json);
+    let mut lines = r.output().lines();
+    let names: Vec<&str> = lines.next().unwrap().split(',').collect();
+    for secret in [
+        "OPENAI_API_KEY",
+        "ANTHROPIC_API_KEY",
+        "GITHUB_TOKEN",
+        "MY_DB_PASSWORD",
+        "HERALD_EXEC_TEST_PLAIN",
+    ] {
+        assert!(!names.contains(&secret), "{secret} leaked: {names:?}");
+    }
+    for expected in [
+        "PATH",
+        "LC_HERALD_TEST",
+        "HERALD_RPC_SOCKET",
+        "HERALD_RPC_TOKEN",
+        "PYTHONPATH",
+        "PYTHONDONTWRITEBYTECODE",
+    ] {
+        assert!(names.contains(&expected), "{expected} missing: {names:?}");
+    }
+    assert_eq!(lines.next(), Some("0"), "a child process saw a secret");
+}

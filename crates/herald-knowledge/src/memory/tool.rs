@@ -1,0 +1,78 @@
+//! The `memory` tool: the model's way to curate the two memory files.
+
+use herald_tools::{ToolContext, ToolError, TypedTool};
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use super::{MemoryError, MemoryStore, MemoryTarget};
+use crate::fsutil::blocking;
+
+/// What a `memory` call does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum MemoryAction {
+    // Append `content` as a new entry.
+    Add,
+    // Replace the entry containing `old_text` with `content`.
+    Replace,
+    // Delete the entry containing `old_text`.
+    Remove,
+    // Show the file as it is now.
+    Read,
+}
+
+/// Arguments of `memory`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(description = "")]
+pub struct MemoryArgs {
+    pub action: MemoryAction,
+    pub target: MemoryTarget,
+    /// The entry text (add, replace).
+    #[serde(default)]
+    pub content: Option<String>,
+    /// A short unique part of the entry to change (replace, remove).
+    #[serde(default)]
+    pub old_text: Option<String>,
+}
+
+/// The `memory` tool over one `$HERALD_HOME`.
+#[derive(Debug, Clone)]
+pub struct MemoryTool {
+    store: MemoryStore,
+}
+
+impl MemoryTool {
+    /// A tool writing to `store`.
+    pub fn new(store: MemoryStore) -> Self {
+        Self { store }
+    }
+}
+
+impl TypedTool for MemoryTool {
+    type Args = MemoryArgs;
+    const NAME: &'static str = "memory";
+    const TOOLSET: &'static str = "memory";
+    const DESCRIPTION: &'static str = "Your memory across sessions. Both files are in the system prompt as of session start; changes show in this tool's results and in later sessions. \
+target=memory: your notes (environment facts, project conventions, tool quirks, lessons that took effort). target=user: the user's profile (preferences, style, corrections). \
+Entries are short; old_text is a few words identifying one entry. Save only durable facts that will help later, never secrets, one-off details or things easy to re-discover (full procedures belong in a skill). \
+Each file has a char limit shown as [% — used/limit]: above ~80%, merge or replace entries before adding; prefer replace over remove+add.";
+    const READ_ONLY: bool = false;
+
+    async fn run(&self, args: MemoryArgs, _ctx: &ToolContext) -> Result<String, ToolError> {
+        let store = self.store.clone();
+        blocking(move || {
+            let content = args.content.as_deref().unwrap_or_default();
+            let old_text = args.old_text.as_deref().unwrap_or_default();
+            let result = match args.action {
+                MemoryAction::Add => store.add(args.target, content).map(|o| o.render()),
+                MemoryAction::Replace => store
+                    .replace(args.target, old_text, content)
+                    .map(|o| o.render()),
+                MemoryAction::Remove => store.remove(args.target, old_text).map(|o| o.render()),
+                MemoryAction::Read => store.read(args.target).map(|s| s.render()),
+            };
+            result.map_err(|err: MemoryError| ToolError::new(err.to_string()))
+        })
+        .await
+    }
+}

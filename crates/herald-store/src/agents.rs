@@ -1,0 +1,383 @@
+//! The agents registry (SPEC §9.2): one row per subagent, written when it is
+//! spawned and updated when it starts and finishes, so background agents are
+//! visible after a restart (`herald agents`) and a resumed parent can restart
+//! the unfinished ones from their stored conversations.
+
+use herald_protocol::TokenTotals;
+use rusqlite::{OptionalExtension, Row, params};
+
+use crate::error::{StoreError, sql};
+use crate::store::{Store, now_ms, to_i64, to_u64};
+
+/// Columns read into an [`AgentRecord`], in order.
+const AGENT_COLUMNS: &str = "id, parent_agent_id, parent_session_id, root_session_id, session_id, \
+    depth, role, goal, context, background, status, exit_reason, result, error, iterations, \
+    input_tokens, output_tokens, cached_tokens, cost_usd, model, created_at, started_at, ended_at, \
+    delivered, spec";
+
+/// An agent about to be spawned.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewAgent {
+    pub id: String,
+    /// The spawning agent (`root` for the top-level agent).
+    pub parent_agent_id: String,
+    /// The session of the spawning agent.
+    pub parent_session_id: String,
+    /// The top-level session of the tree.
+    pub root_session_id: String,
+    /// The child's own session (created when it starts).
+    pub session_id: String,
+    pub depth: u32,
+    /// `leaf` or `orchestrator`.
+    pub role: String,
+    pub goal: String,
+    pub context: Option<String>,
+    pub background: bool,
+    pub model: String,
+    /// Everything needed to rebuild the child after a restart (JSON).
+    pub spec: String,
+}
+
+/// How an agent ended.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AgentFinish {
+    /// `completed | failed | error | timeout | interrupted | cancelled`.
+    pub status: String,
+    pub exit_reason: String,
+    /// The summary or full result JSON handed to the parent.
+    pub result: String,
+    pub error: Option<String>,
+    pub iterations: u32,
+    pub tokens: TokenTotals,
+    pub cost_usd: f64,
+}
+
+/// One row of the registry.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct AgentRecord {
+    pub id: String,
+    pub parent_agent_id: Option<String>,
+    pub parent_session_id: String,
+    pub root_session_id: String,
+    pub session_id: String,
+    pub depth: u32,
+    pub role: String,
+    pub goal: String,
+    pub context: Option<String>,
+    pub background: bool,
+    /// `queued | running | completed | failed | error | timeout | interrupted | cancelled`.
+    pub status: String,
+    pub exit_reason: Option<String>,
+    pub result: Option<String>,
+    pub error: Option<String>,
+    pub iterations: u32,
+    pub tokens: TokenTotals,
+    pub cost_usd: f64,
+    pub model: String,
+    /// Milliseconds since the epoch.
+    pub created_at: i64,
+    pub started_at: Option<i64>,
+    pub ended_at: Option<i64>,
+    /// Whether the parent has been given the result.
+    pub delivered: bool,
+    pub spec: Option<String>,
+}
+
+impl AgentRecord {
+    /// Whether the agent is still queued or running.
+    pub fn is_unfinished(&self) -> bool {
+        matches!(self.status.as_str(), "queued" | "running")
+    }
+}
+
+/// Which agents [`Store::list_agents`] returns (newest first).
+#[derive(Debug, Clone, Default)]
+pub struct AgentFilter {
+    /// Agents of one tree (its top-level session).
+    pub root_session_id: Option<String>,
+    /// Agents spawned directly by one session.
+    pub parent_session_id: Option<String>,
+    pub status: Option<String>,
+    /// At most this many rows; 0 means 100.
+    pub limit: usize,
+}
+
+fn record(row: &Row<'_>) -> rusqlite::Result<AgentRecord> {
+    Ok(AgentRecord {
+        id: row.get(0)?,
+        parent_agent_id: row.get(1)?,
+        parent_session_id: row.get(2)?,
+        root_session_id: row.get(3)?,
+        session_id: row.get(4)?,
+        depth: u32::try_from(row.get::<_, i64>(5)?).unwrap_or(0),
+        role: row.get(6)?,
+        goal: row.get(7)?,
+        context: row.get(8)?,
+        background: row.get::<_, i64>(9)? != 0,
+        status: row.get(10)?,
+        exit_reason: row.get(11)?,
+        result: row.get(12)?,
+        error: row.get(13)?,
+        iterations: u32::try_from(row.get::<_, i64>(14)?).unwrap_or(0),
+        tokens: TokenTotals {
+            input: to_u64(row.get(15)?),
+            output: to_u64(row.get(16)?),
+            cached: to_u64(row.get(17)?),
+        },
+        cost_usd: row.get(18)?,
+        model: row.get(19)?,
+        created_at: row.get(20)?,
+        started_at: row.get(21)?,
+        ended_at: row.get(22)?,
+        delivered: row.get::<_, i64>(23)? != 0,
+        spec: row.get(24)?,
+    })
+}
+
+impl Store {
+    /// Registers an agent as `queued`.
+    pub fn insert_agent(&mut self, agent: &NewAgent) -> Result<(), StoreError> {
+        self.conn
+            .prepare_cached(
+                "INSERT INTO agents (id, parent_agent_id, parent_session_id, root_session_id, \
+                 session_id, depth, role, goal, context, background, status, model, created_at, spec) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 'queued', ?11, ?12, ?13)",
+            )
+            .and_then(|mut s| {
+                s.execute(params![
+                    agent.id,
+                    agent.parent_agent_id,
+                    agent.parent_session_id,
+                    agent.root_session_id,
+                    agent.session_id,
+                    i64::from(agent.depth),
+                    agent.role,
+                    agent.goal,
+                    agent.context,
+                    i64::from(agent.background),
+                    agent.model,
+                    now_ms(),
+                    agent.spec,
+                ])
+            })
+            .map_err(sql(&self.path, "registering an agent"))?;
+        Ok(())
+    }
+
+    /// Marks an agent as running (again, after a restart).
+    pub fn mark_agent_running(&mut self, id: &str) -> Result<(), StoreError> {
+        let changed = self
+            .conn
+            .prepare_cached(
+                "UPDATE agents SET status = 'running', started_at = coalesce(started_at, ?2), \
+                 ended_at = NULL WHERE id = ?1",
+            )
+            .and_then(|mut s| s.execute(params![id, now_ms()]))
+            .map_err(sql(&self.path, "updating an agent"))?;
+        if changed == 0 {
+            return Err(StoreError::UnknownAgent(id.to_owned()));
+        }
+        Ok(())
+    }
+
+    /// Records how an agent ended.
+    pub fn finish_agent(&mut self, id: &str, finish: &AgentFinish) -> Result<(), StoreError> {
+        let changed = self
+            .conn
+            .prepare_cached(
+                "UPDATE agents SET status = ?2, exit_reason = ?3, result = ?4, error = ?5, \
+                 iterations = ?6, input_tokens = ?7, output_tokens = ?8, cached_tokens = ?9, \
+                 cost_usd = ?10, ended_at = ?11 WHERE id = ?1",
+            )
+            .and_then(|mut s| {
+                s.execute(params![
+                    id,
+                    finish.status,
+                    finish.exit_reason,
+                    finish.result,
+                    finish.error,
+                    i64::from(finish.iterations),
+                    to_i64(finish.tokens.input),
+                    to_i64(finish.tokens.output),
+                    to_i64(finish.tokens.cached),
+                    finish.cost_usd,
+                    now_ms(),
+                ])
+            })
+            .map_err(sql(&self.path, "finishing an agent"))?;
+        if changed == 0 {
+            return Err(StoreError::UnknownAgent(id.to_owned()));
+        }
+        Ok(())
+    }
+
+    /// Marks agents whose results the parent has received.
+    pub fn mark_agents_delivered(&mut self, ids: &[String]) -> Result<(), StoreError> {
+        let tx = self
+            .conn
+            .transaction()
+            .map_err(sql(&self.path, "marking agents delivered"))?;
+        for id in ids {
+            tx.prepare_cached("UPDATE agents SET delivered = 1 WHERE id = ?1")
+                .and_then(|mut s| s.execute(params![id]))
+                .map_err(sql(&self.path, "marking agents delivered"))?;
+        }
+        tx.commit()
+            .map_err(sql(&self.path, "marking agents delivered"))
+    }
+
+    /// Sets the status of an agent that is not running in this process
+    /// (`herald agents cancel`, or a synchronous child found unfinished after
+    /// a crash). Finished agents keep their status; returns the record.
+    pub fn cancel_agent(&mut self, id: &str, status: &str) -> Result<AgentRecord, StoreError> {
+        self.conn
+            .prepare_cached(
+                "UPDATE agents SET status = ?2, exit_reason = 'interrupted', ended_at = ?3 \
+                 WHERE id = ?1 AND status IN ('queued', 'running')",
+            )
+            .and_then(|mut s| s.execute(params![id, status, now_ms()]))
+            .map_err(sql(&self.path, "cancelling an agent"))?;
+        self.get_agent(id)?
+            .ok_or_else(|| StoreError::UnknownAgent(id.to_owned()))
+    }
+
+    /// One agent by id.
+    pub fn get_agent(&self, id: &str) -> Result<Option<AgentRecord>, StoreError> {
+        self.conn
+            .prepare_cached(&format!("SELECT {AGENT_COLUMNS} FROM agents WHERE id = ?1"))
+            .and_then(|mut s| s.query_row(params![id], record).optional())
+            .map_err(sql(&self.path, "reading an agent"))
+    }
+
+    /// Agents matching `filter`, newest first.
+    pub fn list_agents(&self, filter: &AgentFilter) -> Result<Vec<AgentRecord>, StoreError> {
+        let limit = if filter.limit == 0 { 100 } else { filter.limit };
+        let mut query = format!("SELECT {AGENT_COLUMNS} FROM agents WHERE 1 = 1");
+        let mut values: Vec<String> = Vec::new();
+        for (column, value) in [
+            ("root_session_id", &filter.root_session_id),
+            ("parent_session_id", &filter.parent_session_id),
+            ("status", &filter.status),
+        ] {
+            if let Some(value) = value {
+                values.push(value.clone());
+                query.push_str(&format!(" AND {column} = ?{}", values.len()));
+            }
+        }
+        query.push_str(&format!(
+            " ORDER BY created_at DESC, rowid DESC LIMIT {}",
+            limit.min(10_000)
+        ));
+        let mut statement = self
+            .conn
+            .prepare_cached(&query)
+            .map_err(sql(&self.path, "listing agents"))?;
+        let rows = statement
+            .query_map(rusqlite::params_from_iter(values.iter()), record)
+            .map_err(sql(&self.path, "listing agents"))?;
+        rows.collect::<Result<Vec<_>, _>>()
+            .map_err(sql(&self.path, "listing agents"))
+    }
+
+    /// Deletes finished agents that ended before `cutoff_ms`; returns how many.
+    pub fn prune_agents(&mut self, cutoff_ms: i64) -> Result<usize, StoreError> {
+        self.conn
+            .prepare_cached(
+                "DELETE FROM agents WHERE status NOT IN ('queued', 'running') \
+                 AND ended_at IS NOT NULL AND ended_at < ?1",
+            )
+            .and_then(|mut s| s.execute(params![cutoff_ms]))
+            .map_err(sql(&self.path, "pruning agents"))
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn agent(id: &str, parent_session: &str, background: bool) -> NewAgent {
+        NewAgent {
+            id: id.into(),
+            parent_agent_id: "root".into(),
+            parent_session_id: parent_session.into(),
+            root_session_id: "root-session".into(),
+            session_id: format!("{id}-session"),
+            depth: 1,
+            role: "leaf".into(),
+            goal: format!("goal of {id}"),
+            context: None,
+            background,
+            model: "m".into(),
+            spec: "{}".into(),
+        }
+    }
+
+    #[test]
+    fn lifecycle_list_cancel_and_prune() {
+        let mut store = Store::open_in_memory().unwrap();
+        store.insert_agent(&agent("a1", "p", true)).unwrap();
+        store.insert_agent(&agent("a2", "p", false)).unwrap();
+        store.insert_agent(&agent("a3", "other", true)).unwrap();
+        store.mark_agent_running("a1").unwrap();
+        let a1 = store.get_agent("a1").unwrap().unwrap();
+        assert_eq!(a1.status, "running");
+        assert!(a1.started_at.is_some() && a1.is_unfinished());
+        store
+            .finish_agent(
+                "a1",
+                &AgentFinish {
+                    status: "completed".into(),
+                    exit_reason: "completed".into(),
+                    result: "done".into(),
+                    error: None,
+                    iterations: 3,
+                    tokens: TokenTotals {
+                        input: 10,
+                        output: 5,
+                        cached: 2,
+                    },
+                    cost_usd: 0.5,
+                },
+            )
+            .unwrap();
+        let a1 = store.get_agent("a1").unwrap().unwrap();
+        assert_eq!((a1.status.as_str(), a1.iterations), ("completed", 3));
+        assert_eq!(a1.tokens.output, 5);
+        let listed = store
+            .list_agents(&AgentFilter {
+                parent_session_id: Some("p".into()),
+                ..AgentFilter::default()
+            })
+            .unwrap();
+        assert_eq!(
+            listed.iter().map(|a| a.id.as_str()).collect::<Vec<_>>(),
+            ["a2", "a1"]
+        );
+        let running = store
+            .list_agents(&AgentFilter {
+                status: Some("queued".into()),
+                ..AgentFilter::default()
+            })
+            .unwrap();
+        assert_eq!(running.len(), 2);
+        // Cancelling a finished agent keeps its status.
+        assert_eq!(
+            store.cancel_agent("a1", "cancelled").unwrap().status,
+            "completed"
+        );
+        assert_eq!(
+            store.cancel_agent("a3", "cancelled").unwrap().status,
+            "cancelled"
+        );
+        assert!(matches!(
+            store.cancel_agent("ghost", "cancelled"),
+            Err(StoreError::UnknownAgent(_))
+        ));
+        store.mark_agents_delivered(&["a1".into()]).unwrap();
+        assert!(store.get_agent("a1").unwrap().unwrap().delivered);
+        // Only finished agents are pruned.
+        assert_eq!(store.prune_agents(i64::MAX).unwrap(), 2);
+        assert!(store.get_agent("a2").unwrap().is_some());
+    }
+}
