@@ -5,6 +5,9 @@
 //! binary first). Prints a Markdown table for docs/BENCHMARKS.md.
 
 mod child;
+mod exec;
+mod prompt;
+mod delegation_bench;
 mod stats;
 mod store_bench;
 
@@ -173,7 +176,7 @@ pub(crate) fn ms(d: Duration) -> f64 {
 }
 
 fn main() -> Result<()> {
-    // `herald-bench store` or `herald-bench agent` runs one part; default both.
+    // `herald-bench store|agent|prompt|...` runs one part; default all.
     let part = std::env::args().nth(1).unwrap_or_default();
     println!("| measure | target | result |");
     println!("|---|---|---|");
@@ -182,6 +185,15 @@ fn main() -> Result<()> {
     }
     if part.is_empty() || part == "agent" {
         agent_benchmarks()?;
+    }
+    if part.is_empty() || part == "exec" {
+        exec::run()?;
+    }
+    if part.is_empty() || part == "prompt" {
+        prompt::run(&herald_binary()?, part == "prompt")?;
+    }
+    if part.is_empty() || part == "delegation" {
+        delegation_bench::run(&herald_binary()?)?;
     }
     Ok(())
 }

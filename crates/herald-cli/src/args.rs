@@ -51,6 +51,8 @@ pub(crate) struct CommonArgs {
 pub(crate) enum Command {
     /// Run one prompt to completion and print the final answer.
     Run(RunArgs),
+    /// Check the configuration, provider, store and execute_code support.
+    Doctor(DoctorArgs),
     /// List, show, search, export, import, delete and prune stored sessions.
     Sessions {
         #[command(subcommand)]
@@ -66,6 +68,62 @@ pub(crate) enum Command {
         #[command(subcommand)]
         action: ConfigAction,
     },
+    /// Show or edit the agent's memory (MEMORY.md and USER.md).
+    Memory {
+        #[command(subcommand)]
+        action: MemoryAction,
+    },
+    /// List, view, create and delete skills.
+    Skills {
+        #[command(subcommand)]
+        action: SkillsAction,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum MemoryAction {
+    /// Both memory files with their usage.
+    Show {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Open a memory file in $VISUAL or $EDITOR (prints its path when neither is set).
+    Edit {
+        /// memory (your agent's notes, MEMORY.md) or user (your profile, USER.md).
+        #[arg(long, default_value = "memory", value_parser = ["memory", "user"])]
+        target: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum SkillsAction {
+    /// Every skill found ($HERALD_HOME/skills, .agents/skills, .claude/skills).
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// A skill's SKILL.md and its linked files.
+    View {
+        name: String,
+        /// Show this linked file instead (e.g. references/api.md).
+        #[arg(long)]
+        file: Option<String>,
+    },
+    /// Create a skill in $HERALD_HOME/skills.
+    Create {
+        name: String,
+        /// When the skill should be used (shown in every session's skills index).
+        #[arg(long)]
+        description: String,
+        /// Optional category.
+        #[arg(long)]
+        category: Option<String>,
+        /// Markdown body from this file (`-` reads stdin); a template otherwise.
+        #[arg(long)]
+        body: Option<PathBuf>,
+    },
+    /// Delete a skill from $HERALD_HOME/skills.
+    Delete { name: String },
 }
 
 #[derive(Debug, Args)]
@@ -107,6 +165,13 @@ pub(crate) enum AgentsAction {
         #[arg(long)]
         json: bool,
     },
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct DoctorArgs {
+    /// Print the report as one JSON object.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Subcommand)]

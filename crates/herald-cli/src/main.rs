@@ -4,11 +4,14 @@
 mod agents_cmd;
 mod args;
 mod config_cmd;
+mod doctor;
+mod memory_cmd;
 mod render;
 mod repl;
 mod run;
 mod sessions_cmd;
 mod setup;
+mod skills_cmd;
 mod tree;
 
 use std::process::ExitCode;
@@ -49,8 +52,20 @@ impl CliError {
     }
 }
 
+/// Many concurrent subagents each hold a provider connection (and their
+/// tools open files): lift the soft open-file limit to the hard one.
+fn raise_open_file_limit() {
+    use nix::sys::resource::{Resource, getrlimit, setrlimit};
+    if let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE)
+        && soft < hard
+    {
+        let _ = setrlimit(Resource::RLIMIT_NOFILE, hard, hard);
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    raise_open_file_limit();
     let result = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -73,11 +88,14 @@ async fn dispatch(cli: Cli) -> Result<Exit, CliError> {
     match cli.command {
         None => repl::interactive(&cli.common).await,
         Some(Command::Run(run_args)) => run::run(&cli.common, run_args).await,
+        Some(Command::Doctor(args)) => doctor::doctor(&cli.common, args).await,
         Some(Command::Sessions { action }) => sessions_cmd::sessions(&cli.common, action).await,
         Some(Command::Agents { action }) => agents_cmd::agents(&cli.common, action).await,
         Some(Command::Config { action }) => match action {
             ConfigAction::Path => config_cmd::path(&cli.common),
             ConfigAction::Show => config_cmd::show(&cli.common),
         },
+        Some(Command::Memory { action }) => memory_cmd::memory(&cli.common, action).await,
+        Some(Command::Skills { action }) => skills_cmd::skills(&cli.common, action).await,
     }
 }

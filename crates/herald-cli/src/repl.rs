@@ -1,6 +1,9 @@
 //! `herald` with no arguments: a line-based interactive loop over one session.
 
+use std::sync::Arc;
+
 use herald_core::{EventSink, ExitReason};
+use herald_knowledge::{Clarifier, LineClarifier};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio_util::sync::CancellationToken;
 
@@ -15,12 +18,21 @@ pub(crate) async fn interactive(common: &CommonArgs) -> Result<Exit, CliError> {
     let renderer = Renderer::start(Mode::Human { stream_text: true });
     let store = setup::open_store(&settings.home)?;
     let callback = renderer.callback();
+    // Input lines are shared with `clarify`, which reads its answers from
+    // them while a turn runs (the loop below only reads between turns).
+    let lines = Arc::new(tokio::sync::Mutex::new(
+        BufReader::new(tokio::io::stdin()).lines(),
+    ));
+    let clarifier: Arc<dyn Clarifier> = Arc::new(LineClarifier::new(
+        Arc::clone(&lines),
+        Box::new(std::io::stderr()),
+    ));
     let setup::StartedSession {
         session_id,
         mut agent,
         delegation,
         ..
-    } = setup::start_session(common, &settings, &store, true, |id| {
+    } = setup::start_session_with(common, &settings, &store, true, Some(clarifier), |id| {
         EventSink::new(id, "root", callback)
     })
     .await?;
@@ -34,13 +46,12 @@ pub(crate) async fn interactive(common: &CommonArgs) -> Result<Exit, CliError> {
         settings.provider.as_str(),
         settings.cwd.display()
     );
-    let mut lines = BufReader::new(tokio::io::stdin()).lines();
     let mut stdout = tokio::io::stdout();
     let exit = loop {
         let _ = stdout.write_all(b"\n> ").await;
         let _ = stdout.flush().await;
         let line = tokio::select! {
-            line = lines.next_line() => line,
+            line = async { lines.lock().await.next_line().await } => line,
             _ = tokio::signal::ctrl_c() => break Exit::Interrupted,
         };
         let line = match line {

@@ -76,6 +76,19 @@ pub(crate) async fn start_session(
     stream_deltas: bool,
     events: impl FnOnce(&str) -> EventSink,
 ) -> Result<StartedSession, CliError> {
+    start_session_with(common, settings, store, stream_deltas, None, events).await
+}
+
+/// [`start_session`] for a front end that can ask the user: `clarifier`
+/// backs the `clarify` tool (without one it tells the model nobody is there).
+pub(crate) async fn start_session_with(
+    common: &CommonArgs,
+    settings: &Settings,
+    store: &StoreHandle,
+    stream_deltas: bool,
+    clarifier: Option<Arc<dyn herald_knowledge::Clarifier>>,
+    events: impl FnOnce(&str) -> EventSink,
+) -> Result<StartedSession, CliError> {
     let client = Arc::new(LlmClient::new(settings.client_config()).map_err(CliError::failed)?);
     let gone = |err: herald_core::StoreGone| CliError::failed(err);
     let existing = if let Some(id) = &common.resume {
@@ -124,6 +137,9 @@ pub(crate) async fn start_session(
     // Built before anything is written, so a bad --toolsets changes nothing.
     let registry = build_registry_with(settings, Some((store, &session_id)), |registry| {
         delegation.register_tools(registry, &root_scope);
+        if let Some(clarifier) = clarifier {
+            registry.register(herald_knowledge::clarify_tool(Some(clarifier)));
+        }
     })
     .map_err(CliError::usage)?;
     let (system_prompt, history, resumed) = match existing {
@@ -189,6 +205,9 @@ pub(crate) async fn start_session(
         await_background: true,
     });
     agent.set_compression(settings.compression.clone());
+    if resumed {
+        restore_todos(store, &session_id, &agent).await?;
+    }
     agent.events().emit(EventKind::SessionStarted {
         model: settings.model.clone(),
         provider: settings.provider.as_str().to_owned(),
@@ -221,9 +240,37 @@ pub(crate) async fn start_session(
     })
 }
 
+/// Puts a resumed session's stored task list back on its agent. An
+/// unreadable list is reported and dropped rather than blocking the resume.
+async fn restore_todos(
+    store: &StoreHandle,
+    session_id: &str,
+    agent: &Agent,
+) -> Result<(), CliError> {
+    let id = session_id.to_owned();
+    let stored = store
+        .call(move |s| s.load_todos(&id))
+        .await
+        .map_err(CliError::failed)?
+        .map_err(CliError::failed)?;
+    if let Some(json) = stored
+        && let Err(err) = agent.state().todos.restore(&json)
+    {
+        eprintln!(
+            "herald: warning: the stored task list of {session_id} is unreadable ({err}); continuing with an empty list"
+        );
+    }
+    Ok(())
+}
+
 /// What the system prompt of a new root session is built from (SPEC §6):
 /// the working directory, model, `$HERALD_HOME` (for `SOUL.md`), and the
 /// memory and skills layers.
 fn prompt_inputs(settings: &Settings) -> herald_core::PromptInputs {
-    herald_core::PromptInputs::new(&settings.cwd, &settings.model).with_home(&settings.home)
+    let mut inputs =
+        herald_core::PromptInputs::new(&settings.cwd, &settings.model).with_home(&settings.home);
+    let limits = herald_core::memory_limits(&settings.memory);
+    inputs.memory_block = herald_knowledge::memory_prompt_block(&settings.home, &limits);
+    inputs.skills_index = herald_knowledge::skills_prompt_index(&settings.home, &settings.cwd);
+    inputs
 }

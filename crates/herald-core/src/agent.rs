@@ -382,8 +382,15 @@ impl Agent {
                 .last()
                 .map(|m| m.tool_calls.clone())
                 .unwrap_or_default();
-            let results =
-                run_tool_calls(&self.registry, &calls, &self.state, cancel, &self.events).await;
+            let results = run_tool_calls(
+                &self.registry,
+                &calls,
+                &self.state,
+                cancel,
+                &self.events,
+                self.recorder.as_ref(),
+            )
+            .await;
             self.messages.extend(results);
             if let Some(notices) = self.take_notices()
                 && let Some(last) = self.messages.last_mut()
@@ -410,7 +417,9 @@ impl Agent {
             self.persisted = self.messages.len();
             return Ok(());
         };
-        if self.persisted >= self.messages.len() {
+        // The task list is saved in the same round trip when it changed.
+        let todos = self.state.todos.take_changed();
+        if self.persisted >= self.messages.len() && todos.is_none() {
             return Ok(());
         }
         let pending = self.messages[self.persisted..].to_vec();
@@ -424,7 +433,13 @@ impl Agent {
                     // Usage is bookkeeping: its failure must not stop the turn.
                     let _ = store.record_usage(&session, &model, &usage, Some(cost));
                 }
-                store.append_messages(&session, &pending)
+                if !pending.is_empty() {
+                    store.append_messages(&session, &pending)?;
+                }
+                match todos {
+                    Some(items) => store.save_todos(&session, &items),
+                    None => Ok(()),
+                }
             })
             .await
         {

@@ -9,6 +9,7 @@ mod config_sections;
 pub mod delegation;
 mod events;
 mod history;
+mod nested_calls;
 mod persist;
 mod prompt;
 mod session_search;
@@ -27,8 +28,10 @@ pub use prompt::{
 };
 pub use session_search::{SessionSearch, SessionSearchArgs};
 
-/// Builds the tool registry an agent gets from settings: every built-in tool
-/// (plus `session_search` when a store is given), narrowed to `--toolsets`.
+/// Builds the tool registry an agent gets from settings: every built-in tool,
+/// the todo tools, the knowledge tools (`memory`, skills, a headless
+/// `clarify`) and `session_search` when a store is given, narrowed to
+/// `--toolsets`.
 pub fn build_registry(
     settings: &Settings,
     store: Option<(&StoreHandle, &str)>,
@@ -44,7 +47,19 @@ pub fn build_registry_with(
     extra: impl FnOnce(&mut herald_tools::ToolRegistry),
 ) -> Result<herald_tools::ToolRegistry, ConfigError> {
     let mut registry = herald_tools::builtin::default_registry(settings.output_limit_chars);
+    registry.register(herald_tools::typed(herald_tools::builtin::TodoWrite));
+    registry.register(herald_tools::typed(herald_tools::builtin::TodoRead));
+    herald_knowledge::register(
+        &mut registry,
+        &herald_knowledge::KnowledgeSetup {
+            home: settings.home.clone(),
+            cwd: settings.cwd.clone(),
+            memory: memory_limits(&settings.memory),
+            clarifier: None,
+        },
+    );
     extra(&mut registry);
+    register_execute_code(&mut registry, settings);
     if let Some((store, session_id)) = store {
         registry.register(herald_tools::typed(SessionSearch::new(
             store.clone(),
@@ -57,6 +72,35 @@ pub fn build_registry_with(
             .map_err(|err| ConfigError::Invalid(format!("--toolsets: {err}")))?;
     }
     Ok(registry)
+}
+
+/// Adds `execute_code` (SPEC §12) when a Python interpreter is found; only
+/// a `PATH` lookup here, `herald doctor` says why it is missing.
+fn register_execute_code(registry: &mut herald_tools::ToolRegistry, settings: &Settings) {
+    let exec = &settings.code_execution;
+    if let Ok(python) = herald_exec::find_python(&exec.python) {
+        registry.register(herald_tools::typed(herald_exec::ExecuteCode::new(
+            herald_exec::ExecConfig {
+                python,
+                timeout: std::time::Duration::from_secs(exec.timeout.max(1)),
+                max_tool_calls: exec.max_tool_calls,
+                landlock: exec.landlock,
+                result_limit_chars: settings.output_limit_chars,
+            },
+        )));
+    }
+}
+
+/// `[memory]` of the settings in the form the knowledge system takes: used
+/// for the `memory` tool and for the memory snapshot of the system prompt
+/// (`herald_knowledge::memory_prompt_block`).
+pub fn memory_limits(memory: &config::MemoryConfig) -> herald_knowledge::MemoryLimits {
+    herald_knowledge::MemoryLimits {
+        memory_enabled: memory.memory_enabled,
+        user_enabled: memory.user_profile_enabled,
+        memory_chars: memory.memory_char_limit,
+        user_chars: memory.user_char_limit,
+    }
 }
 
 /// A new, unique session id (`ses_<unix-ms>_<random>`).

@@ -60,6 +60,13 @@ impl StoreHandle {
         }
     }
 
+    /// Queues `job` on the store thread without waiting for it: for records
+    /// whose failure must not hold up the agent (nested tool calls). Jobs
+    /// still run in order, so later awaited writes land after it.
+    pub fn submit(&self, job: impl FnOnce(&mut Store) + Send + 'static) -> Result<(), StoreGone> {
+        self.jobs.send(Box::new(job)).map_err(|_| StoreGone)
+    }
+
     /// Runs `job` on the store thread and waits for its result.
     pub async fn call<R: Send + 'static>(
         &self,

@@ -7,10 +7,10 @@ use std::time::{Duration, Instant};
 
 use futures_util::future::join_all;
 use herald_protocol::{EventKind, Message, ToolCall, ToolStatus};
-use herald_tools::{AgentState, ToolContext, ToolRegistry, ToolResult};
+use herald_tools::{AgentState, CallObserver, ToolContext, ToolRegistry, ToolResult};
 use tokio_util::sync::CancellationToken;
 
-use crate::EventSink;
+use crate::{EventSink, Recorder, nested_calls};
 
 /// How long a tool may take to wind down after an interrupt before it is dropped.
 const INTERRUPT_GRACE: Duration = Duration::from_secs(3);
@@ -31,25 +31,49 @@ pub(crate) async fn run_tool_calls(
     state: &Arc<AgentState>,
     cancel: &CancellationToken,
     events: &EventSink,
+    recorder: Option<&Recorder>,
 ) -> Vec<Message> {
+    let observer = nested_calls::observer(events, recorder);
+    let observer = &observer;
     let concurrent = calls.len() > 1 && calls.iter().all(|c| registry.is_read_only(&c.name));
-    if concurrent {
-        return join_all(
+    let mut results = if concurrent {
+        join_all(
             calls
                 .iter()
-                .map(|call| run_one(registry, call, state, cancel, events)),
+                .map(|call| run_one(registry, call, state, cancel, events, observer)),
         )
-        .await;
-    }
-    let mut results = Vec::with_capacity(calls.len());
-    for call in calls {
-        if cancel.is_cancelled() {
-            results.push(not_started(call));
-        } else {
-            results.push(run_one(registry, call, state, cancel, events).await);
+        .await
+    } else {
+        let mut results = Vec::with_capacity(calls.len());
+        for call in calls {
+            if cancel.is_cancelled() {
+                results.push(not_started(call));
+            } else {
+                results.push(run_one(registry, call, state, cancel, events, observer).await);
+            }
         }
+        results
+    };
+    if !cancel.is_cancelled() {
+        append_todo_nudge(calls, &mut results, state);
     }
     results
+}
+
+/// Counts the batch against the task list and, when a reminder is due (SPEC
+/// §8.1), appends it as one line to the batch's last result: the newest
+/// message, so no earlier part of the conversation changes.
+fn append_todo_nudge(calls: &[ToolCall], results: &mut [Message], state: &AgentState) {
+    let outcome = calls
+        .iter()
+        .zip(results.iter())
+        .map(|(call, result)| (call.name.as_str(), result.is_error));
+    if let Some(line) = state.todos.after_batch(outcome)
+        && let Some(last) = results.last_mut()
+    {
+        last.content.push_str("\n\n");
+        last.content.push_str(line);
+    }
 }
 
 async fn run_one(
@@ -58,6 +82,7 @@ async fn run_one(
     state: &Arc<AgentState>,
     cancel: &CancellationToken,
     events: &EventSink,
+    observer: &Arc<dyn CallObserver>,
 ) -> Message {
     events.emit(EventKind::ToolStarted {
         call_id: call.id.clone(),
@@ -66,7 +91,8 @@ async fn run_one(
     });
     let started = Instant::now();
     let ctx = ToolContext::new(Arc::clone(state), cancel.child_token())
-        .with_call(&call.id, Arc::clone(registry));
+        .with_call(&call.id, Arc::clone(registry))
+        .with_observer(Arc::clone(observer));
     let execution = registry.execute(call, &ctx);
     tokio::pin!(execution);
     let result = tokio::select! {

@@ -55,21 +55,34 @@ impl Capture {
     /// of `stream` was left out. Invalid UTF-8 becomes U+FFFD; a cut never
     /// splits a character.
     pub(crate) fn render(&self, stream: &str) -> String {
-        let kept = (self.head.len() + self.tail.len()) as u64;
-        let head = utf8_prefix(&self.head);
-        let tail_bytes: Vec<u8> = self.tail.iter().copied().collect();
-        if kept == self.total {
-            let mut all = self.head.clone();
-            all.extend_from_slice(&tail_bytes);
-            return String::from_utf8_lossy(&all).into_owned();
+        self.render_within(stream, usize::MAX)
+    }
+
+    /// Like [`Capture::render`], keeping at most `max_bytes` of the captured
+    /// bytes (head and tail in the same proportion).
+    pub(crate) fn render_within(&self, stream: &str, max_bytes: usize) -> String {
+        // The stream's first bytes followed by its last ones.
+        let mut kept = self.head.clone();
+        kept.extend(self.tail.iter());
+        if kept.len() as u64 == self.total && kept.len() <= max_bytes {
+            return String::from_utf8_lossy(&kept).into_owned();
         }
-        let tail = utf8_suffix(&tail_bytes);
+        let (head_len, tail_len) = if kept.len() <= max_bytes {
+            (self.head.len(), self.tail.len())
+        } else {
+            let cap = (self.head_cap + self.tail_cap).max(1) as u64;
+            let head_len = (max_bytes as u64 * self.head_cap as u64 / cap) as usize;
+            (head_len, max_bytes - head_len)
+        };
+        let head = &kept[..head_len];
+        let tail = &kept[kept.len() - tail_len..];
+        let omitted = self.total - (head_len + tail_len) as u64;
         format!(
             "{}\n\n[... {} bytes of {stream} omitted; it was {} bytes in all. Print less: filter or summarise in the script ...]\n\n{}",
-            String::from_utf8_lossy(head),
-            self.total - kept,
+            String::from_utf8_lossy(utf8_prefix(head)),
+            omitted,
             self.total,
-            String::from_utf8_lossy(tail)
+            String::from_utf8_lossy(utf8_suffix(tail))
         )
     }
 }
@@ -126,6 +139,22 @@ mod tests {
         assert!(text.starts_with(std::str::from_utf8(&data[..60]).unwrap_or_default()));
         assert!(text.ends_with(std::str::from_utf8(&data[9960..]).unwrap_or_default()));
         assert!(text.contains("9900 bytes of stdout omitted"), "{text}");
+    }
+
+    #[test]
+    fn render_within_keeps_the_proportion() {
+        let mut c = Capture::new(100, 60);
+        c.push(&[b'a'; 1000]);
+        c.push(&[b'z'; 1000]);
+        let text = c.render_within("stdout", 10);
+        assert!(text.starts_with("aaaaaa\n"), "{text}");
+        assert!(text.ends_with("\nzzzz"), "{text}");
+        assert!(text.contains("1990 bytes of stdout omitted"), "{text}");
+        assert_eq!(c.render_within("stdout", 5000), c.render("stdout"));
+        let mut short = Capture::new(100, 60);
+        short.push(b"0123456789");
+        let text = short.render_within("stdout", 4);
+        assert!(text.starts_with("01\n") && text.ends_with("\n89"), "{text}");
     }
 
     #[test]

@@ -53,7 +53,7 @@ pub(crate) enum Ending {
 #[derive(Debug)]
 pub(crate) struct Finished {
     pub ending: Ending,
-    pub stdout: String,
+    pub stdout: Capture,
     pub stderr: String,
 }
 
@@ -152,7 +152,7 @@ pub(crate) async fn supervise(
     };
     Finished {
         ending,
-        stdout: stdout.render("stdout"),
+        stdout,
         stderr: stderr.render("stderr"),
     }
 }

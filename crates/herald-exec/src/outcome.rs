@@ -4,8 +4,9 @@
 
 use std::time::Duration;
 
-use herald_tools::truncate_head_tail;
 use serde::Serialize;
+
+use crate::capture::Capture;
 
 /// How a run ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -22,11 +23,14 @@ pub(crate) enum Status {
 }
 
 /// One run's result.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Serialize)]
 pub(crate) struct Outcome {
     pub status: Status,
     /// The script's stdout (head and tail when long).
     pub output: String,
+    /// Where `output` came from, to cut it further when the JSON is too long.
+    #[serde(skip)]
+    pub stdout: Option<Capture>,
     /// What went wrong: the traceback, the timeout, the setup failure.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
@@ -43,6 +47,7 @@ impl Outcome {
         Self {
             status: Status::Error,
             output: String::new(),
+            stdout: None,
             error: Some(message.into()),
             stderr: None,
             tool_calls_made: 0,
@@ -55,21 +60,19 @@ impl Outcome {
     /// own cut never breaks the JSON.
     pub(crate) fn render(mut self, limit: usize) -> String {
         let mut text = to_json(&self);
-        if limit == 0 {
+        let Some(stdout) = self.stdout.take() else {
             return text;
-        }
-        let full_output = std::mem::take(&mut self.output);
-        let mut budget = full_output.chars().count();
-        self.output = full_output.clone();
+        };
+        let mut budget = self.output.len();
         for _ in 0..8 {
             let len = text.chars().count();
-            if len <= limit || budget == 0 {
+            if limit == 0 || len <= limit || budget == 0 {
                 break;
             }
             // Shrink in proportion (escapes make the JSON longer than the
             // text), with some slack for the marker and the other fields.
             budget = (budget.saturating_mul(limit) / len).saturating_sub(256);
-            self.output = truncate_head_tail(&full_output, budget).into_owned();
+            self.output = stdout.render_within("stdout", budget);
             text = to_json(&self);
         }
         text
@@ -95,9 +98,12 @@ mod tests {
     use super::*;
 
     fn outcome(output: &str) -> Outcome {
+        let mut stdout = Capture::new(50 * 1024, 60);
+        stdout.push(output.as_bytes());
         Outcome {
             status: Status::Success,
-            output: output.to_owned(),
+            output: stdout.render("stdout"),
+            stdout: Some(stdout),
             error: None,
             stderr: None,
             tool_calls_made: 2,
@@ -116,13 +122,15 @@ mod tests {
 
     #[test]
     fn long_output_is_cut_so_the_json_fits_the_limit() {
-        let long = "line with \"quotes\" and \\ escapes\n".repeat(5000);
+        let long = "line with \"quotes\" and \\ escapes\n".repeat(1000);
         let text = outcome(&long).render(10_000);
         assert!(text.chars().count() <= 10_000, "{}", text.len());
         let v: serde_json::Value = serde_json::from_str(&text).unwrap();
         let out = v["output"].as_str().unwrap();
         assert!(out.starts_with("line with"));
-        assert!(out.contains("characters omitted"));
+        let marker = format!("bytes of stdout omitted; it was {} bytes", long.len());
+        assert!(out.contains(&marker), "{out}");
+        assert!(out.ends_with("escapes\n"));
         assert_eq!(v["tool_calls_made"], 2);
     }
 }

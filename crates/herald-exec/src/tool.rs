@@ -238,7 +238,8 @@ fn summarize(
     let stderr = (status == Status::Success && !stderr.trim().is_empty()).then_some(stderr);
     Outcome {
         status,
-        output: finished.stdout,
+        output: finished.stdout.render("stdout"),
+        stdout: Some(finished.stdout),
         error,
         stderr,
         tool_calls_made: calls,

@@ -91,11 +91,9 @@ impl Clarify {
 #[schemars(description = "")]
 pub struct ClarifyArgs {
     pub question: String,
-    /// Up to 6 short options.
-    #[serde(default)]
+    /// Up to 6.
     pub choices: Option<Vec<String>>,
-    /// Let the user type their own answer (default true).
-    #[serde(default)]
+    /// Default true.
     pub allow_freetext: Option<bool>,
 }
 

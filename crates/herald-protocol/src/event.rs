@@ -76,6 +76,18 @@ pub enum EventKind {
         output_bytes: u64,
         duration_ms: u64,
     },
+    /// A tool call made by an `execute_code` script (SPEC §12); it is stored
+    /// with the session but never enters the model's context.
+    #[serde(rename = "sandbox.call")]
+    SandboxCall {
+        /// The `execute_code` call the script belongs to.
+        parent_call_id: String,
+        name: String,
+        status: ToolStatus,
+        args_bytes: u64,
+        output_bytes: u64,
+        duration_ms: u64,
+    },
     #[serde(rename = "usage")]
     Usage {
         input_tokens: u64,

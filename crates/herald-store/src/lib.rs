@@ -25,6 +25,7 @@
 
 mod agents;
 mod error;
+mod events;
 mod import;
 mod messages;
 mod migrations;
@@ -40,6 +41,7 @@ pub mod bench;
 
 pub use agents::{AgentFilter, AgentFinish, AgentRecord, NewAgent};
 pub use error::StoreError;
+pub use events::StoredEvent;
 pub use import::{BadLine, ImportReport};
 pub use migrations::SCHEMA_VERSION;
 pub use records::{

@@ -14,6 +14,9 @@ mod runtime;
 mod scope;
 mod tools;
 
+#[cfg(test)]
+mod tests;
+
 pub use args::{ChildRole, ChildTask, DelegateArgs, TaskArg, child_tasks};
 pub use budget::TokenBudget;
 pub use inbox::{Inbox, Notice, render_notices};

@@ -34,7 +34,7 @@ The agent that delegated it sees only your final answer, not your steps.\n\n# Ta
     ));
     if depth.can_delegate {
         let next = depth.depth + 1;
-        let grandchildren = if next + 1 < depth.max_depth {
+        let grandchildren = if next < depth.max_depth {
             "may delegate further if you make them orchestrators"
         } else {
             "cannot delegate further"

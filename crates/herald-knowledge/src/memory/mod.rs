@@ -27,10 +27,12 @@ pub const ENTRY_SEPARATOR: &str = "§";
 /// Which of the two memory files an operation addresses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
+#[schemars(description = "")]
 pub enum MemoryTarget {
-    /// `MEMORY.md`: the agent's own notes.
+    // `MEMORY.md`: the agent's own notes. (Plain comments keep the schema a
+    // simple string enum.)
     Memory,
-    /// `USER.md`: what the agent knows about the user.
+    // `USER.md`: what the agent knows about the user.
     User,
 }
 

@@ -84,7 +84,7 @@ mod tests {
         assert_eq!(
             block,
             "# Memory (as of session start)\n\n\
-             MEMORY (your notes) [1% — 34/2,200 chars]\nRepo uses Poetry\n§\nCI runs on push\n\n\
+             MEMORY (your notes) [2% — 34/2,200 chars]\nRepo uses Poetry\n§\nCI runs on push\n\n\
              USER PROFILE (about the user) [1% — 11/1,375 chars]\nName is Ada"
         );
     }

@@ -413,7 +413,9 @@ mod tests {
         assert_eq!(snap.entries.len(), 2);
         assert_eq!(
             snap.usage.used,
-            "Repo uses Poetry, not pip\n§\nTests run with `make test`".len()
+            "Repo uses Poetry, not pip\n§\nTests run with `make test`"
+                .chars()
+                .count()
         );
         let text = out.render();
         assert!(

@@ -10,6 +10,7 @@ use crate::fsutil::blocking;
 /// What a `memory` call does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
+#[schemars(description = "")]
 pub enum MemoryAction {
     // Append `content` as a new entry.
     Add,
@@ -27,11 +28,9 @@ pub enum MemoryAction {
 pub struct MemoryArgs {
     pub action: MemoryAction,
     pub target: MemoryTarget,
-    /// The entry text (add, replace).
-    #[serde(default)]
+    /// Entry text (add, replace).
     pub content: Option<String>,
-    /// A short unique part of the entry to change (replace, remove).
-    #[serde(default)]
+    /// Unique part of the entry to change (replace, remove).
     pub old_text: Option<String>,
 }
 

@@ -24,6 +24,7 @@ pub use tools::{
     SkillManage, SkillManageAction, SkillManageArgs, SkillView, SkillViewArgs, SkillsList,
     SkillsListArgs,
 };
+pub use view::{render_file, render_skill};
 
 /// Longest skill name.
 pub const MAX_NAME_CHARS: usize = 64;

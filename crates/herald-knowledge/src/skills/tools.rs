@@ -30,8 +30,6 @@ impl SkillsList {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[schemars(description = "")]
 pub struct SkillsListArgs {
-    /// Only skills of this category.
-    #[serde(default)]
     pub category: Option<String>,
 }
 
@@ -124,8 +122,7 @@ impl SkillView {
 #[schemars(description = "")]
 pub struct SkillViewArgs {
     pub name: String,
-    /// A linked file, relative to the skill folder.
-    #[serde(default)]
+    /// e.g. references/api.md
     pub file_path: Option<String>,
 }
 
@@ -154,6 +151,7 @@ With file_path (e.g. references/api.md) load one linked file instead.";
 /// What a `skill_manage` call does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
+#[schemars(description = "")]
 pub enum SkillManageAction {
     Create,
     Edit,
@@ -169,15 +167,11 @@ pub enum SkillManageAction {
 pub struct SkillManageArgs {
     pub action: SkillManageAction,
     pub name: String,
-    /// create/edit: the whole SKILL.md; write_file: the file's text.
-    #[serde(default)]
+    /// create/edit: whole SKILL.md; write_file: file text.
     pub content: Option<String>,
-    #[serde(default)]
     pub old_string: Option<String>,
-    #[serde(default)]
     pub new_string: Option<String>,
-    /// Linked file under references/, templates/, scripts/ or assets/.
-    #[serde(default)]
+    /// e.g. references/api.md
     pub file_path: Option<String>,
 }
 

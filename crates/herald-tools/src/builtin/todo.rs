@@ -534,10 +534,10 @@ pub struct TodoWrite;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[schemars(description = "")]
 pub struct TodoWriteArgs {
-    /// Items in priority order.
+    // Items in priority order; the tool description explains the fields.
     #[schemars(schema_with = "todo_items_schema")]
     pub todos: Vec<Value>,
-    /// false: replace the list; true: update by id, append new ids.
+    // false replaces the list; true updates by id and appends new ids.
     #[serde(default)]
     pub merge: bool,
 }

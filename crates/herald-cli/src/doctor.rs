@@ -1,0 +1,315 @@
+//! `herald doctor`: one line per check (config, credentials, provider,
+//! store, Python for `execute_code`, Landlock), each `ok`, `warn` or `fail`.
+//! Exits 1 when a check fails. Never prints a key.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use herald_core::{Config, ProviderKind, Settings};
+use herald_exec::LandlockSupport;
+use serde::Serialize;
+
+use crate::args::{CommonArgs, DoctorArgs};
+use crate::{CliError, Exit, setup};
+
+/// How long the provider probe may take.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The verdict of one check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+enum Level {
+    Ok,
+    Warn,
+    Fail,
+}
+
+/// One line of the report.
+#[derive(Debug, Serialize)]
+struct Check {
+    name: &'static str,
+    status: Level,
+    detail: String,
+}
+
+fn check(name: &'static str, status: Level, detail: impl Into<String>) -> Check {
+    Check {
+        name,
+        status,
+        detail: detail.into(),
+    }
+}
+
+/// Runs every check and prints the report.
+pub(crate) async fn doctor(common: &CommonArgs, args: DoctorArgs) -> Result<Exit, CliError> {
+    let env = setup::environment();
+    let (home, config_path) = setup::config_location(common, &env);
+    let mut checks = Vec::new();
+    let config = config_check(&config_path, &mut checks);
+    let settings = match &config {
+        Some(_) => match setup::settings(common) {
+            Ok(settings) => {
+                checks.push(credentials_check(&settings, &env));
+                Some(settings)
+            }
+            Err(err) => {
+                checks.push(check(
+                    "credentials",
+                    Level::Fail,
+                    format!("{:#}", err.error),
+                ));
+                None
+            }
+        },
+        None => {
+            checks.push(check(
+                "credentials",
+                Level::Warn,
+                "not checked: the config file does not parse",
+            ));
+            None
+        }
+    };
+    checks.push(match &settings {
+        Some(settings) => provider_check(settings).await,
+        None => check(
+            "provider",
+            Level::Warn,
+            "not checked: no usable provider settings",
+        ),
+    });
+    checks.push(store_check(&home).await);
+    let code_exec = settings
+        .as_ref()
+        .map(|s| s.code_execution.clone())
+        .or_else(|| config.as_ref().map(|c| c.code_execution.clone()))
+        .unwrap_or_default();
+    let cwd = settings
+        .as_ref()
+        .map(|s| s.cwd.clone())
+        .or_else(|| std::env::current_dir().ok())
+        .unwrap_or_else(|| PathBuf::from("/"));
+    checks.push(python_check(&code_exec.python, &cwd).await);
+    checks.push(landlock_check(code_exec.landlock));
+
+    let failed = checks.iter().any(|c| c.status == Level::Fail);
+    if args.json {
+        let report = serde_json::json!({ "ok": !failed, "checks": checks });
+        println!("{report}");
+    } else {
+        for c in &checks {
+            let status = match c.status {
+                Level::Ok => "ok",
+                Level::Warn => "warn",
+                Level::Fail => "fail",
+            };
+            println!("{status:<5} {:<12} {}", c.name, c.detail);
+        }
+    }
+    Ok(if failed {
+        Exit::Failed
+    } else {
+        Exit::Completed
+    })
+}
+
+fn config_check(path: &Path, checks: &mut Vec<Check>) -> Option<Config> {
+    let (status, detail, config) = match Config::load(path) {
+        Ok(config) if path.exists() => (
+            Level::Ok,
+            format!("{} parses", path.display()),
+            Some(config),
+        ),
+        Ok(config) => (
+            Level::Ok,
+            format!(
+                "{} does not exist; using defaults (`herald config path` creates it)",
+                path.display()
+            ),
+            Some(config),
+        ),
+        Err(err) => (Level::Fail, err.to_string(), None),
+    };
+    checks.push(check("config", status, detail));
+    config
+}
+
+fn credentials_check(
+    settings: &Settings,
+    env: &std::collections::HashMap<String, String>,
+) -> Check {
+    let key_var = settings.provider.key_var();
+    let key = match &settings.api_key {
+        Some(_) if env.get(key_var).is_some_and(|v| !v.trim().is_empty()) => {
+            format!("API key from {key_var}")
+        }
+        Some(_) => "API key from the config file".to_owned(),
+        None => "no API key (a local server needs none)".to_owned(),
+    };
+    check(
+        "credentials",
+        Level::Ok,
+        format!(
+            "provider {}, model {}, {key}",
+            settings.provider.as_str(),
+            settings.model
+        ),
+    )
+}
+
+/// The models endpoint of the configured provider: cheap, and every
+/// compatible server answers it (any HTTP answer proves reachability).
+fn models_url(settings: &Settings) -> String {
+    let base = match settings.base_url.trim() {
+        "" => settings.provider.default_base_url(),
+        base => base,
+    }
+    .trim_end_matches('/');
+    match settings.provider {
+        ProviderKind::Anthropic if !base.ends_with("/v1") => format!("{base}/v1/models"),
+        _ => format!("{base}/models"),
+    }
+}
+
+async fn provider_check(settings: &Settings) -> Check {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let url = models_url(settings);
+    let client = match reqwest::Client::builder().timeout(PROBE_TIMEOUT).build() {
+        Ok(client) => client,
+        Err(err) => {
+            return check(
+                "provider",
+                Level::Fail,
+                format!("cannot build an HTTP client: {err}"),
+            );
+        }
+    };
+    let mut request = client.get(&url);
+    if let Some(key) = &settings.api_key {
+        request = match settings.provider {
+            ProviderKind::OpenAi => request.bearer_auth(key),
+            ProviderKind::Anthropic => request
+                .header("x-api-key", key)
+                .header("anthropic-version", "2023-06-01"),
+        };
+    }
+    match request.send().await {
+        Ok(response) => {
+            let code = response.status();
+            if code == reqwest::StatusCode::UNAUTHORIZED || code == reqwest::StatusCode::FORBIDDEN {
+                check(
+                    "provider",
+                    Level::Warn,
+                    format!(
+                        "{url} is reachable but refused the API key (HTTP {}); check {}",
+                        code.as_u16(),
+                        settings.provider.key_var()
+                    ),
+                )
+            } else {
+                check(
+                    "provider",
+                    Level::Ok,
+                    format!("{url} answered HTTP {}", code.as_u16()),
+                )
+            }
+        }
+        Err(err) => check(
+            "provider",
+            Level::Fail,
+            format!(
+                "cannot reach {url}: {}; check the base URL ({}) and the network",
+                error_chain(&err),
+                settings.provider.base_url_var()
+            ),
+        ),
+    }
+}
+
+/// An error with its causes, which name the actual network failure.
+fn error_chain(err: &dyn std::error::Error) -> String {
+    let mut text = err.to_string();
+    let mut source = err.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+async fn store_check(home: &Path) -> Check {
+    let path = home.join("state.db");
+    let shown = path.display().to_string();
+    let opened = tokio::task::spawn_blocking(move || {
+        herald_store::Store::open(&path).and_then(|store| store.schema_version())
+    })
+    .await;
+    match opened {
+        Ok(Ok(version)) => check(
+            "store",
+            Level::Ok,
+            format!("{shown} opens, schema version {version}"),
+        ),
+        Ok(Err(err)) => check("store", Level::Fail, err.to_string()),
+        Err(err) => check(
+            "store",
+            Level::Fail,
+            format!("opening {shown} crashed: {err}"),
+        ),
+    }
+}
+
+async fn python_check(configured: &str, cwd: &Path) -> Check {
+    let path = match herald_exec::find_python(configured) {
+        Ok(path) => path,
+        Err(err) => {
+            return check(
+                "python",
+                Level::Warn,
+                format!("execute_code is disabled: {err}"),
+            );
+        }
+    };
+    match herald_exec::probe_python(&path, cwd).await {
+        Ok(info) => check(
+            "python",
+            Level::Ok,
+            format!(
+                "Python {} at {} (execute_code available)",
+                info.version,
+                info.executable.display()
+            ),
+        ),
+        Err(err) => check(
+            "python",
+            Level::Fail,
+            format!("execute_code is offered but cannot run: {err}"),
+        ),
+    }
+}
+
+fn landlock_check(enabled: bool) -> Check {
+    let setting = if enabled { "on" } else { "off" };
+    match herald_exec::landlock_support() {
+        LandlockSupport::Available { abi } => check(
+            "landlock",
+            Level::Ok,
+            format!("supported, ABI v{abi} (code_execution.landlock = {setting})"),
+        ),
+        LandlockSupport::Unavailable { reason } if enabled => check(
+            "landlock",
+            Level::Fail,
+            format!(
+                "code_execution.landlock is on but {reason}; execute_code will refuse to run scripts. Turn it off or use a kernel with Landlock"
+            ),
+        ),
+        LandlockSupport::Unavailable { reason } => check(
+            "landlock",
+            Level::Warn,
+            format!(
+                "not available: {reason} (code_execution.landlock is off; scripts run unconfined)"
+            ),
+        ),
+    }
+}

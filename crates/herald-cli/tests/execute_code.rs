@@ -1,0 +1,108 @@
+//! `execute_code` through the real binary: the scripted model sends a Python
+//! script that calls `write_file` and `read_file`; the inner calls show up as
+//! `sandbox.call` events and stored records, never in the model's context.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::{Harness, Wire, last, of_type, stderr, tool_results};
+use herald_testkit::{Reply, Script};
+use serde_json::{Value, json};
+
+const SCRIPT: &str = r#"
+import os
+from herald_tools import write_file, read_file
+write_file("out/result.txt", "alpha\nbeta\n")
+text = read_file("out/result.txt")
+print("lines with beta:", sum("beta" in line for line in text.splitlines()))
+print("key visible:", "OPENAI_API_KEY" in os.environ)
+"#;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn inner_calls_are_events_and_records_but_not_context() {
+    if let Err(err) = herald_exec::find_python("") {
+        eprintln!("skipping: {err}");
+        return;
+    }
+    let script = Script::new().conversation(
+        "crunch",
+        vec![
+            Reply::tool("execute_code", json!({ "code": SCRIPT })),
+            Reply::text("Done."),
+        ],
+    );
+    let h = Harness::new(script).await;
+    let (output, events) = h
+        .run_json(Wire::OpenAi, &[], "crunch the numbers in code")
+        .await;
+    assert!(output.status.success(), "stderr: {}", stderr(&output));
+    assert_eq!(last(&events)["final_response"], "Done.");
+
+    // The outer call and its result.
+    let started = of_type(&events, "tool.started");
+    assert_eq!(started.len(), 1);
+    assert_eq!(started[0]["name"], "execute_code");
+    let call_id = started[0]["call_id"].as_str().unwrap();
+    let completed = of_type(&events, "tool.completed");
+    assert_eq!(completed[0]["status"], "ok", "{completed:?}");
+
+    // One sandbox.call event per inner call, tied to the outer call.
+    let inner = of_type(&events, "sandbox.call");
+    let names: Vec<&str> = inner.iter().map(|e| e["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["write_file", "read_file"]);
+    for e in &inner {
+        assert_eq!(e["parent_call_id"], call_id);
+        assert_eq!(e["status"], "ok");
+        assert!(e["args_bytes"].as_u64().unwrap() > 0);
+        assert!(e["output_bytes"].as_u64().unwrap() > 0);
+        assert_eq!(e["agent_id"], "root");
+    }
+
+    // The next request carries only the execute_code result.
+    let requests = h.server.requests();
+    assert_eq!(requests.len(), 2);
+    let body = &requests[1].body;
+    let results = tool_results(body);
+    assert_eq!(results.len(), 1, "{results:?}");
+    let result: Value = serde_json::from_str(&results[0]).unwrap();
+    assert_eq!(result["status"], "success", "{result}");
+    assert_eq!(result["output"], "lines with beta: 1\nkey visible: False\n");
+    assert_eq!(result["tool_calls_made"], 2);
+    let called: Vec<&str> = body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| m["tool_calls"].as_array())
+        .flatten()
+        .map(|c| c["function"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(called, ["execute_code"]);
+    assert!(
+        !body.to_string().contains("1|alpha"),
+        "read_file output leaked"
+    );
+    assert_eq!(
+        std::fs::read_to_string(h.work_path().join("out/result.txt")).unwrap(),
+        "alpha\nbeta\n"
+    );
+    h.server.assert_invariants();
+
+    // The inner calls are stored with the session.
+    let session_id = last(&events)["session_id"].as_str().unwrap().to_owned();
+    let store = herald_store::Store::open(h.home.path().join("state.db")).unwrap();
+    let stored = store.load_events(&session_id).unwrap();
+    let stored: Vec<Value> = stored
+        .iter()
+        .filter(|e| e.kind == "sandbox.call")
+        .map(|e| serde_json::from_str(&e.payload).unwrap())
+        .collect();
+    assert_eq!(stored.len(), 2);
+    assert_eq!(stored[0]["name"], "write_file");
+    assert_eq!(stored[0]["parent_call_id"], call_id);
+    assert!(
+        stored[0]["arguments"]
+            .as_str()
+            .unwrap()
+            .contains("out/result.txt")
+    );
+}
