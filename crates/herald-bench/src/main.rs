@@ -5,9 +5,9 @@
 //! binary first). Prints a Markdown table for docs/BENCHMARKS.md.
 
 mod child;
+mod delegation_bench;
 mod exec;
 mod prompt;
-mod delegation_bench;
 mod stats;
 mod store_bench;
 

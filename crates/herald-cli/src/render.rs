@@ -19,16 +19,23 @@ pub(crate) enum Mode {
     Human { stream_text: bool },
 }
 
-/// A running renderer; dropping the senders and calling `finish` flushes it.
+/// What the writer thread receives.
+enum Item {
+    Event(Box<Event>),
+    /// Write what came before, then stop (later events are dropped).
+    Stop,
+}
+
+/// A running renderer; `finish` flushes it.
 pub(crate) struct Renderer {
-    sender: mpsc::Sender<Event>,
+    sender: mpsc::Sender<Item>,
     thread: Option<JoinHandle<()>>,
 }
 
 impl Renderer {
     /// Starts the writer thread.
     pub(crate) fn start(mode: Mode) -> Self {
-        let (sender, receiver) = mpsc::channel::<Event>();
+        let (sender, receiver) = mpsc::channel::<Item>();
         let thread = std::thread::spawn(move || match mode {
             Mode::Json => write_json(receiver),
             Mode::Human { stream_text } => write_human(receiver, stream_text),
@@ -44,23 +51,31 @@ impl Renderer {
         let sender = std::sync::Mutex::new(self.sender.clone());
         move |event| {
             if let Ok(sender) = sender.lock() {
-                let _ = sender.send(event);
+                let _ = sender.send(Item::Event(Box::new(event)));
             }
         }
     }
 
-    /// Waits until every event sent so far is written. Callers must have
-    /// dropped every sink holding a callback first.
+    /// Waits until every event sent so far is written. Sinks still alive
+    /// (background agents left running for `--resume`) cannot hold it up:
+    /// anything they send afterwards is dropped.
     pub(crate) fn finish(mut self) {
-        let Self { sender, thread } = &mut self;
-        drop(std::mem::replace(sender, mpsc::channel().0));
-        if let Some(thread) = thread.take() {
+        let _ = self.sender.send(Item::Stop);
+        if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
     }
 }
 
-fn write_json(receiver: mpsc::Receiver<Event>) {
+/// The next event, or `None` at `Stop` or when every sender is gone.
+fn next(receiver: &mpsc::Receiver<Item>) -> Option<Box<Event>> {
+    match receiver.recv() {
+        Ok(Item::Event(event)) => Some(event),
+        Ok(Item::Stop) | Err(_) => None,
+    }
+}
+
+fn write_json(receiver: mpsc::Receiver<Item>) {
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     let mut line = Vec::with_capacity(1024);
@@ -73,12 +88,16 @@ fn write_json(receiver: mpsc::Receiver<Event>) {
             true
         }
     };
-    while let Ok(event) = receiver.recv() {
+    while let Some(event) = next(&receiver) {
         if !write(&event, &mut out) {
             return;
         }
         // Write whatever else is queued, then flush so readers see it now.
-        while let Ok(event) = receiver.try_recv() {
+        while let Ok(item) = receiver.try_recv() {
+            let Item::Event(event) = item else {
+                let _ = out.flush();
+                return;
+            };
             if !write(&event, &mut out) {
                 return;
             }
@@ -89,10 +108,10 @@ fn write_json(receiver: mpsc::Receiver<Event>) {
     }
 }
 
-fn write_human(receiver: mpsc::Receiver<Event>, stream_text: bool) {
+fn write_human(receiver: mpsc::Receiver<Item>, stream_text: bool) {
     let interactive = std::io::stderr().is_terminal();
     let mut tree = AgentTree::default();
-    while let Ok(event) = receiver.recv() {
+    while let Some(event) = next(&receiver) {
         let mut err = std::io::stderr().lock();
         match tree.apply(&event) {
             TreeUpdate::None => {}
@@ -142,6 +161,13 @@ fn write_human(receiver: mpsc::Receiver<Event>, stream_text: bool) {
                 message,
                 fatal: false,
             } => writeln!(err, "  warning: {message}"),
+            EventKind::Compaction {
+                tokens_before,
+                tokens_after,
+            } => writeln!(
+                err,
+                "  context compacted: ~{tokens_before} → ~{tokens_after} tokens"
+            ),
             _ => Ok(()),
         };
         if interactive && !tree.is_empty() {

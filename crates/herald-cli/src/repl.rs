@@ -112,6 +112,9 @@ pub(crate) async fn interactive(common: &CommonArgs) -> Result<Exit, CliError> {
     let _ = store.call(move |s| s.end_session(&end_id, "exit")).await;
     drop(agent);
     drop(events);
+    // The delegation holds an event sink too; the renderer ends only when
+    // every sink is gone.
+    drop(delegation);
     renderer.finish();
     eprintln!("session {session_id} (resume with `herald --resume {session_id}`)");
     Ok(exit)

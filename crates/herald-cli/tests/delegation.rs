@@ -18,7 +18,7 @@ fn tool_names(request: &RecordedRequest) -> Vec<String> {
     view.tool_names
 }
 
-fn requests_of<'a>(h: &'a Harness, needle: &str) -> Vec<RecordedRequest> {
+fn requests_of(h: &Harness, needle: &str) -> Vec<RecordedRequest> {
     h.server
         .requests()
         .into_iter()

@@ -241,7 +241,10 @@ async fn clarify_in_the_interactive_loop_reads_a_numbered_choice() {
     let mut stdin = child.stdin.take().unwrap();
     stdin.write_all(b"please ask me first\n2\n").await.unwrap();
     drop(stdin);
-    let output = child.wait_with_output().await.unwrap();
+    let output = tokio::time::timeout(std::time::Duration::from_secs(30), child.wait_with_output())
+        .await
+        .expect("the interactive session did not finish")
+        .unwrap();
     assert!(output.status.success(), "{}", stderr(&output));
     let shown = stderr(&output);
     assert!(shown.contains("? Which database?"), "{shown}");
@@ -278,7 +281,7 @@ async fn memory_show_and_edit() {
     let text = stdout(&output);
     assert!(
         text.contains(
-            "USER PROFILE (about the user) [1% — 20/1,375 chars]\n1. Name is Ada\n2. Likes tabs"
+            "USER PROFILE (about the user) [2% — 24/1,375 chars]\n1. Name is Ada\n2. Likes tabs"
         ),
         "{text}"
     );

@@ -87,7 +87,8 @@ pub async fn probe_python(path: &Path, cwd: &Path) -> Result<PythonInfo, PythonE
         detail,
     };
     let child = tokio::process::Command::new(path)
-        .args(["-c", PROBE_SCRIPT])
+        // -S: no site imports, which the answer does not depend on.
+        .args(["-S", "-c", PROBE_SCRIPT])
         .current_dir(cwd)
         .env_clear()
         .envs(scrubbed_env(std::env::vars_os()))

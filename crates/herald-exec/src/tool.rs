@@ -1,6 +1,6 @@
 //! The `execute_code` tool: puts the pieces together for one run.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use herald_tools::{ToolContext, ToolError, TypedTool};
@@ -10,7 +10,7 @@ use tokio::sync::OnceCell;
 
 use crate::allow::allowed_tools;
 use crate::child::{self, Ending, Finished, Launch};
-use crate::confine;
+use crate::confine::{self, Confinement};
 use crate::env::{run_env, scrubbed_env};
 use crate::outcome::{Outcome, Status, seconds};
 use crate::python::probe_python;
@@ -90,104 +90,102 @@ Returns JSON {status, output, error?, tool_calls_made, duration_seconds}.";
 
 impl ExecuteCode {
     async fn execute(&self, args: ExecuteCodeArgs, ctx: &ToolContext, started: Instant) -> Outcome {
-        let fail = |message: String| Outcome::setup_failed(message, started.elapsed());
-        if args.code.trim().is_empty() {
-            return fail("code is empty; pass the Python script to run".to_owned());
+        match self.try_execute(args, ctx, started).await {
+            Ok(outcome) => outcome,
+            Err(message) => Outcome::setup_failed(message, started.elapsed()),
         }
-        let limit = self.config.timeout;
+    }
+
+    /// Runs the script; `Err` is a problem found before it could start.
+    async fn try_execute(
+        &self,
+        args: ExecuteCodeArgs,
+        ctx: &ToolContext,
+        started: Instant,
+    ) -> Result<Outcome, String> {
+        if args.code.trim().is_empty() {
+            return Err("code is empty; pass the Python script to run".to_owned());
+        }
         let timeout = match args.timeout {
-            Some(0) => return fail("timeout must be at least 1 second".to_owned()),
-            Some(secs) => Duration::from_secs(secs).min(limit),
-            None => limit,
+            Some(0) => return Err("timeout must be at least 1 second".to_owned()),
+            Some(secs) => Duration::from_secs(secs).min(self.config.timeout),
+            None => self.config.timeout,
         };
-        let Some(registry) = ctx.registry.clone() else {
-            return fail(
-                "execute_code needs the agent's tool registry; it runs only inside the agent loop"
-                    .to_owned(),
-            );
-        };
+        let registry = ctx.registry.clone().ok_or(
+            "execute_code needs the agent's tool registry; it runs only inside the agent loop",
+        )?;
         let cwd = ctx.state.cwd();
         if !cwd.is_dir() {
-            return fail(format!(
+            return Err(format!(
                 "the working directory {} does not exist; cd somewhere that exists with terminal first",
                 cwd.display()
             ));
         }
-        let python = match self
-            .interpreter
-            .get_or_try_init(|| async {
-                probe_python(&self.config.python, &cwd)
-                    .await
-                    .map(|info| info.executable)
-            })
-            .await
-        {
-            Ok(python) => python.clone(),
-            Err(err) => return fail(err.to_string()),
-        };
+        let python = self.interpreter(&cwd).await?;
         let allowed = allowed_tools(&registry);
         let specs: Vec<_> = allowed
             .iter()
             .filter_map(|name| registry.get(name).map(|tool| tool.spec()))
             .collect();
-        let (workspace, listener) = match Workspace::create(&args.code, &generate_stubs(&specs)) {
-            Ok(created) => created,
-            Err(message) => return fail(message),
-        };
-        let token = match Token::generate() {
-            Ok(token) => token,
-            Err(err) => {
-                return fail(format!(
-                    "cannot read /dev/urandom for the run's token: {err}"
-                ));
-            }
-        };
-        let confinement = if self.config.landlock {
-            match confine::prepare(&[cwd.as_path(), workspace.dir()]) {
-                Ok(confinement) => Some(confinement),
-                Err(reason) => {
-                    return fail(format!(
-                        "code_execution.landlock is on but scripts cannot be confined: {reason}. \
-                         The script did not run; ask the user to turn landlock off in config.toml or use normal tool calls"
-                    ));
-                }
-            }
-        } else {
-            None
-        };
+        let (workspace, listener) = Workspace::create(&args.code, &generate_stubs(&specs))?;
+        let token = Token::generate()
+            .map_err(|err| format!("cannot read /dev/urandom for the run's token: {err}"))?;
+        let confinement = self.confinement(&cwd, workspace.dir())?;
         let env = run_env(
             scrubbed_env(std::env::vars_os()),
             &workspace.socket,
             token.as_str(),
             workspace.dir(),
         );
-        let spawned = child::spawn(Launch {
+        let child = child::spawn(Launch {
             python: &python,
             script: &workspace.script,
             cwd: &cwd,
             env,
             confinement: confinement.as_ref(),
-        });
+        })
+        .map_err(|err| format!("cannot start {}: {err}", python.display()))?;
         drop(confinement);
-        let child = match spawned {
-            Ok(child) => child,
-            Err(err) => {
-                return fail(format!("cannot start {}: {err}", python.display()));
-            }
-        };
         let dispatcher = Dispatcher::new(ctx, registry, token, allowed, self.config.max_tool_calls);
         let finished = tokio::select! {
             finished = child::supervise(child, timeout, &ctx.cancel) => finished,
             never = rpc::serve(&listener, &dispatcher) => match never {},
         };
-        let prefix = format!("{}/", workspace.dir().display());
-        summarize(
+        let run_dir = format!("{}/", workspace.dir().display());
+        Ok(summarize(
             finished,
             dispatcher.calls_made(),
             timeout,
             started.elapsed(),
-            &prefix,
-        )
+            &run_dir,
+        ))
+    }
+
+    /// The real interpreter, probed once per tool (skipping launcher shims).
+    async fn interpreter(&self, cwd: &Path) -> Result<PathBuf, String> {
+        self.interpreter
+            .get_or_try_init(|| async {
+                probe_python(&self.config.python, cwd)
+                    .await
+                    .map(|info| info.executable)
+            })
+            .await
+            .cloned()
+            .map_err(|err| err.to_string())
+    }
+
+    /// The Landlock ruleset when confinement is on; refusing to run
+    /// unconfined when the kernel cannot enforce it.
+    fn confinement(&self, cwd: &Path, run_dir: &Path) -> Result<Option<Confinement>, String> {
+        if !self.config.landlock {
+            return Ok(None);
+        }
+        confine::prepare(&[cwd, run_dir]).map(Some).map_err(|reason| {
+            format!(
+                "code_execution.landlock is on but scripts cannot be confined: {reason}. \
+                 The script did not run; ask the user to turn landlock off in config.toml or use normal tool calls"
+            )
+        })
     }
 }
 

@@ -415,3 +415,40 @@ print(open({tool_path:?}).read())
         }
     }
 }
+
+#[tokio::test]
+async fn a_broken_interpreter_or_a_missing_registry_is_an_error_result() {
+    let dir = work();
+    // `false` is executable but answers nothing: the probe reports it.
+    let r = run(
+        config("/bin/false".into()),
+        dir.path(),
+        "print(1)",
+        None,
+        CancellationToken::new(),
+    )
+    .await;
+    assert_eq!(r.status(), "error");
+    assert!(
+        r.error()
+            .contains("/bin/false does not work as a Python interpreter"),
+        "{}",
+        r.error()
+    );
+
+    let Some(py) = python() else { return };
+    let tool = herald_tools::typed(herald_exec::ExecuteCode::new(config(py)));
+    let ctx = herald_tools::ToolContext::new(
+        herald_tools::AgentState::new(dir.path().to_owned()),
+        CancellationToken::new(),
+    );
+    let result = tool
+        .call(serde_json::json!({"code": "print(1)"}), &ctx)
+        .await;
+    assert!(result.is_error);
+    assert!(
+        result.content.contains("runs only inside the agent loop"),
+        "{}",
+        result.content
+    );
+}

@@ -137,7 +137,7 @@ mod tests {
             );
         }
         let bytes = serde_json::to_string(&specs).unwrap().len();
-        assert!(bytes < 4300, "knowledge schemas take {bytes} bytes");
+        assert!(bytes < 3300, "knowledge schemas take {bytes} bytes");
         // Enums are plain string enums the argument validator understands.
         let memory = &registry.get("memory").unwrap().spec().parameters;
         assert_eq!(

@@ -53,6 +53,7 @@ fn two_processes_adding_at_once_keep_every_entry() {
                 .args([TEST_NAME, "--exact", "--nocapture", "--test-threads=1"])
                 .env("HERALD_TEST_MEMORY_HOME", home.path())
                 .env("HERALD_TEST_MEMORY_TAG", tag)
+                .stdout(std::process::Stdio::null())
                 .spawn()
                 .expect("spawn child test process")
         })

@@ -113,6 +113,11 @@ fn schema_for<A: JsonSchema>() -> serde_json::Value {
         .into_generator();
     let mut value = generator.into_root_schema_for::<A>().to_value();
     strip_noise(&mut value);
+    // The root description is the Rust doc comment of the argument struct;
+    // the tool's own description already says it.
+    if let Some(obj) = value.as_object_mut() {
+        obj.remove("description");
+    }
     if let Some(obj) = value.as_object_mut() {
         obj.entry("properties")
             .or_insert_with(|| serde_json::Value::Object(Default::default()));
@@ -120,12 +125,29 @@ fn schema_for<A: JsonSchema>() -> serde_json::Value {
     value
 }
 
+/// Removes what the model does not need: titles, formats, `minimum: 0` of
+/// unsigned integers, and the `null` alternative of optional parameters
+/// (absent and `null` are both accepted; optionality is `required`'s job).
 fn strip_noise(value: &mut serde_json::Value) {
+    use serde_json::Value;
     match value {
-        serde_json::Value::Object(map) => {
+        Value::Object(map) => {
             map.remove("title");
             map.remove("$schema");
             map.remove("format");
+            if map.get("minimum") == Some(&Value::from(0)) {
+                map.remove("minimum");
+            }
+            if let Some(Value::Array(types)) = map.get_mut("type") {
+                types.retain(|t| t != "null");
+                if types.len() == 1 {
+                    let single = types.remove(0);
+                    map.insert("type".to_owned(), single);
+                }
+            }
+            if let Some(Value::Array(values)) = map.get_mut("enum") {
+                values.retain(|v| !v.is_null());
+            }
             for v in map.values_mut() {
                 strip_noise(v);
             }

@@ -278,8 +278,11 @@ impl Compactor {
             OLD_OUTPUT_KEEP_CHARS,
         );
         let scaled = |m: &[Message]| ((fixed + estimate_tokens(m)) as f64 * ratio) as u64;
+        // Only automatic compaction settles for shortened outputs: after a
+        // "too long" error the window is uncertain, and `/compress` asks for
+        // the summary.
         let shrink_is_enough = shortened > 0
-            && input.trigger != Trigger::ContextTooLong
+            && input.trigger == Trigger::Threshold
             && scaled(&shrunk) <= trigger_tokens / 2;
         let (mut compacted, summarised, usage) = if plan.has_middle() && !shrink_is_enough {
             let budget = ((self.window as f64 * 0.9) as u64)
@@ -471,6 +474,106 @@ mod tests {
             estimate_tokens(&capped)
         );
         assert_eq!(capped[1].tool_calls, messages[1].tool_calls);
+    }
+
+    /// A client that never gets an answer: nothing listens on port 9.
+    fn unreachable_client() -> LlmClient {
+        LlmClient::new(herald_llm::ClientConfig {
+            provider: herald_llm::ProviderKind::OpenAi,
+            base_url: "http://127.0.0.1:9/v1".into(),
+            api_key: Some("k".into()),
+            model: "m".into(),
+            max_tokens: None,
+            retry: herald_llm::RetryPolicy {
+                max_attempts: 1,
+                ..Default::default()
+            },
+            idle_timeout: std::time::Duration::from_secs(1),
+            connect_timeout: std::time::Duration::from_secs(1),
+        })
+        .unwrap()
+    }
+
+    fn input<'a>(
+        client: &'a LlmClient,
+        tools: &'a EncodedTools,
+        messages: &'a [Message],
+        trigger: Trigger,
+    ) -> CompactionInput<'a> {
+        CompactionInput {
+            client,
+            system: "sys",
+            tools,
+            messages,
+            open_todos: Some("[todo] 1. finish".into()),
+            trigger,
+        }
+    }
+
+    fn big_tool_loop(exchanges: usize, output: usize) -> Vec<Message> {
+        let mut messages = vec![Message::user("task")];
+        for i in 0..exchanges {
+            let c = ToolCall {
+                id: format!("c{i}"),
+                name: "read_file".into(),
+                arguments: "{}".into(),
+            };
+            messages.push(Message::assistant("", vec![c.clone()]));
+            messages.push(Message::tool_result(&c, "x".repeat(output), false));
+        }
+        messages
+    }
+
+    #[tokio::test]
+    async fn shortening_alone_can_be_enough_and_failures_change_nothing() {
+        let client = unreachable_client();
+        let tools = client.encode_tools(&[]);
+        let cancel = CancellationToken::new();
+        let config = CompressionConfig {
+            context_window: 200_000,
+            protect_first_n: 1,
+            protect_last_n: 2,
+            ..CompressionConfig::default()
+        };
+        // Ten 40,000-character outputs: cutting the old ones to 1,500
+        // characters brings ~100k tokens far under half the trigger.
+        let messages = big_tool_loop(10, 40_000);
+        let mut c = Compactor::new(config.clone(), "m");
+        let done = c
+            .compact(
+                input(&client, &tools, &messages, Trigger::Threshold),
+                &cancel,
+            )
+            .await
+            .unwrap();
+        assert_eq!((done.report.summarised, done.report.shortened), (0, 9));
+        assert!(done.usage.is_none(), "no model call");
+        assert!(done.report.tokens_after < done.report.tokens_before / 5);
+        assert_eq!(done.messages.len(), messages.len() + 1);
+        assert_eq!(done.messages[20], messages[20], "the recent output is kept");
+        assert_eq!(done.messages.last().unwrap().content, "[todo] 1. finish");
+
+        // `/compress` wants the summary: with the model unreachable it fails
+        // and reports why; the caller's history is untouched by design.
+        let err = c
+            .compact(input(&client, &tools, &messages, Trigger::Manual), &cancel)
+            .await
+            .err()
+            .unwrap();
+        assert!(matches!(err, CompressError::Summary(_)), "{err}");
+        assert!(err.to_string().contains("kept unchanged"), "{err}");
+
+        // Nothing to do on a short conversation.
+        let short = big_tool_loop(1, 10);
+        let err = c
+            .compact(input(&client, &tools, &short, Trigger::Manual), &cancel)
+            .await
+            .err()
+            .unwrap();
+        assert!(
+            matches!(err, CompressError::NothingToCompress { .. }),
+            "{err}"
+        );
     }
 
     #[test]

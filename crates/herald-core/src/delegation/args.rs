@@ -38,38 +38,60 @@ pub struct TaskArg {
     pub deny_tools: Option<Vec<String>>,
 }
 
-fn tasks_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
-    let item = generator.subschema_for::<TaskArg>();
+/// A compact schema for `tasks`: every byte of it is sent on each request.
+fn tasks_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    let names = serde_json::json!({"type": "array", "items": {"type": "string"}});
     schemars::json_schema!({
         "type": ["array", "string"],
-        "description": "Batch of independent tasks run in parallel, each {goal, context?, toolsets?, role?, allow_tools?, deny_tools?}; replaces goal.",
-        "items": item,
+        "description": "Batch run in parallel; replaces goal. Fields as above, per task.",
+        "items": {
+            "type": "object",
+            "properties": {
+                "goal": {"type": "string"},
+                "context": {"type": "string"},
+                "toolsets": names,
+                "role": {"enum": ["leaf", "orchestrator"]},
+                "allow_tools": names,
+                "deny_tools": names,
+            },
+            "required": ["goal"],
+        },
+    })
+}
+
+/// `leaf | orchestrator` without per-variant documentation.
+fn role_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "type": ["string", "null"],
+        "enum": ["leaf", "orchestrator", null],
+        "description": "leaf (default) or orchestrator (may delegate further if depth allows).",
     })
 }
 
 /// Arguments of `delegate_task`.
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 pub struct DelegateArgs {
-    /// The task for one child: specific and self-contained (the child sees nothing of this conversation).
+    /// One child's task: specific and self-contained.
     pub goal: Option<String>,
-    /// Facts the child needs: paths, constraints, what was tried.
+    /// Facts the child needs (paths, constraints, what was tried).
     pub context: Option<String>,
-    /// Toolsets for the child (default: yours; never more than yours).
+    /// Child toolsets (default and maximum: yours).
     pub toolsets: Option<Vec<String>>,
     #[serde(default)]
     #[schemars(schema_with = "tasks_schema")]
     pub tasks: Option<serde_json::Value>,
-    /// leaf (default) or orchestrator (may delegate further when depth allows).
+    #[serde(default)]
+    #[schemars(schema_with = "role_schema")]
     pub role: Option<ChildRole>,
-    /// Model requests per child (default from config).
+    /// Model requests per child.
     pub max_iterations: Option<u32>,
-    /// Return at once with agent ids; results arrive later (agent_wait/agent_status).
+    /// Return agent ids at once; results arrive later.
     pub background: Option<bool>,
     /// Only these tools for the children.
     pub allow_tools: Option<Vec<String>>,
     /// Tools removed from the children.
     pub deny_tools: Option<Vec<String>>,
-    /// Token cap for all children of this call (0 = config default).
+    /// Token cap for this delegation's tree.
     pub budget_tokens: Option<u64>,
 }
 

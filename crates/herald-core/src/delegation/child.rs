@@ -195,6 +195,7 @@ impl Delegation {
             inbox: Some(self.inbox(&spawn.agent_id)),
             await_background: true,
         });
+        agent.set_compression(self.settings.compression.clone());
         if spawn.can_delegate && restarting {
             let registry = ToolRegistry::clone(agent_registry(&agent));
             self.recover(&scope, &registry).await;

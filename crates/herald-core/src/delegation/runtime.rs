@@ -295,7 +295,8 @@ async fn load_history(store: &StoreHandle, session_id: &str) -> Option<Vec<Messa
     if stored.is_empty() {
         return None;
     }
-    let mut history: Vec<Message> = stored.into_iter().map(|m| m.message).collect();
+    // Only what follows the last compaction is the live conversation.
+    let mut history = crate::live_history(stored.into_iter().map(|m| m.message).collect());
     let count = history.len();
     crate::answer_dangling_calls(&mut history);
     if history.len() > count {

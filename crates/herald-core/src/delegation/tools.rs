@@ -48,11 +48,10 @@ impl TypedTool for DelegateTask {
     type Args = DelegateArgs;
     const NAME: &'static str = "delegate_task";
     const TOOLSET: &'static str = TOOLSET;
-    const DESCRIPTION: &'static str = "Hand work to subagents, each a fresh agent with its own conversation and terminal that \
-sees nothing of yours: put every needed fact in goal/context. Only each child's final summary comes back (JSON results in task order \
-with status, summary, tokens, tool_trace). Use for independent, self-contained pieces (research, parallel edits in separate files, \
-long investigations), not for one quick step. tasks runs a batch in parallel (at most the configured limit). \
-background=true returns agent_ids at once; results arrive at the end of the conversation when done, or block with agent_wait.";
+    const DESCRIPTION: &'static str = "Hand work to subagents: fresh agents with their own conversation and terminal that see \
+nothing of yours, so put every needed fact in goal/context. Only each child's final summary returns (results in task order with \
+status, summary, tokens, tool_trace). Use for independent pieces (research, parallel edits of separate files, long investigations), \
+not one quick step. background=true returns agent_ids at once; results are appended when done, or block with agent_wait.";
     const READ_ONLY: bool = false;
 
     async fn run(&self, args: DelegateArgs, ctx: &ToolContext) -> Result<String, ToolError> {
@@ -286,8 +285,8 @@ impl TypedTool for AgentStatus {
     type Args = AgentIdArgs;
     const NAME: &'static str = "agent_status";
     const TOOLSET: &'static str = TOOLSET;
-    const DESCRIPTION: &'static str = "Status of a subagent: status, role, depth, task, elapsed, API calls, tokens, current tool, result preview. \
-Do not poll it in a loop: use agent_wait to block until agents finish.";
+    const DESCRIPTION: &'static str = "A subagent's status, task, elapsed time, API calls, tokens, current tool and result preview. \
+Do not poll: agent_wait blocks until agents finish.";
     const READ_ONLY: bool = true;
 
     async fn run(&self, args: AgentIdArgs, _ctx: &ToolContext) -> Result<String, ToolError> {
@@ -304,7 +303,7 @@ Do not poll it in a loop: use agent_wait to block until agents finish.";
 /// Arguments of `agent_list`.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct AgentListArgs {
-    /// Only agents with this status (running, completed, failed, timeout, interrupted, error).
+    /// Only this status (running, completed, failed, timeout, interrupted).
     pub status: Option<String>,
     /// At most this many (default 20, max 100).
     pub limit: Option<usize>,
@@ -389,8 +388,8 @@ impl TypedTool for AgentWait {
     type Args = AgentWaitArgs;
     const NAME: &'static str = "agent_wait";
     const TOOLSET: &'static str = TOOLSET;
-    const DESCRIPTION: &'static str = "Block until at least one of the given background agents finishes (or the timeout), then return \
-the finished results and the ids still running. Costs no tokens while waiting; prefer it over repeated agent_status calls.";
+    const DESCRIPTION: &'static str = "Block until one of the given background agents finishes (or timeout); returns finished results \
+and those still running. Costs no tokens while waiting.";
     const READ_ONLY: bool = true;
 
     async fn run(&self, args: AgentWaitArgs, ctx: &ToolContext) -> Result<String, ToolError> {
@@ -479,7 +478,8 @@ impl TypedTool for AgentCancel {
     type Args = AgentIdArgs;
     const NAME: &'static str = "agent_cancel";
     const TOOLSET: &'static str = TOOLSET;
-    const DESCRIPTION: &'static str = "Cancel a running subagent and all of its descendants. Its result (status interrupted, with what it had) is still delivered.";
+    const DESCRIPTION: &'static str =
+        "Cancel a running subagent and its descendants; its result reports status interrupted.";
     const READ_ONLY: bool = false;
 
     async fn run(&self, args: AgentIdArgs, _ctx: &ToolContext) -> Result<String, ToolError> {

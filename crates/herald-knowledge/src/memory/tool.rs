@@ -28,9 +28,9 @@ pub enum MemoryAction {
 pub struct MemoryArgs {
     pub action: MemoryAction,
     pub target: MemoryTarget,
-    /// Entry text (add, replace).
+    /// add, replace
     pub content: Option<String>,
-    /// Unique part of the entry to change (replace, remove).
+    /// replace, remove
     pub old_text: Option<String>,
 }
 
@@ -51,10 +51,10 @@ impl TypedTool for MemoryTool {
     type Args = MemoryArgs;
     const NAME: &'static str = "memory";
     const TOOLSET: &'static str = "memory";
-    const DESCRIPTION: &'static str = "Your memory across sessions. Both files are in the system prompt as of session start; changes show in this tool's results and in later sessions. \
-target=memory: your notes (environment facts, project conventions, tool quirks, lessons that took effort). target=user: the user's profile (preferences, style, corrections). \
-Entries are short; old_text is a few words identifying one entry. Save only durable facts that will help later, never secrets, one-off details or things easy to re-discover (full procedures belong in a skill). \
-Each file has a char limit shown as [% — used/limit]: above ~80%, merge or replace entries before adding; prefer replace over remove+add.";
+    const DESCRIPTION: &'static str = "Memory kept across sessions; the system prompt shows it as of session start (changes appear in results and later sessions). \
+target=memory: your notes (environment, conventions, tool quirks, hard-won lessons); target=user: the user's profile (preferences, style, corrections). \
+old_text: a few words identifying one entry. Save durable facts only: no secrets, one-offs or things easy to re-find (procedures belong in skills). \
+Each file has a char limit ([% used/limit]); above ~80%, merge or replace entries before adding.";
     const READ_ONLY: bool = false;
 
     async fn run(&self, args: MemoryArgs, _ctx: &ToolContext) -> Result<String, ToolError> {

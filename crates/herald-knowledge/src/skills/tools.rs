@@ -38,7 +38,7 @@ impl TypedTool for SkillsList {
     const NAME: &'static str = "skills_list";
     const TOOLSET: &'static str = "skills";
     const DESCRIPTION: &'static str =
-        "List saved skills (reusable procedures): name, where it lives, category and description.";
+        "List skills (saved procedures): name, source, category, description.";
     const READ_ONLY: bool = true;
 
     async fn run(&self, args: SkillsListArgs, _ctx: &ToolContext) -> Result<String, ToolError> {
@@ -122,7 +122,6 @@ impl SkillView {
 #[schemars(description = "")]
 pub struct SkillViewArgs {
     pub name: String,
-    /// e.g. references/api.md
     pub file_path: Option<String>,
 }
 
@@ -130,8 +129,8 @@ impl TypedTool for SkillView {
     type Args = SkillViewArgs;
     const NAME: &'static str = "skill_view";
     const TOOLSET: &'static str = "skills";
-    const DESCRIPTION: &'static str = "Load a skill: its full SKILL.md and a list of its linked files. \
-With file_path (e.g. references/api.md) load one linked file instead.";
+    const DESCRIPTION: &'static str =
+        "Load a skill: SKILL.md and its linked files; file_path loads one linked file.";
     const READ_ONLY: bool = true;
 
     async fn run(&self, args: SkillViewArgs, _ctx: &ToolContext) -> Result<String, ToolError> {
@@ -167,11 +166,9 @@ pub enum SkillManageAction {
 pub struct SkillManageArgs {
     pub action: SkillManageAction,
     pub name: String,
-    /// create/edit: whole SKILL.md; write_file: file text.
     pub content: Option<String>,
     pub old_string: Option<String>,
     pub new_string: Option<String>,
-    /// e.g. references/api.md
     pub file_path: Option<String>,
 }
 
@@ -203,12 +200,10 @@ impl TypedTool for SkillManage {
     type Args = SkillManageArgs;
     const NAME: &'static str = "skill_manage";
     const TOOLSET: &'static str = "skills";
-    const DESCRIPTION: &'static str = "Save and maintain skills: reusable procedures kept in $HERALD_HOME/skills. Only skills you created can be changed. \
-Actions: create/edit {name, content: whole SKILL.md}; patch {name, old_string, new_string, file_path?}; delete {name}; write_file/remove_file {name, file_path, content}. \
-SKILL.md: '---', YAML with name (a-z0-9._-, max 64, equal to the skill name) and description (when to use it, max 1024), '---', then a markdown body: \
-trigger conditions, numbered steps that worked with exact commands, pitfalls and fixes, how to verify. Extra files go in references/, templates/, scripts/ or assets/. \
-Worth saving when a recurring kind of task took iteration, error recovery or a user correction (5+ calls); not for one-offs or simple tasks. \
-After such a task, offer to save it and create the skill only once the user agrees.";
+    const DESCRIPTION: &'static str = "Save and maintain your skills (reusable procedures) in $HERALD_HOME/skills; only skills you created can be changed. \
+create/edit: content = the whole SKILL.md; patch: old_string -> new_string (file_path for a linked file); delete; write_file/remove_file: file_path under references/, templates/, scripts/ or assets/. \
+SKILL.md: '---', YAML name (a-z0-9._-, max 64, equals the skill name) and description (when to use it, max 1024), '---', then markdown: triggers, the steps that worked with exact commands, pitfalls, how to verify. \
+Save when a recurring kind of task needed iteration, error recovery or a user correction (5+ calls), not for one-offs; offer it first and create only if the user agrees.";
     const READ_ONLY: bool = false;
 
     async fn run(&self, args: SkillManageArgs, _ctx: &ToolContext) -> Result<String, ToolError> {

@@ -20,8 +20,9 @@ pub use read_file::{ReadFile, ReadFileArgs};
 pub use search_files::{SearchFiles, SearchFilesArgs, SearchTarget};
 pub use terminal::{Terminal, TerminalArgs};
 pub use todo::{
-    FAILURE_NUDGE, MAX_TODO_CONTENT_CHARS, MAX_TODO_ITEMS, STALE_PLAN_NUDGE, TODO_NUDGE_AFTER_CALLS,
-    TodoCounts, TodoItem, TodoRead, TodoReadArgs, TodoState, TodoStatus, TodoWrite, TodoWriteArgs,
+    FAILURE_NUDGE, MAX_TODO_CONTENT_CHARS, MAX_TODO_ITEMS, STALE_PLAN_NUDGE,
+    TODO_NUDGE_AFTER_CALLS, TodoCounts, TodoItem, TodoRead, TodoReadArgs, TodoState, TodoStatus,
+    TodoWrite, TodoWriteArgs,
 };
 pub use write_file::{WriteFile, WriteFileArgs};
 

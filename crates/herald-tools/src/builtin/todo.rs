@@ -565,11 +565,11 @@ impl TypedTool for TodoWrite {
     type Args = TodoWriteArgs;
     const NAME: &'static str = "todo_write";
     const TOOLSET: &'static str = "todo";
-    const DESCRIPTION: &'static str = "Plan and track multi-step work: use for tasks with 3+ steps, several requests at once, or when you should plan before acting; skip it for simple one-step requests. \
-Item status: pending|in_progress|completed|cancelled; list order is priority. merge=false replaces the list; merge=true changes only the given fields of existing ids and appends new ids. \
-Rules: mark the first item in_progress and start on it; keep exactly one item in_progress; mark each item completed as soon as it is done; \
-if something fails, mark it cancelled and add a revised item; no test/verify items unless asked; update silently alongside your work. \
-Returns the full list and counts. Max 256 items, 4000 chars each.";
+    const DESCRIPTION: &'static str = "Plan and track multi-step work (3+ steps, or several requests); skip it for simple tasks. \
+Status: pending|in_progress|completed|cancelled; list order is priority. merge=false replaces the list; merge=true updates the given fields by id and appends new ids. \
+Rules: set the first item in_progress and start it; keep exactly one in_progress; mark items completed as soon as done; \
+on failure cancel the item and add a revised one; no test/verify items unless asked; update silently. \
+Returns the list and counts. Max 256 items, 4000 chars each.";
     const READ_ONLY: bool = false;
 
     async fn run(&self, args: TodoWriteArgs, ctx: &ToolContext) -> Result<String, ToolError> {
@@ -590,8 +590,8 @@ impl TypedTool for TodoRead {
     type Args = TodoReadArgs;
     const NAME: &'static str = "todo_read";
     const TOOLSET: &'static str = "todo";
-    const DESCRIPTION: &'static str = "Show the task list with counts and the number of tool calls since it last changed. \
-Use it to re-check the plan after many steps or after an error.";
+    const DESCRIPTION: &'static str =
+        "Show the task list, its counts, and the tool calls made since it last changed.";
     const READ_ONLY: bool = true;
 
     async fn run(&self, _args: TodoReadArgs, ctx: &ToolContext) -> Result<String, ToolError> {
