@@ -56,6 +56,7 @@ pub(crate) async fn run(common: &CommonArgs, args: RunArgs) -> Result<Exit, CliE
         session_id,
         mut agent,
         cancel,
+        delegation,
         ..
     } = setup::start_session(common, &settings, &store, args.json && args.stream, |id| {
         EventSink::new(id, "root", callback)
@@ -85,7 +86,10 @@ pub(crate) async fn run(common: &CommonArgs, args: RunArgs) -> Result<Exit, CliE
     let end_id = session_id.clone();
     let reason = outcome.exit_reason.as_str();
     let _ = store.call(move |s| s.end_session(&end_id, reason)).await;
+    // Background agents still running (after an interrupt or a failure) are
+    // stopped and given a moment to record that they were interrupted.
     cancel.cancel();
+    delegation.settle(std::time::Duration::from_secs(5)).await;
     drop(agent);
     drop(events);
     renderer.finish();

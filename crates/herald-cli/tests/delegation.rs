@@ -733,3 +733,56 @@ async fn background_agents_restart_after_a_crash() {
     assert!(results[0].contains("interrupted"), "{results:?}");
     h.server.assert_invariants();
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn ctrl_c_while_waiting_records_background_agents_as_interrupted() {
+    let h = Harness::new(
+        Script::new()
+            .conversation(
+                "wait on a napper",
+                vec![
+                    Reply::tool(
+                        "delegate_task",
+                        json!({"background": true, "goal": "napper child: nap"}),
+                    ),
+                    Reply::text("waiting"),
+                ],
+            )
+            .conversation(
+                "napper child",
+                vec![
+                    Reply::tool("terminal", json!({"command": "sleep 30"})),
+                    Reply::text("unreachable"),
+                ],
+            ),
+    )
+    .await;
+    let mut cmd = h.command(Wire::OpenAi);
+    cmd.args(["run", "--json", "wait on a napper"])
+        .stdout(std::process::Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let pid = child.id().unwrap() as i32;
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut seen = Vec::new();
+    while let Some(line) = lines.next_line().await.unwrap() {
+        let tool = line.contains("\"subagent.tool\"");
+        seen.push(line);
+        if tool {
+            break;
+        }
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    while let Some(line) = lines.next_line().await.unwrap() {
+        seen.push(line);
+    }
+    assert_eq!(child.wait().await.unwrap().code(), Some(130));
+    let events = parse_events(seen.join("\n").as_bytes());
+    assert_eq!(last(&events)["status"], "interrupted");
+    let agents = herald_json(&h, &["agents", "list", "--json"]).await;
+    assert_eq!(agents[0]["status"], "interrupted", "{agents}");
+}

@@ -89,7 +89,6 @@ impl Delegation {
             },
         };
         result.duration_seconds = round_ms(started.elapsed());
-        live.finish(result.clone());
         if let Some(store) = &self.store {
             let id = spawn.agent_id.clone();
             let finish = AgentFinish {
@@ -103,6 +102,9 @@ impl Delegation {
             };
             let _ = store.call(move |s| s.finish_agent(&id, &finish)).await;
         }
+        // Recorded in the store first: once an agent counts as finished its
+        // row says so too (`settle` relies on it at exit).
+        live.finish(result.clone());
         out.emit(EventKind::SubagentCompleted {
             parent_id: spawn.parent.agent_id.clone(),
             depth,

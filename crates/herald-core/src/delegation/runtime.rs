@@ -285,6 +285,24 @@ impl Delegation {
     pub fn cancel_all(&self) {
         self.cancel.cancel();
     }
+
+    /// Waits up to `limit` for running background agents to finish (after
+    /// [`Delegation::cancel_all`], so they record how they ended).
+    pub async fn settle(&self, limit: std::time::Duration) {
+        let deadline = tokio::time::Instant::now() + limit;
+        loop {
+            let finished = self.finished.notified();
+            tokio::pin!(finished);
+            finished.as_mut().enable();
+            if self.running_background() == 0 {
+                return;
+            }
+            tokio::select! {
+                () = finished => {}
+                () = tokio::time::sleep_until(deadline) => return,
+            }
+        }
+    }
 }
 
 /// A stored child conversation made safe to continue, or `None` when the
