@@ -232,6 +232,7 @@ pub(crate) async fn start_session_with(
     if resumed {
         delegation.recover(&root_scope, agent.registry()).await;
     }
+    delegation.watch_external_cancels(std::time::Duration::from_secs(2));
     Ok(StartedSession {
         session_id,
         agent,

@@ -786,3 +786,65 @@ async fn ctrl_c_while_waiting_records_background_agents_as_interrupted() {
     let agents = herald_json(&h, &["agents", "list", "--json"]).await;
     assert_eq!(agents[0]["status"], "interrupted", "{agents}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn herald_agents_cancel_stops_an_agent_running_in_another_process() {
+    let h = Harness::new(
+        Script::new()
+            .conversation(
+                "cancel from outside",
+                vec![
+                    Reply::tool(
+                        "delegate_task",
+                        json!({"background": true, "goal": "outsider child: nap"}),
+                    ),
+                    Reply::text("waiting"),
+                    Reply::text("saw the cancel"),
+                ],
+            )
+            .conversation(
+                "outsider child",
+                vec![
+                    Reply::tool("terminal", json!({"command": "sleep 30"})),
+                    Reply::text("unreachable"),
+                ],
+            ),
+    )
+    .await;
+    let mut cmd = h.command(Wire::OpenAi);
+    cmd.args(["run", "--json", "cancel from outside"])
+        .stdout(std::process::Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut seen = Vec::new();
+    let mut agent = String::new();
+    while let Some(line) = lines.next_line().await.unwrap() {
+        let event: Value = serde_json::from_str(&line).unwrap();
+        seen.push(line);
+        if event["type"] == "subagent.tool" {
+            agent = event["agent_id"].as_str().unwrap().to_owned();
+            break;
+        }
+    }
+    let t0 = Instant::now();
+    let cancelled = herald_json(&h, &["agents", "cancel", &agent, "--json"]).await;
+    assert_eq!(cancelled["status"], "cancelled");
+    while let Some(line) = lines.next_line().await.unwrap() {
+        seen.push(line);
+    }
+    assert!(child.wait().await.unwrap().success());
+    assert!(t0.elapsed() < Duration::from_secs(10), "{:?}", t0.elapsed());
+    let events = parse_events(seen.join("\n").as_bytes());
+    assert_eq!(last(&events)["final_response"], "saw the cancel");
+    let done = of_type(&events, "subagent.completed");
+    assert_eq!(done[0]["status"], "interrupted");
+    let shown = herald_json(&h, &["agents", "show", &agent, "--json"]).await;
+    assert!(
+        shown["error"]
+            .as_str()
+            .unwrap()
+            .contains("herald agents cancel"),
+        "{shown}"
+    );
+    h.server.assert_invariants();
+}

@@ -239,10 +239,10 @@ impl Delegation {
             )
         } else {
             match outcome.exit_reason {
-                ExitReason::Interrupted if live.was_cancelled_by_tool() => (
+                ExitReason::Interrupted if live.cancelled_by().is_some() => (
                     "interrupted",
                     "interrupted".to_owned(),
-                    Some("cancelled with agent_cancel".to_owned()),
+                    live.cancelled_by().map(str::to_owned),
                 ),
                 ExitReason::Interrupted => (
                     "interrupted",

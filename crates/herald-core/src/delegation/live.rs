@@ -108,7 +108,8 @@ pub struct LiveAgent {
     pub cancel: CancellationToken,
     pub progress: Progress,
     result: Mutex<Option<ChildResult>>,
-    /// Set by `agent_cancel`, so the result says who stopped it.
+    /// Who cancelled it (0 = nobody / an interrupt, 1 = `agent_cancel`,
+    /// 2 = `herald agents cancel` from another process), for the result.
     cancelled_by_tool: AtomicU32,
 }
 
@@ -169,8 +170,18 @@ impl LiveAgent {
         self.cancel.cancel();
     }
 
-    /// Whether `agent_cancel` stopped it.
-    pub fn was_cancelled_by_tool(&self) -> bool {
-        self.cancelled_by_tool.load(Ordering::Relaxed) != 0
+    /// Cancels on behalf of `herald agents cancel` run elsewhere.
+    pub fn cancel_externally(&self) {
+        self.cancelled_by_tool.store(2, Ordering::Relaxed);
+        self.cancel.cancel();
+    }
+
+    /// What stopped it, when it was cancelled on purpose.
+    pub fn cancelled_by(&self) -> Option<&'static str> {
+        match self.cancelled_by_tool.load(Ordering::Relaxed) {
+            1 => Some("cancelled with agent_cancel"),
+            2 => Some("cancelled with `herald agents cancel`"),
+            _ => None,
+        }
     }
 }

@@ -112,6 +112,52 @@ impl Delegation {
         }))
     }
 
+    /// Starts watching the store for `herald agents cancel` run from another
+    /// process: every `period`, while agents of this tree are running, one
+    /// indexed query finds those marked cancelled and stops them. Ends with
+    /// the session (or when the runtime is dropped).
+    pub fn watch_external_cancels(self: &Arc<Self>, period: std::time::Duration) {
+        let Some(store) = self.store.clone() else {
+            return;
+        };
+        let weak = Arc::downgrade(self);
+        let session_cancel = self.cancel.clone();
+        let root = self.root_session_id.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    () = tokio::time::sleep(period) => {}
+                    () = session_cancel.cancelled() => return,
+                }
+                let Some(runtime) = weak.upgrade() else {
+                    return;
+                };
+                let running: Vec<Arc<LiveAgent>> = runtime
+                    .live_agents()
+                    .into_iter()
+                    .filter(|a| !a.is_finished())
+                    .collect();
+                if running.is_empty() {
+                    continue;
+                }
+                let filter = AgentFilter {
+                    root_session_id: Some(root.clone()),
+                    status: Some("cancelled".to_owned()),
+                    limit: 10_000,
+                    ..AgentFilter::default()
+                };
+                let Ok(Ok(cancelled)) = store.call(move |s| s.list_agents(&filter)).await else {
+                    continue;
+                };
+                for agent in running {
+                    if cancelled.iter().any(|r| r.id == agent.id) {
+                        agent.cancel_externally();
+                    }
+                }
+            }
+        });
+    }
+
     /// The inbox of `agent_id`, created on first use.
     pub fn inbox(&self, agent_id: &str) -> Arc<Inbox> {
         let mut inboxes = self.inboxes.lock().unwrap_or_else(PoisonError::into_inner);
