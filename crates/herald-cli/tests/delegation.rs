@@ -339,7 +339,14 @@ async fn orchestrators_delegate_within_the_depth_limit() {
                     Reply::text("orch summary"),
                 ],
             )
-            .conversation("leaf child", vec![Reply::text("leaf summary")])
+            .conversation(
+                "leaf child",
+                vec![
+                    // A leaf does not have the tool; a call gets the unknown-tool error.
+                    Reply::tool("delegate_task", json!({"goal": "forbidden grandchild"})),
+                    Reply::text("leaf summary"),
+                ],
+            )
             .conversation("grand child", vec![Reply::text("grand summary")]),
     )
     .await;
@@ -374,6 +381,13 @@ async fn orchestrators_delegate_within_the_depth_limit() {
             "{needle}: {names:?}"
         );
     }
+    let leaf = requests_of(&h, "leaf child");
+    let refused = results_in(leaf.last().unwrap());
+    assert!(
+        refused[0].contains("unknown tool 'delegate_task'"),
+        "{refused:?}"
+    );
+    assert!(requests_of(&h, "forbidden grandchild").is_empty());
     // The grandchild asked to be an orchestrator but the floor made it a leaf.
     let result = last_result_json(&h, "orch child");
     assert_eq!(result["results"][0]["summary"], "grand summary");
