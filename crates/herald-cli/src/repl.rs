@@ -11,7 +11,7 @@ use crate::args::CommonArgs;
 use crate::render::{Mode, Renderer};
 use crate::{CliError, Exit, setup};
 
-const HELP: &str = "Type a request and press Enter. Commands: /help, /compress (summarise older turns now), /exit (or Ctrl-D). Ctrl-C interrupts a running turn.";
+const HELP: &str = "Type a request and press Enter. Commands: /help, /agents (subagents of this session), /compress (summarise older turns now), /exit (or Ctrl-D). Ctrl-C interrupts a running turn.";
 
 pub(crate) async fn interactive(common: &CommonArgs) -> Result<Exit, CliError> {
     let settings = setup::settings(common)?;
@@ -75,6 +75,10 @@ pub(crate) async fn interactive(common: &CommonArgs) -> Result<Exit, CliError> {
                 compress(&mut agent).await;
                 continue;
             }
+            "/agents" => {
+                show_agents(&delegation);
+                continue;
+            }
             _ => {}
         }
         let cancel = CancellationToken::new();
@@ -100,12 +104,13 @@ pub(crate) async fn interactive(common: &CommonArgs) -> Result<Exit, CliError> {
             ExitReason::Completed => {}
         }
     };
-    let running = delegation.running_background();
-    if running > 0 {
-        // Left journaled as running: `--resume` restarts them from their
-        // stored conversations.
+    // Running background agents stop (their commands are killed) but stay
+    // journaled as running: `--resume` restarts them from their stored
+    // conversations.
+    let suspended = delegation.suspend(std::time::Duration::from_secs(5)).await;
+    if suspended > 0 {
         eprintln!(
-            "{running} background agent(s) still running; they continue when you resume this session"
+            "{suspended} background agent(s) still running were suspended; they continue when you resume this session"
         );
     }
     let end_id = session_id.clone();
@@ -140,4 +145,35 @@ async fn compress(agent: &mut herald_core::Agent) {
         Err(err) => eprintln!("not compacted: {err}"),
     }
     watcher.abort();
+}
+
+/// `/agents`: one line per subagent of this session, with what it is doing.
+fn show_agents(delegation: &herald_core::Delegation) {
+    let agents = delegation.overview();
+    if agents.is_empty() {
+        eprintln!("no subagents in this session");
+        return;
+    }
+    for agent in agents {
+        let doing = match (&agent.current_tool, agent.status.as_str()) {
+            (Some(tool), "running") => format!(" → {tool}"),
+            _ => String::new(),
+        };
+        let goal: String = agent.goal.chars().take(60).collect();
+        eprintln!(
+            "{}{} {}{doing} · {:.1} s · {} calls · {} tok{} · {}",
+            "  ".repeat(agent.depth.saturating_sub(1) as usize),
+            agent.id,
+            agent.status,
+            agent.seconds,
+            agent.api_calls,
+            agent.tokens.input + agent.tokens.output,
+            if agent.background {
+                " · background"
+            } else {
+                ""
+            },
+            goal.replace('\n', " ")
+        );
+    }
 }

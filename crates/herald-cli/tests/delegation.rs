@@ -862,3 +862,61 @@ async fn herald_agents_cancel_stops_an_agent_running_in_another_process() {
     );
     h.server.assert_invariants();
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_interactive_loop_lists_agents_and_leaves_background_work_resumable() {
+    use tokio::io::AsyncWriteExt;
+    let h = Harness::new(
+        Script::new()
+            .conversation(
+                "start background work",
+                vec![
+                    Reply::tool(
+                        "delegate_task",
+                        json!({"background": true, "goal": "repl child: long job"}),
+                    ),
+                    Reply::text("started it"),
+                ],
+            )
+            .conversation(
+                "repl child",
+                vec![
+                    Reply::tool("terminal", json!({"command": "sleep 30"})),
+                    Reply::text("unreachable"),
+                ],
+            ),
+    )
+    .await;
+    let mut cmd = h.command(Wire::OpenAi);
+    cmd.stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(b"start background work\n").await.unwrap();
+    // Let the child reach its tool call before asking for the list.
+    let t0 = Instant::now();
+    while requests_of(&h, "repl child").is_empty() && t0.elapsed() < Duration::from_secs(10) {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    stdin.write_all(b"/agents\n/exit\n").await.unwrap();
+    drop(stdin);
+    let output = tokio::time::timeout(Duration::from_secs(30), child.wait_with_output())
+        .await
+        .expect("the interactive session did not exit")
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let shown = stderr(&output);
+    assert!(
+        shown.contains("running → terminal") && shown.contains("repl child: long job"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("1 background agent(s) still running were suspended"),
+        "{shown}"
+    );
+    // Journaled as running, so `--resume` restarts it.
+    let agents = herald_json(&h, &["agents", "list", "--json"]).await;
+    assert_eq!(agents[0]["status"], "running", "{agents}");
+}

@@ -89,7 +89,11 @@ impl Delegation {
             },
         };
         result.duration_seconds = round_ms(started.elapsed());
-        if let Some(store) = &self.store {
+        // Suspended for a later `--resume`: the journal keeps it running and
+        // its parent gets nothing now (the restarted agent reports instead).
+        let suspended = result.status == "interrupted"
+            && self.suspending.load(std::sync::atomic::Ordering::Relaxed);
+        if let Some(store) = self.store.as_ref().filter(|_| !suspended) {
             let id = spawn.agent_id.clone();
             let finish = AgentFinish {
                 status: result.status.clone(),
@@ -115,7 +119,7 @@ impl Delegation {
             cost_usd: result.cost_usd,
             duration_seconds: result.duration_seconds,
         });
-        if spawn.background {
+        if spawn.background && !suspended {
             // Filed before waiters wake, so `agent_wait` can claim it.
             self.deliver(&spawn.parent.agent_id, &result);
         }

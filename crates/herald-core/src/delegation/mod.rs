@@ -22,6 +22,6 @@ pub use budget::TokenBudget;
 pub use inbox::{Inbox, Notice, render_notices};
 pub use prompt::{DepthFacts, child_system_prompt};
 pub use result::{ChildResult, ToolTraceEntry};
-pub use runtime::{AgentScope, Delegation, DelegationSetup};
+pub use runtime::{AgentOverview, AgentScope, Delegation, DelegationSetup};
 pub use scope::{DELEGATION_TOOLS, NEVER_FOR_CHILDREN, child_registry};
 pub use tools::{AgentCancel, AgentList, AgentStatus, AgentWait, DelegateTask};

@@ -48,6 +48,23 @@ impl AgentScope {
     }
 }
 
+/// One agent as a front end shows it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AgentOverview {
+    pub id: String,
+    pub parent_id: String,
+    pub depth: u32,
+    pub goal: String,
+    pub background: bool,
+    /// `running`, or how it ended.
+    pub status: String,
+    /// Seconds running so far, or its duration.
+    pub seconds: f64,
+    pub api_calls: u32,
+    pub tokens: herald_protocol::TokenTotals,
+    pub current_tool: Option<String>,
+}
+
 /// What a restarted child needs beyond its stored conversation (saved as
 /// the agent record's `spec`).
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -84,6 +101,9 @@ pub struct Delegation {
     inboxes: Mutex<HashMap<String, Arc<Inbox>>>,
     /// Woken whenever any agent finishes (for `agent_wait`).
     pub(crate) finished: Notify,
+    /// Set by [`Delegation::suspend`]: interrupted agents keep their
+    /// journal entry as running, so `--resume` restarts them.
+    pub(crate) suspending: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for Delegation {
@@ -109,6 +129,7 @@ impl Delegation {
             live: Mutex::default(),
             inboxes: Mutex::default(),
             finished: Notify::new(),
+            suspending: std::sync::atomic::AtomicBool::new(false),
         }))
     }
 
@@ -171,6 +192,43 @@ impl Delegation {
         registry.register(typed(AgentList::new(Arc::clone(self), scope.clone())));
         registry.register(typed(AgentWait::new(Arc::clone(self), scope.clone())));
         registry.register(typed(AgentCancel::new(Arc::clone(self), scope.clone())));
+    }
+
+    /// A snapshot of every agent this process started in the tree, oldest
+    /// first (for front ends: the interactive `/agents` command).
+    pub fn overview(&self) -> Vec<AgentOverview> {
+        let mut agents = self.live_agents();
+        agents.sort_by(|a, b| {
+            b.progress
+                .elapsed_seconds()
+                .total_cmp(&a.progress.elapsed_seconds())
+        });
+        agents
+            .iter()
+            .map(|a| {
+                let result = a.result();
+                AgentOverview {
+                    id: a.id.clone(),
+                    parent_id: a.parent_id.clone(),
+                    depth: a.depth,
+                    goal: a.goal.clone(),
+                    background: a.background,
+                    status: result
+                        .as_ref()
+                        .map_or_else(|| "running".to_owned(), |r| r.status.clone()),
+                    seconds: result
+                        .as_ref()
+                        .map_or_else(|| a.progress.elapsed_seconds(), |r| r.duration_seconds),
+                    api_calls: result
+                        .as_ref()
+                        .map_or_else(|| a.progress.api_calls(), |r| r.api_calls),
+                    tokens: result
+                        .as_ref()
+                        .map_or_else(|| a.progress.tokens(), |r| r.tokens),
+                    current_tool: a.progress.current_tool(),
+                }
+            })
+            .collect()
     }
 
     /// Background agents of this tree still running.
@@ -330,6 +388,19 @@ impl Delegation {
     /// Cancels every agent of the tree (the session is ending).
     pub fn cancel_all(&self) {
         self.cancel.cancel();
+    }
+
+    /// Stops every running agent for a later `--resume`: their tools are
+    /// cancelled (killing their processes) but their journal entries stay
+    /// `running`, so resuming the session restarts them from their stored
+    /// conversations. Returns how many were suspended.
+    pub async fn suspend(&self, limit: std::time::Duration) -> usize {
+        let running = self.running_background();
+        self.suspending
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+        self.cancel.cancel();
+        self.settle(limit).await;
+        running
     }
 
     /// Waits up to `limit` for running background agents to finish (after
