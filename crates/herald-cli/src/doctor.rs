@@ -219,23 +219,11 @@ async fn provider_check(settings: &Settings) -> Check {
             Level::Fail,
             format!(
                 "cannot reach {url}: {}; check the base URL ({}) and the network",
-                error_chain(&err),
+                herald_core::error_chain(&err),
                 settings.provider.base_url_var()
             ),
         ),
     }
-}
-
-/// An error with its causes, which name the actual network failure.
-fn error_chain(err: &dyn std::error::Error) -> String {
-    let mut text = err.to_string();
-    let mut source = err.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 async fn store_check(home: &Path) -> Check {

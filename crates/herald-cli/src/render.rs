@@ -176,7 +176,9 @@ fn write_human(receiver: mpsc::Receiver<Item>, stream_text: bool) {
     }
 }
 
-fn preview(text: &str, max: usize) -> String {
+/// `text` on one line (control characters as spaces), cut to `max` chars
+/// with an ellipsis.
+pub(crate) fn preview(text: &str, max: usize) -> String {
     let flat: String = text
         .chars()
         .map(|c| if c.is_control() { ' ' } else { c })

@@ -7,6 +7,8 @@ use std::io::Write;
 
 use herald_protocol::{Event, EventKind, TokenTotals};
 
+use crate::render::preview;
+
 /// One running child.
 #[derive(Debug, Clone)]
 struct Row {
@@ -58,7 +60,7 @@ impl AgentTree {
                     "{}\u{25b8} {} started{kind}: {}",
                     indent(*depth),
                     event.agent_id,
-                    flat(goal, 80)
+                    preview(goal, 80)
                 ))
             }
             EventKind::SubagentTool { tool, tokens, .. } => {
@@ -122,7 +124,7 @@ impl AgentTree {
                 indent(row.depth),
                 row.id,
                 row.tokens.input + row.tokens.output,
-                flat(&row.goal, 50)
+                preview(&row.goal, 50)
             );
         }
         self.drawn = self.rows.len();
@@ -131,21 +133,6 @@ impl AgentTree {
 
 fn indent(depth: u32) -> String {
     "  ".repeat(depth as usize)
-}
-
-fn flat(text: &str, max: usize) -> String {
-    let line: String = text
-        .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .take(max + 1)
-        .collect();
-    if line.chars().count() > max {
-        let mut cut: String = line.chars().take(max).collect();
-        cut.push('\u{2026}');
-        cut
-    } else {
-        line
-    }
 }
 
 #[cfg(test)]

@@ -7,10 +7,9 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{Harness, Wire, last, of_type, parse_events, stderr};
+use common::{Harness, LiveRun, Wire, last, of_type, parse_events, stderr};
 use herald_testkit::{Api, RecordedRequest, Reply, RequestView, Script, ScriptedCall};
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, BufReader};
 
 /// Tool names offered in a recorded request (either wire).
 fn tool_names(request: &RecordedRequest) -> Vec<String> {
@@ -510,34 +509,13 @@ async fn interrupting_the_parent_interrupts_its_children() {
             ),
     )
     .await;
-    let mut cmd = h.command(Wire::OpenAi);
-    cmd.args(["run", "--json", "start a sleeper"])
-        .stdout(std::process::Stdio::piped());
-    let mut child = cmd.spawn().unwrap();
-    let pid = child.id().unwrap() as i32;
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let mut seen = Vec::new();
-    while let Some(line) = lines.next_line().await.unwrap() {
-        let tool = line.contains("\"subagent.tool\"");
-        seen.push(line);
-        if tool {
-            break;
-        }
-    }
+    let run = LiveRun::until(&h, Wire::OpenAi, "start a sleeper", "subagent.tool").await;
     tokio::time::sleep(Duration::from_millis(200)).await;
     let t0 = Instant::now();
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(pid),
-        nix::sys::signal::Signal::SIGINT,
-    )
-    .unwrap();
-    while let Some(line) = lines.next_line().await.unwrap() {
-        seen.push(line);
-    }
-    let status = child.wait().await.unwrap();
+    run.interrupt();
+    let (status, events) = run.finish().await;
     assert_eq!(status.code(), Some(130));
     assert!(t0.elapsed() < Duration::from_secs(10), "{:?}", t0.elapsed());
-    let events = parse_events(seen.join("\n").as_bytes());
     let done = of_type(&events, "subagent.completed");
     assert_eq!(done.len(), 1);
     assert_eq!(done[0]["status"], "interrupted");
@@ -702,24 +680,11 @@ async fn background_agents_restart_after_a_crash() {
             )
     };
     let h = Harness::new(script()).await;
-    let mut cmd = h.command(Wire::OpenAi);
-    cmd.args(["run", "--json", "survive a crash"])
-        .stdout(std::process::Stdio::piped());
-    let mut child = cmd.spawn().unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let mut session = String::new();
-    while let Some(line) = lines.next_line().await.unwrap() {
-        if session.is_empty() {
-            let event: Value = serde_json::from_str(&line).unwrap();
-            session = event["session_id"].as_str().unwrap().to_owned();
-        }
-        if line.contains("\"subagent.tool\"") {
-            break;
-        }
-    }
+    let mut run = LiveRun::until(&h, Wire::OpenAi, "survive a crash", "subagent.tool").await;
+    let session = run.last_event()["session_id"].as_str().unwrap().to_owned();
     tokio::time::sleep(Duration::from_millis(300)).await;
-    child.start_kill().unwrap();
-    child.wait().await.unwrap();
+    run.child.start_kill().unwrap();
+    run.child.wait().await.unwrap();
     let agents = herald_json(&h, &["agents", "list", "--json"]).await;
     assert_eq!(agents[0]["status"], "running", "{agents}");
     assert_eq!(agents[0]["background"], true);
@@ -771,31 +736,11 @@ async fn ctrl_c_while_waiting_records_background_agents_as_interrupted() {
             ),
     )
     .await;
-    let mut cmd = h.command(Wire::OpenAi);
-    cmd.args(["run", "--json", "wait on a napper"])
-        .stdout(std::process::Stdio::piped());
-    let mut child = cmd.spawn().unwrap();
-    let pid = child.id().unwrap() as i32;
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let mut seen = Vec::new();
-    while let Some(line) = lines.next_line().await.unwrap() {
-        let tool = line.contains("\"subagent.tool\"");
-        seen.push(line);
-        if tool {
-            break;
-        }
-    }
+    let run = LiveRun::until(&h, Wire::OpenAi, "wait on a napper", "subagent.tool").await;
     tokio::time::sleep(Duration::from_millis(200)).await;
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(pid),
-        nix::sys::signal::Signal::SIGINT,
-    )
-    .unwrap();
-    while let Some(line) = lines.next_line().await.unwrap() {
-        seen.push(line);
-    }
-    assert_eq!(child.wait().await.unwrap().code(), Some(130));
-    let events = parse_events(seen.join("\n").as_bytes());
+    run.interrupt();
+    let (status, events) = run.finish().await;
+    assert_eq!(status.code(), Some(130));
     assert_eq!(last(&events)["status"], "interrupted");
     let agents = herald_json(&h, &["agents", "list", "--json"]).await;
     assert_eq!(agents[0]["status"], "interrupted", "{agents}");
@@ -825,30 +770,14 @@ async fn herald_agents_cancel_stops_an_agent_running_in_another_process() {
             ),
     )
     .await;
-    let mut cmd = h.command(Wire::OpenAi);
-    cmd.args(["run", "--json", "cancel from outside"])
-        .stdout(std::process::Stdio::piped());
-    let mut child = cmd.spawn().unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let mut seen = Vec::new();
-    let mut agent = String::new();
-    while let Some(line) = lines.next_line().await.unwrap() {
-        let event: Value = serde_json::from_str(&line).unwrap();
-        seen.push(line);
-        if event["type"] == "subagent.tool" {
-            agent = event["agent_id"].as_str().unwrap().to_owned();
-            break;
-        }
-    }
+    let run = LiveRun::until(&h, Wire::OpenAi, "cancel from outside", "subagent.tool").await;
+    let agent = run.last_event()["agent_id"].as_str().unwrap().to_owned();
     let t0 = Instant::now();
     let cancelled = herald_json(&h, &["agents", "cancel", &agent, "--json"]).await;
     assert_eq!(cancelled["status"], "cancelled");
-    while let Some(line) = lines.next_line().await.unwrap() {
-        seen.push(line);
-    }
-    assert!(child.wait().await.unwrap().success());
+    let (status, events) = run.finish().await;
+    assert!(status.success());
     assert!(t0.elapsed() < Duration::from_secs(10), "{:?}", t0.elapsed());
-    let events = parse_events(seen.join("\n").as_bytes());
     assert_eq!(last(&events)["final_response"], "saw the cancel");
     let done = of_type(&events, "subagent.completed");
     assert_eq!(done[0]["status"], "interrupted");

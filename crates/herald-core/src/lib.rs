@@ -20,7 +20,7 @@ pub use compress::{CompressError, CompressionReport, live_history};
 pub use config::{Config, ConfigError, Overrides, Settings};
 pub use delegation::{AgentScope, Delegation, DelegationSetup};
 pub use events::EventSink;
-pub use herald_llm::{LlmClient, ProviderKind};
+pub use herald_llm::{LlmClient, ProviderKind, error_chain};
 pub use history::answer_dangling_calls;
 pub use persist::{StoreGone, StoreHandle};
 pub use prompt::{

@@ -297,8 +297,9 @@ impl LlmClient {
     }
 }
 
-/// `reqwest` errors hide their cause (refused, DNS, TLS) in the source chain.
-fn error_chain(err: &dyn std::error::Error) -> String {
+/// An error with every cause in its source chain: `reqwest` errors hide the
+/// real failure (refused, DNS, TLS) there. Front ends reuse it for messages.
+pub fn error_chain(err: &dyn std::error::Error) -> String {
     let mut text = err.to_string();
     let mut source = err.source();
     while let Some(cause) = source {

@@ -11,7 +11,7 @@ mod retry;
 mod sse;
 mod types;
 
-pub use client::{ClientConfig, LlmClient, ProviderKind};
+pub use client::{ClientConfig, LlmClient, ProviderKind, error_chain};
 pub use error::{ErrorKind, LlmError};
 pub use pricing::cost_usd;
 pub use retry::RetryPolicy;

@@ -118,3 +118,62 @@ pub fn tool_results(body: &Value) -> Vec<String> {
         .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
         .collect()
 }
+
+/// A `herald run --json` still running, read line by line.
+pub struct LiveRun {
+    pub child: tokio::process::Child,
+    lines: tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>,
+    /// Every event line read so far.
+    pub seen: Vec<String>,
+}
+
+impl LiveRun {
+    /// Starts `herald run --json PROMPT` and reads events until one whose
+    /// `type` is `event_type` (which is kept in `seen`).
+    pub async fn until(h: &Harness, wire: Wire, prompt: &str, event_type: &str) -> Self {
+        use tokio::io::AsyncBufReadExt;
+        let mut cmd = h.command(wire);
+        cmd.args(["run", "--json", prompt])
+            .stdout(std::process::Stdio::piped());
+        let mut child = cmd.spawn().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let mut run = Self {
+            child,
+            lines: tokio::io::BufReader::new(stdout).lines(),
+            seen: Vec::new(),
+        };
+        let marker = format!("\"type\":\"{event_type}\"");
+        while let Some(line) = run.lines.next_line().await.unwrap() {
+            let found = line.contains(&marker);
+            run.seen.push(line);
+            if found {
+                return run;
+            }
+        }
+        panic!("herald ended before a {event_type} event: {:?}", run.seen);
+    }
+
+    /// The last event read.
+    pub fn last_event(&self) -> Value {
+        serde_json::from_str(self.seen.last().unwrap()).unwrap()
+    }
+
+    /// Sends SIGINT, as Ctrl-C does.
+    pub fn interrupt(&self) {
+        let pid = self.child.id().unwrap() as i32;
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGINT,
+        )
+        .unwrap();
+    }
+
+    /// Reads the remaining events and waits for the exit.
+    pub async fn finish(mut self) -> (std::process::ExitStatus, Vec<Value>) {
+        while let Some(line) = self.lines.next_line().await.unwrap() {
+            self.seen.push(line);
+        }
+        let status = self.child.wait().await.unwrap();
+        (status, parse_events(self.seen.join("\n").as_bytes()))
+    }
+}
