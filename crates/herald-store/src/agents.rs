@@ -13,7 +13,7 @@ use crate::store::{Store, now_ms, to_i64, to_u64};
 const AGENT_COLUMNS: &str = "id, parent_agent_id, parent_session_id, root_session_id, session_id, \
     depth, role, goal, context, background, status, exit_reason, result, error, iterations, \
     input_tokens, output_tokens, cached_tokens, cost_usd, model, created_at, started_at, ended_at, \
-    delivered, spec";
+    delivered, spec, call_id";
 
 /// An agent about to be spawned.
 #[derive(Debug, Clone, PartialEq)]
@@ -36,6 +36,8 @@ pub struct NewAgent {
     pub model: String,
     /// Everything needed to rebuild the child after a restart (JSON).
     pub spec: String,
+    /// The parent's `delegate_task` call that spawned it.
+    pub call_id: Option<String>,
 }
 
 /// How an agent ended.
@@ -81,6 +83,8 @@ pub struct AgentRecord {
     /// Whether the parent has been given the result.
     pub delivered: bool,
     pub spec: Option<String>,
+    /// The parent's `delegate_task` call that spawned it.
+    pub call_id: Option<String>,
 }
 
 impl AgentRecord {
@@ -131,6 +135,7 @@ fn record(row: &Row<'_>) -> rusqlite::Result<AgentRecord> {
         ended_at: row.get(22)?,
         delivered: row.get::<_, i64>(23)? != 0,
         spec: row.get(24)?,
+        call_id: row.get(25)?,
     })
 }
 
@@ -140,8 +145,8 @@ impl Store {
         self.conn
             .prepare_cached(
                 "INSERT INTO agents (id, parent_agent_id, parent_session_id, root_session_id, \
-                 session_id, depth, role, goal, context, background, status, model, created_at, spec) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 'queued', ?11, ?12, ?13)",
+                 session_id, depth, role, goal, context, background, status, model, created_at, spec, call_id) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 'queued', ?11, ?12, ?13, ?14)",
             )
             .and_then(|mut s| {
                 s.execute(params![
@@ -158,6 +163,7 @@ impl Store {
                     agent.model,
                     now_ms(),
                     agent.spec,
+                    agent.call_id,
                 ])
             })
             .map_err(sql(&self.path, "registering an agent"))?;
@@ -211,19 +217,40 @@ impl Store {
         Ok(())
     }
 
-    /// Marks agents whose results the parent has received.
+    /// Marks agents whose results the parent has received. The agent loop
+    /// uses [`Store::append_messages_delivering`] instead, which marks them
+    /// in the transaction that stores the message carrying the results.
     pub fn mark_agents_delivered(&mut self, ids: &[String]) -> Result<(), StoreError> {
         let tx = self
             .conn
             .transaction()
             .map_err(sql(&self.path, "marking agents delivered"))?;
-        for id in ids {
-            tx.prepare_cached("UPDATE agents SET delivered = 1 WHERE id = ?1")
-                .and_then(|mut s| s.execute(params![id]))
-                .map_err(sql(&self.path, "marking agents delivered"))?;
-        }
+        mark_delivered(&tx, &self.path, ids)?;
         tx.commit()
             .map_err(sql(&self.path, "marking agents delivered"))
+    }
+
+    /// The agents a `delegate_task` call of `parent_session_id` spawned, in
+    /// the order they were journaled.
+    pub fn agents_of_call(
+        &self,
+        parent_session_id: &str,
+        call_id: &str,
+    ) -> Result<Vec<AgentRecord>, StoreError> {
+        const CTX: &str = "reading the agents of a call";
+        let mut stmt = self
+            .conn
+            .prepare_cached(&format!(
+                "SELECT {AGENT_COLUMNS} FROM agents WHERE parent_session_id = ?1 AND call_id = ?2 \
+                 ORDER BY created_at, rowid"
+            ))
+            .map_err(sql(&self.path, CTX))?;
+        let rows: Result<Vec<AgentRecord>, StoreError> = stmt
+            .query_map(params![parent_session_id, call_id], record)
+            .map_err(sql(&self.path, CTX))?
+            .map(|r| r.map_err(sql(&self.path, CTX)))
+            .collect();
+        rows
     }
 
     /// Sets the status of an agent that is not running in this process
@@ -291,6 +318,20 @@ impl Store {
     }
 }
 
+/// Sets `delivered` on `ids` inside the caller's transaction.
+pub(crate) fn mark_delivered(
+    conn: &rusqlite::Connection,
+    path: &str,
+    ids: &[String],
+) -> Result<(), StoreError> {
+    for id in ids {
+        conn.prepare_cached("UPDATE agents SET delivered = 1 WHERE id = ?1")
+            .and_then(|mut s| s.execute(params![id]))
+            .map_err(sql(path, "marking agents delivered"))?;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -310,6 +351,7 @@ mod tests {
             background,
             model: "m".into(),
             spec: "{}".into(),
+            call_id: None,
         }
     }
 

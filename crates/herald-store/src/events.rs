@@ -1,8 +1,9 @@
-//! Session events that are not conversation messages, such as the tool calls
-//! an `execute_code` script made (SPEC §12): kept with the transcript for
-//! debugging and audit, never replayed to the model.
+//! The event stream of a session (SPEC §13), stored so any front end can
+//! show or replay it: every event a run emitted, under an id that only grows
+//! (per database, never reused, also after deletes), with the tool calls an
+//! `execute_code` script made (`sandbox.call`, SPEC §12) among them.
 
-use rusqlite::params;
+use rusqlite::{TransactionBehavior, params};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{StoreError, sql};
@@ -12,58 +13,123 @@ use crate::store::{Store, now_ms};
 /// One stored event, oldest first when listed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StoredEvent {
+    /// Monotonic per database: a later event always has a larger id.
     pub id: i64,
-    /// What happened, e.g. `sandbox.call`.
+    /// The session the event is stored with.
+    pub session_id: String,
+    /// The agent that emitted it (`root` for the top agent).
+    pub agent_id: String,
+    /// The event type, e.g. `tool.started` or `sandbox.call`.
     pub kind: String,
-    /// The event's JSON, as recorded.
+    /// The event's JSON, as emitted.
     pub payload: String,
     /// Unix milliseconds.
     pub created_at: i64,
 }
 
+/// An event to append with [`Store::record_events`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewEvent {
+    /// The agent that emitted it.
+    pub agent_id: String,
+    /// The event type (`type` of the JSON).
+    pub kind: String,
+    /// The event's JSON.
+    pub payload: String,
+}
+
 impl Store {
-    /// Appends an event of `kind` with a JSON `payload` to a session and
+    /// Appends one event of `kind` with a JSON `payload` to a session and
     /// returns its id.
     pub fn record_event(
         &mut self,
         session_id: &str,
+        agent_id: &str,
         kind: &str,
         payload: &str,
     ) -> Result<i64, StoreError> {
-        const CTX: &str = "recording an event";
-        let inserted = self
+        let ids = self.record_events(
+            session_id,
+            &[NewEvent {
+                agent_id: agent_id.to_owned(),
+                kind: kind.to_owned(),
+                payload: payload.to_owned(),
+            }],
+        )?;
+        Ok(ids.first().copied().unwrap_or_default())
+    }
+
+    /// Appends `events` to a session in one transaction, in order, and
+    /// returns their ids (increasing). An unknown session stores nothing.
+    pub fn record_events(
+        &mut self,
+        session_id: &str,
+        events: &[NewEvent],
+    ) -> Result<Vec<i64>, StoreError> {
+        const CTX: &str = "recording events";
+        let tx = self
             .conn
-            .prepare_cached(
-                "INSERT INTO events (session_id, kind, payload, created_at) \
-                 SELECT id, ?2, ?3, ?4 FROM sessions WHERE id = ?1",
-            )
-            .and_then(|mut s| s.execute(params![session_id, kind, payload, now_ms()]))
+            .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(sql(&self.path, CTX))?;
-        if inserted == 0 {
-            return Err(StoreError::UnknownSession(session_id.to_owned()));
+        require_session(&tx, &self.path, session_id)?;
+        let now = now_ms();
+        let mut ids = Vec::with_capacity(events.len());
+        {
+            let mut stmt = tx
+                .prepare_cached(
+                    "INSERT INTO events (session_id, agent_id, kind, payload, created_at) \
+                     VALUES (?1, ?2, ?3, ?4, ?5)",
+                )
+                .map_err(sql(&self.path, CTX))?;
+            for event in events {
+                stmt.execute(params![
+                    session_id,
+                    event.agent_id,
+                    event.kind,
+                    event.payload,
+                    now
+                ])
+                .map_err(sql(&self.path, CTX))?;
+                ids.push(tx.last_insert_rowid());
+            }
         }
-        Ok(self.conn.last_insert_rowid())
+        tx.commit().map_err(sql(&self.path, CTX))?;
+        Ok(ids)
     }
 
     /// Every event of a session in the order they were recorded.
     pub fn load_events(&self, session_id: &str) -> Result<Vec<StoredEvent>, StoreError> {
+        self.load_events_after(session_id, 0, usize::MAX)
+    }
+
+    /// Up to `limit` events of a session whose id is greater than `after`,
+    /// oldest first: what a reader that has seen event `after` missed.
+    pub fn load_events_after(
+        &self,
+        session_id: &str,
+        after: i64,
+        limit: usize,
+    ) -> Result<Vec<StoredEvent>, StoreError> {
         const CTX: &str = "reading events";
         require_session(&self.conn, &self.path, session_id)?;
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         let mut stmt = self
             .conn
             .prepare_cached(
-                "SELECT id, kind, payload, created_at FROM events \
-                 WHERE session_id = ?1 ORDER BY id",
+                "SELECT id, session_id, agent_id, kind, payload, created_at FROM events \
+                 WHERE session_id = ?1 AND id > ?2 ORDER BY id LIMIT ?3",
             )
             .map_err(sql(&self.path, CTX))?;
         // Bound to a local so the row iterator is dropped before `stmt`.
         let rows: Result<Vec<StoredEvent>, StoreError> = stmt
-            .query_map([session_id], |r| {
+            .query_map(params![session_id, after, limit], |r| {
                 Ok(StoredEvent {
                     id: r.get(0)?,
-                    kind: r.get(1)?,
-                    payload: r.get(2)?,
-                    created_at: r.get(3)?,
+                    session_id: r.get(1)?,
+                    agent_id: r.get(2)?,
+                    kind: r.get(3)?,
+                    payload: r.get(4)?,
+                    created_at: r.get(5)?,
                 })
             })
             .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
@@ -93,17 +159,27 @@ mod tests {
             .unwrap();
     }
 
+    fn event(kind: &str, payload: &str) -> NewEvent {
+        NewEvent {
+            agent_id: "root".to_owned(),
+            kind: kind.to_owned(),
+            payload: payload.to_owned(),
+        }
+    }
+
     #[test]
     fn events_round_trip_in_order_per_session() {
         let mut store = Store::open_in_memory().unwrap();
         session(&mut store, "a");
         session(&mut store, "b");
         let first = store
-            .record_event("a", "sandbox.call", r#"{"name":"read_file"}"#)
+            .record_event("a", "root", "sandbox.call", r#"{"name":"read_file"}"#)
             .unwrap();
-        store.record_event("b", "sandbox.call", "{}").unwrap();
+        store
+            .record_event("b", "ag_1", "sandbox.call", "{}")
+            .unwrap();
         let second = store
-            .record_event("a", "sandbox.call", r#"{"name":"terminal"}"#)
+            .record_event("a", "root", "sandbox.call", r#"{"name":"terminal"}"#)
             .unwrap();
         let events = store.load_events("a").unwrap();
         assert_eq!(
@@ -112,15 +188,55 @@ mod tests {
         );
         assert_eq!(events[1].payload, r#"{"name":"terminal"}"#);
         assert_eq!(events[0].kind, "sandbox.call");
+        assert_eq!(events[0].session_id, "a");
         assert!(events[0].created_at > 0);
-        assert_eq!(store.load_events("b").unwrap().len(), 1);
+        let b = store.load_events("b").unwrap();
+        assert_eq!(b.len(), 1);
+        assert_eq!(b[0].agent_id, "ag_1");
+    }
+
+    #[test]
+    fn batches_keep_their_order_and_load_after_an_id() {
+        let mut store = Store::open_in_memory().unwrap();
+        session(&mut store, "a");
+        let ids = store
+            .record_events(
+                "a",
+                &[
+                    event("session.started", "{}"),
+                    event("tool.started", "{}"),
+                    event("run.completed", "{}"),
+                ],
+            )
+            .unwrap();
+        assert!(ids.windows(2).all(|w| w[0] < w[1]), "{ids:?}");
+        let after = store.load_events_after("a", ids[0], 10).unwrap();
+        assert_eq!(
+            after.iter().map(|e| e.kind.as_str()).collect::<Vec<_>>(),
+            ["tool.started", "run.completed"]
+        );
+        let one = store.load_events_after("a", ids[0], 1).unwrap();
+        assert_eq!(one.len(), 1);
+        assert_eq!(one[0].id, ids[1]);
+        assert!(store.load_events_after("a", ids[2], 10).unwrap().is_empty());
+    }
+
+    #[test]
+    fn ids_are_never_reused_after_a_delete() {
+        let mut store = Store::open_in_memory().unwrap();
+        session(&mut store, "a");
+        let old = store.record_event("a", "root", "usage", "{}").unwrap();
+        assert!(store.delete_session("a").unwrap());
+        session(&mut store, "b");
+        let new = store.record_event("b", "root", "usage", "{}").unwrap();
+        assert!(new > old, "{new} after {old}");
     }
 
     #[test]
     fn unknown_sessions_are_errors() {
         let mut store = Store::open_in_memory().unwrap();
         assert!(matches!(
-            store.record_event("nope", "sandbox.call", "{}"),
+            store.record_event("nope", "root", "sandbox.call", "{}"),
             Err(StoreError::UnknownSession(_))
         ));
         assert!(matches!(
@@ -133,12 +249,52 @@ mod tests {
     fn deleting_a_session_deletes_its_events() {
         let mut store = Store::open_in_memory().unwrap();
         session(&mut store, "a");
-        store.record_event("a", "sandbox.call", "{}").unwrap();
+        store
+            .record_event("a", "root", "sandbox.call", "{}")
+            .unwrap();
         assert!(store.delete_session("a").unwrap());
         let left: i64 = store
             .conn
             .query_row("SELECT count(*) FROM events", [], |r| r.get(0))
             .unwrap();
         assert_eq!(left, 0);
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod migration_tests {
+    use rusqlite::Connection;
+
+    use crate::migrations::{MIGRATIONS, migrate};
+
+    #[test]
+    fn v8_keeps_the_rows_and_ids_of_v6_events() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        conn.pragma_update(None, "foreign_keys", "ON").unwrap();
+        let v8 = MIGRATIONS.iter().position(|m| m.version == 8).unwrap();
+        migrate(&mut conn, ":memory:", &MIGRATIONS[..v8]).unwrap();
+        conn.execute_batch(
+            "INSERT INTO sessions (id, source, started_at, last_active_at) VALUES ('s', 'cli', 1, 1);
+             INSERT INTO events (id, session_id, kind, payload, created_at)
+                 VALUES (7, 's', 'sandbox.call', '{\"name\":\"read_file\"}', 5);",
+        )
+        .unwrap();
+        migrate(&mut conn, ":memory:", MIGRATIONS).unwrap();
+        let (id, agent, kind): (i64, String, String) = conn
+            .query_row("SELECT id, agent_id, kind FROM events", [], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            })
+            .unwrap();
+        assert_eq!(
+            (id, agent.as_str(), kind.as_str()),
+            (7, "root", "sandbox.call")
+        );
+        conn.execute(
+            "INSERT INTO events (session_id, kind, payload, created_at) VALUES ('s', 'usage', '{}', 6)",
+            [],
+        )
+        .unwrap();
+        assert_eq!(conn.last_insert_rowid(), 8);
     }
 }

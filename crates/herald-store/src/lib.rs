@@ -1,5 +1,5 @@
-//! SQLite state for herald: sessions, their messages, per-request usage, and
-//! the FTS5 index behind `session_search` and `herald sessions search`.
+//! SQLite state for herald: sessions, their messages and event streams,
+//! per-request usage, and the FTS5 index behind `session_search` and `herald sessions search`.
 //!
 //! The store is synchronous on purpose: SQLite calls are short and blocking,
 //! so callers own a [`Store`] on a dedicated thread (or behind a mutex inside
@@ -27,8 +27,12 @@ mod agents;
 mod error;
 mod events;
 mod import;
+mod leases;
 mod messages;
 mod migrations;
+mod owner;
+mod pending;
+mod processes;
 mod records;
 mod sanitize;
 mod search;
@@ -41,9 +45,13 @@ pub mod bench;
 
 pub use agents::{AgentFilter, AgentFinish, AgentRecord, NewAgent};
 pub use error::StoreError;
-pub use events::StoredEvent;
+pub use events::{NewEvent, StoredEvent};
 pub use import::{BadLine, ImportReport};
+pub use leases::{LeaseHolder, LeaseOutcome};
 pub use migrations::SCHEMA_VERSION;
+pub use owner::ProcessIdentity;
+pub use pending::PendingResult;
+pub use processes::ToolProcess;
 pub use records::{
     ListFilter, MessageWindow, NewSession, SessionOverview, SessionRecord, SessionSource,
     StoredMessage, UsageRecord,

@@ -162,6 +162,18 @@ pub(crate) fn insert_messages(
     session_id: &str,
     messages: &[Message],
 ) -> Result<Vec<i64>, StoreError> {
+    insert_messages_at(tx, path, session_id, messages, None)
+}
+
+/// [`insert_messages`] at positions starting at `first_seq` (which the
+/// caller has made free), or after the last message when `None`.
+fn insert_messages_at(
+    tx: &Transaction<'_>,
+    path: &str,
+    session_id: &str,
+    messages: &[Message],
+    first_seq: Option<i64>,
+) -> Result<Vec<i64>, StoreError> {
     const CTX: &str = "appending messages";
     let title: Option<Option<String>> = tx
         .prepare_cached("SELECT title FROM sessions WHERE id = ?1")
@@ -173,11 +185,16 @@ pub(crate) fn insert_messages(
     if messages.is_empty() {
         return Ok(Vec::new());
     }
-    let last_seq: Option<i64> = tx
-        .prepare_cached("SELECT max(seq) FROM messages WHERE session_id = ?1")
-        .and_then(|mut s| s.query_row([session_id], |r| r.get(0)))
-        .map_err(sql(path, CTX))?;
-    let first_seq = last_seq.unwrap_or(0) + 1;
+    let first_seq = match first_seq {
+        Some(seq) => seq,
+        None => {
+            let last_seq: Option<i64> = tx
+                .prepare_cached("SELECT max(seq) FROM messages WHERE session_id = ?1")
+                .and_then(|mut s| s.query_row([session_id], |r| r.get(0)))
+                .map_err(sql(path, CTX))?;
+            last_seq.unwrap_or(0) + 1
+        }
+    };
     let now = now_ms();
     let mut rows = Vec::with_capacity(messages.len());
     for (offset, message) in messages.iter().enumerate() {
@@ -353,6 +370,61 @@ impl Store {
             .map_err(sql(path, "appending messages"))?;
         let ids = insert_messages(&tx, path, session_id, messages)?;
         tx.commit().map_err(sql(path, "committing messages"))?;
+        Ok(ids)
+    }
+
+    /// Appends `messages` and, in the same transaction, marks the background
+    /// agents in `delivered` as delivered (their results are in these
+    /// messages) and forgets the session's kept batch results (see
+    /// [`Store::save_pending_result`]): the messages now hold them. A crash
+    /// can never leave a result marked delivered that the conversation lacks.
+    pub fn append_messages_delivering(
+        &mut self,
+        session_id: &str,
+        messages: &[Message],
+        delivered: &[String],
+    ) -> Result<Vec<i64>, StoreError> {
+        let path = &self.path;
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(sql(path, "appending messages"))?;
+        let ids = insert_messages(&tx, path, session_id, messages)?;
+        crate::agents::mark_delivered(&tx, path, delivered)?;
+        crate::pending::clear(&tx, path, session_id)?;
+        tx.commit().map_err(sql(path, "committing messages"))?;
+        Ok(ids)
+    }
+
+    /// Inserts `messages` right after the stored message at position
+    /// `after_seq` (0: before the first), moving later messages down, in one
+    /// transaction. For repairs of a stored conversation (a result added
+    /// after a call in the middle), so the stored order is the order replayed.
+    pub fn insert_messages_after(
+        &mut self,
+        session_id: &str,
+        after_seq: i64,
+        messages: &[Message],
+    ) -> Result<Vec<i64>, StoreError> {
+        const CTX: &str = "inserting messages";
+        let path = &self.path;
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(sql(path, CTX))?;
+        let shift = to_i64(messages.len() as u64);
+        // Two steps through negative positions, so no intermediate state
+        // breaks UNIQUE(session_id, seq).
+        tx.prepare_cached(
+            "UPDATE messages SET seq = -(seq + ?3) WHERE session_id = ?1 AND seq > ?2",
+        )
+        .and_then(|mut s| s.execute(params![session_id, after_seq, shift]))
+        .map_err(sql(path, CTX))?;
+        tx.prepare_cached("UPDATE messages SET seq = -seq WHERE session_id = ?1 AND seq < 0")
+            .and_then(|mut s| s.execute(params![session_id]))
+            .map_err(sql(path, CTX))?;
+        let ids = insert_messages_at(&tx, path, session_id, messages, Some(after_seq + 1))?;
+        tx.commit().map_err(sql(path, CTX))?;
         Ok(ids)
     }
 

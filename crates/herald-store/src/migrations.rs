@@ -4,7 +4,8 @@
 //! store applies the missing steps in order, each in its own `IMMEDIATE`
 //! transaction together with the version bump, so a crash or a failing step
 //! leaves the database at the previous version. Never edit a released step:
-//! add a new one at the end (v4 agents registry, v5 todo state, v6 tool events).
+//! add a new one at the end (v4 agents registry, v5 todo state, v6 tool events,
+//! v7 crash safety, v8 the stored event stream).
 
 use rusqlite::{Connection, TransactionBehavior};
 
@@ -177,6 +178,66 @@ CREATE TABLE events (
 CREATE INDEX events_session ON events(session_id, id);
 "#;
 
+/// v7: crash safety. `session_leases` gives each session one writing process
+/// (owner pid, its start time to tell a reused pid apart, a heartbeat);
+/// `agents.call_id` links a child to the `delegate_task` call that spawned it,
+/// so a resumed parent can rebuild that call's result from the journal;
+/// `pending_results` holds each finished tool result of a batch until the
+/// batch is stored as messages; `tool_processes` records the process groups
+/// tools started, so the next run can end those a killed run left behind.
+const V7_CRASH_SAFETY: &str = r#"
+CREATE TABLE session_leases (
+    session_id      TEXT PRIMARY KEY,
+    owner_pid       INTEGER NOT NULL,
+    owner_started   INTEGER NOT NULL DEFAULT 0,
+    acquired_at     INTEGER NOT NULL,
+    heartbeat_at    INTEGER NOT NULL
+);
+ALTER TABLE agents ADD COLUMN call_id TEXT;
+CREATE INDEX agents_call ON agents(parent_session_id, call_id);
+CREATE TABLE pending_results (
+    session_id   TEXT NOT NULL,
+    call_id      TEXT NOT NULL,
+    content      TEXT NOT NULL,
+    is_error     INTEGER NOT NULL DEFAULT 0,
+    created_at   INTEGER NOT NULL,
+    PRIMARY KEY (session_id, call_id)
+);
+CREATE TABLE tool_processes (
+    pgid          INTEGER NOT NULL,
+    session_id    TEXT NOT NULL,
+    owner_pid     INTEGER NOT NULL,
+    owner_started INTEGER NOT NULL DEFAULT 0,
+    proc_started  INTEGER NOT NULL DEFAULT 0,
+    background    INTEGER NOT NULL DEFAULT 0,
+    command       TEXT NOT NULL DEFAULT '',
+    log_path      TEXT,
+    created_at    INTEGER NOT NULL,
+    PRIMARY KEY (pgid, owner_pid)
+);
+CREATE INDEX tool_processes_session ON tool_processes(session_id);
+"#;
+
+/// v8: the whole event stream of a session (SPEC §13), not only
+/// `sandbox.call`: `AUTOINCREMENT` so ids only grow per database (never
+/// reused after a delete; a replay "after id N" stays correct), and the
+/// emitting agent beside each event. Existing rows keep their ids.
+const V8_EVENT_STREAM: &str = r#"
+CREATE TABLE events_v8 (
+    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    session_id  TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    agent_id    TEXT NOT NULL DEFAULT 'root',
+    kind        TEXT NOT NULL,
+    payload     TEXT NOT NULL,
+    created_at  INTEGER NOT NULL
+);
+INSERT INTO events_v8 (id, session_id, kind, payload, created_at)
+    SELECT id, session_id, kind, payload, created_at FROM events ORDER BY id;
+DROP TABLE events;
+ALTER TABLE events_v8 RENAME TO events;
+CREATE INDEX events_session ON events(session_id, id);
+"#;
+
 /// Every schema step, in order. Append only.
 pub(crate) const MIGRATIONS: &[Migration] = &[
     Migration {
@@ -209,10 +270,20 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         name: "session events",
         sql: V6_EVENTS,
     },
+    Migration {
+        version: 7,
+        name: "crash safety: leases, delegate call ids, pending results, tool processes",
+        sql: V7_CRASH_SAFETY,
+    },
+    Migration {
+        version: 8,
+        name: "event stream",
+        sql: V8_EVENT_STREAM,
+    },
 ];
 
 /// The schema version this build creates and understands.
-pub const SCHEMA_VERSION: i64 = 6;
+pub const SCHEMA_VERSION: i64 = 8;
 
 /// Reads `PRAGMA user_version`.
 pub(crate) fn current_version(conn: &Connection, path: &str) -> Result<i64, StoreError> {

@@ -572,3 +572,68 @@ fn committed_messages_survive_a_store_that_is_never_closed() {
     let messages = reopened.load_messages("s").unwrap();
     assert_eq!(messages[0].message.content, "must not be lost");
 }
+
+#[test]
+fn messages_inserted_in_the_middle_load_in_their_place_and_stay_searchable() {
+    let mut store = memory();
+    store.create_session(&new_session("s", "/w")).unwrap();
+    let a = call("a", "terminal", "{}");
+    let history = vec![
+        Message::user("first"),
+        Message::assistant("", vec![a.clone()]),
+        Message::user("second"),
+        Message::assistant("done", vec![]),
+    ];
+    store.append_messages("s", &history).unwrap();
+    let repair = Message::tool_result(&a, "interrupted marker zebra", true);
+    store
+        .insert_messages_after("s", 2, std::slice::from_ref(&repair))
+        .unwrap();
+    let loaded = store.load_messages("s").unwrap();
+    let seqs: Vec<i64> = loaded.iter().map(|m| m.seq).collect();
+    assert_eq!(seqs, vec![1, 2, 3, 4, 5]);
+    let messages: Vec<Message> = loaded.into_iter().map(|m| m.message).collect();
+    let mut expected = history.clone();
+    expected.insert(2, repair);
+    assert_eq!(messages, expected);
+    // Later appends continue after the moved messages.
+    store
+        .append_messages("s", &[Message::user("third")])
+        .unwrap();
+    assert_eq!(store.load_messages("s").unwrap().last().unwrap().seq, 6);
+    let hits = store
+        .search(&SearchRequest {
+            query: "zebra".into(),
+            ..Default::default()
+        })
+        .unwrap();
+    assert_eq!(hits.len(), 1);
+}
+
+#[test]
+fn delivering_append_marks_agents_and_clears_kept_results_atomically() {
+    let mut store = memory();
+    store.create_session(&new_session("s", "/w")).unwrap();
+    store
+        .save_pending_result(
+            "s",
+            &herald_store::PendingResult {
+                call_id: "c1".into(),
+                content: "partial".into(),
+                is_error: false,
+            },
+        )
+        .unwrap();
+    // An unknown session fails the whole transaction: nothing is cleared.
+    assert!(
+        store
+            .append_messages_delivering("nope", &[Message::user("x")], &[])
+            .is_err()
+    );
+    assert_eq!(store.pending_results("s").unwrap().len(), 1);
+    store
+        .append_messages_delivering("s", &[Message::user("results")], &["ag_1".into()])
+        .unwrap();
+    assert!(store.pending_results("s").unwrap().is_empty());
+    assert_eq!(store.load_messages("s").unwrap().len(), 1);
+}

@@ -122,6 +122,7 @@ not one quick step. background=true returns agent_ids at once; results are appen
                 background,
                 model: self.rt.client.model().to_owned(),
                 spec: serde_json::to_string(&spec).unwrap_or_default(),
+                call_id: (!ctx.call_id.is_empty()).then(|| ctx.call_id.clone()),
             });
             spawns.push(Spawn {
                 task,
