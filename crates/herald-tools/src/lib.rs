@@ -10,6 +10,7 @@ mod tool;
 mod truncate;
 mod validate;
 
+pub use builtin::{TEMP_FILE_MARKER, remove_stale_temp_files};
 pub use context::{AgentState, ToolContext};
 pub use observer::{CallObserver, NestedCall};
 pub use registry::{ToolRegistry, UnknownToolset};

@@ -2,7 +2,9 @@
 //! `write_file`, `patch` and `search_files`.
 
 mod ansi;
+mod atomic;
 mod fsutil;
+mod lines;
 mod patch;
 mod process;
 mod process_tool;
@@ -13,7 +15,8 @@ mod terminal;
 mod todo;
 mod write_file;
 
-pub use patch::{Patch, PatchArgs};
+pub use atomic::{TEMP_FILE_MARKER, remove_stale_temp_files};
+pub use patch::{MAX_PATCH_BYTES, Patch, PatchArgs};
 pub use process::{BackgroundProcess, Exit, ProcessTable, WaitOutcome};
 pub use process_tool::{ProcessAction, ProcessArgs, ProcessTool};
 pub use read_file::{ReadFile, ReadFileArgs};

@@ -1,18 +1,34 @@
 //! The `patch` tool: replace a unique piece of a file (exact match first,
 //! then whitespace-tolerant line matching) and show the unified diff.
 
+use std::io::Read;
 use std::ops::Range;
 use std::path::Path;
+use std::time::Duration;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
-use similar::TextDiff;
+use similar::{ChangeTag, TextDiff};
 
-use super::fsutil::{atomic_write, blocking};
+use super::atomic::atomic_write;
+use super::fsutil::{FILE_TOOL_TIMEOUT, Stop, open_regular, run_blocking};
+use super::lines::char_boundary;
 use crate::{ToolContext, ToolError, TypedTool};
 
 /// Files up to this many lines get a "closest lines" hint on a miss.
 const HINT_MAX_LINES: usize = 5000;
+/// Largest file `patch` edits (32 MiB). The edit is made in memory (the file
+/// and its new text, about twice its size), so larger files are refused
+/// before they are read.
+pub const MAX_PATCH_BYTES: u64 = 32 * 1024 * 1024;
+/// Most places one call changes (and most matches it records).
+const MAX_MATCHES: usize = 10_000;
+/// Lines of unchanged context around each change in the diff.
+const CONTEXT_LINES: usize = 3;
+/// Diff lines are cut to this many chars.
+const MAX_DIFF_LINE_CHARS: usize = 2000;
+/// Time the diff may take before similar approximates it.
+const DIFF_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// The `patch` tool.
 #[derive(Debug, Default, Clone, Copy)]
@@ -38,7 +54,7 @@ impl TypedTool for Patch {
     const TOOLSET: &'static str = "file";
     const DESCRIPTION: &'static str = "Edit a file by replacing old_string with new_string. old_string must match exactly once \
 (include a few surrounding lines to make it unique) unless replace_all=true; if no exact match, lines are matched \
-ignoring trailing whitespace, then indentation. Returns a unified diff. Read the file first.";
+ignoring trailing whitespace, then indentation. Returns a unified diff. Read the file first. Files over 32 MiB are refused.";
     const READ_ONLY: bool = false;
 
     async fn run(&self, args: PatchArgs, ctx: &ToolContext) -> Result<String, ToolError> {
@@ -54,30 +70,58 @@ ignoring trailing whitespace, then indentation. Returns a unified diff. Read the
         }
         let path = ctx.state.resolve(&args.path);
         ctx.state.note_written(&path);
-        blocking(move || patch_file(&path, &args)).await
+        run_blocking(ctx, Self::NAME, FILE_TOOL_TIMEOUT, move |stop| {
+            patch_file(&path, &args, stop)
+        })
+        .await
     }
 }
 
-fn patch_file(path: &Path, args: &PatchArgs) -> Result<String, ToolError> {
-    let shown = &args.path;
-    let bytes = std::fs::read(path).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => ToolError::new(format!(
+/// Reads the file to patch: a regular file (never blocking on a special
+/// one) of at most [`MAX_PATCH_BYTES`], as UTF-8.
+fn read_for_patch(path: &Path, shown: &str) -> Result<String, ToolError> {
+    if let Err(e) = std::fs::metadata(path)
+        && e.kind() == std::io::ErrorKind::NotFound
+    {
+        return Err(ToolError::new(format!(
             "file not found: {shown}. Check the path (search_files can find it); create new files with write_file."
-        )),
-        std::io::ErrorKind::IsADirectory => {
-            ToolError::new(format!("{shown} is a directory; patch edits files"))
-        }
-        _ => ToolError::new(format!("cannot read {shown}: {e}")),
-    })?;
-    let content = String::from_utf8(bytes).map_err(|_| {
+        )));
+    }
+    let (file, meta) = open_regular(path, shown)?;
+    let too_large = |size: u64| {
+        ToolError::new(format!(
+            "{shown} is too large to patch ({size} bytes; patch edits files of up to {MAX_PATCH_BYTES} bytes = 32 MiB \
+             in memory). Edit it with terminal instead (e.g. `sed -i` for a simple replacement), or split the file."
+        ))
+    };
+    if meta.len() > MAX_PATCH_BYTES {
+        return Err(too_large(meta.len()));
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
+    file.take(MAX_PATCH_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| ToolError::new(format!("cannot read {shown}: {e}")))?;
+    if bytes.len() as u64 > MAX_PATCH_BYTES {
+        // It grew after the size check.
+        return Err(too_large(bytes.len() as u64));
+    }
+    String::from_utf8(bytes).map_err(|_| {
         ToolError::new(format!(
             "{shown} is not UTF-8 text; patch only edits text files"
         ))
-    })?;
+    })
+}
+
+fn patch_file(path: &Path, args: &PatchArgs, stop: &Stop) -> Result<String, ToolError> {
+    let shown = &args.path;
+    let content = read_for_patch(path, shown)?;
+    let stopped = |_| ToolError::new("patch was stopped");
+    stop.check().map_err(stopped)?;
     let Some(found) = find(&content, &args.old_string) else {
         return Err(no_match(&content, shown, &args.old_string));
     };
     let replace_all = args.replace_all.unwrap_or(false);
+    let capped = found.ranges.len() > MAX_MATCHES;
     if found.ranges.len() > 1 && !replace_all {
         let lines: Vec<String> = found
             .ranges
@@ -85,13 +129,25 @@ fn patch_file(path: &Path, args: &PatchArgs) -> Result<String, ToolError> {
             .take(10)
             .map(|r| line_of(&content, r.start).to_string())
             .collect();
+        let times = if capped {
+            format!("more than {MAX_MATCHES}")
+        } else {
+            found.ranges.len().to_string()
+        };
         return Err(ToolError::new(format!(
-            "old_string matches {} times in {shown} (at lines {}); include more surrounding lines \
+            "old_string matches {times} times in {shown} (at lines {}{}); include more surrounding lines \
              to make it unique, or set replace_all=true to change every occurrence",
-            found.ranges.len(),
-            lines.join(", ")
+            lines.join(", "),
+            if found.ranges.len() > 10 { ", ..." } else { "" }
         )));
     }
+    if capped {
+        return Err(ToolError::new(format!(
+            "old_string matches more than {MAX_MATCHES} times in {shown}; patch changes at most {MAX_MATCHES} \
+             places per call. Use a more specific old_string, or terminal (e.g. `sed -i`) for bulk edits."
+        )));
+    }
+    stop.check().map_err(stopped)?;
     let new_string = found.adapt(&content, &args.new_string);
     let mut updated = String::with_capacity(content.len() + new_string.len());
     let mut at = 0;
@@ -101,14 +157,11 @@ fn patch_file(path: &Path, args: &PatchArgs) -> Result<String, ToolError> {
         at = range.end;
     }
     updated.push_str(&content[at..]);
+    stop.check().map_err(stopped)?;
     atomic_write(path, updated.as_bytes())
         .map_err(|e| ToolError::new(format!("could not write {shown}: {e}")))?;
 
-    let diff = TextDiff::from_lines(&content, &updated)
-        .unified_diff()
-        .context_radius(3)
-        .header(&format!("a/{shown}"), &format!("b/{shown}"))
-        .to_string();
+    let diff = unified_diff(shown, &content, &updated, &found.ranges, new_string.len());
     let count = found.ranges.len();
     let how = match found.kind {
         MatchKind::Exact => "",
@@ -119,6 +172,139 @@ fn patch_file(path: &Path, args: &PatchArgs) -> Result<String, ToolError> {
         "Patched {shown}: {count} replacement{}{how}\n{diff}",
         if count == 1 { "" } else { "s" }
     ))
+}
+
+/// The unified diff of a patch that replaced `ranges` of `old` by
+/// `new_len` bytes each, giving `new`. Only the lines around the changes are
+/// diffed (so a huge file costs no more than its changed region) and long
+/// lines are cut, so the diff never copies a huge line whole.
+fn unified_diff(
+    shown: &str,
+    old: &str,
+    new: &str,
+    ranges: &[Range<usize>],
+    new_len: usize,
+) -> String {
+    let mut out = format!("--- a/{shown}\n+++ b/{shown}\n");
+    let deadline = std::time::Instant::now() + DIFF_TIMEOUT;
+    // Shift of `new` against `old` before each range.
+    let mut shift: isize = 0;
+    // Running newline counts up to `old_pos`/`new_pos`.
+    let (mut old_pos, mut old_line, mut new_pos, mut new_line) = (0usize, 0usize, 0usize, 0usize);
+    let mut i = 0;
+    while i < ranges.len() {
+        // A cluster: ranges whose context would touch or overlap.
+        let first = i;
+        while i + 1 < ranges.len()
+            && old[ranges[i].end..ranges[i + 1].start]
+                .matches('\n')
+                .count()
+                <= 2 * CONTEXT_LINES
+        {
+            i += 1;
+        }
+        let last = i;
+        i += 1;
+        let shift_before = shift;
+        for r in &ranges[first..=last] {
+            shift += new_len as isize - r.len() as isize;
+        }
+        let old_start = lines_back(old, ranges[first].start, CONTEXT_LINES);
+        let old_end = lines_forward(old, ranges[last].end, CONTEXT_LINES);
+        let new_start = old_start.saturating_add_signed(shift_before);
+        let new_end = old_end.saturating_add_signed(shift).min(new.len());
+        old_line += old[old_pos..old_start].matches('\n').count();
+        new_line += new[new_pos..new_start].matches('\n').count();
+        old_pos = old_start;
+        new_pos = new_start;
+        let diff = TextDiff::configure()
+            .deadline(deadline)
+            .diff_lines(&old[old_start..old_end], &new[new_start..new_end]);
+        for group in diff.grouped_ops(CONTEXT_LINES) {
+            let (Some(first_op), Some(last_op)) = (group.first(), group.last()) else {
+                continue;
+            };
+            let old_range =
+                old_line + first_op.old_range().start..old_line + last_op.old_range().end;
+            let new_range =
+                new_line + first_op.new_range().start..new_line + last_op.new_range().end;
+            out.push_str(&format!(
+                "@@ -{} +{} @@\n",
+                hunk_range(&old_range),
+                hunk_range(&new_range)
+            ));
+            for op in &group {
+                for change in diff.iter_changes(op) {
+                    out.push(match change.tag() {
+                        ChangeTag::Delete => '-',
+                        ChangeTag::Insert => '+',
+                        ChangeTag::Equal => ' ',
+                    });
+                    let value = change.value();
+                    let text = value.strip_suffix('\n').unwrap_or(value);
+                    push_clipped(&mut out, text);
+                    out.push('\n');
+                    if !value.ends_with('\n') {
+                        out.push_str("\\ No newline at end of file\n");
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// A hunk header range, as `diff -u` writes it.
+fn hunk_range(range: &Range<usize>) -> String {
+    match range.len() {
+        1 => format!("{}", range.start + 1),
+        0 => format!("{},0", range.start),
+        n => format!("{},{n}", range.start + 1),
+    }
+}
+
+/// Appends `text`, cut at [`MAX_DIFF_LINE_CHARS`] chars with a marker.
+fn push_clipped(out: &mut String, text: &str) {
+    match char_boundary(text.as_bytes(), MAX_DIFF_LINE_CHARS) {
+        None => out.push_str(text),
+        Some(cut) => {
+            out.push_str(&text[..cut]);
+            out.push_str(&format!(
+                " [... line cut: {} of {} bytes not shown]",
+                text.len() - cut,
+                text.len()
+            ));
+        }
+    }
+}
+
+/// Start of the line `n` lines before the one holding byte `at`.
+fn lines_back(text: &str, at: usize, n: usize) -> usize {
+    let mut start = text[..at].rfind('\n').map_or(0, |i| i + 1);
+    for _ in 0..n {
+        if start == 0 {
+            break;
+        }
+        start = text[..start - 1].rfind('\n').map_or(0, |i| i + 1);
+    }
+    start
+}
+
+/// End (after the newline) of the line `n` lines after the one holding the
+/// byte before `at` (a range ending at a line start ends that line).
+fn lines_forward(text: &str, at: usize, n: usize) -> usize {
+    let mut end = if at > 0 && text.as_bytes()[at - 1] == b'\n' {
+        at
+    } else {
+        text[at..].find('\n').map_or(text.len(), |i| at + i + 1)
+    };
+    for _ in 0..n {
+        if end >= text.len() {
+            break;
+        }
+        end = text[end..].find('\n').map_or(text.len(), |i| end + i + 1);
+    }
+    end
 }
 
 /// How `old_string` was matched.
@@ -175,28 +361,30 @@ struct Line {
     end: usize,
 }
 
-fn split_lines(content: &str) -> Vec<Line> {
-    let mut lines = Vec::new();
-    let mut start = 0;
-    for piece in content.split_inclusive('\n') {
-        let end = start + piece.len();
-        let text = piece.strip_suffix('\n').unwrap_or(piece);
-        let text = text.strip_suffix('\r').unwrap_or(text);
-        lines.push(Line {
-            start,
-            text_end: start + text.len(),
-            end,
-        });
-        start = end;
+/// The line starting at byte `start` (which is below `content.len()`).
+fn line_at(content: &str, start: usize) -> Line {
+    let end = content[start..]
+        .find('\n')
+        .map_or(content.len(), |i| start + i + 1);
+    let text = &content[start..end];
+    let text = text.strip_suffix('\n').unwrap_or(text);
+    let text = text.strip_suffix('\r').unwrap_or(text);
+    Line {
+        start,
+        text_end: start + text.len(),
+        end,
     }
-    lines
 }
 
 /// Finds `old`: exact substring matches, else whole-line matches ignoring
-/// trailing whitespace, else ignoring leading and trailing whitespace.
+/// trailing whitespace, else ignoring leading and trailing whitespace. At
+/// most [`MAX_MATCHES`] + 1 matches are recorded (one more says "too many").
+/// Lines are scanned in place, never collected, so memory does not grow
+/// with the file's line count.
 fn find(content: &str, old: &str) -> Option<Found> {
     let exact: Vec<Range<usize>> = content
         .match_indices(old)
+        .take(MAX_MATCHES + 1)
         .map(|(i, m)| i..i + m.len())
         .collect();
     if !exact.is_empty() {
@@ -209,7 +397,6 @@ fn find(content: &str, old: &str) -> Option<Found> {
     if old.trim().is_empty() {
         return None;
     }
-    let lines = split_lines(content);
     let wanted: Vec<&str> = old.strip_suffix('\n').unwrap_or(old).split('\n').collect();
     let keep_newline = old.ends_with('\n');
     for kind in [MatchKind::TrailingWhitespace, MatchKind::Indentation] {
@@ -220,37 +407,43 @@ fn find(content: &str, old: &str) -> Option<Found> {
             }
         };
         let wanted: Vec<String> = wanted.iter().map(|s| norm(s)).collect();
-        let mut starts = Vec::new();
-        let mut i = 0;
-        while i + wanted.len() <= lines.len() {
-            let window = &lines[i..i + wanted.len()];
-            if window
-                .iter()
-                .zip(&wanted)
-                .all(|(line, want)| norm(&content[line.start..line.text_end]) == *want)
-            {
-                starts.push(i);
-                i += wanted.len();
-            } else {
-                i += 1;
+        let mut ranges = Vec::new();
+        let mut pos = 0;
+        while pos < content.len() && ranges.len() <= MAX_MATCHES {
+            let mut at = pos;
+            let mut last = None;
+            for want in &wanted {
+                if at >= content.len() {
+                    last = None;
+                    break;
+                }
+                let line = line_at(content, at);
+                if norm(&content[line.start..line.text_end]) != *want {
+                    last = None;
+                    break;
+                }
+                at = line.end;
+                last = Some(line);
+            }
+            match last {
+                Some(last) => {
+                    ranges.push(
+                        pos..if keep_newline {
+                            last.end
+                        } else {
+                            last.text_end
+                        },
+                    );
+                    pos = last.end;
+                }
+                None => pos = line_at(content, pos).end,
             }
         }
-        if starts.is_empty() {
+        let Some(first) = ranges.first() else {
             continue;
-        }
-        let ranges = starts
-            .iter()
-            .map(|&i| {
-                let last = &lines[i + wanted.len() - 1];
-                lines[i].start..if keep_newline {
-                    last.end
-                } else {
-                    last.text_end
-                }
-            })
-            .collect();
+        };
         let indent = (kind == MatchKind::Indentation)
-            .then(|| indent_pair(content, &lines[starts[0]..], old))
+            .then(|| indent_pair(content, first.start, old))
             .flatten();
         return Some(Found {
             ranges,
@@ -262,13 +455,20 @@ fn find(content: &str, old: &str) -> Option<Found> {
 }
 
 /// Indentation of the first non-blank line of `old` and of the file line it
-/// matched.
-fn indent_pair(content: &str, lines: &[Line], old: &str) -> Option<(String, String)> {
+/// matched (the match starts at byte `start`).
+fn indent_pair(content: &str, start: usize, old: &str) -> Option<(String, String)> {
     let (offset, old_line) = old
         .split('\n')
         .enumerate()
         .find(|(_, l)| !l.trim().is_empty())?;
-    let line = lines.get(offset)?;
+    let mut at = start;
+    for _ in 0..offset {
+        at = line_at(content, at).end;
+        if at >= content.len() {
+            return None;
+        }
+    }
+    let line = line_at(content, at);
     let file_line = &content[line.start..line.text_end];
     let indent = |s: &str| s[..s.len() - s.trim_start().len()].to_owned();
     Some((indent(old_line), indent(file_line)))
@@ -294,10 +494,10 @@ fn no_match(content: &str, shown: &str, old: &str) -> ToolError {
 
 fn closest_lines(content: &str, old: &str) -> Option<String> {
     let first = old.lines().map(str::trim).find(|l| !l.is_empty())?;
-    let lines: Vec<&str> = content.lines().collect();
-    if lines.len() > HINT_MAX_LINES || first.len() > 500 {
+    if first.len() > 500 || content.lines().nth(HINT_MAX_LINES).is_some() {
         return None;
     }
+    let lines: Vec<&str> = content.lines().collect();
     let (best, score) = lines
         .iter()
         .enumerate()
@@ -447,6 +647,123 @@ mod tests {
         let empty = tempfile::tempdir().unwrap();
         let err = patch(empty.path(), "a", "b", false).await.unwrap_err();
         assert!(err.0.contains("file not found: f.txt"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn special_files_are_refused_at_once() {
+        let tmp = tempfile::tempdir().unwrap();
+        nix::unistd::mkfifo(&tmp.path().join("pipe"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+        let ctx = ctx(tmp.path());
+        for (path, kind) in [("pipe", "FIFO"), ("/dev/null", "character device")] {
+            let args = PatchArgs {
+                path: path.into(),
+                old_string: "a".into(),
+                new_string: "b".into(),
+                replace_all: None,
+            };
+            let err = Patch.run(args, &ctx).await.unwrap_err();
+            assert!(
+                err.0
+                    .starts_with(&format!("not a regular file: {path} is ")),
+                "{err}"
+            );
+            assert!(err.0.contains(kind), "{err}");
+        }
+    }
+
+    #[tokio::test]
+    async fn files_over_the_cap_are_refused_unread() {
+        let tmp = setup("");
+        let path = tmp.path().join("f.txt");
+        // Sparse: no disk space used, and patch must not read it.
+        std::fs::File::options()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_len(MAX_PATCH_BYTES + 1)
+            .unwrap();
+        let err = patch(tmp.path(), "a", "b", false).await.unwrap_err();
+        assert!(
+            err.0
+                .contains("f.txt is too large to patch (33554433 bytes"),
+            "{err}"
+        );
+        assert!(err.0.contains("32 MiB"), "{err}");
+        assert!(err.0.contains("terminal"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn match_counts_are_capped() {
+        let tmp = setup(&"ab\n".repeat(MAX_MATCHES + 5));
+        let err = patch(tmp.path(), "ab", "cd", false).await.unwrap_err();
+        assert!(err.0.contains("matches more than 10000 times"), "{err}");
+        assert!(
+            err.0.contains("lines 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, ..."),
+            "{err}"
+        );
+        let err = patch(tmp.path(), "ab", "cd", true).await.unwrap_err();
+        assert!(err.0.contains("at most 10000 places"), "{err}");
+        assert!(file(&tmp).starts_with("ab\nab\n"));
+        let err = patch(tmp.path(), "  ab  ", "cd", true).await.unwrap_err();
+        assert!(err.0.contains("at most 10000 places"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn a_long_line_is_patched_and_its_diff_lines_are_cut() {
+        let line = format!("{}NEEDLE{}", "a".repeat(3_000_000), "b".repeat(3_000_000));
+        let tmp = setup(&format!("first\n{line}\nlast\n"));
+        let out = patch(tmp.path(), "NEEDLE", "pin", false).await.unwrap();
+        assert!(out.len() < 10_000, "{}", out.len());
+        let short = out.replace(&"a".repeat(1000), "A");
+        assert!(out.contains("@@ -1,3 +1,3 @@\n first\n-aaaa"), "{short}");
+        assert!(
+            out.contains(" [... line cut: 5998006 of 6000006 bytes not shown]\n+aaa"),
+            "{short}"
+        );
+        assert!(
+            out.contains(" [... line cut: 5998003 of 6000003 bytes not shown]\n last\n"),
+            "{short}"
+        );
+        assert_eq!(
+            file(&tmp),
+            format!(
+                "first\n{}pin{}\nlast\n",
+                "a".repeat(3_000_000),
+                "b".repeat(3_000_000)
+            )
+        );
+    }
+
+    /// The windowed diff is the same as a diff of the whole files.
+    #[test]
+    fn windowed_diff_equals_the_whole_file_diff() {
+        let base: String = (1..=60).map(|i| format!("line {i}\n")).collect();
+        let cases: Vec<(String, &str, &str)> = vec![
+            (base.clone(), "line 1\n", "first\n"),
+            (base.clone(), "line 30\n", "x\ny\n"),
+            (base.clone(), "line 60\n", ""),
+            (base.clone(), "line 5\nline 6\n", "five\n"),
+            (base.clone(), "line 4", "LINE 4"),
+            (base.clone(), "0\n", "0!\n"),
+            (base.clone(), "line 2", "line 2 and more"),
+            (base.trim_end().to_owned(), "line 60", "end"),
+            ("a\nb".into(), "b", "c\nd\n"),
+            ("x".into(), "x", "y"),
+        ];
+        for (content, old, new) in cases {
+            let ranges: Vec<Range<usize>> = content
+                .match_indices(old)
+                .map(|(i, m)| i..i + m.len())
+                .collect();
+            let updated = content.replace(old, new);
+            let ours = unified_diff("f", &content, &updated, &ranges, new.len());
+            let whole = TextDiff::from_lines(&content, &updated)
+                .unified_diff()
+                .context_radius(CONTEXT_LINES)
+                .header("a/f", "b/f")
+                .to_string();
+            assert_eq!(ours, whole, "{old:?} -> {new:?}");
+        }
     }
 
     #[tokio::test]

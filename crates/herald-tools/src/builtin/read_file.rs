@@ -1,21 +1,26 @@
 //! The `read_file` tool: numbered lines of a text file, a range at a time.
 
-use std::fs::File;
-use std::io::{BufRead, BufReader, Cursor, ErrorKind, Read};
+use std::io::{BufReader, Cursor, Read};
 use std::path::Path;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::fsutil::blocking;
+use super::fsutil::{FILE_TOOL_TIMEOUT, Stop, open_regular, run_blocking};
+use super::lines::{char_boundary, count_remaining_lines, read_capped_line};
 use crate::{ToolContext, ToolError, TypedTool};
 
 /// Default number of lines returned.
 const DEFAULT_LIMIT: u64 = 500;
 /// Lines longer than this many chars are cut.
 const MAX_LINE_CHARS: usize = 2000;
+/// Bytes of one line held in memory: enough for [`MAX_LINE_CHARS`] chars of
+/// any UTF-8 text; the rest of a longer line is skipped, never stored.
+const MAX_LINE_BYTES: usize = MAX_LINE_CHARS * 4;
 /// Bytes inspected for NUL to detect binary files.
 const BINARY_PROBE: u64 = 8192;
+/// Read buffer size.
+const BUFFER_BYTES: usize = 64 * 1024;
 
 /// The `read_file` tool.
 #[derive(Debug, Default, Clone, Copy)]
@@ -47,13 +52,24 @@ the line numbers are not part of the content. Long lines are cut at 2000 chars."
         let offset = args.offset.unwrap_or(1).max(1);
         let limit = args.limit.unwrap_or(DEFAULT_LIMIT).max(1);
         ctx.state.note_read(&path);
-        blocking(move || read_lines(&path, &args.path, offset, limit)).await
+        run_blocking(ctx, Self::NAME, FILE_TOOL_TIMEOUT, move |stop| {
+            read_lines(&path, &args.path, offset, limit, stop)
+        })
+        .await
     }
 }
 
 /// Reads lines `offset..offset+limit` of `path` (named `shown` in messages).
-fn read_lines(path: &Path, shown: &str, offset: u64, limit: u64) -> Result<String, ToolError> {
-    let file = open_text(path, shown)?;
+/// Memory stays bounded whatever the file: lines stream through a fixed
+/// buffer and at most [`MAX_LINE_BYTES`] of each is held.
+fn read_lines(
+    path: &Path,
+    shown: &str,
+    offset: u64,
+    limit: u64,
+    stop: &Stop,
+) -> Result<String, ToolError> {
+    let (file, _) = open_regular(path, shown)?;
     let mut probe = Vec::new();
     (&file)
         .take(BINARY_PROBE)
@@ -65,27 +81,24 @@ fn read_lines(path: &Path, shown: &str, offset: u64, limit: u64) -> Result<Strin
              Inspect it with terminal (e.g. `file {shown}` or `xxd {shown} | head`)."
         )));
     }
-    let mut reader = BufReader::new(Cursor::new(probe).chain(file));
+    let mut reader = BufReader::with_capacity(BUFFER_BYTES, Cursor::new(probe).chain(file));
     let last_wanted = offset.saturating_add(limit - 1);
     let mut out = String::new();
     let mut line = Vec::new();
     let mut total: u64 = 0;
     while total < last_wanted {
-        line.clear();
-        if reader
-            .read_until(b'\n', &mut line)
+        let Some(length) = read_capped_line(&mut reader, &mut line, MAX_LINE_BYTES, stop)
             .map_err(|e| read_error(shown, &e))?
-            == 0
-        {
+        else {
             break;
-        }
+        };
         total += 1;
         if total >= offset {
-            push_line(&mut out, total, &line);
+            push_line(&mut out, total, &line, length);
         }
     }
     if total == last_wanted {
-        total += count_remaining_lines(&mut reader).map_err(|e| read_error(shown, &e))?;
+        total += count_remaining_lines(&mut reader, stop).map_err(|e| read_error(shown, &e))?;
     }
     if total == 0 {
         return Ok(format!("[{shown} is empty: 0 lines]"));
@@ -109,66 +122,29 @@ fn read_lines(path: &Path, shown: &str, offset: u64, limit: u64) -> Result<Strin
     Ok(out)
 }
 
-fn open_text(path: &Path, shown: &str) -> Result<File, ToolError> {
-    let meta = std::fs::metadata(path).map_err(|e| match e.kind() {
-        ErrorKind::NotFound => ToolError::new(format!(
-            "file not found: {shown} (resolved to {}). Check the path, or find the file with \
-             search_files(target=\"files\", pattern=\"*name*\").",
-            path.display()
-        )),
-        _ => read_error(shown, &e),
-    })?;
-    if meta.is_dir() {
-        return Err(ToolError::new(format!(
-            "{shown} is a directory, not a file. List it with terminal (`ls {shown}`) or \
-             search_files(target=\"files\", path=\"{shown}\", pattern=\"*\")."
-        )));
-    }
-    File::open(path).map_err(|e| read_error(shown, &e))
-}
-
 fn read_error(shown: &str, err: &std::io::Error) -> ToolError {
     ToolError::new(format!("cannot read {shown}: {err}"))
 }
 
-/// Appends `N|text`, without the line ending, cutting very long lines.
-fn push_line(out: &mut String, number: u64, raw: &[u8]) {
-    let raw = raw.strip_suffix(b"\n").unwrap_or(raw);
-    let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
-    let text = String::from_utf8_lossy(raw);
+/// Appends `N|text` for a line whose first bytes are `kept` (without the line
+/// ending) and whose full length is `length` bytes, cutting it at
+/// [`MAX_LINE_CHARS`] chars with a marker saying how many bytes were left out.
+fn push_line(out: &mut String, number: u64, kept: &[u8], length: u64) {
     out.push_str(&number.to_string());
     out.push('|');
-    match text.char_indices().nth(MAX_LINE_CHARS) {
-        None => out.push_str(&text),
-        Some((cut, _)) => {
-            out.push_str(&text[..cut]);
+    let cut = char_boundary(kept, MAX_LINE_CHARS)
+        .or_else(|| ((kept.len() as u64) < length).then_some(kept.len()));
+    match cut {
+        None => out.push_str(&String::from_utf8_lossy(kept)),
+        Some(cut) => {
+            out.push_str(&String::from_utf8_lossy(&kept[..cut]));
             out.push_str(&format!(
-                " [... line cut: {} chars total]",
-                text.chars().count()
+                " [... line cut: {} of {length} bytes not shown]",
+                length - cut as u64
             ));
         }
     }
     out.push('\n');
-}
-
-/// Counts the lines left in `reader` without keeping them.
-fn count_remaining_lines(reader: &mut impl BufRead) -> std::io::Result<u64> {
-    let mut count = 0;
-    let mut last = b'\n';
-    loop {
-        let buf = reader.fill_buf()?;
-        if buf.is_empty() {
-            break;
-        }
-        count += buf.iter().filter(|&&b| b == b'\n').count() as u64;
-        last = buf[buf.len() - 1];
-        let n = buf.len();
-        reader.consume(n);
-    }
-    if last != b'\n' {
-        count += 1;
-    }
-    Ok(count)
 }
 
 #[cfg(test)]
@@ -282,9 +258,62 @@ mod tests {
         let ctx = ctx(tmp.path());
         let out = read(&ctx, "long.txt", None, None).await.unwrap();
         assert!(out.starts_with(&format!("1|{}", "x".repeat(2000))));
-        assert!(out.contains("[... line cut: 2500 chars total]"), "{out}");
+        assert!(
+            out.contains("[... line cut: 500 of 2500 bytes not shown]"),
+            "{out}"
+        );
         let out = read(&ctx, "empty.txt", None, None).await.unwrap();
         assert_eq!(out, "[empty.txt is empty: 0 lines]");
+    }
+
+    #[tokio::test]
+    async fn fifo_socket_and_device_are_refused_at_once() {
+        let tmp = tempfile::tempdir().unwrap();
+        nix::unistd::mkfifo(&tmp.path().join("pipe"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+        let _listener = std::os::unix::net::UnixListener::bind(tmp.path().join("sock")).unwrap();
+        let ctx = ctx(tmp.path());
+        let started = std::time::Instant::now();
+        for (path, kind) in [
+            ("pipe", "FIFO"),
+            ("sock", "socket"),
+            ("/dev/zero", "character device"),
+        ] {
+            let err = read(&ctx, path, None, None).await.unwrap_err();
+            assert!(
+                err.0
+                    .starts_with(&format!("not a regular file: {path} is ")),
+                "{err}"
+            );
+            assert!(err.0.contains(kind), "{err}");
+        }
+        assert!(started.elapsed() < std::time::Duration::from_secs(2));
+    }
+
+    #[tokio::test]
+    async fn a_huge_line_is_cut_with_the_bytes_left_out_and_numbering_goes_on() {
+        let tmp = tempfile::tempdir().unwrap();
+        // 20 MB in one line, then two short ones.
+        let mut text = "é".repeat(10_000_000);
+        text.push_str("\nsecond\r\nthird");
+        std::fs::write(tmp.path().join("wide.txt"), &text).unwrap();
+        let ctx = ctx(tmp.path());
+        let out = read(&ctx, "wide.txt", None, None).await.unwrap();
+        let expected_head = format!("1|{}", "é".repeat(2000));
+        assert!(out.starts_with(&expected_head), "{}", &out[..100]);
+        assert!(
+            out.contains(
+                " [... line cut: 19996000 of 20000000 bytes not shown]\n2|second\n3|third\n"
+            ),
+            "{}",
+            &out[out.len() - 200..]
+        );
+        assert!(out.ends_with("[lines 1-3 of 3; end of file]"), "{out}");
+        // Skipping past the long line and counting past the range work too.
+        let out = read(&ctx, "wide.txt", Some(2), Some(1)).await.unwrap();
+        assert_eq!(
+            out,
+            "2|second\n[lines 2-2 of 3; 1 more, continue with offset=3]"
+        );
     }
 
     #[tokio::test]

@@ -1,6 +1,7 @@
 //! The `search_files` tool: regex search of file contents, or file lookup
 //! by glob, over a tree walked like ripgrep (respecting `.gitignore`).
 
+use std::io::BufReader;
 use std::path::{Path, PathBuf};
 
 use globset::GlobBuilder;
@@ -12,13 +13,23 @@ use ignore::overrides::OverrideBuilder;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::fsutil::blocking;
+use super::fsutil::{SEARCH_TIMEOUT, Stop, not_regular, open_regular, run_blocking};
+use super::lines::LineCapReader;
 use crate::{ToolContext, ToolError, TypedTool};
 
 /// Default number of results.
 const DEFAULT_LIMIT: u64 = 50;
 /// Matched lines are cut to this many chars.
 const MAX_TEXT_CHARS: usize = 300;
+/// Only the first this many bytes of a line are searched; the rest of a
+/// longer line streams past unread by the matcher, so a one-line 1 GiB file
+/// needs no more memory than a short one.
+const MAX_SEARCHED_LINE_BYTES: usize = 1024 * 1024;
+/// Heap the searcher may use for its line buffer (beyond lines cut above,
+/// this only guards against surprises).
+const SEARCHER_HEAP_LIMIT: usize = 8 * MAX_SEARCHED_LINE_BYTES;
+/// Read buffer per file.
+const BUFFER_BYTES: usize = 64 * 1024;
 
 /// The `search_files` tool.
 #[derive(Debug, Default, Clone, Copy)]
@@ -61,14 +72,20 @@ target=files: find files whose path matches the glob pattern. Use instead of gre
     async fn run(&self, args: SearchFilesArgs, ctx: &ToolContext) -> Result<String, ToolError> {
         let shown = args.path.clone().unwrap_or_else(|| ".".to_owned());
         let root = ctx.state.resolve(&shown);
-        blocking(move || {
-            if !root.exists() {
-                return Err(ToolError::new(format!(
-                    "path not found: {shown} (resolved to {}); search an existing directory",
-                    root.display()
-                )));
+        run_blocking(ctx, Self::NAME, SEARCH_TIMEOUT, move |stop| {
+            match std::fs::metadata(&root) {
+                Err(_) => {
+                    return Err(ToolError::new(format!(
+                        "path not found: {shown} (resolved to {}); search an existing directory",
+                        root.display()
+                    )));
+                }
+                Ok(meta) if !meta.is_dir() && !meta.is_file() => {
+                    return Err(not_regular(&shown, &meta));
+                }
+                Ok(_) => {}
             }
-            let search = Search::new(root, &shown, &args)?;
+            let search = Search::new(root, &shown, &args, stop.clone())?;
             match args.target.unwrap_or_default() {
                 SearchTarget::Content => search.content(&args.pattern),
                 SearchTarget::Files => search.files(&args.pattern),
@@ -86,10 +103,16 @@ struct Search {
     shown: String,
     walker: WalkBuilder,
     limit: usize,
+    stop: Stop,
 }
 
 impl Search {
-    fn new(root: PathBuf, shown: &str, args: &SearchFilesArgs) -> Result<Self, ToolError> {
+    fn new(
+        root: PathBuf,
+        shown: &str,
+        args: &SearchFilesArgs,
+        stop: Stop,
+    ) -> Result<Self, ToolError> {
         let mut walker = WalkBuilder::new(&root);
         walker.require_git(false).sort_by_file_name(|a, b| a.cmp(b));
         if let Some(glob) = args.file_glob.as_deref().filter(|g| !g.is_empty()) {
@@ -109,13 +132,16 @@ impl Search {
             shown: shown.to_owned(),
             walker,
             limit,
+            stop,
         })
     }
 
-    /// Files of the walk, with the path shown for each.
+    /// Regular files of the walk (FIFOs, sockets and devices are skipped),
+    /// with the path shown for each. Ends early once the call was stopped.
     fn files_walked(&self) -> impl Iterator<Item = (PathBuf, String)> + '_ {
         self.walker
             .build()
+            .take_while(|_| !self.stop.is_set())
             .filter_map(Result::ok)
             .filter(|e| e.file_type().is_some_and(|t| t.is_file()))
             .map(|e| {
@@ -147,12 +173,23 @@ impl Search {
         let mut searcher = SearcherBuilder::new()
             .binary_detection(BinaryDetection::quit(0))
             .line_number(true)
+            .heap_limit(Some(SEARCHER_HEAP_LIMIT))
             .build();
         let mut results: Vec<String> = Vec::new();
         let mut capped = false;
         let mut searched = 0usize;
+        let mut files_cut = 0usize;
         for (path, shown) in self.files_walked() {
+            // Opened without blocking; a file swapped for a FIFO, socket or
+            // device since the walk saw it is skipped like unreadable ones.
+            let Ok((file, _)) = open_regular(&path, &shown) else {
+                continue;
+            };
             searched += 1;
+            let mut reader = LineCapReader::new(
+                BufReader::with_capacity(BUFFER_BYTES, StopReader(file, &self.stop)),
+                MAX_SEARCHED_LINE_BYTES,
+            );
             let sink = Lossy(|line: u64, text: &str| {
                 if results.len() >= self.limit {
                     capped = true;
@@ -162,14 +199,26 @@ impl Search {
                 Ok(true)
             });
             // Unreadable files are skipped, as ripgrep does.
-            let _ = searcher.search_path(&matcher, &path, sink);
-            if capped {
+            let _ = searcher.search_reader(&matcher, &mut reader, sink);
+            if reader.cut_lines() > 0 {
+                files_cut += 1;
+            }
+            if capped || self.stop.is_set() {
                 break;
             }
         }
+        let cut_note = if files_cut > 0 {
+            format!(
+                "\n[{files_cut} file(s) have lines over {} MiB; only the first {} MiB of each such line was searched]",
+                MAX_SEARCHED_LINE_BYTES >> 20,
+                MAX_SEARCHED_LINE_BYTES >> 20
+            )
+        } else {
+            String::new()
+        };
         if results.is_empty() {
             return Ok(format!(
-                "No matches for regex '{pattern}' in {} ({searched} files searched).",
+                "No matches for regex '{pattern}' in {} ({searched} files searched).{cut_note}",
                 self.shown
             ));
         }
@@ -180,6 +229,7 @@ impl Search {
                 self.limit
             ));
         }
+        out.push_str(&cut_note);
         Ok(out)
     }
 
@@ -220,6 +270,17 @@ impl Search {
             ));
         }
         Ok(out)
+    }
+}
+
+/// A file read that fails once the call was stopped, so a search of a huge
+/// file ends soon after a timeout or interrupt.
+struct StopReader<'a>(std::fs::File, &'a Stop);
+
+impl std::io::Read for StopReader<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.1.check()?;
+        self.0.read(buf)
     }
 }
 
@@ -360,6 +421,54 @@ mod tests {
         a.path = Some("missing".into());
         let err = SearchFiles.run(a, &ctx).await.unwrap_err();
         assert!(err.0.contains("path not found: missing"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn special_files_are_skipped_in_trees_and_refused_as_the_path() {
+        let tmp = tree();
+        let fifo = tmp.path().join("sub/pipe.rs");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+        let _listener = std::os::unix::net::UnixListener::bind(tmp.path().join("sock")).unwrap();
+        let ctx = ctx(tmp.path());
+        let started = std::time::Instant::now();
+        let out = SearchFiles.run(args("needle"), &ctx).await.unwrap();
+        assert_eq!(out, "a.rs:2:    needle();\nsub/b.py:1:# needle here");
+        let mut a = args("needle");
+        a.path = Some("sub/pipe.rs".into());
+        let err = SearchFiles.run(a, &ctx).await.unwrap_err();
+        assert!(
+            err.0
+                .starts_with("not a regular file: sub/pipe.rs is a FIFO"),
+            "{err}"
+        );
+        let mut a = args("x");
+        a.path = Some("/dev/zero".into());
+        let err = SearchFiles.run(a, &ctx).await.unwrap_err();
+        assert!(err.0.contains("character device"), "{err}");
+        assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    }
+
+    #[tokio::test]
+    async fn long_lines_are_searched_in_their_first_mib_only() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut text = String::from("early needle");
+        text.push_str(&"x".repeat(3 * MAX_SEARCHED_LINE_BYTES));
+        text.push_str("late haystack\nnext needle line\n");
+        std::fs::write(tmp.path().join("wide.txt"), &text).unwrap();
+        std::fs::write(tmp.path().join("small.txt"), "needle\n").unwrap();
+        let ctx = ctx(tmp.path());
+        let out = SearchFiles.run(args("needle"), &ctx).await.unwrap();
+        let clipped = format!("early needle{}…", "x".repeat(MAX_TEXT_CHARS - 12));
+        assert_eq!(
+            out,
+            format!(
+                "small.txt:1:needle\nwide.txt:1:{clipped}\nwide.txt:2:next needle line\n\
+                 [1 file(s) have lines over 1 MiB; only the first 1 MiB of each such line was searched]"
+            )
+        );
+        let out = SearchFiles.run(args("haystack"), &ctx).await.unwrap();
+        assert!(out.starts_with("No matches for regex 'haystack'"), "{out}");
+        assert!(out.contains("only the first 1 MiB"), "{out}");
     }
 
     #[tokio::test]

@@ -3,7 +3,8 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::fsutil::{atomic_write, blocking, line_count};
+use super::atomic::atomic_write;
+use super::fsutil::{FILE_TOOL_TIMEOUT, line_count, not_regular, run_blocking};
 use crate::{ToolContext, ToolError, TypedTool};
 
 /// The `write_file` tool.
@@ -33,13 +34,20 @@ For changes to an existing file prefer patch, which does not need the full conte
         ctx.state.note_written(&path);
         let shown = args.path;
         let content = args.content;
-        blocking(move || {
-            if path.is_dir() {
-                return Err(ToolError::new(format!(
-                    "{shown} is a directory; pass a file path"
-                )));
-            }
-            let existed = path.exists();
+        run_blocking(ctx, Self::NAME, FILE_TOOL_TIMEOUT, move |_| {
+            // `stat` never blocks, and the write never opens the target (it
+            // renames a new file over it), so a special file swapped in after
+            // this check is replaced, not waited on.
+            let existed = match std::fs::metadata(&path) {
+                Ok(meta) if meta.is_dir() => {
+                    return Err(ToolError::new(format!(
+                        "{shown} is a directory; pass a file path"
+                    )));
+                }
+                Ok(meta) if !meta.is_file() => return Err(not_regular(&shown, &meta)),
+                Ok(_) => true,
+                Err(_) => false,
+            };
             atomic_write(&path, content.as_bytes())
                 .map_err(|e| ToolError::new(format!("could not write {shown}: {e}")))?;
             Ok(format!(
@@ -102,6 +110,36 @@ mod tests {
         let mode = std::fs::metadata(&path).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o755);
         assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 1);
+    }
+
+    #[tokio::test]
+    async fn special_files_are_refused_and_left_alone() {
+        let tmp = tempfile::tempdir().unwrap();
+        let fifo = tmp.path().join("pipe");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+        let sock = tmp.path().join("sock");
+        let _listener = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+        let ctx = ctx(tmp.path());
+        for (path, kind) in [
+            ("pipe", "FIFO"),
+            ("sock", "socket"),
+            ("/dev/null", "character device"),
+        ] {
+            let args = WriteFileArgs {
+                path: path.into(),
+                content: "x".into(),
+            };
+            let err = WriteFile.run(args, &ctx).await.unwrap_err();
+            assert!(
+                err.0
+                    .starts_with(&format!("not a regular file: {path} is ")),
+                "{err}"
+            );
+            assert!(err.0.contains(kind), "{err}");
+        }
+        use std::os::unix::fs::FileTypeExt;
+        assert!(std::fs::metadata(&fifo).unwrap().file_type().is_fifo());
+        assert!(std::fs::metadata(&sock).unwrap().file_type().is_socket());
     }
 
     #[tokio::test]
