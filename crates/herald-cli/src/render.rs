@@ -139,6 +139,14 @@ fn write_human(receiver: mpsc::Receiver<Item>, stream_text: bool) {
                 let _ = out.write_all(text.as_bytes());
                 out.flush()
             }
+            EventKind::AssistantReset {} if stream_text => {
+                // The retried reply differs from the text printed so far: it
+                // starts again on a new line, and stderr says why.
+                let mut out = std::io::stdout().lock();
+                let _ = out.write_all(b"\n");
+                let _ = out.flush();
+                writeln!(err, "  (the reply restarts after the retry)")
+            }
             EventKind::ToolStarted {
                 name, arguments, ..
             } if interactive => writeln!(err, "  \u{2192} {name} {}", preview(arguments, 100)),

@@ -481,7 +481,10 @@ impl Agent {
                     text: text.to_owned(),
                 });
             }
-            StreamUpdate::TextDelta(_) => {}
+            StreamUpdate::TextRestart if stream_deltas => {
+                events.emit(EventKind::AssistantReset {});
+            }
+            StreamUpdate::TextDelta(_) | StreamUpdate::TextRestart => {}
             StreamUpdate::Retry {
                 attempt,
                 delay_ms,

@@ -337,7 +337,15 @@ impl Assembler {
         }
     }
 
-    /// Feeds one event's data. Returns true at `message_stop`.
+    /// True once the stop reason arrived: the message's content is complete
+    /// even if `message_stop` never comes.
+    pub(crate) fn has_finished(&self) -> bool {
+        self.stop_reason.is_some()
+    }
+
+    /// Feeds one event's data. Returns true once the message is complete:
+    /// at `message_stop`, or at the `message_delta` carrying the stop reason
+    /// and the final usage.
     pub(crate) fn push(
         &mut self,
         data: &str,
@@ -347,15 +355,8 @@ impl Assembler {
         if data.is_empty() {
             return Ok(false);
         }
-        let event: StreamEvent = serde_json::from_str(data).map_err(|err| {
-            LlmError::new(
-                ErrorKind::Protocol,
-                format!(
-                    "unreadable stream event ({err}): {}",
-                    data.chars().take(200).collect::<String>()
-                ),
-            )
-        })?;
+        let event: StreamEvent =
+            serde_json::from_str(data).map_err(|err| event_error(&err, data))?;
         match event {
             StreamEvent::MessageStart { message } => {
                 if let Some(usage) = message.usage {
@@ -398,8 +399,14 @@ impl Assembler {
                 if delta.stop_reason.is_some() {
                     self.stop_reason = delta.stop_reason;
                 }
+                // The stop reason with the final usage is the last thing a
+                // message holds: it is complete even if `message_stop` never
+                // comes.
                 if let Some(usage) = usage {
                     self.apply_usage(usage);
+                    if self.stop_reason.is_some() {
+                        return Ok(true);
+                    }
                 }
             }
             StreamEvent::MessageStop {} => {
@@ -424,9 +431,10 @@ impl Assembler {
         Ok(false)
     }
 
-    /// The finished reply; a stream without `message_stop` is truncated.
+    /// The finished reply; a stream that stopped before both `message_stop`
+    /// and the stop reason is truncated.
     pub(crate) fn finish(self) -> Result<AssistantReply, LlmError> {
-        if !self.done {
+        if !self.done && self.stop_reason.is_none() {
             return Err(LlmError::new(
                 ErrorKind::Truncated,
                 "the stream ended before message_stop",
@@ -457,6 +465,84 @@ impl Assembler {
             finish_reason: self.stop_reason,
         })
     }
+}
+
+/// A stream event that could not be read: text that is not JSON is a broken
+/// stream (retried like a truncated one); well-formed JSON of the wrong shape
+/// is a protocol mismatch a retry would not change.
+fn event_error(err: &serde_json::Error, data: &str) -> LlmError {
+    let preview: String = data.chars().take(200).collect();
+    match err.classify() {
+        serde_json::error::Category::Data => LlmError::new(
+            ErrorKind::Protocol,
+            format!(
+                "the provider sent a stream event that is not a Messages event ({err}): {preview}"
+            ),
+        ),
+        _ => LlmError::new(
+            ErrorKind::Truncated,
+            format!("the stream broke: an event is not valid JSON ({err}): {preview}"),
+        ),
+    }
+}
+
+/// A non-streamed `message` (a server that ignored `stream: true`).
+#[derive(Deserialize)]
+struct WholeMessage {
+    #[serde(default)]
+    content: Vec<WholeBlock>,
+    #[serde(default)]
+    stop_reason: Option<String>,
+    #[serde(default)]
+    usage: Option<WireUsage>,
+}
+
+#[derive(Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum WholeBlock {
+    Text {
+        #[serde(default)]
+        text: String,
+    },
+    ToolUse {
+        id: String,
+        name: String,
+        #[serde(default)]
+        input: serde_json::Value,
+    },
+    #[serde(other)]
+    Other,
+}
+
+/// Reads a whole non-streamed answer into the reply a stream would have
+/// produced. The error says what is wrong with the answer; the caller adds
+/// where it came from.
+pub(crate) fn parse_message(body: &serde_json::Value) -> Result<AssistantReply, String> {
+    let message = WholeMessage::deserialize(body)
+        .map_err(|err| format!("it is not a Messages answer ({err})"))?;
+    let mut assembler = Assembler {
+        stop_reason: message.stop_reason,
+        done: true,
+        ..Assembler::default()
+    };
+    if let Some(usage) = message.usage {
+        assembler.apply_usage(usage);
+    }
+    for (index, block) in message.content.into_iter().enumerate() {
+        match block {
+            WholeBlock::Text { text } => assembler.text.push_str(&text),
+            WholeBlock::ToolUse { id, name, input } => {
+                let json = match input {
+                    serde_json::Value::String(text) => text,
+                    serde_json::Value::Null => String::new(),
+                    other => other.to_string(),
+                };
+                assembler.tools.insert(index, ToolBlock { id, name, json });
+            }
+            WholeBlock::Other => {}
+        }
+    }
+    assembler.finish().map_err(|err| err.message)
 }
 
 #[cfg(test)]
@@ -512,6 +598,79 @@ mod tests {
         assert_eq!(reply.tool_calls[0].arguments, "{}");
         let err = assemble(&[r#"{"type":"message_start","message":{}}"#]).unwrap_err();
         assert_eq!(err.kind, ErrorKind::Truncated);
+    }
+
+    #[test]
+    fn message_is_complete_at_stop_reason_with_usage_without_message_stop() {
+        let mut assembler = Assembler::default();
+        let mut ignore = |_: StreamUpdate<'_>| {};
+        let events = [
+            r#"{"type":"message_start","message":{"usage":{"input_tokens":7,"output_tokens":1}}}"#,
+            r#"{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}"#,
+            r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hi"}}"#,
+            r#"{"type":"content_block_stop","index":0}"#,
+            r#"{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":3}}"#,
+        ];
+        let complete: Vec<bool> = events
+            .iter()
+            .map(|e| assembler.push(e, &mut ignore).unwrap())
+            .collect();
+        assert_eq!(complete, [false, false, false, false, true]);
+        let reply = assembler.finish().unwrap();
+        assert_eq!(reply.text, "Hi");
+        assert_eq!(reply.usage.output_tokens, 3);
+        assert_eq!(reply.finish_reason.as_deref(), Some("end_turn"));
+        // A stream that closes after the stop reason (no usage, no
+        // message_stop) still holds the whole message.
+        let reply = assemble(&[
+            r#"{"type":"content_block_start","index":0,"content_block":{"type":"text","text":"ok"}}"#,
+            r#"{"type":"message_delta","delta":{"stop_reason":"end_turn"}}"#,
+        ])
+        .unwrap();
+        assert_eq!(reply.text, "ok");
+    }
+
+    #[test]
+    fn malformed_event_is_a_retryable_broken_stream() {
+        let err = assemble(&[
+            r#"{"type":"message_start","message":{}}"#,
+            r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_del"#,
+        ])
+        .unwrap_err();
+        assert_eq!(err.kind, ErrorKind::Truncated);
+        assert!(err.kind.is_retryable());
+        let err = assemble(&[r#"{"type":"content_block_delta","index":"x"}"#]).unwrap_err();
+        assert_eq!(err.kind, ErrorKind::Protocol);
+    }
+
+    #[test]
+    fn parses_a_non_streamed_message() {
+        let body = serde_json::json!({
+            "id": "msg_1", "type": "message", "role": "assistant", "model": "claude",
+            "content": [
+                {"type": "text", "text": "Let me look."},
+                {"type": "tool_use", "id": "toolu_1", "name": "read_file", "input": {"path": "a"}},
+                {"type": "tool_use", "id": "toolu_2", "name": "todo_read", "input": {}},
+                {"type": "tool_use", "id": "toolu_3", "name": "patch", "input": "{not json"}
+            ],
+            "stop_reason": "tool_use", "stop_sequence": null,
+            "usage": {"input_tokens": 10, "cache_read_input_tokens": 90,
+                      "cache_creation_input_tokens": 5, "output_tokens": 20}
+        });
+        let reply = parse_message(&body).unwrap();
+        assert_eq!(reply.text, "Let me look.");
+        let args: Vec<_> = reply
+            .tool_calls
+            .iter()
+            .map(|c| c.arguments.as_str())
+            .collect();
+        assert_eq!(args, [r#"{"path":"a"}"#, "{}", "{not json"]);
+        assert_eq!(reply.tool_calls[0].id, "toolu_1");
+        assert_eq!(reply.usage.input_tokens, 105);
+        assert_eq!(reply.usage.cached_tokens, 90);
+        assert_eq!(reply.usage.output_tokens, 20);
+        assert_eq!(reply.finish_reason.as_deref(), Some("tool_use"));
+        assert!(parse_message(&serde_json::json!({"content": "text"})).is_err());
     }
 
     #[test]

@@ -4,7 +4,7 @@ use herald_protocol::ToolSpec;
 use tokio_util::sync::CancellationToken;
 
 use crate::retry::retry_after_ms;
-use crate::sse::SseReader;
+use crate::sse::{BodyFormat, BodyReader, Sniff, SseReader, sniff};
 use crate::{
     AssistantReply, ChatRequest, EncodedTools, ErrorKind, LlmError, RetryPolicy, StreamUpdate,
     anthropic, openai,
@@ -86,6 +86,8 @@ pub struct ClientConfig {
 pub struct LlmClient {
     http: reqwest::Client,
     config: ClientConfig,
+    /// The base URL in use (configured or default), without a trailing slash.
+    base: String,
     endpoint: String,
 }
 
@@ -118,6 +120,7 @@ impl LlmClient {
         };
         Ok(Self {
             http,
+            base: base.to_owned(),
             config,
             endpoint,
         })
@@ -175,10 +178,19 @@ impl LlmClient {
         cancel: &CancellationToken,
     ) -> Result<AssistantReply, LlmError> {
         let body = bytes::Bytes::from(self.encode_body(&req)?);
+        let mut shown = ShownText::default();
         let mut attempt = 1;
         loop {
-            match self.attempt(body.clone(), on_update, cancel).await {
-                Ok(reply) => return Ok(reply),
+            shown.begin_attempt();
+            let result = {
+                let mut forward = |update: StreamUpdate<'_>| shown.forward(update, on_update);
+                self.attempt(body.clone(), &mut forward, cancel).await
+            };
+            match result {
+                Ok(reply) => {
+                    shown.settle(&reply.text, on_update);
+                    return Ok(reply);
+                }
                 Err(err) if err.kind.is_retryable() && attempt < self.config.retry.max_attempts => {
                     let delay = self.config.retry.delay(attempt, err.retry_after_ms);
                     on_update(StreamUpdate::Retry {
@@ -273,26 +285,337 @@ impl LlmClient {
                 self.config.provider.key_var(),
             ));
         }
-        let mut reader = SseReader::new(response, self.config.idle_timeout);
+        let content_type = response
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_owned();
+        // What the body holds is decided by its first bytes (servers mislabel
+        // streams), with the declared type as the tie-break for an empty body.
+        let mut body = BodyReader::new(response, self.config.idle_timeout);
+        let mut head = Vec::new();
+        let format = loop {
+            match sniff(&head) {
+                Sniff::Looks(format) => break format,
+                Sniff::Neither => return Err(self.not_an_answer(&content_type, &head)),
+                Sniff::NeedMore => match body.chunk(cancel).await? {
+                    Some(chunk) => head.extend_from_slice(&chunk),
+                    None => {
+                        break BodyFormat::declared(&content_type)
+                            .unwrap_or(BodyFormat::EventStream);
+                    }
+                },
+            }
+        };
+        let body = body.unread(head);
+        match (format, self.config.provider) {
+            (BodyFormat::Json, _) => self.read_json(body, &content_type, on_update, cancel).await,
+            (BodyFormat::EventStream, ProviderKind::OpenAi) => {
+                read_stream(
+                    body.events(),
+                    openai::Assembler::default(),
+                    on_update,
+                    cancel,
+                )
+                .await
+            }
+            (BodyFormat::EventStream, ProviderKind::Anthropic) => {
+                read_stream(
+                    body.events(),
+                    anthropic::Assembler::default(),
+                    on_update,
+                    cancel,
+                )
+                .await
+            }
+        }
+    }
+
+    /// A whole JSON answer: a server that ignored `stream: true`, or an error
+    /// object sent with status 200. The text is reported as one delta.
+    async fn read_json(
+        &self,
+        body: BodyReader,
+        content_type: &str,
+        on_update: &mut (dyn FnMut(StreamUpdate<'_>) + Send),
+        cancel: &CancellationToken,
+    ) -> Result<AssistantReply, LlmError> {
+        let bytes = body.read_all(cancel).await?;
+        let value: serde_json::Value = serde_json::from_slice(&bytes).map_err(|err| {
+            if err.is_eof() {
+                LlmError::new(
+                    ErrorKind::Truncated,
+                    format!("the answer ended before its JSON was complete ({err})"),
+                )
+            } else {
+                self.unusable_json(&format!("it is not valid JSON ({err})"), &bytes)
+            }
+        })?;
+        if let Some(error) = value.get("error").filter(|e| e.is_object()) {
+            return Err(LlmError::from_status(
+                status_of_error(error),
+                &String::from_utf8_lossy(&bytes),
+                None,
+                &self.config.model,
+                &self.endpoint,
+                self.config.provider.key_var(),
+            ));
+        }
+        let parsed = match self.config.provider {
+            ProviderKind::OpenAi => openai::parse_completion(&value),
+            ProviderKind::Anthropic => anthropic::parse_message(&value),
+        };
+        let reply = parsed.map_err(|why| self.unusable_json(&why, &bytes))?;
+        tracing::debug!(
+            endpoint = %self.endpoint,
+            content_type,
+            "the provider answered with one JSON document instead of a stream"
+        );
+        if !reply.text.is_empty() {
+            on_update(StreamUpdate::TextDelta(&reply.text));
+        }
+        Ok(reply)
+    }
+
+    fn api_name(&self) -> &'static str {
         match self.config.provider {
-            ProviderKind::OpenAi => {
-                let mut assembler = openai::Assembler::default();
-                while let Some(event) = reader.next(cancel).await? {
-                    if assembler.push(&event.data, on_update)? {
-                        break;
-                    }
+            ProviderKind::OpenAi => "OpenAI-compatible Chat Completions",
+            ProviderKind::Anthropic => "Anthropic Messages",
+        }
+    }
+
+    /// A 200 answer whose body is neither an event stream nor JSON (an HTML
+    /// page from a proxy, a login portal, a web server at the wrong URL).
+    /// It is not retried: such a page comes back the same way every time
+    /// (transient gateway failures arrive as 5xx and do retry), and the fix
+    /// is the base URL.
+    fn not_an_answer(&self, content_type: &str, head: &[u8]) -> LlmError {
+        let declared = if content_type.is_empty() {
+            "no Content-Type".to_owned()
+        } else {
+            format!("Content-Type '{content_type}'")
+        };
+        LlmError::new(
+            ErrorKind::Protocol,
+            format!(
+                "{} answered 200 with {declared}, which is neither an event stream nor JSON \
+                 (it begins: \"{}\"). The base URL '{}' probably points at a web page or a \
+                 proxy rather than an {} API: check {} (or base_url in config.toml).",
+                self.endpoint,
+                preview(head),
+                self.base,
+                self.api_name(),
+                self.config.provider.base_url_var(),
+            ),
+        )
+    }
+
+    fn unusable_json(&self, why: &str, body: &[u8]) -> LlmError {
+        LlmError::new(
+            ErrorKind::Protocol,
+            format!(
+                "{} answered with JSON herald cannot use: {why} (it begins: \"{}\"). Check that \
+                 the base URL '{}' serves the {} API ({}).",
+                self.endpoint,
+                preview(body),
+                self.base,
+                self.api_name(),
+                self.config.provider.base_url_var(),
+            ),
+        )
+    }
+}
+
+/// The stream assembly both wires share.
+trait Assemble {
+    /// Feeds one event; true once the reply is complete.
+    fn push(
+        &mut self,
+        data: &str,
+        on_update: &mut (dyn FnMut(StreamUpdate<'_>) + Send),
+    ) -> Result<bool, LlmError>;
+    /// True once the stop/finish reason arrived.
+    fn has_finished(&self) -> bool;
+    /// The reply, or `Truncated` when the stream stopped too early.
+    fn finish(self) -> Result<AssistantReply, LlmError>;
+}
+
+impl Assemble for openai::Assembler {
+    fn push(
+        &mut self,
+        data: &str,
+        on_update: &mut (dyn FnMut(StreamUpdate<'_>) + Send),
+    ) -> Result<bool, LlmError> {
+        openai::Assembler::push(self, data, on_update)
+    }
+    fn has_finished(&self) -> bool {
+        openai::Assembler::has_finished(self)
+    }
+    fn finish(self) -> Result<AssistantReply, LlmError> {
+        openai::Assembler::finish(self)
+    }
+}
+
+impl Assemble for anthropic::Assembler {
+    fn push(
+        &mut self,
+        data: &str,
+        on_update: &mut (dyn FnMut(StreamUpdate<'_>) + Send),
+    ) -> Result<bool, LlmError> {
+        anthropic::Assembler::push(self, data, on_update)
+    }
+    fn has_finished(&self) -> bool {
+        anthropic::Assembler::has_finished(self)
+    }
+    fn finish(self) -> Result<AssistantReply, LlmError> {
+        anthropic::Assembler::finish(self)
+    }
+}
+
+/// Reads events until the reply is complete. A complete reply is returned at
+/// once, whether or not the server ends the stream; a stream that goes idle
+/// after the finish reason keeps the reply it has (re-asking would pay for the
+/// same answer twice).
+async fn read_stream<A: Assemble>(
+    mut reader: SseReader,
+    mut assembler: A,
+    on_update: &mut (dyn FnMut(StreamUpdate<'_>) + Send),
+    cancel: &CancellationToken,
+) -> Result<AssistantReply, LlmError> {
+    loop {
+        match reader.next(cancel).await {
+            Ok(Some(event)) => {
+                if assembler.push(&event.data, on_update)? {
+                    reader.drain_in_background();
+                    break;
                 }
-                assembler.finish()
             }
-            ProviderKind::Anthropic => {
-                let mut assembler = anthropic::Assembler::default();
-                while let Some(event) = reader.next(cancel).await? {
-                    if assembler.push(&event.data, on_update)? {
-                        break;
-                    }
-                }
-                assembler.finish()
+            Ok(None) => break,
+            Err(err) if err.kind == ErrorKind::IdleTimeout && assembler.has_finished() => {
+                tracing::debug!("the stream went idle after the finish reason; keeping the reply");
+                break;
             }
+            Err(err) => return Err(err),
+        }
+    }
+    assembler.finish()
+}
+
+/// The HTTP status an error object sent with status 200 stands for: its
+/// numeric `code`, else its `type`.
+fn status_of_error(error: &serde_json::Value) -> u16 {
+    if let Some(code) = error
+        .get("code")
+        .and_then(serde_json::Value::as_u64)
+        .and_then(|c| u16::try_from(c).ok())
+        .filter(|c| (400..600).contains(c))
+    {
+        return code;
+    }
+    let kind = error
+        .get("type")
+        .or_else(|| error.get("code"))
+        .and_then(serde_json::Value::as_str)
+        .unwrap_or_default();
+    match kind {
+        "invalid_request_error" | "context_length_exceeded" => 400,
+        "authentication_error" | "invalid_api_key" => 401,
+        "permission_error" => 403,
+        "not_found_error" | "model_not_found" => 404,
+        "rate_limit_error" | "rate_limit_exceeded" => 429,
+        "overloaded_error" => 529,
+        _ => 500,
+    }
+}
+
+/// The start of a body on one line, for error messages.
+fn preview(body: &[u8]) -> String {
+    let text = String::from_utf8_lossy(&body[..body.len().min(600)]);
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let mut cut: String = flat.chars().take(120).collect();
+    if flat.chars().count() > 120 {
+        cut.push('\u{2026}');
+    }
+    cut
+}
+
+/// The text one request has streamed to the caller, kept across retries so a
+/// retried reply never repeats what was already shown: deltas that replay the
+/// shown text are swallowed and only the part past it is sent. When the
+/// retried reply turns out different (or shorter), the caller gets
+/// [`StreamUpdate::TextRestart`] and the new text from its start.
+#[derive(Debug, Default)]
+struct ShownText {
+    /// Everything the caller has been sent (since the last restart).
+    shown: String,
+    /// How much of `shown` the current attempt has produced.
+    pos: usize,
+}
+
+impl ShownText {
+    fn begin_attempt(&mut self) {
+        self.pos = 0;
+    }
+
+    fn forward(
+        &mut self,
+        update: StreamUpdate<'_>,
+        out: &mut (dyn FnMut(StreamUpdate<'_>) + Send),
+    ) {
+        match update {
+            StreamUpdate::TextDelta(piece) => self.text(piece, out),
+            other => out(other),
+        }
+    }
+
+    fn text(&mut self, piece: &str, out: &mut (dyn FnMut(StreamUpdate<'_>) + Send)) {
+        if piece.is_empty() {
+            return;
+        }
+        let pos = self.pos;
+        let end = pos + piece.len();
+        if pos >= self.shown.len() {
+            out(StreamUpdate::TextDelta(piece));
+            self.shown.push_str(piece);
+            self.pos = self.shown.len();
+            return;
+        }
+        let overlap = self.shown.len().min(end) - pos;
+        let replays =
+            self.shown.as_bytes().get(pos..pos + overlap) == piece.as_bytes().get(..overlap);
+        if replays {
+            if end <= self.shown.len() {
+                self.pos = end;
+                return;
+            }
+            // `piece[..overlap]` equals the end of `shown`, a whole number of
+            // characters, so `overlap` is a character boundary of `piece`.
+            if let Some(rest) = piece.get(overlap..) {
+                out(StreamUpdate::TextDelta(rest));
+                self.shown.push_str(rest);
+                self.pos = self.shown.len();
+                return;
+            }
+        }
+        let mut text = self.shown.get(..pos).unwrap_or_default().to_owned();
+        text.push_str(piece);
+        out(StreamUpdate::TextRestart);
+        out(StreamUpdate::TextDelta(&text));
+        self.shown = text;
+        self.pos = self.shown.len();
+    }
+
+    /// The request succeeded with `text`: if it stopped short of what was
+    /// shown, the shown text is void and `text` is sent again.
+    fn settle(&mut self, text: &str, out: &mut (dyn FnMut(StreamUpdate<'_>) + Send)) {
+        if self.pos < self.shown.len() {
+            out(StreamUpdate::TextRestart);
+            if !text.is_empty() {
+                out(StreamUpdate::TextDelta(text));
+            }
+            self.shown = text.to_owned();
+            self.pos = self.shown.len();
         }
     }
 }
@@ -308,4 +631,108 @@ pub fn error_chain(err: &dyn std::error::Error) -> String {
         source = cause.source();
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What the caller saw: `[text]` for deltas, `|` for a restart.
+    fn run(attempts: &[&[&str]], final_text: &str) -> String {
+        let mut seen = String::new();
+        let mut out = |u: StreamUpdate<'_>| match u {
+            StreamUpdate::TextDelta(t) => {
+                seen.push('[');
+                seen.push_str(t);
+                seen.push(']');
+            }
+            StreamUpdate::TextRestart => seen.push('|'),
+            StreamUpdate::Retry { .. } => seen.push('R'),
+        };
+        let mut shown = ShownText::default();
+        for pieces in attempts {
+            shown.begin_attempt();
+            for piece in *pieces {
+                shown.forward(StreamUpdate::TextDelta(piece), &mut out);
+            }
+        }
+        shown.settle(final_text, &mut out);
+        seen
+    }
+
+    #[test]
+    fn first_attempt_passes_text_through() {
+        assert_eq!(run(&[&["Hel", "lo"]], "Hello"), "[Hel][lo]");
+    }
+
+    #[test]
+    fn retry_repeating_the_shown_text_sends_only_the_new_part() {
+        // Same text cut differently: the shown "Hel" is swallowed, a piece
+        // that straddles its end sends only the part past it.
+        assert_eq!(
+            run(&[&["Hel"], &["H", "el", "lo wo", "rld"]], "Hello world"),
+            "[Hel][lo wo][rld]"
+        );
+        assert_eq!(run(&[&["Hello"], &["Hello"]], "Hello"), "[Hello]");
+        // Several retries in a row.
+        assert_eq!(
+            run(&[&["a"], &["a", "b"], &["ab", "c"]], "abc"),
+            "[a][b][c]"
+        );
+    }
+
+    #[test]
+    fn retry_with_different_text_restarts_once() {
+        assert_eq!(
+            run(&[&["Hello"], &["Hel", "p me", "!"]], "Help me!"),
+            "[Hello]|[Help me][!]"
+        );
+        assert_eq!(run(&[&["Hi"], &["Yo"]], "Yo"), "[Hi]|[Yo]");
+    }
+
+    #[test]
+    fn retry_with_shorter_text_restarts_at_the_end() {
+        assert_eq!(run(&[&["Hello"], &["Hel"]], "Hel"), "[Hello]|[Hel]");
+        assert_eq!(run(&[&["Hello"], &[]], ""), "[Hello]|");
+    }
+
+    #[test]
+    fn multibyte_text_is_never_split_inside_a_character() {
+        assert_eq!(
+            run(&[&["h\u{e9}"], &["h", "\u{e9}\u{e9}!"]], "h\u{e9}\u{e9}!"),
+            "[h\u{e9}][\u{e9}!]"
+        );
+        // Same first byte, different character: a restart, no panic.
+        assert_eq!(
+            run(&[&["\u{e9}"], &["\u{e8}"]], "\u{e8}"),
+            "[\u{e9}]|[\u{e8}]"
+        );
+    }
+
+    #[test]
+    fn error_objects_map_to_statuses() {
+        let status = |v: serde_json::Value| status_of_error(&v);
+        assert_eq!(
+            status(serde_json::json!({"code": 429, "message": "x"})),
+            429
+        );
+        assert_eq!(
+            status(serde_json::json!({"type": "authentication_error"})),
+            401
+        );
+        assert_eq!(status(serde_json::json!({"code": "model_not_found"})), 404);
+        assert_eq!(status(serde_json::json!({"type": "overloaded_error"})), 529);
+        assert_eq!(status(serde_json::json!({"message": "?"})), 500);
+        assert_eq!(status(serde_json::json!({"code": 200})), 500);
+    }
+
+    #[test]
+    fn previews_are_one_short_line() {
+        assert_eq!(
+            preview(b"<html>\n  <body>hi</body>"),
+            "<html> <body>hi</body>"
+        );
+        let long = "x".repeat(500);
+        assert_eq!(preview(long.as_bytes()).chars().count(), 121);
+    }
 }

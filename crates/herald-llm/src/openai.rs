@@ -225,12 +225,7 @@ impl Assembler {
             self.done = true;
             return Ok(true);
         }
-        let chunk: Chunk = serde_json::from_str(data).map_err(|err| {
-            LlmError::new(
-                ErrorKind::Protocol,
-                format!("unreadable stream chunk ({err}): {}", preview(data)),
-            )
-        })?;
+        let chunk: Chunk = serde_json::from_str(data).map_err(|err| chunk_error(&err, data))?;
         if let Some(error) = chunk.error {
             let message = error
                 .get("message")
@@ -241,16 +236,9 @@ impl Assembler {
                 format!("the provider reported an error mid-stream: {message}"),
             ));
         }
+        let has_usage = chunk.usage.is_some();
         if let Some(usage) = chunk.usage {
-            self.usage = Usage {
-                input_tokens: usage.prompt_tokens,
-                output_tokens: usage.completion_tokens,
-                cached_tokens: usage
-                    .prompt_tokens_details
-                    .and_then(|d| d.cached_tokens)
-                    .unwrap_or(0),
-                cache_creation_tokens: 0,
-            };
+            self.usage = usage.into_usage();
         }
         for choice in chunk.choices {
             if let Some(delta) = choice.delta {
@@ -282,7 +270,17 @@ impl Assembler {
                 self.finish_reason = Some(reason);
             }
         }
-        Ok(false)
+        // Usage sent with or after the finish reason is the last thing a
+        // reply holds: it is complete even if `[DONE]` never comes. (Usage
+        // seen before the finish reason may be a running count, so it does
+        // not end the reply.)
+        Ok(has_usage && self.finish_reason.is_some())
+    }
+
+    /// True once the model's finish reason arrived: the reply's content is
+    /// complete even if its usage or `[DONE]` never comes.
+    pub(crate) fn has_finished(&self) -> bool {
+        self.finish_reason.is_some()
     }
 
     /// The finished reply. A stream that stopped before `[DONE]` and before
@@ -318,8 +316,141 @@ impl Assembler {
     }
 }
 
+impl WireUsage {
+    fn into_usage(self) -> Usage {
+        Usage {
+            input_tokens: self.prompt_tokens,
+            output_tokens: self.completion_tokens,
+            cached_tokens: self
+                .prompt_tokens_details
+                .and_then(|d| d.cached_tokens)
+                .unwrap_or(0),
+            cache_creation_tokens: 0,
+        }
+    }
+}
+
+/// A stream chunk that could not be read. Text that is not JSON at all (cut,
+/// garbled or interleaved in transit) is a broken stream and is retried like
+/// a truncated one; well-formed JSON of the wrong shape means the server
+/// speaks another dialect, which a retry would not change.
+fn chunk_error(err: &serde_json::Error, data: &str) -> LlmError {
+    match err.classify() {
+        serde_json::error::Category::Data => LlmError::new(
+            ErrorKind::Protocol,
+            format!(
+                "the provider sent a stream chunk that is not a Chat Completions chunk ({err}): {}",
+                preview(data)
+            ),
+        ),
+        _ => LlmError::new(
+            ErrorKind::Truncated,
+            format!(
+                "the stream broke: a chunk is not valid JSON ({err}): {}",
+                preview(data)
+            ),
+        ),
+    }
+}
+
 fn preview(data: &str) -> String {
     data.chars().take(200).collect()
+}
+
+/// A non-streamed `chat.completion` (a server that ignored `stream: true`).
+#[derive(Deserialize)]
+struct Completion {
+    #[serde(default)]
+    choices: Vec<CompletionChoice>,
+    #[serde(default)]
+    usage: Option<WireUsage>,
+}
+
+#[derive(Deserialize)]
+struct CompletionChoice {
+    #[serde(default)]
+    message: Option<CompletionMessage>,
+    #[serde(default)]
+    finish_reason: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct CompletionMessage {
+    /// A string, null, or (some servers) a list of `{"type":"text","text"}` parts.
+    #[serde(default)]
+    content: serde_json::Value,
+    #[serde(default)]
+    tool_calls: Vec<CompletionCall>,
+}
+
+#[derive(Deserialize)]
+struct CompletionCall {
+    #[serde(default)]
+    id: String,
+    function: CompletionFunction,
+}
+
+#[derive(Deserialize)]
+struct CompletionFunction {
+    #[serde(default)]
+    name: String,
+    /// A JSON string as the API specifies; some servers send the object.
+    #[serde(default)]
+    arguments: serde_json::Value,
+}
+
+/// The text of a message `content`: a string, or the text parts of a list.
+fn content_text(content: &serde_json::Value) -> String {
+    match content {
+        serde_json::Value::String(text) => text.clone(),
+        serde_json::Value::Array(parts) => parts
+            .iter()
+            .filter_map(|part| part.get("text").and_then(serde_json::Value::as_str))
+            .collect(),
+        _ => String::new(),
+    }
+}
+
+/// Reads a whole non-streamed answer into the reply a stream would have
+/// produced. The error says what is wrong with the answer; the caller adds
+/// where it came from.
+pub(crate) fn parse_completion(body: &serde_json::Value) -> Result<AssistantReply, String> {
+    let completion = Completion::deserialize(body)
+        .map_err(|err| format!("it is not a Chat Completions answer ({err})"))?;
+    let Some(choice) = completion.choices.into_iter().next() else {
+        return Err("the answer holds no choices".to_owned());
+    };
+    let message = choice
+        .message
+        .ok_or_else(|| "the answer's choice holds no message".to_owned())?;
+    let tool_calls = message
+        .tool_calls
+        .into_iter()
+        .filter(|call| !call.function.name.is_empty())
+        .enumerate()
+        .map(|(i, call)| ToolCall {
+            id: if call.id.is_empty() {
+                format!("call_{i}")
+            } else {
+                call.id
+            },
+            name: call.function.name,
+            arguments: match call.function.arguments {
+                serde_json::Value::String(text) => text,
+                serde_json::Value::Null => "{}".to_owned(),
+                other => other.to_string(),
+            },
+        })
+        .collect();
+    Ok(AssistantReply {
+        text: content_text(&message.content),
+        tool_calls,
+        usage: completion
+            .usage
+            .map(WireUsage::into_usage)
+            .unwrap_or_default(),
+        finish_reason: choice.finish_reason,
+    })
 }
 
 #[cfg(test)]
@@ -420,14 +551,103 @@ mod tests {
     }
 
     #[test]
-    fn garbage_chunk_is_a_protocol_error_and_error_chunk_is_reported() {
+    fn malformed_chunk_is_a_retryable_broken_stream_and_error_chunk_is_reported() {
+        // Mid-stream, after text was received: the stream is broken, like a
+        // truncated one, and is retried.
+        let err = assemble(&[
+            r#"{"choices":[{"delta":{"content":"Hel"}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"content":"lo"#,
+            r#"{"choices":[{"delta":{},"finish_reason":"stop"}]}"#,
+        ])
+        .unwrap_err();
+        assert_eq!(err.kind, ErrorKind::Truncated);
+        assert!(err.kind.is_retryable());
+        assert!(err.message.contains("not valid JSON"), "{}", err.message);
         assert_eq!(
             assemble(&["{not json"]).unwrap_err().kind,
-            ErrorKind::Protocol
+            ErrorKind::Truncated
         );
+        // Valid JSON of another shape is a dialect mismatch: not retried.
+        let err = assemble(&[r#"{"choices":"none"}"#]).unwrap_err();
+        assert_eq!(err.kind, ErrorKind::Protocol);
+        assert!(!err.kind.is_retryable());
         let err = assemble(&[r#"{"error":{"message":"overloaded"}}"#]).unwrap_err();
         assert_eq!(err.kind, ErrorKind::Server);
         assert!(err.message.contains("overloaded"));
+    }
+
+    #[test]
+    fn reply_is_complete_at_usage_after_finish_without_done() {
+        let mut assembler = Assembler::default();
+        let mut ignore = |_: StreamUpdate<'_>| {};
+        let chunks = [
+            r#"{"choices":[{"delta":{"content":"Hi"}}]}"#,
+            r#"{"choices":[{"delta":{},"finish_reason":"stop"}]}"#,
+            r#"{"choices":[],"usage":{"prompt_tokens":9,"completion_tokens":2}}"#,
+        ];
+        let complete: Vec<bool> = chunks
+            .iter()
+            .map(|c| assembler.push(c, &mut ignore).unwrap())
+            .collect();
+        assert_eq!(complete, [false, false, true]);
+        let reply = assembler.finish().unwrap();
+        assert_eq!(reply.text, "Hi");
+        assert_eq!(reply.usage.input_tokens, 9);
+        assert_eq!(reply.finish_reason.as_deref(), Some("stop"));
+
+        // Usage in the same chunk as the finish reason completes it too.
+        let mut assembler = Assembler::default();
+        assert!(
+            assembler
+                .push(
+                    r#"{"choices":[{"delta":{"content":"x"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1}}"#,
+                    &mut ignore,
+                )
+                .unwrap()
+        );
+
+        // A running usage count before the finish reason does not.
+        let mut assembler = Assembler::default();
+        assert!(
+            !assembler
+                .push(
+                    r#"{"choices":[{"delta":{"content":"x"}}],"usage":{"prompt_tokens":1,"completion_tokens":1}}"#,
+                    &mut ignore,
+                )
+                .unwrap()
+        );
+        assert!(!assembler.has_finished());
+    }
+
+    #[test]
+    fn parses_a_non_streamed_completion() {
+        let body = serde_json::json!({
+            "id": "chatcmpl-1", "object": "chat.completion", "model": "m",
+            "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+                "role": "assistant", "content": "Looking.",
+                "tool_calls": [
+                    {"id": "c1", "type": "function", "function": {"name": "read_file", "arguments": "{\"path\":\"a\"}"}},
+                    {"type": "function", "function": {"name": "terminal", "arguments": {"command": "ls"}}}
+                ]}}],
+            "usage": {"prompt_tokens": 30, "completion_tokens": 8, "prompt_tokens_details": {"cached_tokens": 16}}
+        });
+        let reply = parse_completion(&body).unwrap();
+        assert_eq!(reply.text, "Looking.");
+        assert_eq!(reply.tool_calls.len(), 2);
+        assert_eq!(reply.tool_calls[0].id, "c1");
+        assert_eq!(reply.tool_calls[0].arguments, r#"{"path":"a"}"#);
+        assert_eq!(reply.tool_calls[1].id, "call_1");
+        assert_eq!(reply.tool_calls[1].arguments, r#"{"command":"ls"}"#);
+        assert_eq!(reply.usage.input_tokens, 30);
+        assert_eq!(reply.usage.output_tokens, 8);
+        assert_eq!(reply.usage.cached_tokens, 16);
+        assert_eq!(reply.finish_reason.as_deref(), Some("tool_calls"));
+
+        let parts = serde_json::json!({"choices": [{"finish_reason": "stop", "message": {
+            "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}}]});
+        assert_eq!(parse_completion(&parts).unwrap().text, "ab");
+        assert!(parse_completion(&serde_json::json!({"choices": []})).is_err());
+        assert!(parse_completion(&serde_json::json!({"choices": 3})).is_err());
     }
 
     #[test]

@@ -44,8 +44,14 @@ pub struct AssistantReply {
 /// Progress reported while a request is in flight.
 #[derive(Debug, Clone, Copy)]
 pub enum StreamUpdate<'a> {
-    /// A piece of assistant text as it streams in.
+    /// A piece of assistant text as it streams in. After a retry, text the
+    /// caller already received is not sent again: the deltas of one request
+    /// always concatenate to its reply's text (see [`TextRestart`](Self::TextRestart)).
     TextDelta(&'a str),
+    /// The text streamed so far for this request is void: a retried request
+    /// answered differently from the text sent before the failure, or
+    /// shorter. The reply's text follows again from its start.
+    TextRestart,
     /// A transient failure; the request is retried after `delay_ms`.
     Retry {
         attempt: u32,

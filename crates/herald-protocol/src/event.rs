@@ -57,6 +57,12 @@ pub enum EventKind {
     },
     #[serde(rename = "assistant.delta")]
     AssistantDelta { text: String },
+    /// The `assistant.delta` text of the current reply so far is void: a
+    /// retried request answered differently. The reply's text follows again
+    /// from its start. (A retry that repeats the text already streamed sends
+    /// only the new part, without this event.)
+    #[serde(rename = "assistant.reset")]
+    AssistantReset {},
     #[serde(rename = "assistant.message")]
     AssistantMessage {
         text: String,

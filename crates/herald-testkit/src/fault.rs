@@ -1,5 +1,6 @@
 //! Faults the server can be told to produce for the next request.
 
+use bytes::Bytes;
 use serde_json::Value;
 
 use crate::normalize::Api;
@@ -26,6 +27,23 @@ pub enum Fault {
     /// Send the headers and the first event, then nothing, keeping the
     /// connection open until the client gives up.
     IdleStream,
+    /// Send about half of the reply, then one event whose `data:` is not
+    /// valid JSON (a chunk cut short), then the rest of the reply.
+    MalformedChunk,
+    /// Ignore `stream: true`: answer with the whole reply as one JSON
+    /// document (`Content-Type: application/json`), as some servers do.
+    NonStreamingAnswer,
+    /// Send the whole reply, finish reason and usage included, but not the
+    /// end marker (`[DONE]` / `message_stop`), and keep the connection open.
+    NoEndMarker,
+    /// Answer HTTP 200 with this `Content-Type` and body instead of the reply
+    /// (a web page, a proxy or a login portal at the base URL).
+    Body {
+        /// The `Content-Type` header value.
+        content_type: String,
+        /// The body, sent verbatim.
+        body: String,
+    },
 }
 
 impl Fault {
@@ -46,6 +64,30 @@ impl Fault {
             body: "rate limited (injected by testkit)".to_string(),
         }
     }
+
+    /// HTTP 200 with an HTML page (`text/html; charset=utf-8`), as a web
+    /// server or proxy at a wrong base URL answers.
+    pub fn html_page() -> Fault {
+        Fault::Body {
+            content_type: "text/html; charset=utf-8".to_string(),
+            body: "<!DOCTYPE html>\n<html><head><title>Welcome</title></head>\n\
+                   <body><h1>It works!</h1><p>testkit: not an API</p></body></html>\n"
+                .to_string(),
+        }
+    }
+}
+
+/// One framed SSE event whose data is a chunk cut short (not valid JSON), in
+/// the API's shape.
+pub(crate) fn malformed_event(api: Api) -> Bytes {
+    Bytes::from_static(match api {
+        Api::OpenAi => {
+            b"data: {\"id\":\"chatcmpl-broken\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"lost\n\n"
+        }
+        Api::Anthropic => {
+            b"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_del\n\n"
+        }
+    })
 }
 
 /// The JSON error body for a status fault (or any error) in the API's shape.
@@ -79,5 +121,16 @@ mod tests {
         assert_eq!(v["error"]["type"], "overloaded_error");
         assert_eq!(v["error"]["message"], "busy");
         assert_eq!(error_json(Api::OpenAi, 400, r#"{"x":1}"#), r#"{"x":1}"#);
+    }
+
+    #[test]
+    fn malformed_events_are_framed_but_not_json() {
+        for api in [Api::OpenAi, Api::Anthropic] {
+            let event = malformed_event(api);
+            let text = std::str::from_utf8(&event).unwrap();
+            assert!(text.ends_with("\n\n"), "{text:?}");
+            let data = text.lines().find_map(|l| l.strip_prefix("data: ")).unwrap();
+            assert!(serde_json::from_str::<Value>(data).is_err(), "{data}");
+        }
     }
 }

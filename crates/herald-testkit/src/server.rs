@@ -17,7 +17,7 @@ use serde_json::Value;
 use tokio::task::JoinHandle;
 
 use crate::body::{Tail, sse_body};
-use crate::fault::{Fault, error_json};
+use crate::fault::{Fault, error_json, malformed_event};
 use crate::invariants;
 use crate::normalize::{Api, RequestView};
 use crate::record::RecordedRequest;
@@ -340,7 +340,17 @@ async fn handle(s: Arc<Shared>, api: Api, uri: Uri, headers: HeaderMap, raw: Byt
                 usage,
                 serial: s.serial.fetch_add(1, Ordering::Relaxed),
             };
-            if !view.stream {
+            if let Some(Fault::Body { content_type, body }) = &fault {
+                let mut resp = Response::new(Body::from(body.clone()));
+                resp.headers_mut().insert(
+                    header::CONTENT_TYPE,
+                    HeaderValue::from_str(content_type)
+                        .unwrap_or_else(|_| HeaderValue::from_static("text/plain")),
+                );
+                s.mark_responded(index);
+                return resp;
+            }
+            if !view.stream || fault == Some(Fault::NonStreamingAnswer) {
                 let json = match api {
                     Api::OpenAi => wire_openai::complete(&ctx),
                     Api::Anthropic => wire_anthropic::complete(&ctx),
@@ -370,7 +380,18 @@ async fn handle(s: Arc<Shared>, api: Api, uri: Uri, headers: HeaderMap, raw: Byt
                     sse.events.truncate(1);
                     Tail::Idle
                 }
-                Some(Fault::Status { .. }) | None => Tail::End,
+                Some(Fault::MalformedChunk) => {
+                    let at = sse.cut_point();
+                    sse.events.insert(at, malformed_event(api));
+                    Tail::End
+                }
+                Some(Fault::NoEndMarker) => {
+                    // Both renderers end with the end marker.
+                    sse.events.pop();
+                    Tail::Idle
+                }
+                Some(Fault::Status { .. } | Fault::NonStreamingAnswer | Fault::Body { .. })
+                | None => Tail::End,
             };
             let done_state = s.clone();
             let body = sse_body(
