@@ -28,6 +28,60 @@ fn unknown(id: &str) -> CliError {
     ))
 }
 
+/// Shows journal entries that say `queued`/`running` but that no live
+/// process runs (the session's lease holder is gone: killed, crashed) as
+/// what they are: background agents `suspended` (resuming the session
+/// restarts them), synchronous ones `interrupted`. Only the display changes;
+/// the resume corrects the journal itself.
+async fn correct_stale(
+    store: &herald_core::StoreHandle,
+    records: &mut [AgentRecord],
+) -> Result<(), CliError> {
+    let mut roots: Vec<String> = records
+        .iter()
+        .filter(|r| matches!(r.status.as_str(), "queued" | "running"))
+        .map(|r| r.root_session_id.clone())
+        .collect();
+    roots.sort();
+    roots.dedup();
+    if roots.is_empty() {
+        return Ok(());
+    }
+    let dead: Vec<String> = call(store, move |s| {
+        let mut dead = Vec::new();
+        for root in roots {
+            if !s.lease_holder(&root)?.is_some_and(|h| h.is_alive()) {
+                dead.push(root);
+            }
+        }
+        Ok::<_, StoreError>(dead)
+    })
+    .await?;
+    for record in records
+        .iter_mut()
+        .filter(|r| matches!(r.status.as_str(), "queued" | "running"))
+        .filter(|r| dead.contains(&r.root_session_id))
+    {
+        record.status = if record.background {
+            "suspended"
+        } else {
+            "interrupted"
+        }
+        .to_owned();
+        record.error = Some(format!(
+            "no herald process runs it any more (the process running session {} is gone); `herald --resume {}` {}",
+            record.root_session_id,
+            record.root_session_id,
+            if record.background {
+                "restarts it"
+            } else {
+                "records it as interrupted"
+            }
+        ));
+    }
+    Ok(())
+}
+
 /// Runs one `herald agents` action.
 pub(crate) async fn agents(common: &CommonArgs, action: AgentsAction) -> Result<Exit, CliError> {
     let env = setup::environment();
@@ -40,13 +94,19 @@ pub(crate) async fn agents(common: &CommonArgs, action: AgentsAction) -> Result<
             status,
             limit,
         } => {
+            // The status filter applies to what is shown, after stale
+            // entries are corrected.
             let filter = AgentFilter {
                 root_session_id: session,
-                status,
-                limit,
+                limit: if status.is_some() { 10_000 } else { limit },
                 ..AgentFilter::default()
             };
-            let list = call(&store, move |s| s.list_agents(&filter)).await?;
+            let mut list = call(&store, move |s| s.list_agents(&filter)).await?;
+            correct_stale(&store, &mut list).await?;
+            if let Some(status) = &status {
+                list.retain(|r| &r.status == status);
+                list.truncate(if limit == 0 { 100 } else { limit });
+            }
             if json {
                 print_json(&list)?;
             } else if list.is_empty() {
@@ -60,6 +120,9 @@ pub(crate) async fn agents(common: &CommonArgs, action: AgentsAction) -> Result<
             let Some(record) = call(&store, move |s| s.get_agent(&lookup)).await? else {
                 return Err(unknown(&id));
             };
+            let mut one = vec![record];
+            correct_stale(&store, &mut one).await?;
+            let record = one.remove(0);
             if json {
                 print_json(&record)?;
             } else {

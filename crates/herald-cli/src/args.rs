@@ -45,6 +45,10 @@ pub(crate) struct CommonArgs {
     /// Continue the latest session started in this directory.
     #[arg(long = "continue", global = true)]
     pub continue_latest: bool,
+    /// With --resume/--continue: wait for another herald process that runs
+    /// the session to finish, instead of refusing.
+    #[arg(long, global = true)]
+    pub wait: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -178,8 +182,12 @@ pub(crate) struct DoctorArgs {
 pub(crate) enum ConfigAction {
     /// Print the config file path, creating a commented template if missing.
     Path,
-    /// Print the effective configuration (keys redacted).
-    Show,
+    /// Print every section's effective values (keys redacted); needs no API key.
+    Show {
+        /// Print one JSON object instead of TOML.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -195,11 +203,19 @@ pub(crate) enum SessionsAction {
         #[arg(long)]
         all: bool,
     },
-    /// One session with its messages.
+    /// One session with its messages, or with --events its stored event stream.
     Show {
         id: String,
+        /// JSON; with --events one event per line.
         #[arg(long)]
         json: bool,
+        /// Show the session's events (tool calls, usage, subagents,
+        /// execute_code's inner calls, run.completed) instead of its messages.
+        #[arg(long)]
+        events: bool,
+        /// With --events: only events whose id is greater than this.
+        #[arg(long, value_name = "ID", requires = "events", default_value_t = 0)]
+        after: i64,
     },
     /// Full-text search over every stored message.
     Search {

@@ -5,12 +5,15 @@ mod agents_cmd;
 mod args;
 mod config_cmd;
 mod doctor;
+mod events_view;
+mod logging;
 mod memory_cmd;
 mod render;
 mod repl;
 mod run;
 mod sessions_cmd;
 mod setup;
+mod signals;
 mod skills_cmd;
 mod tree;
 
@@ -26,7 +29,12 @@ pub(crate) enum Exit {
     Completed = 0,
     Failed = 1,
     Usage = 2,
+    /// Stopped by SIGINT (Ctrl-C).
     Interrupted = 130,
+    /// Stopped by SIGTERM.
+    Terminated = 143,
+    /// Stopped by SIGHUP (the terminal went away).
+    HungUp = 129,
 }
 
 /// A failure with the exit status it maps to.
@@ -66,6 +74,10 @@ fn raise_open_file_limit() {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     raise_open_file_limit();
+    let env = setup::environment();
+    let (home, _) = setup::config_location(&cli.common, &env);
+    // Held until main returns: dropping it writes the queued log lines.
+    let _logs = logging::init(&home, &env);
     let result = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -93,7 +105,7 @@ async fn dispatch(cli: Cli) -> Result<Exit, CliError> {
         Some(Command::Agents { action }) => agents_cmd::agents(&cli.common, action).await,
         Some(Command::Config { action }) => match action {
             ConfigAction::Path => config_cmd::path(&cli.common),
-            ConfigAction::Show => config_cmd::show(&cli.common),
+            ConfigAction::Show { json } => config_cmd::show(&cli.common, json),
         },
         Some(Command::Memory { action }) => memory_cmd::memory(&cli.common, action).await,
         Some(Command::Skills { action }) => skills_cmd::skills(&cli.common, action).await,

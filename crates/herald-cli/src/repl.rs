@@ -9,7 +9,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::args::CommonArgs;
 use crate::render::{Mode, Renderer};
-use crate::{CliError, Exit, setup};
+use crate::{CliError, Exit, setup, signals};
 
 const HELP: &str = "Type a request and press Enter. Commands: /help, /agents (subagents of this session), /compress (summarise older turns now), /exit (or Ctrl-D). Ctrl-C interrupts a running turn.";
 
@@ -31,11 +31,14 @@ pub(crate) async fn interactive(common: &CommonArgs) -> Result<Exit, CliError> {
         session_id,
         mut agent,
         delegation,
+        lease,
         ..
     } = setup::start_session_with(common, &settings, &store, true, Some(clarifier), |id| {
-        EventSink::new(id, "root", callback)
+        // Every event of the session is stored with it (`sessions show --events`).
+        EventSink::new(id, "root", callback).recorded(&store, id)
     })
     .await?;
+    crate::logging::session_started(common, &settings, &session_id);
     // Background agents report with the next input instead of holding the prompt.
     agent.set_await_background(false);
     let events = agent.events().clone();
@@ -46,13 +49,21 @@ pub(crate) async fn interactive(common: &CommonArgs) -> Result<Exit, CliError> {
         settings.provider.as_str(),
         settings.cwd.display()
     );
+    // SIGTERM or SIGHUP ends the session like Ctrl-C at the prompt, also
+    // in the middle of a turn (which is interrupted first).
+    let terminate = CancellationToken::new();
+    let stop = signals::stop_on_termination(terminate.clone());
     let mut stdout = tokio::io::stdout();
     let exit = loop {
+        if terminate.is_cancelled() {
+            break stop.exit();
+        }
         let _ = stdout.write_all(b"\n> ").await;
         let _ = stdout.flush().await;
         let line = tokio::select! {
             line = async { lines.lock().await.next_line().await } => line,
             _ = tokio::signal::ctrl_c() => break Exit::Interrupted,
+            () = terminate.cancelled() => break stop.exit(),
         };
         let line = match line {
             Ok(Some(line)) => line,
@@ -81,7 +92,7 @@ pub(crate) async fn interactive(common: &CommonArgs) -> Result<Exit, CliError> {
             }
             _ => {}
         }
-        let cancel = CancellationToken::new();
+        let cancel = terminate.child_token();
         let watcher = {
             let cancel = cancel.clone();
             tokio::spawn(async move {
@@ -115,6 +126,7 @@ pub(crate) async fn interactive(common: &CommonArgs) -> Result<Exit, CliError> {
     }
     let end_id = session_id.clone();
     let _ = store.call(move |s| s.end_session(&end_id, "exit")).await;
+    lease.release().await;
     drop(agent);
     drop(events);
     // The delegation holds an event sink too; the renderer ends only when

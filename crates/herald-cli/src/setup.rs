@@ -6,9 +6,9 @@ use std::sync::Arc;
 
 use herald_core::config::herald_home;
 use herald_core::{
-    Agent, AgentScope, AgentSetup, Config, Delegation, DelegationSetup, EventSink, LlmClient,
-    Overrides, Recorder, Settings, StoreHandle, answer_dangling_calls, build_registry_with,
-    build_system_prompt, new_session_id,
+    Agent, AgentScope, AgentSetup, Delegation, DelegationSetup, EventSink, LeaseError, LeaseWait,
+    LlmClient, Overrides, Recorder, SessionLease, Settings, StoreHandle, StoreProcessJournal,
+    build_registry_with, build_system_prompt, new_session_id, restore_conversation,
 };
 use herald_protocol::EventKind;
 use herald_store::{NewSession, SessionSource};
@@ -35,20 +35,25 @@ pub(crate) fn config_location(
     (home, path)
 }
 
-/// Loads config and merges env and flags; every failure is a usage error.
+/// Loads and checks config (printing its warnings) and merges env and
+/// flags; every failure is a usage error.
 pub(crate) fn settings(common: &CommonArgs) -> Result<Settings, CliError> {
     let env = environment();
     let (home, path) = config_location(common, &env);
-    let config = Config::load(&path).map_err(CliError::usage)?;
-    let flags = Overrides {
+    let config = crate::config_cmd::load(&path)?;
+    Settings::resolve(&config, &path, home, &env, &overrides(common)).map_err(CliError::usage)
+}
+
+/// The command-line values that win over the environment and the file.
+pub(crate) fn overrides(common: &CommonArgs) -> Overrides {
+    Overrides {
         model: common.model.clone(),
         provider: common.provider.clone(),
         base_url: common.base_url.clone(),
         max_iterations: common.max_iterations,
         toolsets: common.toolsets.clone(),
         cwd: common.cwd.clone(),
-    };
-    Settings::resolve(&config, &path, home, &env, &flags).map_err(CliError::usage)
+    }
 }
 
 /// Opens `$HERALD_HOME/state.db` on its store thread.
@@ -64,6 +69,8 @@ pub(crate) struct StartedSession {
     pub delegation: Arc<Delegation>,
     /// Cancelled when the session ends: stops every background agent.
     pub cancel: CancellationToken,
+    /// This process's claim on the session; released when dropped.
+    pub lease: SessionLease,
 }
 
 /// Creates the root session (or resumes `--resume ID` / `--continue`), stores
@@ -122,6 +129,20 @@ pub(crate) async fn start_session_with(
     let session_id = existing
         .as_ref()
         .map_or_else(new_session_id, |record| record.id.clone());
+    // Taken before anything of the session is written: one writer at a time.
+    let wait = if common.wait {
+        LeaseWait::Yes
+    } else {
+        LeaseWait::No
+    };
+    let lease = SessionLease::acquire(store, &session_id, wait, |pid| {
+        eprintln!("herald: waiting for herald process {pid} to finish session {session_id}");
+    })
+    .await
+    .map_err(|err| match err {
+        LeaseError::Busy { .. } => CliError::usage(err),
+        LeaseError::Store { .. } => CliError::failed(err),
+    })?;
     let events = events(&session_id);
     let cancel = CancellationToken::new();
     let delegation = Delegation::new(DelegationSetup {
@@ -144,26 +165,11 @@ pub(crate) async fn start_session_with(
     .map_err(CliError::usage)?;
     let (system_prompt, history, resumed) = match existing {
         Some(record) => {
-            let id = record.id.clone();
-            let messages = store
-                .call(move |s| s.load_messages(&id))
+            // The live conversation (after the last compaction), with the
+            // calls a dead run left unanswered answered in their place.
+            let history = restore_conversation(store, &record.id)
                 .await
-                .map_err(gone)?
-                .map_err(CliError::failed)?;
-            // A compacted session continues from its latest compacted history.
-            let mut history =
-                herald_core::live_history(messages.into_iter().map(|m| m.message).collect());
-            let stored = history.len();
-            answer_dangling_calls(&mut history);
-            if history.len() > stored {
-                let id = record.id.clone();
-                let added = history[stored..].to_vec();
-                store
-                    .call(move |s| s.append_messages(&id, &added))
-                    .await
-                    .map_err(gone)?
-                    .map_err(CliError::failed)?;
-            }
+                .map_err(|e| CliError::failed(anyhow::anyhow!(e)))?;
             (record.system_prompt, history, true)
         }
         None => {
@@ -205,8 +211,19 @@ pub(crate) async fn start_session_with(
         await_background: true,
     });
     agent.set_compression(settings.compression.clone());
+    agent
+        .state()
+        .set_process_journal(Arc::new(StoreProcessJournal::new(
+            store.clone(),
+            &session_id,
+            Some(settings.home.join("processes")),
+        )));
+    // Files a killed run left in the temp directory; nobody waits for this.
+    let cwd = settings.cwd.clone();
+    tokio::task::spawn_blocking(move || herald_core::remove_stale_temp_files(&cwd));
     if resumed {
         restore_todos(store, &session_id, &agent).await?;
+        stop_orphaned_processes(store, &session_id, &agent).await;
     }
     agent.events().emit(EventKind::SessionStarted {
         model: settings.model.clone(),
@@ -238,7 +255,36 @@ pub(crate) async fn start_session_with(
         agent,
         delegation,
         cancel,
+        lease,
     })
+}
+
+/// Ends the tool processes a killed run of this session tree left running.
+/// The root's background processes stay listed (`process list`) as stopped,
+/// with the output they had logged.
+async fn stop_orphaned_processes(store: &StoreHandle, session_id: &str, agent: &Agent) {
+    let filter = herald_store::AgentFilter {
+        root_session_id: Some(session_id.to_owned()),
+        limit: 10_000,
+        ..herald_store::AgentFilter::default()
+    };
+    let mut sessions = vec![session_id.to_owned()];
+    if let Ok(Ok(agents)) = store.call(move |s| s.list_agents(&filter)).await {
+        sessions.extend(agents.into_iter().map(|a| a.session_id));
+    }
+    for stopped in herald_core::reap_orphans(store, sessions).await {
+        if stopped.session_id != session_id {
+            continue;
+        }
+        let note = format!(
+            "stopped when this session was resumed: the herald process ({}) that started it had been killed; output up to then is above",
+            stopped.owner_pid
+        );
+        agent
+            .state()
+            .processes
+            .adopt_stopped(&stopped.command, stopped.pid, &stopped.log, &note);
+    }
 }
 
 /// Puts a resumed session's stored task list back on its agent. An

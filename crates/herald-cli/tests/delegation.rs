@@ -7,7 +7,9 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{Harness, LiveRun, Wire, last, of_type, parse_events, stderr};
+use common::{
+    Harness, LiveRun, Wire, assert_gone, last, of_type, parse_events, sleeper_command, stderr,
+};
 use herald_testkit::{Api, RecordedRequest, Reply, RequestView, Script, ScriptedCall};
 use serde_json::{Value, json};
 
@@ -447,36 +449,48 @@ async fn a_child_that_never_reaches_the_model_times_out() {
     drop(silent);
 }
 
+/// The script of the budget tests: a child told to spend at most `budget`.
+fn thrifty_script(budget: u64) -> Script {
+    Script::new()
+        .conversation(
+            "spend carefully",
+            vec![
+                Reply::tool(
+                    "delegate_task",
+                    json!({"goal": "thrifty child: explore", "budget_tokens": budget}),
+                ),
+                Reply::text("fine"),
+            ],
+        )
+        .conversation(
+            "thrifty child",
+            vec![
+                Reply::ToolCalls {
+                    text: "partial findings".into(),
+                    calls: vec![ScriptedCall::new(
+                        "terminal",
+                        json!({"command": "echo one"}),
+                    )],
+                },
+                Reply::tool("terminal", json!({"command": "echo two"})),
+                Reply::text("never reached"),
+            ],
+        )
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn budget_stops_children_with_what_they_have() {
-    let h = Harness::new(
-        Script::new()
-            .conversation(
-                "spend carefully",
-                vec![
-                    Reply::tool(
-                        "delegate_task",
-                        json!({"goal": "thrifty child: explore", "budget_tokens": 5}),
-                    ),
-                    Reply::text("fine"),
-                ],
-            )
-            .conversation(
-                "thrifty child",
-                vec![
-                    Reply::ToolCalls {
-                        text: "partial findings".into(),
-                        calls: vec![ScriptedCall::new(
-                            "terminal",
-                            json!({"command": "echo one"}),
-                        )],
-                    },
-                    Reply::tool("terminal", json!({"command": "echo two"})),
-                    Reply::text("never reached"),
-                ],
-            ),
-    )
-    .await;
+    // The size of the child's first request, measured without a cap.
+    let probe = Harness::new(thrifty_script(10_000_000)).await;
+    let (output, _) = probe.run_json(Wire::OpenAi, &[], "spend carefully").await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    let first = requests_of(&probe, "thrifty child")[0]
+        .body
+        .to_string()
+        .len() as u64
+        / 4;
+    // Room for the first request, not for the first reply plus the second.
+    let h = Harness::new(thrifty_script(first * 3 / 2)).await;
     let (output, _) = h.run_json(Wire::OpenAi, &[], "spend carefully").await;
     assert!(output.status.success(), "{}", stderr(&output));
     let child = last_result_json(&h, "spend carefully")["results"][0].clone();
@@ -486,6 +500,23 @@ async fn budget_stops_children_with_what_they_have() {
     assert_eq!(child["api_calls"], 1);
     assert!(child["error"].as_str().unwrap().contains("budget"));
     assert_eq!(requests_of(&h, "thrifty child").len(), 1);
+    h.server.assert_invariants();
+    probe.server.assert_invariants();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_request_that_would_pass_the_budget_is_never_sent() {
+    let h = Harness::new(thrifty_script(5)).await;
+    let (output, _) = h.run_json(Wire::OpenAi, &[], "spend carefully").await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    let child = last_result_json(&h, "spend carefully")["results"][0].clone();
+    assert_eq!(child["exit_reason"], "budget", "{child}");
+    assert_eq!(child["api_calls"], 0, "{child}");
+    assert!(
+        child["error"].as_str().unwrap().contains("budget"),
+        "{child}"
+    );
+    assert!(requests_of(&h, "thrifty child").is_empty());
     h.server.assert_invariants();
 }
 
@@ -503,19 +534,23 @@ async fn interrupting_the_parent_interrupts_its_children() {
             .conversation(
                 "sleeper child",
                 vec![
-                    Reply::tool("terminal", json!({"command": "sleep 30"})),
+                    Reply::tool(
+                        "terminal",
+                        json!({"command": sleeper_command("sleeper.pids")}),
+                    ),
                     Reply::text("unreachable"),
                 ],
             ),
     )
     .await;
     let run = LiveRun::until(&h, Wire::OpenAi, "start a sleeper", "subagent.tool").await;
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    let pids = h.sleeper_pids("sleeper.pids").await;
     let t0 = Instant::now();
     run.interrupt();
     let (status, events) = run.finish().await;
     assert_eq!(status.code(), Some(130));
     assert!(t0.elapsed() < Duration::from_secs(10), "{:?}", t0.elapsed());
+    assert_gone(&pids, "the child's command").await;
     let done = of_type(&events, "subagent.completed");
     assert_eq!(done.len(), 1);
     assert_eq!(done[0]["status"], "interrupted");
@@ -685,9 +720,17 @@ async fn background_agents_restart_after_a_crash() {
     tokio::time::sleep(Duration::from_millis(300)).await;
     run.child.start_kill().unwrap();
     run.child.wait().await.unwrap();
+    // No process runs it any more: the list says so instead of "running".
     let agents = herald_json(&h, &["agents", "list", "--json"]).await;
-    assert_eq!(agents[0]["status"], "running", "{agents}");
+    assert_eq!(agents[0]["status"], "suspended", "{agents}");
     assert_eq!(agents[0]["background"], true);
+    assert!(
+        agents[0]["error"]
+            .as_str()
+            .unwrap()
+            .contains("no herald process runs it"),
+        "{agents}"
+    );
 
     let mut cmd = h.command(Wire::OpenAi);
     cmd.args(["run", "--json", "--resume", &session, "carry on"]);
@@ -730,17 +773,21 @@ async fn ctrl_c_while_waiting_records_background_agents_as_interrupted() {
             .conversation(
                 "napper child",
                 vec![
-                    Reply::tool("terminal", json!({"command": "sleep 30"})),
+                    Reply::tool(
+                        "terminal",
+                        json!({"command": sleeper_command("napper.pids")}),
+                    ),
                     Reply::text("unreachable"),
                 ],
             ),
     )
     .await;
     let run = LiveRun::until(&h, Wire::OpenAi, "wait on a napper", "subagent.tool").await;
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    let pids = h.sleeper_pids("napper.pids").await;
     run.interrupt();
     let (status, events) = run.finish().await;
     assert_eq!(status.code(), Some(130));
+    assert_gone(&pids, "the background child's command").await;
     assert_eq!(last(&events)["status"], "interrupted");
     let agents = herald_json(&h, &["agents", "list", "--json"]).await;
     assert_eq!(agents[0]["status"], "interrupted", "{agents}");
@@ -764,7 +811,10 @@ async fn herald_agents_cancel_stops_an_agent_running_in_another_process() {
             .conversation(
                 "outsider child",
                 vec![
-                    Reply::tool("terminal", json!({"command": "sleep 30"})),
+                    Reply::tool(
+                        "terminal",
+                        json!({"command": sleeper_command("outsider.pids")}),
+                    ),
                     Reply::text("unreachable"),
                 ],
             ),
@@ -772,12 +822,14 @@ async fn herald_agents_cancel_stops_an_agent_running_in_another_process() {
     .await;
     let run = LiveRun::until(&h, Wire::OpenAi, "cancel from outside", "subagent.tool").await;
     let agent = run.last_event()["agent_id"].as_str().unwrap().to_owned();
+    let pids = h.sleeper_pids("outsider.pids").await;
     let t0 = Instant::now();
     let cancelled = herald_json(&h, &["agents", "cancel", &agent, "--json"]).await;
     assert_eq!(cancelled["status"], "cancelled");
     let (status, events) = run.finish().await;
     assert!(status.success());
     assert!(t0.elapsed() < Duration::from_secs(10), "{:?}", t0.elapsed());
+    assert_gone(&pids, "the cancelled agent's command").await;
     assert_eq!(last(&events)["final_response"], "saw the cancel");
     let done = of_type(&events, "subagent.completed");
     assert_eq!(done[0]["status"], "interrupted");
@@ -810,7 +862,7 @@ async fn the_interactive_loop_lists_agents_and_leaves_background_work_resumable(
             .conversation(
                 "repl child",
                 vec![
-                    Reply::tool("terminal", json!({"command": "sleep 30"})),
+                    Reply::tool("terminal", json!({"command": sleeper_command("repl.pids")})),
                     Reply::text("unreachable"),
                 ],
             ),
@@ -823,12 +875,8 @@ async fn the_interactive_loop_lists_agents_and_leaves_background_work_resumable(
     let mut child = cmd.spawn().unwrap();
     let mut stdin = child.stdin.take().unwrap();
     stdin.write_all(b"start background work\n").await.unwrap();
-    // Let the child reach its tool call before asking for the list.
-    let t0 = Instant::now();
-    while requests_of(&h, "repl child").is_empty() && t0.elapsed() < Duration::from_secs(10) {
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Let the child's command start before asking for the list.
+    let pids = h.sleeper_pids("repl.pids").await;
     stdin.write_all(b"/agents\n/exit\n").await.unwrap();
     drop(stdin);
     let output = tokio::time::timeout(Duration::from_secs(30), child.wait_with_output())
@@ -836,6 +884,8 @@ async fn the_interactive_loop_lists_agents_and_leaves_background_work_resumable(
         .expect("the interactive session did not exit")
         .unwrap();
     assert!(output.status.success(), "{}", stderr(&output));
+    // Suspending stops the running command; the journal keeps the agent.
+    assert_gone(&pids, "the suspended agent's command").await;
     let shown = stderr(&output);
     assert!(
         shown.contains("running → terminal") && shown.contains("repl child: long job"),
@@ -845,7 +895,11 @@ async fn the_interactive_loop_lists_agents_and_leaves_background_work_resumable(
         shown.contains("1 background agent(s) still running were suspended"),
         "{shown}"
     );
-    // Journaled as running, so `--resume` restarts it.
+    // Journaled as suspended (with what it spent), so `--resume` restarts it.
     let agents = herald_json(&h, &["agents", "list", "--json"]).await;
-    assert_eq!(agents[0]["status"], "running", "{agents}");
+    assert_eq!(agents[0]["status"], "suspended", "{agents}");
+    assert!(
+        agents[0]["tokens"]["input"].as_u64().unwrap() > 0,
+        "{agents}"
+    );
 }

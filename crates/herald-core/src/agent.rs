@@ -227,6 +227,27 @@ impl Agent {
         self.run_loop(cancel).await
     }
 
+    /// Why the next request may not be sent under the delegation tree's
+    /// token budget: it is spent, or the request's estimated size would pass
+    /// it (a request is never sent just to overshoot the cap).
+    fn budget_stop(&self) -> Option<String> {
+        let budget = self.budget.as_ref()?;
+        if let Some((used, limit)) = budget.exhausted() {
+            return Some(format!(
+                "token budget of the delegation tree is spent ({used}/{limit} tokens); stopping with what there is"
+            ));
+        }
+        let estimate = self.compactor.prompt_tokens(
+            fixed_tokens(&self.system_prompt, &self.tools),
+            &self.messages,
+        );
+        budget.would_exceed(estimate).map(|(used, limit)| {
+            format!(
+                "the next request (~{estimate} tokens) would pass the token budget of the delegation tree ({used}/{limit} tokens used); stopping with what there is"
+            )
+        })
+    }
+
     /// The reports of finished background children, rendered, if any.
     fn take_notices(&self) -> Option<String> {
         let notices = self.inbox.as_ref()?.drain();
@@ -288,13 +309,9 @@ impl Agent {
                 outcome.exit_reason = ExitReason::Interrupted;
                 return outcome;
             }
-            if let Some(budget) = &self.budget
-                && let Some((used, limit)) = budget.exhausted()
-            {
+            if let Some(message) = self.budget_stop() {
                 self.events.emit(EventKind::Error {
-                    message: format!(
-                        "token budget of the delegation tree is spent ({used}/{limit} tokens); stopping with what there is"
-                    ),
+                    message,
                     fatal: false,
                 });
                 outcome.exit_reason = ExitReason::Budget;
@@ -426,6 +443,13 @@ impl Agent {
         let session = recorder.session_id.clone();
         let usage = self.pending_usage.take();
         let model = self.client.model().to_owned();
+        // Background results in these messages count as delivered in the
+        // same transaction that stores them (never before: a crash would
+        // lose them).
+        let delivered = match (&self.inbox, pending.is_empty()) {
+            (Some(inbox), false) => inbox.take_unsaved(),
+            _ => Vec::new(),
+        };
         match recorder
             .store
             .call(move |store| {
@@ -434,7 +458,7 @@ impl Agent {
                     let _ = store.record_usage(&session, &model, &usage, Some(cost));
                 }
                 if !pending.is_empty() {
-                    store.append_messages(&session, &pending)?;
+                    store.append_messages_delivering(&session, &pending, &delivered)?;
                 }
                 match todos {
                     Some(items) => store.save_todos(&session, &items),

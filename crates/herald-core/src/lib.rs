@@ -7,9 +7,12 @@ pub mod compress;
 pub mod config;
 mod config_sections;
 pub mod delegation;
+mod diagnostics;
 mod events;
 mod history;
+mod lease;
 mod nested_calls;
+mod orphans;
 mod persist;
 mod prompt;
 mod session_search;
@@ -21,7 +24,11 @@ pub use config::{Config, ConfigError, Overrides, Settings};
 pub use delegation::{AgentScope, Delegation, DelegationSetup};
 pub use events::EventSink;
 pub use herald_llm::{LlmClient, ProviderKind, error_chain};
-pub use history::answer_dangling_calls;
+pub use history::{
+    Repair, answer_dangling_calls, apply_repairs, plan_repairs, restore_conversation,
+};
+pub use lease::{LeaseError, LeaseWait, SessionLease};
+pub use orphans::{StoppedProcess, StoreProcessJournal, reap_orphans, remove_stale_temp_files};
 pub use persist::{StoreGone, StoreHandle};
 pub use prompt::{
     ContextFile, PromptBudgets, PromptInputs, build_system_prompt, find_context_files,

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use futures_util::future::join_all;
 use herald_protocol::{EventKind, Message, ToolCall, ToolStatus};
+use herald_store::PendingResult;
 use herald_tools::{AgentState, CallObserver, ToolContext, ToolRegistry, ToolResult};
 use tokio_util::sync::CancellationToken;
 
@@ -35,21 +36,26 @@ pub(crate) async fn run_tool_calls(
 ) -> Vec<Message> {
     let observer = nested_calls::observer(events, recorder);
     let observer = &observer;
+    // In a batch of several calls each result is kept in the store as soon
+    // as its call ends, so a crash before the batch is stored loses none.
+    let keeper = recorder.filter(|_| calls.len() > 1);
+    let run = |call| async move {
+        let result = run_one(registry, call, state, cancel, events, observer).await;
+        if let Some(recorder) = keeper {
+            keep_result(recorder, &result).await;
+        }
+        result
+    };
     let concurrent = calls.len() > 1 && calls.iter().all(|c| registry.is_read_only(&c.name));
     let mut results = if concurrent {
-        join_all(
-            calls
-                .iter()
-                .map(|call| run_one(registry, call, state, cancel, events, observer)),
-        )
-        .await
+        join_all(calls.iter().map(run)).await
     } else {
         let mut results = Vec::with_capacity(calls.len());
         for call in calls {
             if cancel.is_cancelled() {
                 results.push(not_started(call));
             } else {
-                results.push(run_one(registry, call, state, cancel, events, observer).await);
+                results.push(run(call).await);
             }
         }
         results
@@ -58,6 +64,29 @@ pub(crate) async fn run_tool_calls(
         append_todo_nudge(calls, &mut results, state);
     }
     results
+}
+
+/// Stores one finished call's result until its batch is stored. A failure
+/// only costs the crash protection of this result, so it is logged.
+async fn keep_result(recorder: &Recorder, result: &Message) {
+    let Some(call_id) = result.tool_call_id.clone() else {
+        return;
+    };
+    let kept = PendingResult {
+        call_id,
+        content: result.content.clone(),
+        is_error: result.is_error,
+    };
+    let session = recorder.session_id.clone();
+    match recorder
+        .store
+        .call(move |s| s.save_pending_result(&session, &kept))
+        .await
+    {
+        Ok(Ok(())) => {}
+        Ok(Err(err)) => tracing::warn!(%err, "cannot keep a finished tool result"),
+        Err(err) => tracing::warn!(%err, "cannot keep a finished tool result"),
+    }
 }
 
 /// Counts the batch against the task list and, when a reminder is due (SPEC

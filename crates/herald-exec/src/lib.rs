@@ -35,3 +35,4 @@ pub use env::{looks_secret, scrubbed_env};
 pub use python::{PythonError, PythonInfo, find_python, probe_python};
 pub use stubs::generate_stubs;
 pub use tool::{ExecConfig, ExecuteCode, ExecuteCodeArgs};
+pub use workspace::remove_stale_run_dirs;

@@ -26,12 +26,12 @@ impl Workspace {
     /// Creates the directory, writes `code` and `stubs`, and binds the socket.
     pub(crate) fn create(code: &str, stubs: &str) -> Result<(Self, UnixListener), String> {
         let mut base = std::env::temp_dir();
-        // "herald-exec-" + 6 random chars + "/rpc.sock"
-        if base.as_os_str().len() + 28 > MAX_SOCKET_PATH {
+        // "herald-exec-" + pid (up to 10 digits) + "-" + 6 random chars + "/rpc.sock"
+        if base.as_os_str().len() + 39 > MAX_SOCKET_PATH {
             base = PathBuf::from("/tmp");
         }
         let dir = tempfile::Builder::new()
-            .prefix("herald-exec-")
+            .prefix(&run_dir_prefix(std::process::id()))
             .permissions(std::fs::Permissions::from_mode(0o700))
             .tempdir_in(&base)
             .map_err(|err| {
@@ -64,6 +64,41 @@ impl Workspace {
     }
 }
 
+/// Start of a run directory's name: `herald-exec-<pid>-`, so the
+/// directories of herald processes that died mid-run can be found.
+fn run_dir_prefix(pid: u32) -> String {
+    format!("herald-exec-{pid}-")
+}
+
+/// Deletes the run directories in `dir` (the temp directory) that herald
+/// processes no longer running left behind. Returns how many were removed.
+/// Blocking.
+pub fn remove_stale_run_dirs(dir: &Path) -> usize {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    let mut removed = 0;
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("herald-exec-"))
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|pid| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
+        if is_dir
+            && !Path::new(&format!("/proc/{pid}")).exists()
+            && std::fs::remove_dir_all(entry.path()).is_ok()
+        {
+            removed += 1;
+        }
+    }
+    removed
+}
+
 /// Writes `text` to a new file only the owner can read.
 fn write_private(path: &Path, text: &str) -> Result<(), String> {
     std::fs::OpenOptions::new()
@@ -78,6 +113,29 @@ fn write_private(path: &Path, text: &str) -> Result<(), String> {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
+    #[test]
+    fn run_dirs_of_dead_processes_are_removed_and_live_ones_kept() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let dead = child.id();
+        child.wait().unwrap();
+        let stale = tmp
+            .path()
+            .join(format!("{}abc123", super::run_dir_prefix(dead)));
+        let live = tmp.path().join(format!(
+            "{}abc123",
+            super::run_dir_prefix(std::process::id())
+        ));
+        for dir in [&stale, &live] {
+            std::fs::create_dir(dir).unwrap();
+            std::fs::write(dir.join("script.py"), "x").unwrap();
+        }
+        std::fs::create_dir(tmp.path().join("herald-exec-notapid")).unwrap();
+        assert_eq!(super::remove_stale_run_dirs(tmp.path()), 1);
+        assert!(!stale.exists());
+        assert!(live.exists());
+    }
+
     use std::os::unix::fs::MetadataExt;
 
     use super::*;

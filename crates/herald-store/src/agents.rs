@@ -67,7 +67,7 @@ pub struct AgentRecord {
     pub goal: String,
     pub context: Option<String>,
     pub background: bool,
-    /// `queued | running | completed | failed | error | timeout | interrupted | cancelled`.
+    /// `queued | running | suspended | completed | failed | error | timeout | interrupted | cancelled`.
     pub status: String,
     pub exit_reason: Option<String>,
     pub result: Option<String>,
@@ -88,9 +88,10 @@ pub struct AgentRecord {
 }
 
 impl AgentRecord {
-    /// Whether the agent is still queued or running.
+    /// Whether the agent has not ended: queued, running, or suspended (the
+    /// interactive loop was left; resuming the session restarts it).
     pub fn is_unfinished(&self) -> bool {
-        matches!(self.status.as_str(), "queued" | "running")
+        matches!(self.status.as_str(), "queued" | "running" | "suspended")
     }
 }
 
@@ -260,7 +261,7 @@ impl Store {
         self.conn
             .prepare_cached(
                 "UPDATE agents SET status = ?2, exit_reason = 'interrupted', ended_at = ?3 \
-                 WHERE id = ?1 AND status IN ('queued', 'running')",
+                 WHERE id = ?1 AND status IN ('queued', 'running', 'suspended')",
             )
             .and_then(|mut s| s.execute(params![id, status, now_ms()]))
             .map_err(sql(&self.path, "cancelling an agent"))?;
@@ -310,7 +311,7 @@ impl Store {
     pub fn prune_agents(&mut self, cutoff_ms: i64) -> Result<usize, StoreError> {
         self.conn
             .prepare_cached(
-                "DELETE FROM agents WHERE status NOT IN ('queued', 'running') \
+                "DELETE FROM agents WHERE status NOT IN ('queued', 'running', 'suspended') \
                  AND ended_at IS NOT NULL AND ended_at < ?1",
             )
             .and_then(|mut s| s.execute(params![cutoff_ms]))

@@ -19,6 +19,9 @@ pub struct AgentState {
     files: Mutex<FileLog>,
     /// The session's task list (`todo_write`/`todo_read`, SPEC §8.1).
     pub todos: TodoState,
+    /// Records the process groups this agent's tools start (see
+    /// [`crate::ProcessJournal`]); set once by the session.
+    journal: std::sync::OnceLock<Arc<dyn crate::ProcessJournal>>,
 }
 
 /// Paths touched through the file tools.
@@ -36,7 +39,18 @@ impl AgentState {
             processes: ProcessTable::default(),
             files: Mutex::default(),
             todos: TodoState::default(),
+            journal: std::sync::OnceLock::new(),
         })
+    }
+
+    /// Sets where started process groups are recorded (first call wins).
+    pub fn set_process_journal(&self, journal: Arc<dyn crate::ProcessJournal>) {
+        let _ = self.journal.set(journal);
+    }
+
+    /// Where started process groups are recorded, if anywhere.
+    pub fn process_journal(&self) -> Option<Arc<dyn crate::ProcessJournal>> {
+        self.journal.get().cloned()
     }
 
     /// Notes that `path` was read.

@@ -4,6 +4,7 @@
 
 pub mod builtin;
 mod context;
+mod groups;
 mod observer;
 mod registry;
 mod tool;
@@ -12,6 +13,7 @@ mod validate;
 
 pub use builtin::{TEMP_FILE_MARKER, remove_stale_temp_files};
 pub use context::{AgentState, ToolContext};
+pub use groups::{GroupGuard, ProcessJournal, kill_tracked_groups, track_group, tracked_groups};
 pub use observer::{CallObserver, NestedCall};
 pub use registry::{ToolRegistry, UnknownToolset};
 pub use tool::{Tool, ToolError, ToolResult, TypedTool, typed};

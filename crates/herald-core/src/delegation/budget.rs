@@ -43,6 +43,17 @@ impl TokenBudget {
         self.limit
     }
 
+    /// Whether spending `more` tokens now would pass this budget or an
+    /// enclosing one: the `(used, limit)` pair it would pass, for the error
+    /// message. Checked before a request is sent, with its estimated size.
+    pub fn would_exceed(&self, more: u64) -> Option<(u64, u64)> {
+        let used = self.used();
+        if self.limit > 0 && used.saturating_add(more) > self.limit {
+            return Some((used, self.limit));
+        }
+        self.parent.as_ref().and_then(|p| p.would_exceed(more))
+    }
+
     /// Whether this budget or an enclosing one is spent. Returns the first
     /// exhausted `(used, limit)` pair, for the error message.
     pub fn exhausted(&self) -> Option<(u64, u64)> {
@@ -69,6 +80,11 @@ mod tests {
         child.add(60);
         assert_eq!(root.exhausted(), Some((100, 100)));
         assert_eq!(grandchild.exhausted(), Some((100, 100)));
+        let fresh = TokenBudget::new(1_000, None);
+        let below = TokenBudget::new(0, Some(Arc::clone(&fresh)));
+        below.add(900);
+        assert_eq!(below.would_exceed(100), None);
+        assert_eq!(below.would_exceed(101), Some((900, 1_000)));
         let unlimited = TokenBudget::new(0, None);
         unlimited.add(u64::MAX / 2);
         assert_eq!(unlimited.exhausted(), None);

@@ -38,6 +38,15 @@ pub(crate) struct Spawn {
     pub parent_state: Option<Arc<AgentState>>,
     /// Longest summary the parent receives before it is cut.
     pub summary_limit: usize,
+    /// What a restarted child had spent before (counted in its result).
+    pub prior: PriorUsage,
+}
+
+/// Usage of a child's earlier runs (before a crash or suspension).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct PriorUsage {
+    pub tokens: TokenTotals,
+    pub cost_usd: f64,
 }
 
 impl Delegation {
@@ -89,15 +98,25 @@ impl Delegation {
             },
         };
         result.duration_seconds = round_ms(started.elapsed());
-        // Suspended for a later `--resume`: the journal keeps it running and
-        // its parent gets nothing now (the restarted agent reports instead).
+        // Suspended for a later `--resume`: journaled as `suspended` (with
+        // what it spent so far) and restarted by the resume; its parent gets
+        // nothing now (the restarted agent reports instead).
         let suspended = result.status == "interrupted"
             && self.suspending.load(std::sync::atomic::Ordering::Relaxed);
-        if let Some(store) = self.store.as_ref().filter(|_| !suspended) {
+        if let Some(store) = self.store.as_ref() {
             let id = spawn.agent_id.clone();
+            let status = if suspended {
+                "suspended".to_owned()
+            } else {
+                result.status.clone()
+            };
             let finish = AgentFinish {
-                status: result.status.clone(),
-                exit_reason: result.exit_reason.clone(),
+                exit_reason: if suspended {
+                    status.clone()
+                } else {
+                    result.exit_reason.clone()
+                },
+                status,
                 result: result.summary.clone(),
                 error: result.error.clone(),
                 iterations: result.api_calls,
@@ -187,6 +206,8 @@ impl Delegation {
             None => None,
         };
         let restarting = spawn.history.is_some();
+        // The latest retry reason or error, for the log if the child times out.
+        let last_error = Arc::new(std::sync::Mutex::new(None::<String>));
         let mut agent = Agent::new(AgentSetup {
             client: Arc::clone(&self.client),
             registry: Arc::new(registry),
@@ -195,13 +216,22 @@ impl Delegation {
             cwd,
             max_iterations: spawn.max_iterations,
             stream_deltas: false,
-            events: self.child_sink(spawn, live, depth),
+            events: self.child_sink(spawn, live, depth, &last_error),
             recorder,
             budget: Some(Arc::clone(&spawn.budget)),
             inbox: Some(self.inbox(&spawn.agent_id)),
             await_background: true,
         });
         agent.set_compression(self.settings.compression.clone());
+        if let Some(store) = &self.store {
+            agent
+                .state()
+                .set_process_journal(Arc::new(crate::StoreProcessJournal::new(
+                    store.clone(),
+                    &spawn.session_id,
+                    Some(self.settings.home.join("processes")),
+                )));
+        }
         if spawn.can_delegate && restarting {
             let registry = ToolRegistry::clone(agent_registry(&agent));
             self.recover(&scope, &registry).await;
@@ -210,7 +240,7 @@ impl Delegation {
         let turn_cancel = cancel.clone();
         let outcome = {
             let turn = async {
-                if restarting {
+                if restarting && !agent.messages().is_empty() {
                     agent.resume_turn(&turn_cancel).await
                 } else {
                     agent.run_turn(spawn.task.goal.clone(), &turn_cancel).await
@@ -230,8 +260,15 @@ impl Delegation {
         let usage = agent.usage();
         let (status, exit_reason, error) = if timed_out {
             let reached = if api_calls == 0 {
+                self.log_unreached_child(spawn, live, timeout, &last_error);
                 "it never reached the model (no API call completed — check the child model, base URL and key)".to_owned()
             } else {
+                tracing::warn!(
+                    agent_id = %spawn.agent_id,
+                    api_calls,
+                    timeout_seconds = timeout,
+                    "child timed out after reaching the model"
+                );
                 format!("it had reached the model ({api_calls} API calls) and then went quiet")
             };
             (
@@ -300,8 +337,8 @@ impl Delegation {
             api_calls,
             duration_seconds: 0.0,
             model: self.client.model().to_owned(),
-            tokens: usage.totals(),
-            cost_usd: agent.cost_usd(),
+            tokens: add_totals(usage.totals(), spawn.prior.tokens),
+            cost_usd: agent.cost_usd() + spawn.prior.cost_usd,
             tool_trace: tool_trace(agent.messages()),
             error,
         })
@@ -323,13 +360,21 @@ impl Delegation {
     /// The child's event sink: tracks activity and progress, and forwards a
     /// `subagent.tool` line per tool call. The child's own conversation
     /// events stay out of the parent's output.
-    fn child_sink(&self, spawn: &Spawn, live: &Arc<LiveAgent>, depth: u32) -> EventSink {
+    /// Its own events are stored with the child's session.
+    fn child_sink(
+        &self,
+        spawn: &Spawn,
+        live: &Arc<LiveAgent>,
+        depth: u32,
+        last_error: &Arc<std::sync::Mutex<Option<String>>>,
+    ) -> EventSink {
         let out = self
             .events
             .for_agent(&spawn.parent.session_id, &spawn.agent_id);
         let live = Arc::clone(live);
         let parent_id = spawn.parent.agent_id.clone();
-        EventSink::new(&spawn.session_id, &spawn.agent_id, move |event| {
+        let last_error = Arc::clone(last_error);
+        let sink = EventSink::new(&spawn.session_id, &spawn.agent_id, move |event| {
             let progress = &live.progress;
             match &event.kind {
                 EventKind::Usage {
@@ -348,10 +393,54 @@ impl Delegation {
                     });
                 }
                 EventKind::ToolCompleted { .. } => progress.set_tool(None),
-                EventKind::Retry { .. } | EventKind::AssistantMessage { .. } => progress.touch(),
+                EventKind::Retry { reason, .. } => {
+                    *last_error
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(reason.clone());
+                    progress.touch();
+                }
+                EventKind::Error { message, .. } => {
+                    *last_error
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(message.clone());
+                }
+                EventKind::AssistantMessage { .. } => progress.touch(),
                 _ => {}
             }
-        })
+        });
+        match &self.store {
+            Some(store) => sink.recorded(store, &spawn.session_id),
+            None => sink,
+        }
+    }
+
+    /// Writes what the log needs to tell why a child never reached the model.
+    fn log_unreached_child(
+        &self,
+        spawn: &Spawn,
+        live: &LiveAgent,
+        timeout_seconds: u64,
+        last_error: &std::sync::Mutex<Option<String>>,
+    ) {
+        let child_config = self.settings.child_client_config();
+        let shared_client = child_config.is_none();
+        let client = child_config.unwrap_or_else(|| self.settings.client_config());
+        let last_error = last_error
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        crate::diagnostics::child_never_reached_model(&crate::diagnostics::UnreachedChild {
+            agent_id: &spawn.agent_id,
+            session_id: &spawn.session_id,
+            client: &client,
+            endpoint: self.client.endpoint(),
+            shared_client,
+            timeout_seconds,
+            elapsed: Duration::from_secs_f64(live.progress.elapsed_seconds()),
+            idle: Duration::from_millis(live.progress.idle_ms()),
+            current_tool: live.progress.current_tool(),
+            last_error,
+        });
     }
 }
 
@@ -381,6 +470,14 @@ async fn watchdog(live: &LiveAgent, timeout_secs: u64) {
             return;
         }
         tokio::time::sleep(Duration::from_millis(limit - idle)).await;
+    }
+}
+
+fn add_totals(a: TokenTotals, b: TokenTotals) -> TokenTotals {
+    TokenTotals {
+        input: a.input + b.input,
+        output: a.output + b.output,
+        cached: a.cached + b.cached,
     }
 }
 

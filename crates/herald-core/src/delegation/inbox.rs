@@ -21,6 +21,9 @@ struct Slots {
     notices: Vec<Notice>,
     /// Background children dispatched and not yet finished.
     running: usize,
+    /// Agents whose reports were handed out (drained or claimed) but whose
+    /// delivery is not yet stored with the message that carries them.
+    unsaved: Vec<String>,
 }
 
 /// The mailbox of one agent for its background children.
@@ -50,14 +53,31 @@ impl Inbox {
         self.changed.notify_waiters();
     }
 
-    /// Takes every report not yet delivered.
+    /// Takes every report not yet delivered. Their agents count as
+    /// delivered once the message carrying them is stored (see
+    /// [`Inbox::take_unsaved`]).
     pub fn drain(&self) -> Vec<Notice> {
-        std::mem::take(&mut self.slots().notices)
+        let mut slots = self.slots();
+        let notices = std::mem::take(&mut slots.notices);
+        slots
+            .unsaved
+            .extend(notices.iter().map(|n| n.agent_id.clone()));
+        notices
     }
 
-    /// Removes the reports of `ids` (delivered another way, e.g. `agent_wait`).
-    pub fn discard(&self, ids: &[String]) {
-        self.slots().notices.retain(|n| !ids.contains(&n.agent_id));
+    /// Removes the reports of `ids`, delivered another way (`agent_wait`
+    /// returns them in its result, stored like any other message).
+    pub fn claim(&self, ids: &[String]) {
+        let mut slots = self.slots();
+        slots.notices.retain(|n| !ids.contains(&n.agent_id));
+        slots.unsaved.extend(ids.iter().cloned());
+    }
+
+    /// The agents whose reports were handed out since the last call: the
+    /// agent loop marks them delivered in the transaction that stores the
+    /// messages holding the reports.
+    pub fn take_unsaved(&self) -> Vec<String> {
+        std::mem::take(&mut self.slots().unsaved)
     }
 
     /// Background children still running.

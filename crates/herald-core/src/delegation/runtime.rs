@@ -7,7 +7,6 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use herald_llm::LlmClient;
-use herald_protocol::Message;
 use herald_store::{AgentFilter, AgentRecord};
 use herald_tools::{ToolRegistry, typed};
 use serde::{Deserialize, Serialize};
@@ -273,18 +272,15 @@ impl Delegation {
     }
 
     /// Delivers a finished background child's result to its parent's inbox.
+    /// The journal marks it delivered only when the parent stores the
+    /// message carrying it (see `Inbox::take_unsaved`): a crash before then
+    /// leaves it undelivered, and the resumed parent receives it again.
     pub(crate) fn deliver(&self, parent_id: &str, result: &ChildResult) {
         let text = serde_json::to_string(result).unwrap_or_default();
         self.inbox(parent_id).finished(Notice {
             agent_id: result.agent_id.clone(),
             text,
         });
-        if let Some(store) = &self.store {
-            let id = result.agent_id.clone();
-            store.send(move |s| {
-                let _ = s.mark_agents_delivered(&[id]);
-            });
-        }
     }
 
     /// Records from the store for this tree (empty without a store).
@@ -332,57 +328,117 @@ impl Delegation {
         for record in records.into_iter().rev() {
             if !record.is_unfinished() {
                 if record.background && !record.delivered {
+                    // Finished but its result never reached the parent's
+                    // stored conversation: hand it over again.
                     let result = super::child::result_from_record(&record);
                     self.deliver(&scope.agent_id, &result);
                 }
                 continue;
             }
             if !record.background {
-                let id = record.id.clone();
-                let _ = store
-                    .call(move |s| s.cancel_agent(&id, "interrupted"))
-                    .await;
+                // Its caller's turn is gone: it and everything below it stop.
+                self.interrupt_subtree(&store, &record).await;
                 continue;
             }
-            let spec: Option<SpawnSpec> = record
-                .spec
-                .as_deref()
-                .and_then(|s| serde_json::from_str(s).ok());
-            let Some(spec) = spec else {
-                let id = record.id.clone();
-                let _ = store.call(move |s| s.cancel_agent(&id, "error")).await;
-                continue;
-            };
-            let Ok(registry) = child_registry(parent_registry, &spec.task) else {
-                let id = record.id.clone();
-                let _ = store.call(move |s| s.cancel_agent(&id, "error")).await;
-                continue;
-            };
-            let history = load_history(&store, &record.session_id).await;
-            let budget = TokenBudget::new(spec.budget_tokens, scope.budget.clone());
-            let spawn = super::child::Spawn {
-                agent_id: record.id.clone(),
-                session_id: record.session_id.clone(),
-                parent: scope.clone(),
-                registry,
-                can_delegate: spec.can_delegate,
-                max_iterations: spec.max_iterations,
-                budget,
-                background: true,
-                history,
-                parent_state: None,
-                summary_limit: spec.summary_limit,
-                task: spec.task,
-            };
-            self.inbox(&scope.agent_id).dispatched();
-            restarted.push(record.id.clone());
-            let cancel = self.cancel_parent(scope).child_token();
-            let runtime = Arc::clone(self);
-            tokio::spawn(async move {
-                runtime.run_child(spawn, cancel).await;
-            });
+            match self
+                .restart_spec(&store, &record, scope, parent_registry)
+                .await
+            {
+                Ok(spawn) => {
+                    self.inbox(&scope.agent_id).dispatched();
+                    restarted.push(record.id.clone());
+                    let cancel = self.cancel_parent(scope).child_token();
+                    let runtime = Arc::clone(self);
+                    tokio::spawn(async move {
+                        runtime.run_child(spawn, cancel).await;
+                    });
+                }
+                Err(reason) => {
+                    tracing::warn!(agent = %record.id, %reason, "cannot restart a background agent");
+                    self.interrupt_subtree(&store, &record).await;
+                }
+            }
         }
         restarted
+    }
+
+    /// Everything needed to restart a journaled background agent: its spec,
+    /// tools, repaired conversation, and a budget that already holds what
+    /// it spent before.
+    async fn restart_spec(
+        &self,
+        store: &StoreHandle,
+        record: &AgentRecord,
+        scope: &AgentScope,
+        parent_registry: &ToolRegistry,
+    ) -> Result<super::child::Spawn, String> {
+        let spec: SpawnSpec = record
+            .spec
+            .as_deref()
+            .and_then(|s| serde_json::from_str(s).ok())
+            .ok_or("its journal entry has no readable spawn spec")?;
+        let registry = child_registry(parent_registry, &spec.task)?;
+        let id = record.session_id.clone();
+        let session = store
+            .call(move |s| s.get_session(&id))
+            .await
+            .map_err(|e| e.to_string())?
+            .map_err(|e| e.to_string())?;
+        let (history, prior) = match session {
+            Some(session) => {
+                let history = crate::restore_conversation(store, &record.session_id).await?;
+                let prior = super::child::PriorUsage {
+                    tokens: herald_protocol::TokenTotals {
+                        input: session.input_tokens,
+                        output: session.output_tokens,
+                        cached: session.cached_tokens,
+                    },
+                    cost_usd: session.cost_usd,
+                };
+                (Some(history), prior)
+            }
+            // Journaled but never started: it starts from its goal.
+            None => (None, super::child::PriorUsage::default()),
+        };
+        let budget = TokenBudget::new(spec.budget_tokens, scope.budget.clone());
+        budget.add(prior.tokens.input + prior.tokens.output);
+        Ok(super::child::Spawn {
+            agent_id: record.id.clone(),
+            session_id: record.session_id.clone(),
+            parent: scope.clone(),
+            registry,
+            can_delegate: spec.can_delegate,
+            max_iterations: spec.max_iterations,
+            budget,
+            background: true,
+            history,
+            parent_state: None,
+            summary_limit: spec.summary_limit,
+            task: spec.task,
+            prior,
+        })
+    }
+
+    /// Marks `record` and every unfinished agent below it `interrupted`:
+    /// no process will run them again.
+    async fn interrupt_subtree(&self, store: &StoreHandle, record: &AgentRecord) {
+        let mut pending = vec![record.clone()];
+        while let Some(agent) = pending.pop() {
+            let (id, child_session) = (agent.id.clone(), agent.session_id.clone());
+            let below = store
+                .call(move |s| {
+                    let _ = s.cancel_agent(&id, "interrupted");
+                    s.list_agents(&AgentFilter {
+                        parent_session_id: Some(child_session),
+                        limit: 10_000,
+                        ..AgentFilter::default()
+                    })
+                })
+                .await;
+            if let Ok(Ok(children)) = below {
+                pending.extend(children.into_iter().filter(AgentRecord::is_unfinished));
+            }
+        }
     }
 
     /// Cancels every agent of the tree (the session is ending).
@@ -422,60 +478,17 @@ impl Delegation {
     }
 }
 
-/// A stored child conversation made safe to continue, or `None` when the
-/// child never stored a message.
-async fn load_history(store: &StoreHandle, session_id: &str) -> Option<Vec<Message>> {
-    let id = session_id.to_owned();
-    let stored = store.call(move |s| s.load_messages(&id)).await.ok()?.ok()?;
-    if stored.is_empty() {
-        return None;
-    }
-    // Only what follows the last compaction is the live conversation.
-    let mut history = crate::live_history(stored.into_iter().map(|m| m.message).collect());
-    let count = history.len();
-    crate::answer_dangling_calls(&mut history);
-    if history.len() > count {
-        let added = history[count..].to_vec();
-        let id = session_id.to_owned();
-        let _ = store.call(move |s| s.append_messages(&id, &added)).await;
-    }
-    Some(history)
-}
-
 /// The client children use: the parent's, unless `[delegation]` names a
-/// model, provider, base URL or key.
+/// model, provider, base URL or key. The override's endpoint and key were
+/// resolved with the settings ([`Settings::child_client_config`]): a child
+/// on another provider uses that provider's own key and base URL.
 fn child_client(
     settings: &Settings,
     parent: Arc<LlmClient>,
 ) -> Result<Arc<LlmClient>, ConfigError> {
-    let d = &settings.delegation;
-    let set = |v: &str| (!v.trim().is_empty()).then(|| v.trim().to_owned());
-    if [&d.model, &d.provider, &d.base_url, &d.api_key]
-        .iter()
-        .all(|v| v.trim().is_empty())
-    {
+    let Some(config) = settings.child_client_config() else {
         return Ok(parent);
-    }
-    let mut config = settings.client_config();
-    if let Some(provider) = set(&d.provider) {
-        config.provider = provider
-            .parse()
-            .map_err(|err| ConfigError::Invalid(format!("[delegation] provider: {err}")))?;
-    }
-    if let Some(model) = set(&d.model) {
-        config.model = model;
-    }
-    if let Some(base_url) = set(&d.base_url) {
-        if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
-            return Err(ConfigError::Invalid(format!(
-                "[delegation] base_url '{base_url}' must start with http:// or https://"
-            )));
-        }
-        config.base_url = base_url;
-    }
-    if let Some(key) = set(&d.api_key) {
-        config.api_key = Some(key);
-    }
+    };
     LlmClient::new(config)
         .map(Arc::new)
         .map_err(|err| ConfigError::Invalid(format!("[delegation] model override: {err}")))

@@ -137,6 +137,7 @@ not one quick step. background=true returns agent_ids at once; results are appen
                 history: None,
                 parent_state: Some(Arc::clone(&ctx.state)),
                 summary_limit,
+                prior: super::child::PriorUsage::default(),
             });
         }
         if let Some(store) = &self.rt.store {
@@ -445,7 +446,7 @@ and those still running. Costs no tokens while waiting.";
             }
         }
         let ids: Vec<String> = finished.iter().map(|r| r.agent_id.clone()).collect();
-        self.rt.inbox(&self.me.agent_id).discard(&ids);
+        self.rt.inbox(&self.me.agent_id).claim(&ids);
         Ok(json_text(&json!({
             "finished": finished,
             "running": running,

@@ -21,7 +21,7 @@ pub use process::{BackgroundProcess, Exit, ProcessTable, WaitOutcome};
 pub use process_tool::{ProcessAction, ProcessArgs, ProcessTool};
 pub use read_file::{ReadFile, ReadFileArgs};
 pub use search_files::{SearchFiles, SearchFilesArgs, SearchTarget};
-pub use terminal::{Terminal, TerminalArgs};
+pub use terminal::{Terminal, TerminalArgs, remove_stale_cwd_files};
 pub use todo::{
     FAILURE_NUDGE, MAX_TODO_CONTENT_CHARS, MAX_TODO_ITEMS, STALE_PLAN_NUDGE,
     TODO_NUDGE_AFTER_CALLS, TodoCounts, TodoItem, TodoRead, TodoReadArgs, TodoState, TodoStatus,

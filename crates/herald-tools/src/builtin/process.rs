@@ -14,7 +14,7 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use super::shell::{OutputBuffer, Spawned, exit_code, lock, signal_group, spawn_bash};
-use crate::ToolError;
+use crate::{ProcessJournal, ToolError};
 
 /// Output kept per background process (the newest bytes).
 const BUFFER_BYTES: usize = 1024 * 1024;
@@ -65,6 +65,18 @@ impl ProcessTable {
     /// Starts `command` under `bash -c` in `cwd` with piped stdin, collecting
     /// its combined output. Must be called inside a tokio runtime.
     pub fn spawn(&self, command: &str, cwd: &Path) -> Result<Arc<BackgroundProcess>, ToolError> {
+        self.spawn_journaled(command, cwd, None)
+    }
+
+    /// [`ProcessTable::spawn`] that tells `journal` about the process group
+    /// and copies its output to the journal's log file, so both outlive a
+    /// killed herald.
+    pub fn spawn_journaled(
+        &self,
+        command: &str,
+        cwd: &Path,
+        journal: Option<Arc<dyn ProcessJournal>>,
+    ) -> Result<Arc<BackgroundProcess>, ToolError> {
         let Spawned {
             mut child,
             pid,
@@ -93,9 +105,12 @@ impl ProcessTable {
             }
             proc
         };
-        let mut reader = tokio::spawn(super::shell::pump(output, Arc::clone(&proc.output), || {}));
+        let log = journal.as_ref().and_then(|j| j.log_path(&proc.id));
+        let group = crate::track_group(pid, true, command, log.as_deref(), journal);
+        let mut reader = tokio::spawn(pump_logged(output, Arc::clone(&proc.output), log));
         let watcher = Arc::clone(&proc);
         tokio::spawn(async move {
+            let _group = group;
             let code = child.wait().await.ok().map(exit_code);
             // Let the reader catch the last output; children that outlive the
             // shell may keep the pipe open, so do not wait for EOF.
@@ -107,6 +122,39 @@ impl ProcessTable {
             }));
         });
         Ok(proc)
+    }
+
+    /// Adds a process that a killed herald run had started and this run
+    /// stopped: listed as exited, with `output` (its saved log) and `note`
+    /// saying what happened, so `process list/log` still show it.
+    pub fn adopt_stopped(
+        &self,
+        command: &str,
+        pid: u32,
+        output: &[u8],
+        note: &str,
+    ) -> Arc<BackgroundProcess> {
+        let mut buffer = OutputBuffer::new(0, BUFFER_BYTES);
+        buffer.push(output);
+        buffer.push(format!("\n[herald] {note}\n").as_bytes());
+        let mut entries = lock(&self.inner);
+        entries.next_id += 1;
+        let now = Instant::now();
+        let proc = Arc::new(BackgroundProcess {
+            id: format!("proc_{}", entries.next_id),
+            command: command.to_owned(),
+            pid,
+            started: now,
+            output: Arc::new(Mutex::new(buffer)),
+            polled: Mutex::new(0),
+            exit: watch::Sender::new(Some(Exit {
+                code: None,
+                at: now,
+            })),
+            stdin: tokio::sync::Mutex::new(None),
+        });
+        entries.procs.push(Arc::clone(&proc));
+        proc
     }
 
     /// Looks a process up by id (`proc_3`, or just `3`).
@@ -133,6 +181,50 @@ impl ProcessTable {
         } else {
             ids.join(", ")
         }
+    }
+}
+
+/// Most output copied to a background process's log file.
+const LOG_FILE_BYTES: u64 = 8 * 1024 * 1024;
+
+/// [`super::shell::pump`] that also appends the output to `log` (up to
+/// [`LOG_FILE_BYTES`]); a log that cannot be written is given up, the
+/// in-memory capture goes on.
+async fn pump_logged(
+    mut output: tokio::net::unix::pipe::Receiver,
+    buffer: Arc<Mutex<OutputBuffer>>,
+    log: Option<std::path::PathBuf>,
+) {
+    use tokio::io::AsyncReadExt;
+    let mut file = match &log {
+        Some(path) => tokio::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .mode(0o600)
+            .open(path)
+            .await
+            .ok(),
+        None => None,
+    };
+    let mut written = 0u64;
+    let mut chunk = vec![0u8; 16 * 1024];
+    loop {
+        match output.read(&mut chunk).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => {
+                lock(&buffer).push(&chunk[..n]);
+                if let Some(f) = file.as_mut() {
+                    if written < LOG_FILE_BYTES && f.write_all(&chunk[..n]).await.is_ok() {
+                        written += n as u64;
+                    } else {
+                        file = None;
+                    }
+                }
+            }
+        }
+    }
+    if let Some(mut f) = file {
+        let _ = f.flush().await;
     }
 }
 

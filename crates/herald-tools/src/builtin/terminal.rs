@@ -11,7 +11,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::shell::{OutputBuffer, exit_code, lock, pump, shell_quote, spawn_bash, terminate};
-use crate::{AgentState, ToolContext, ToolError, TypedTool};
+use crate::{AgentState, ToolContext, ToolError, TypedTool, track_group};
 
 /// Default seconds before a foreground command is killed.
 const DEFAULT_TIMEOUT_SECS: u64 = 180;
@@ -58,7 +58,11 @@ Prefer read_file/search_files/patch over cat/grep/sed.";
         }
         let (dir, note) = working_dir(&ctx.state, args.workdir.as_deref()).await?;
         if args.background.unwrap_or(false) {
-            let proc = ctx.state.processes.spawn(&args.command, &dir)?;
+            let proc = ctx.state.processes.spawn_journaled(
+                &args.command,
+                &dir,
+                ctx.state.process_journal(),
+            )?;
             let mut result = json!({ "process_id": proc.id, "pid": proc.pid });
             add_note(&mut result, note);
             return Ok(result.to_string());
@@ -77,6 +81,39 @@ Prefer read_file/search_files/patch over cat/grep/sed.";
                 result.to_string()
             })
     }
+}
+
+/// Start of the name of the file a foreground command's final directory is
+/// written to: `herald-cwd-<pid>-`, so files of dead runs can be found.
+fn cwd_file_prefix(pid: u32) -> String {
+    format!("herald-cwd-{pid}-")
+}
+
+/// Deletes the directory-tracking files in `dir` (the temp directory) that
+/// herald processes no longer running left behind (killed mid-command).
+/// Returns how many were removed.
+pub fn remove_stale_cwd_files(dir: &Path) -> usize {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    let mut removed = 0;
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("herald-cwd-"))
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|pid| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if !std::path::Path::new(&format!("/proc/{pid}")).exists()
+            && std::fs::remove_file(entry.path()).is_ok()
+        {
+            removed += 1;
+        }
+    }
+    removed
 }
 
 fn add_note(result: &mut Value, note: Option<String>) {
@@ -143,7 +180,10 @@ async fn run_foreground(
     ctx: &ToolContext,
 ) -> Result<Value, ToolError> {
     let cwd_file = tokio::task::spawn_blocking(|| {
-        tempfile::NamedTempFile::new().map(tempfile::NamedTempFile::into_temp_path)
+        tempfile::Builder::new()
+            .prefix(&cwd_file_prefix(std::process::id()))
+            .tempfile()
+            .map(tempfile::NamedTempFile::into_temp_path)
     })
     .await
     .map_err(|e| ToolError::new(format!("could not prepare the command: {e}")))?
@@ -156,6 +196,8 @@ async fn run_foreground(
     );
     let spawned = spawn_bash(&script, dir, Stdio::null())?;
     let (mut child, pid) = (spawned.child, spawned.pid);
+    // Known until the command is done, so no exit of herald leaves it running.
+    let _group = track_group(pid, false, command, None, ctx.state.process_journal());
     let buffer = Arc::new(Mutex::new(OutputBuffer::new(KEEP_BYTES, KEEP_BYTES)));
     let mut reader = tokio::spawn(pump(spawned.output, Arc::clone(&buffer), || {}));
 
