@@ -88,8 +88,11 @@ fn write_json(receiver: mpsc::Receiver<Item>) {
             true
         }
     };
+    // `run.completed` is the last line of a run: nothing is written after it.
+    let last = |event: &Event| matches!(event.kind, EventKind::RunCompleted { .. });
     while let Some(event) = next(&receiver) {
-        if !write(&event, &mut out) {
+        if !write(&event, &mut out) || last(&event) {
+            let _ = out.flush();
             return;
         }
         // Write whatever else is queued, then flush so readers see it now.
@@ -98,7 +101,8 @@ fn write_json(receiver: mpsc::Receiver<Item>) {
                 let _ = out.flush();
                 return;
             };
-            if !write(&event, &mut out) {
+            if !write(&event, &mut out) || last(&event) {
+                let _ = out.flush();
                 return;
             }
         }

@@ -124,6 +124,7 @@ pub(crate) async fn interactive(common: &CommonArgs) -> Result<Exit, CliError> {
             "{suspended} background agent(s) still running were suspended; they continue when you resume this session"
         );
     }
+    tracing::info!(session_id = %session_id, suspended, "interactive session ended");
     let end_id = session_id.clone();
     let _ = store.call(move |s| s.end_session(&end_id, "exit")).await;
     lease.release().await;

@@ -1,5 +1,6 @@
 //! `herald sessions list|show|search|export|import|delete|prune`.
 
+use std::io::Write;
 use std::time::Duration;
 
 use herald_core::StoreHandle;
@@ -93,6 +94,41 @@ pub(crate) async fn call<R: Send + 'static>(
         .map_err(CliError::failed)
 }
 
+/// `sessions show ID --events`: the session's stored events after `after`,
+/// as readable lines or one JSON event per line.
+async fn show_events(
+    store: &StoreHandle,
+    record: &SessionRecord,
+    json: bool,
+    after: i64,
+) -> Result<Exit, CliError> {
+    let id = record.id.clone();
+    let events = call(store, move |s| s.load_events_after(&id, after, usize::MAX)).await?;
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let written: std::io::Result<()> = (|| {
+        if !json {
+            writeln!(out, "{}", line(record))?;
+            if events.is_empty() {
+                writeln!(out, "no stored events")?;
+            }
+        }
+        for event in &events {
+            if json {
+                serde_json::to_writer(&mut out, &crate::events_view::json_event(event))?;
+                writeln!(out)?;
+            } else {
+                writeln!(out, "{}", crate::events_view::human_line(event))?;
+            }
+        }
+        out.flush()
+    })();
+    // A closed pipe (`| head`) is not an error of the command.
+    match written {
+        Err(err) if err.kind() != std::io::ErrorKind::BrokenPipe => Err(CliError::failed(err)),
+        _ => Ok(Exit::Completed),
+    }
+}
+
 pub(crate) async fn sessions(
     common: &CommonArgs,
     action: SessionsAction,
@@ -116,11 +152,19 @@ pub(crate) async fn sessions(
                 list.iter().for_each(|r| println!("{}", line(r)));
             }
         }
-        SessionsAction::Show { id, json } => {
+        SessionsAction::Show {
+            id,
+            json,
+            events,
+            after,
+        } => {
             let lookup = id.clone();
             let Some(record) = call(&store, move |s| s.get_session(&lookup)).await? else {
                 return Err(CliError::usage(anyhow::anyhow!("no session '{id}'")));
             };
+            if events {
+                return show_events(&store, &record, json, after).await;
+            }
             let messages = call(&store, move |s| s.load_messages(&id)).await?;
             if json {
                 print_json(&serde_json::json!({"session": record, "messages": messages}))?;

@@ -1,14 +1,34 @@
-use std::sync::Arc;
+//! Where an agent's events go: the front end's callback and, when the sink
+//! is recorded, the session's `events` table (SPEC §13: every event is
+//! stored under a monotonic id so front ends can replay a session).
 
-use herald_protocol::{Event, EventKind};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use herald_protocol::{Event, EventKind, ToolStatus};
+use herald_store::NewEvent;
+
+use crate::StoreHandle;
 
 /// Where an agent's events go. Front ends pass a callback that renders or
 /// forwards them; the agent never prints anything itself.
+///
+/// Sinks made with [`EventSink::for_agent`] share their origin's output:
+/// the same callback, the same stored session, and the same end — once
+/// [`EventSink::finish`] sent the final event, nothing more goes out.
 #[derive(Clone)]
 pub struct EventSink {
     session_id: Arc<str>,
     agent_id: Arc<str>,
+    out: Arc<Output>,
+}
+
+/// The destination shared by a sink and the sinks made from it.
+struct Output {
     emit: Arc<dyn Fn(Event) + Send + Sync>,
+    log: Option<EventLog>,
+    /// True once the final event went out. Held while an event is stored and
+    /// passed on, so stored ids follow the output order exactly.
+    closed: Mutex<bool>,
 }
 
 impl std::fmt::Debug for EventSink {
@@ -16,6 +36,7 @@ impl std::fmt::Debug for EventSink {
         f.debug_struct("EventSink")
             .field("session_id", &self.session_id)
             .field("agent_id", &self.agent_id)
+            .field("recorded", &self.is_recorded())
             .finish()
     }
 }
@@ -30,7 +51,11 @@ impl EventSink {
         Self {
             session_id: session_id.into(),
             agent_id: agent_id.into(),
-            emit: Arc::new(emit),
+            out: Arc::new(Output {
+                emit: Arc::new(emit),
+                log: None,
+                closed: Mutex::new(false),
+            }),
         }
     }
 
@@ -39,13 +64,38 @@ impl EventSink {
         Self::new("", "root", |_| {})
     }
 
+    /// This sink, also storing every event it and the sinks made from it
+    /// with [`EventSink::for_agent`] emit in the `events` table of
+    /// `session_id`, in emit order. `assistant.delta` events are not stored
+    /// (there are many; `assistant.message` carries the full text).
+    ///
+    /// Writes are queued on the store thread and batched, never awaited, so
+    /// emitting never waits on SQLite; a failed write is logged and loses
+    /// events, never the conversation.
+    pub fn recorded(self, store: &StoreHandle, session_id: &str) -> Self {
+        Self {
+            session_id: self.session_id,
+            agent_id: self.agent_id,
+            out: Arc::new(Output {
+                emit: Arc::clone(&self.out.emit),
+                log: Some(EventLog::new(store.clone(), session_id)),
+                closed: Mutex::new(false),
+            }),
+        }
+    }
+
+    /// Whether events are stored (see [`EventSink::recorded`]).
+    pub fn is_recorded(&self) -> bool {
+        self.out.log.is_some()
+    }
+
     /// A sink with the same destination stamping other ids (a subagent's
     /// progress events reach the same output as its root's).
     pub fn for_agent(&self, session_id: &str, agent_id: &str) -> Self {
         Self {
             session_id: session_id.into(),
             agent_id: agent_id.into(),
-            emit: Arc::clone(&self.emit),
+            out: Arc::clone(&self.out),
         }
     }
 
@@ -59,8 +109,272 @@ impl EventSink {
         &self.session_id
     }
 
-    /// Emits one event.
+    /// Emits one event (dropped once the output is finished).
     pub fn emit(&self, kind: EventKind) {
-        (self.emit)(Event::new(&self.session_id, &self.agent_id, kind));
+        self.send(kind, false);
+    }
+
+    /// Emits `kind` as the last event of this output: afterwards every sink
+    /// sharing it drops what it is given (a background agent still winding
+    /// down cannot print or store anything after `run.completed`).
+    pub fn finish(&self, kind: EventKind) {
+        self.send(kind, true);
+    }
+
+    fn send(&self, kind: EventKind, last: bool) {
+        let event = Event::new(&self.session_id, &self.agent_id, kind);
+        log_notable(&event);
+        let mut closed = self
+            .out
+            .closed
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if *closed {
+            return;
+        }
+        *closed = last;
+        if let Some(log) = &self.out.log
+            && !matches!(event.kind, EventKind::AssistantDelta { .. })
+        {
+            log.push(event.clone());
+        }
+        (self.out.emit)(event);
+    }
+}
+
+/// Writes the events that explain failures to the log: retries, errors
+/// (provider failures end a turn with a fatal one) and failed tool calls.
+fn log_notable(event: &Event) {
+    let (session_id, agent_id) = (&event.session_id, &event.agent_id);
+    match &event.kind {
+        EventKind::Retry {
+            attempt,
+            delay_ms,
+            reason,
+        } => tracing::warn!(
+            session_id,
+            agent_id,
+            attempt,
+            delay_ms,
+            "provider request failed, retrying: {reason}"
+        ),
+        EventKind::Error {
+            message,
+            fatal: true,
+        } => tracing::error!(session_id, agent_id, "{message}"),
+        EventKind::Error { message, .. } => tracing::warn!(session_id, agent_id, "{message}"),
+        EventKind::ToolCompleted {
+            call_id,
+            name,
+            status: ToolStatus::Error,
+            duration_ms,
+            ..
+        } => tracing::warn!(
+            session_id,
+            agent_id,
+            call_id,
+            duration_ms,
+            "tool {name} failed"
+        ),
+        _ => {}
+    }
+}
+
+/// The queue of events waiting for the store thread. The first event pushed
+/// into an empty queue submits a job; the job takes everything queued by
+/// the time it runs and stores it in one transaction.
+struct EventLog {
+    store: StoreHandle,
+    session_id: Arc<str>,
+    pending: Arc<Mutex<Vec<Event>>>,
+}
+
+impl EventLog {
+    fn new(store: StoreHandle, session_id: &str) -> Self {
+        Self {
+            store,
+            session_id: session_id.into(),
+            pending: Arc::new(Mutex::new(Vec::new())),
+        }
+    }
+
+    fn push(&self, event: Event) {
+        let mut pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
+        pending.push(event);
+        if pending.len() > 1 {
+            return; // a submitted job has not taken the queue yet
+        }
+        drop(pending);
+        let queue = Arc::clone(&self.pending);
+        let session = Arc::clone(&self.session_id);
+        let submitted = self.store.submit(move |store| {
+            let events = std::mem::take(&mut *queue.lock().unwrap_or_else(PoisonError::into_inner));
+            write_events(store, &session, &events);
+        });
+        if submitted.is_err() {
+            let mut pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
+            tracing::error!(
+                session_id = %self.session_id,
+                dropped = pending.len(),
+                "the store thread stopped; events of this session are not stored"
+            );
+            pending.clear();
+        }
+    }
+}
+
+/// Queues one event for `session_id` on the store thread (for a sink that
+/// is not recorded, see `nested_calls`).
+pub(crate) fn store_event(store: &StoreHandle, session_id: &str, event: Event) {
+    let session = session_id.to_owned();
+    let submitted = store.submit(move |store| write_events(store, &session, &[event]));
+    if submitted.is_err() {
+        tracing::error!(
+            session_id,
+            "the store thread stopped; an event was not stored"
+        );
+    }
+}
+
+/// Stores `events` in one transaction (on the store thread).
+fn write_events(store: &mut herald_store::Store, session_id: &str, events: &[Event]) {
+    if events.is_empty() {
+        return;
+    }
+    let rows: Vec<NewEvent> = events
+        .iter()
+        .filter_map(|event| {
+            let payload = serde_json::to_string(event).ok()?;
+            Some(NewEvent {
+                agent_id: event.agent_id.clone(),
+                kind: event_type(&payload)?,
+                payload,
+            })
+        })
+        .collect();
+    if let Err(err) = store.record_events(session_id, &rows) {
+        tracing::warn!(
+            session_id,
+            lost = rows.len(),
+            error = %err,
+            "could not store events"
+        );
+    }
+}
+
+/// The `type` of a serialised event.
+fn event_type(json: &str) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Tag<'a> {
+        #[serde(rename = "type", borrow)]
+        ty: std::borrow::Cow<'a, str>,
+    }
+    serde_json::from_str::<Tag<'_>>(json)
+        .ok()
+        .map(|tag| tag.ty.into_owned())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use herald_protocol::RunStatus;
+    use herald_store::{NewSession, SessionSource};
+
+    use super::*;
+
+    fn store_with(sessions: &[&str]) -> (tempfile::TempDir, StoreHandle) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = StoreHandle::open(&dir.path().join("state.db")).unwrap();
+        for id in sessions {
+            let mut store = herald_store::Store::open(dir.path().join("state.db")).unwrap();
+            store
+                .create_session(&NewSession {
+                    id: (*id).to_owned(),
+                    parent_session_id: None,
+                    agent_id: Some("root".into()),
+                    source: SessionSource::Cli,
+                    cwd: "/w".into(),
+                    model: "m".into(),
+                    provider: "openai".into(),
+                    system_prompt: "s".into(),
+                })
+                .unwrap();
+        }
+        (dir, store)
+    }
+
+    fn completed() -> EventKind {
+        EventKind::RunCompleted {
+            status: RunStatus::Completed,
+            exit_reason: "completed".into(),
+            final_response: "done".into(),
+            iterations: 1,
+            usage: Default::default(),
+            cost_usd: 0.0,
+            duration_ms: 1,
+        }
+    }
+
+    #[tokio::test]
+    async fn recorded_sinks_store_in_emit_order_without_deltas() {
+        let (_dir, store) = store_with(&["ses_root"]);
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let out = Arc::clone(&seen);
+        let root = EventSink::new("ses_root", "root", move |e: Event| {
+            out.lock().unwrap().push(e.kind);
+        })
+        .recorded(&store, "ses_root");
+        let child = root.for_agent("ses_root", "ag_1");
+        root.emit(EventKind::AssistantDelta { text: "x".into() });
+        root.emit(EventKind::Compaction {
+            tokens_before: 2,
+            tokens_after: 1,
+        });
+        child.emit(EventKind::Error {
+            message: "child".into(),
+            fatal: false,
+        });
+        root.finish(completed());
+        // Dropped after the final event: neither shown nor stored.
+        child.emit(EventKind::Error {
+            message: "late".into(),
+            fatal: false,
+        });
+        assert_eq!(seen.lock().unwrap().len(), 4);
+        let stored = store
+            .call(|s| s.load_events("ses_root"))
+            .await
+            .unwrap()
+            .unwrap();
+        let kinds: Vec<_> = stored.iter().map(|e| e.kind.as_str()).collect();
+        assert_eq!(kinds, ["compaction", "error", "run.completed"]);
+        assert_eq!(stored[1].agent_id, "ag_1");
+        assert!(stored.windows(2).all(|w| w[0].id < w[1].id));
+        let last: serde_json::Value = serde_json::from_str(&stored[2].payload).unwrap();
+        assert_eq!(last["type"], "run.completed");
+        assert_eq!(last["final_response"], "done");
+        assert_eq!(last["session_id"], "ses_root");
+    }
+
+    #[tokio::test]
+    async fn a_sink_without_a_store_still_finishes() {
+        let seen = Arc::new(Mutex::new(0));
+        let out = Arc::clone(&seen);
+        let sink = EventSink::new("s", "root", move |_| *out.lock().unwrap() += 1);
+        assert!(!sink.is_recorded());
+        sink.finish(completed());
+        sink.emit(EventKind::Compaction {
+            tokens_before: 2,
+            tokens_after: 1,
+        });
+        assert_eq!(*seen.lock().unwrap(), 1);
+    }
+
+    #[test]
+    fn event_types_come_from_the_json() {
+        let event = Event::new("s", "root", completed());
+        let json = serde_json::to_string(&event).unwrap();
+        assert_eq!(event_type(&json).as_deref(), Some("run.completed"));
+        assert_eq!(event_type("{}"), None);
     }
 }

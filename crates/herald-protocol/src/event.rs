@@ -90,6 +90,10 @@ pub enum EventKind {
         parent_call_id: String,
         name: String,
         status: ToolStatus,
+        /// The call's arguments (JSON text), head and tail kept when long.
+        #[serde(default)]
+        arguments: String,
+        /// Size of the full arguments.
         args_bytes: u64,
         output_bytes: u64,
         duration_ms: u64,
