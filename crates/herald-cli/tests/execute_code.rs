@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{Harness, Wire, last, of_type, stderr, tool_results};
+use common::{Harness, Wire, assert_gone, last, of_type, stderr, tool_results};
 use herald_testkit::{Reply, Script};
 use serde_json::{Value, json};
 
@@ -18,10 +18,60 @@ print("lines with beta:", sum("beta" in line for line in text.splitlines()))
 print("key visible:", "OPENAI_API_KEY" in os.environ)
 "#;
 
+/// Whether Python 3 is there. Without it the test fails, unless
+/// `HERALD_TEST_SKIP_PYTHON=1` is set: then it prints that it was skipped and
+/// this returns `false`.
+fn have_python() -> bool {
+    let Err(err) = herald_exec::find_python("") else {
+        return true;
+    };
+    assert!(
+        std::env::var("HERALD_TEST_SKIP_PYTHON").is_ok_and(|v| v == "1"),
+        "execute_code tests need Python 3 on PATH: {err}. \
+         Install python3, or set HERALD_TEST_SKIP_PYTHON=1 to skip these tests."
+    );
+    eprintln!("SKIPPED (python3 missing, HERALD_TEST_SKIP_PYTHON=1): {err}");
+    false
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_timed_out_script_and_its_children_are_gone_when_the_run_ends() {
+    if !have_python() {
+        return;
+    }
+    let code = "import os, subprocess, time\n\
+        sleeper = subprocess.Popen(['sleep', '1000'])\n\
+        print(os.getpid(), sleeper.pid, flush=True)\n\
+        time.sleep(60)\n";
+    let script = Script::new().conversation(
+        "time out",
+        vec![
+            Reply::tool("execute_code", json!({ "code": code, "timeout": 1 })),
+            Reply::text("It timed out."),
+        ],
+    );
+    let h = Harness::new(script).await;
+    let (output, events) = h.run_json(Wire::OpenAi, &[], "time out in code").await;
+    assert!(output.status.success(), "stderr: {}", stderr(&output));
+    assert_eq!(last(&events)["final_response"], "It timed out.");
+    let requests = h.server.requests();
+    assert_eq!(requests.len(), 2);
+    let results = tool_results(&requests[1].body);
+    let result: Value = serde_json::from_str(&results[0]).unwrap();
+    assert_eq!(result["status"], "timeout", "{result}");
+    let pids: Vec<i32> = result["output"]
+        .as_str()
+        .unwrap()
+        .split_whitespace()
+        .map(|p| p.parse().unwrap())
+        .collect();
+    assert_eq!(pids.len(), 2, "{result}");
+    assert_gone(&pids, "the timed-out script and its child").await;
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn inner_calls_are_events_and_records_but_not_context() {
-    if let Err(err) = herald_exec::find_python("") {
-        eprintln!("skipping: {err}");
+    if !have_python() {
         return;
     }
     let script = Script::new().conversation(

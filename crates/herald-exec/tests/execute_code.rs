@@ -1,12 +1,13 @@
 //! `execute_code` end to end: a real python3, the real socket RPC, real
-//! built-in tools. Each test skips (with a note on stderr) without python3.
+//! built-in tools. Without python3 each test fails, unless
+//! `HERALD_TEST_SKIP_PYTHON=1` is set (then it skips with a note on stderr).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 
 use std::time::Duration;
 
-use common::{alive, config, python, run};
+use common::{SPAWN_SLEEPER, assert_gone, config, python, run, spawned_pids};
 use tokio_util::sync::CancellationToken;
 
 fn work() -> tempfile::TempDir {
@@ -118,20 +119,23 @@ except HeraldToolError as err:
 async fn a_timeout_stops_the_script_and_keeps_its_output() {
     let Some(py) = python() else { return };
     let dir = work();
-    let code = "import time\nprint('started', flush=True)\ntime.sleep(60)\n";
+    let code =
+        format!("{SPAWN_SLEEPER}import time\nprint('started', flush=True)\ntime.sleep(60)\n");
     let r = run(
         config(py),
         dir.path(),
-        code,
+        &code,
         Some(1),
         CancellationToken::new(),
     )
     .await;
     assert_eq!(r.status(), "timeout", "{}", r.json);
     assert!(r.is_error);
-    assert_eq!(r.output(), "started\n");
+    let pids = spawned_pids(r.output());
+    assert_eq!(r.output().lines().nth(1), Some("started"), "{}", r.output());
     assert!(r.error().contains("1 s timeout"), "{}", r.error());
     assert!(r.wall < Duration::from_secs(4), "{:?}", r.wall);
+    assert_gone(&pids, "the timed-out script and its child").await;
 }
 
 #[tokio::test]
@@ -160,31 +164,33 @@ while True:
         r.wall
     );
     let pid: i32 = r.output().trim().parse().unwrap();
-    assert!(!alive(pid), "the script survived");
+    assert_gone(&[pid], "the script ignoring SIGTERM").await;
 }
 
 #[tokio::test]
 async fn an_interrupt_kills_the_script_at_once() {
     let Some(py) = python() else { return };
     let dir = work();
-    let code = r#"
-import os, signal, time
+    let code = format!(
+        "{SPAWN_SLEEPER}{}",
+        r#"
+import signal, time
 signal.signal(signal.SIGTERM, signal.SIG_IGN)
-print(os.getpid(), flush=True)
 time.sleep(60)
-"#;
+"#
+    );
     let cancel = CancellationToken::new();
     let trigger = cancel.clone();
     tokio::spawn(async move {
         tokio::time::sleep(Duration::from_millis(700)).await;
         trigger.cancel();
     });
-    let r = run(config(py), dir.path(), code, None, cancel).await;
+    let r = run(config(py), dir.path(), &code, None, cancel).await;
     assert_eq!(r.status(), "interrupted", "{}", r.json);
     assert!(r.is_error);
     assert!(r.wall < Duration::from_secs(3), "{:?}", r.wall);
-    let pid: i32 = r.output().trim().parse().unwrap();
-    assert!(!alive(pid), "the script survived the interrupt");
+    let pids = spawned_pids(r.output());
+    assert_gone(&pids, "the interrupted script and its child").await;
 }
 
 #[tokio::test]

@@ -234,23 +234,76 @@ fn for_each_follow_up(requests: &[RecordedRequest], mut f: impl FnMut(usize, usi
     }
 }
 
-/// Every pairing violation across `requests`, naming the request index.
-pub fn pairing_violations(requests: &[RecordedRequest]) -> Vec<String> {
-    let mut out = Vec::new();
-    for (i, r) in requests.iter().enumerate() {
-        match r.view() {
-            Ok(view) => out.extend(check_pairing(&view).into_iter().map(|e| {
+/// The pairing violations of request `i` alone, each naming the request.
+fn pairing_of(requests: &[RecordedRequest], i: usize) -> Vec<String> {
+    let r = &requests[i];
+    match r.view() {
+        Ok(view) => check_pairing(&view)
+            .into_iter()
+            .map(|e| {
                 format!(
                     "request #{i} (conversation {:?}): {e}",
                     excerpt(&r.conversation, 60)
                 )
-            })),
-            Err(e) => out.push(format!(
-                "request #{i} ({}): not a valid chat request: {e}",
-                r.path
-            )),
+            })
+            .collect(),
+        Err(e) => vec![format!(
+            "request #{i} ({}): not a valid chat request: {e}",
+            r.path
+        )],
+    }
+}
+
+/// Every pairing violation across `requests`, naming the request index.
+pub fn pairing_violations(requests: &[RecordedRequest]) -> Vec<String> {
+    (0..requests.len())
+        .flat_map(|i| pairing_of(requests, i))
+        .collect()
+}
+
+/// The request that request `i` must extend, if any: the latest earlier
+/// request of the same conversation that parsed and is not a summary request
+/// (the same predecessor [`prefix_violations`] uses).
+fn predecessor(requests: &[RecordedRequest], i: usize) -> Option<usize> {
+    let conversation = requests.get(i)?.conversation.as_str();
+    (0..i).rev().find(|&j| {
+        let r = &requests[j];
+        r.conversation == conversation && r.view().is_ok() && !is_summary_request(&r.body)
+    })
+}
+
+/// Both checks for request `i` alone, against the requests before it: its
+/// tool pairing, and (unless it is a context compaction) whether it extends
+/// its conversation's previous request. The result is what [`violations`]
+/// reports for request `i`, so a server can check each request on arrival.
+pub fn request_violations(requests: &[RecordedRequest], i: usize) -> Vec<String> {
+    if i >= requests.len() {
+        return Vec::new();
+    }
+    let mut out = pairing_of(requests, i);
+    if requests[i].view().is_err() {
+        return out;
+    }
+    if let Some(p) = predecessor(requests, i) {
+        let (prev, cur) = (&requests[p].body, &requests[i].body);
+        let errors = check_prefix(prev, cur);
+        if !errors.is_empty() && !is_compaction(prev, cur) {
+            let conv = excerpt(&requests[i].conversation, 60);
+            out.extend(
+                errors
+                    .into_iter()
+                    .map(|e| format!("conversation {conv:?}: request #{p} -> #{i}: {e}")),
+            );
         }
     }
+    out
+}
+
+/// Every violation of both invariants across `requests`: the pairing
+/// violations first, then the prefix-stability ones.
+pub fn violations(requests: &[RecordedRequest]) -> Vec<String> {
+    let mut out = pairing_violations(requests);
+    out.extend(prefix_violations(requests));
     out
 }
 
@@ -530,5 +583,45 @@ mod tests {
         let e = pairing_violations(&reqs);
         assert_eq!(e.len(), 1, "{e:?}");
         assert!(e[0].contains("request #4"), "{e:?}");
+        assert_eq!(violations(&reqs).len(), 2);
+        assert_same_as_per_request(&reqs);
+    }
+
+    /// Checking each request on arrival finds exactly what the whole-log
+    /// check finds.
+    fn assert_same_as_per_request(reqs: &[RecordedRequest]) {
+        let mut whole = violations(reqs);
+        let mut each: Vec<String> = (0..reqs.len())
+            .flat_map(|i| request_violations(reqs, i))
+            .collect();
+        whole.sort();
+        each.sort();
+        assert_eq!(each, whole);
+        assert!(request_violations(reqs, reqs.len()).is_empty());
+    }
+
+    #[test]
+    fn per_request_checks_follow_compactions_and_summary_requests() {
+        let body = |messages: Value| json!({"messages": messages});
+        let prev = body(json!([{"role": "user", "content": "task"},
+            {"role": "assistant", "content": "a"}, {"role": "user", "content": "b"}]));
+        let ask = body(json!([{"role": "user", "content": "task"},
+            {"role": "user", "content": "[herald] Request for context compaction: summarise"}]));
+        let compacted = body(json!([{"role": "user", "content": "task"},
+            {"role": "user", "content": "[herald] Summary (context compaction)"},
+            {"role": "user", "content": "b"}]));
+        let shrunk = body(json!([{"role": "user", "content": "task"}]));
+        let reqs = vec![
+            recorded("task", prev),
+            recorded("task", ask),
+            recorded("task", compacted),
+            recorded("task", shrunk),
+        ];
+        assert!(request_violations(&reqs, 1).is_empty());
+        assert!(request_violations(&reqs, 2).is_empty());
+        let e = request_violations(&reqs, 3);
+        assert_eq!(e.len(), 1, "{e:?}");
+        assert!(e[0].contains("request #2 -> #3: history shrank"), "{e:?}");
+        assert_same_as_per_request(&reqs);
     }
 }

@@ -6,7 +6,10 @@
 //! ([`RecordedRequest`]) and can be checked against the two invariants every
 //! herald request must keep: each tool call has exactly one result
 //! ([`check_pairing`]) and each request extends the previous request of its
-//! conversation ([`check_prefix`]). Latency, HTTP errors, broken streams and
+//! conversation ([`check_prefix`]). The server checks both on every request
+//! by itself: a violating request is answered with HTTP 400, and dropping the
+//! server panics with a report of every violation unless the test opted out
+//! with [`ScriptedServer::skip_invariants`] and a reason. Latency, HTTP errors, broken streams and
 //! OpenAI server quirks can be injected.
 //!
 //! ```no_run
@@ -22,7 +25,7 @@
 //! )
 //! .await?;
 //! // point a client at server.openai_base_url() or server.anthropic_base_url() ...
-//! server.assert_invariants();
+//! // Dropping `server` checks tool pairing and prefix stability of every request.
 //! # Ok(())
 //! # }
 //! ```
@@ -46,7 +49,7 @@ pub use canonical::{canonical_message, canonical_request, strip_cache_control};
 pub use fault::Fault;
 pub use invariants::{
     check_pairing, check_prefix, is_compaction, is_compaction_text, is_summary_request,
-    pairing_violations, prefix_stability, prefix_violations,
+    pairing_violations, prefix_stability, prefix_violations, request_violations, violations,
 };
 pub use normalize::{Api, NormMessage, RequestView};
 pub use record::RecordedRequest;

@@ -40,6 +40,8 @@ struct Shared {
     log: Mutex<Vec<RecordedRequest>>,
     cache: Mutex<PrefixCache>,
     serial: AtomicU64,
+    /// Why this server's invariant checks are off, if a test opted out.
+    skip_reason: Mutex<Option<String>>,
 }
 
 impl Shared {
@@ -52,6 +54,14 @@ impl Shared {
 
 /// A scripted OpenAI/Anthropic-compatible server on `127.0.0.1`, running in
 /// the current tokio runtime until dropped.
+///
+/// Tool pairing and prefix stability are checked on every request without
+/// the test asking: a request that breaks either is answered with HTTP 400
+/// naming the violation (instead of its scripted reply; injected status
+/// faults are still sent), and dropping the server panics with a report of
+/// every violation among the recorded requests (unless the thread is already
+/// panicking). A test that sends invalid histories on purpose opts out with
+/// [`ScriptedServer::skip_invariants`], giving its reason.
 pub struct ScriptedServer {
     shared: Arc<Shared>,
     addr: SocketAddr,
@@ -69,6 +79,27 @@ impl std::fmt::Debug for ScriptedServer {
 impl Drop for ScriptedServer {
     fn drop(&mut self) {
         self.task.abort();
+        if let Some(reason) = lock(&self.shared.skip_reason).as_deref() {
+            eprintln!("herald-testkit: invariant checks skipped: {reason}");
+            return;
+        }
+        let Err(errors) = self.check_invariants() else {
+            return;
+        };
+        let report = format!(
+            "herald-testkit: {} invariant violation(s) among the {} requests this server \
+             received (checked when the server is dropped; a test that sends invalid \
+             histories on purpose calls skip_invariants(reason)):\n  {}",
+            errors.len(),
+            self.request_count(),
+            errors.join("\n  ")
+        );
+        if std::thread::panicking() {
+            // The test already failed; add the report without a double panic.
+            eprintln!("{report}");
+        } else {
+            panic!("{report}");
+        }
     }
 }
 
@@ -85,6 +116,7 @@ impl ScriptedServer {
             log: Mutex::new(Vec::new()),
             cache: Mutex::new(PrefixCache::default()),
             serial: AtomicU64::new(0),
+            skip_reason: Mutex::new(None),
         });
         let router = Router::new()
             .route("/v1/chat/completions", post(openai))
@@ -150,11 +182,26 @@ impl ScriptedServer {
         invariants::prefix_violations(&self.requests())
     }
 
+    /// Turns off the automatic invariant checks (the HTTP 400 on arrival and
+    /// the report when the server is dropped), for a test that sends invalid
+    /// histories on purpose. Call it before the first request. `reason` says
+    /// why and is printed when the server is dropped; explicit calls to
+    /// [`ScriptedServer::check_invariants`] still work.
+    ///
+    /// # Panics
+    ///
+    /// If `reason` is empty or blank: opting out needs a reason.
+    pub fn skip_invariants(&self, reason: &str) {
+        assert!(
+            !reason.trim().is_empty(),
+            "skip_invariants needs a reason saying why this test's requests may break tool pairing or prefix stability"
+        );
+        *lock(&self.shared.skip_reason) = Some(reason.trim().to_string());
+    }
+
     /// Both invariant checks over all recorded requests.
     pub fn check_invariants(&self) -> Result<(), Vec<String>> {
-        let requests = self.requests();
-        let mut errors = invariants::pairing_violations(&requests);
-        errors.extend(invariants::prefix_violations(&requests));
+        let errors = invariants::violations(&self.requests());
         if errors.is_empty() {
             Ok(())
         } else {
@@ -274,11 +321,12 @@ async fn handle(s: Arc<Shared>, api: Api, uri: Uri, headers: HeaderMap, raw: Byt
         .as_ref()
         .map(|v| (v.conversation.clone(), v.turn))
         .unwrap_or_default();
-    let plan = plan(&s, api, &body, raw.len(), view);
+    let mut plan = plan(&s, api, &body, raw.len(), view);
     let status = match &plan {
         Plan::Error { code, .. } => *code,
         Plan::Reply { .. } => 200,
     };
+    let checked = lock(&s.skip_reason).is_none();
     let index = {
         let mut log = lock(&s.log);
         log.push(RecordedRequest {
@@ -300,7 +348,32 @@ async fn handle(s: Arc<Shared>, api: Api, uri: Uri, headers: HeaderMap, raw: Byt
             responded_at: None,
             status,
         });
-        log.len() - 1
+        let index = log.len() - 1;
+        // Each request is checked on arrival, so a violation fails the run
+        // where it happens instead of only in the report at drop time.
+        let errors = if checked {
+            invariants::request_violations(&log, index)
+        } else {
+            Vec::new()
+        };
+        // An injected fault or a script error is still answered as asked;
+        // the violation shows in the report when the server is dropped.
+        if !errors.is_empty() && matches!(plan, Plan::Reply { .. }) {
+            log[index].status = 400;
+            plan = Plan::Error {
+                code: 400,
+                retry_after_secs: None,
+                body: error_json(
+                    api,
+                    400,
+                    &format!(
+                        "testkit: invariant violated by this request: {}",
+                        errors.join("; ")
+                    ),
+                ),
+            };
+        }
+        index
     };
     let latency = *lock(&s.latency);
     if !latency.is_zero() {

@@ -374,6 +374,7 @@ async fn routing_responder_and_exhaustion() {
     assert_eq!(server.requests().last().unwrap().status, 400);
 
     let empty = ScriptedServer::start(Script::new()).await.unwrap();
+    empty.skip_invariants("sends a body that is not JSON on purpose");
     let url = format!("{}/v1/messages", empty.url());
     let r = post(
         &url,
@@ -429,7 +430,7 @@ async fn status_faults_are_fifo_with_retry_after() {
 
     let r = post(
         &an,
-        &anthropic_body(json!([{"role": "user", "content": "hello"}])),
+        &anthropic_body(json!([{"role": "user", "content": "hello over anthropic"}])),
     )
     .await;
     assert_eq!(r.status(), 529);
@@ -460,7 +461,7 @@ async fn truncated_stream_ends_without_marker() {
     let an = format!("{}/v1/messages", server.anthropic_base_url());
     let raw = post(
         &an,
-        &anthropic_body(json!([{"role": "user", "content": "hello"}])),
+        &anthropic_body(json!([{"role": "user", "content": "hello over anthropic"}])),
     )
     .await
     .text()
@@ -592,7 +593,7 @@ async fn non_streamed_requests_get_json() {
         "read_file"
     );
     let an = format!("{}/v1/messages", server.anthropic_base_url());
-    let mut body = anthropic_body(json!([{"role": "user", "content": "hello"}]));
+    let mut body = anthropic_body(json!([{"role": "user", "content": "hello over anthropic"}]));
     body["stream"] = json!(false);
     let v: Value = post(&an, &body).await.json().await.unwrap();
     assert_eq!(
@@ -604,6 +605,7 @@ async fn non_streamed_requests_get_json() {
 #[tokio::test]
 async fn invariant_violations_are_reported() {
     let server = ScriptedServer::start(hello_server_script()).await.unwrap();
+    server.skip_invariants("breaks both invariants on purpose to test the reports");
     let oa = format!("{}/chat/completions", server.openai_base_url());
     let sys = |s: &str| json!({"role": "system", "content": s});
     let user = json!({"role": "user", "content": "hello"});
@@ -639,4 +641,75 @@ async fn invariant_violations_are_reported() {
     let panic =
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| server.assert_invariants()));
     assert!(panic.is_err());
+}
+
+#[tokio::test]
+async fn violations_are_answered_with_400_and_fail_the_drop() {
+    let server = ScriptedServer::start(hello_server_script()).await.unwrap();
+    let oa = format!("{}/chat/completions", server.openai_base_url());
+    let user = json!({"role": "user", "content": "hello"});
+    let r = post(&oa, &openai_body(json!([user]))).await;
+    assert_eq!(r.status(), 200);
+    r.text().await.unwrap();
+    // An orphan tool result: answered with 400 naming the violation.
+    let orphan = json!({"role": "tool", "tool_call_id": "nope", "content": "x"});
+    let r = post(&oa, &openai_body(json!([user, orphan]))).await;
+    assert_eq!(r.status(), 400);
+    let body: Value = r.json().await.unwrap();
+    let msg = body["error"]["message"].as_str().unwrap();
+    assert!(
+        msg.contains("invariant violated") && msg.contains("unknown tool call \"nope\""),
+        "{msg}"
+    );
+    assert_eq!(server.requests()[1].status, 400);
+    // Dropping the server reports the violation without being asked.
+    let dropped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(server)));
+    let report = dropped.unwrap_err();
+    let report = report.downcast_ref::<String>().unwrap();
+    assert!(
+        report.contains("1 invariant violation(s)") && report.contains("request #1"),
+        "{report}"
+    );
+}
+
+#[tokio::test]
+async fn the_drop_check_does_not_panic_twice_and_skipping_needs_a_reason() {
+    let server = ScriptedServer::start(hello_server_script()).await.unwrap();
+    let oa = format!("{}/chat/completions", server.openai_base_url());
+    let call = json!({"role": "assistant", "content": null, "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "read_file", "arguments": "{}"}}]});
+    let r = post(
+        &oa,
+        &openai_body(json!([{"role": "user", "content": "hello"}, call])),
+    )
+    .await;
+    assert_eq!(r.status(), 400);
+    // The test fails first; the drop check must not turn that into an abort.
+    let first = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
+        let _server = server;
+        panic!("the test's own failure");
+    }));
+    let payload = first.unwrap_err();
+    assert_eq!(
+        payload.downcast_ref::<&str>(),
+        Some(&"the test's own failure")
+    );
+
+    let server = ScriptedServer::start(hello_server_script()).await.unwrap();
+    let blank = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        server.skip_invariants("  ")
+    }));
+    assert!(blank.is_err(), "an empty reason is refused");
+    server.skip_invariants("checks that a given reason turns the checks off");
+    let r = post(
+        &format!("{}/chat/completions", server.openai_base_url()),
+        &openai_body(json!([{"role": "user", "content": "hello"}, call])),
+    )
+    .await;
+    assert_eq!(r.status(), 200, "no 400 once skipped");
+    r.text().await.unwrap();
+    assert!(
+        server.check_invariants().is_err(),
+        "explicit checks still run"
+    );
 }

@@ -168,12 +168,86 @@ impl LiveRun {
         .unwrap();
     }
 
-    /// Reads the remaining events and waits for the exit.
+    /// Reads the remaining events and waits for the exit (at most 30 s: a
+    /// herald that does not exit, or a leftover process holding its stdout,
+    /// fails the test). Asserts the herald process is gone afterwards.
     pub async fn finish(mut self) -> (std::process::ExitStatus, Vec<Value>) {
-        while let Some(line) = self.lines.next_line().await.unwrap() {
-            self.seen.push(line);
-        }
-        let status = self.child.wait().await.unwrap();
+        let pid = self.child.id().unwrap() as i32;
+        let rest = async {
+            while let Some(line) = self.lines.next_line().await.unwrap() {
+                self.seen.push(line);
+            }
+            self.child.wait().await.unwrap()
+        };
+        let status = tokio::time::timeout(std::time::Duration::from_secs(30), rest)
+            .await
+            .unwrap_or_else(|_| panic!("herald (pid {pid}) did not exit within 30 s"));
+        assert_gone(&[pid], "the herald process").await;
         (status, parse_events(self.seen.join("\n").as_bytes()))
     }
+}
+
+/// A `terminal` command that writes its shell's pid and the pid of a `sleep`
+/// it starts to `file` (relative to the working directory), then waits: both
+/// must be gone once herald stops the command.
+pub fn sleeper_command(file: &str) -> String {
+    format!("echo $$ > {file}.tmp; sleep 1000 & echo $! >> {file}.tmp; mv {file}.tmp {file}; wait")
+}
+
+impl Harness {
+    /// Waits (at most 20 s) until the [`sleeper_command`] writing `file` has
+    /// recorded both its pids, and returns them.
+    pub async fn sleeper_pids(&self, file: &str) -> Vec<i32> {
+        let path = self.work_path().join(file);
+        let t0 = std::time::Instant::now();
+        loop {
+            if let Ok(text) = std::fs::read_to_string(&path) {
+                let pids: Vec<i32> = text.lines().map(|l| l.trim().parse().unwrap()).collect();
+                assert_eq!(pids.len(), 2, "{text:?}");
+                return pids;
+            }
+            assert!(
+                t0.elapsed() < std::time::Duration::from_secs(20),
+                "the sleeper command never wrote {}",
+                path.display()
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    }
+}
+
+/// Whether `pid` is gone: no such process, or only a zombie left (a zombie
+/// runs nothing; it waits for a parent, or a PID 1 that may never reap it).
+pub fn is_gone(pid: i32) -> bool {
+    match nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None) {
+        Err(nix::errno::Errno::ESRCH) => true,
+        Err(e) => panic!("kill({pid}, 0): {e}"),
+        Ok(()) => std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .map(|stat| {
+                // The state follows the parenthesised command name.
+                stat.rsplit_once(')')
+                    .is_some_and(|(_, rest)| rest.trim_start().starts_with(['Z', 'X']))
+            })
+            .unwrap_or(true),
+    }
+}
+
+/// Asserts every pid in `pids` is gone within 5 s.
+pub async fn assert_gone(pids: &[i32], what: &str) {
+    let t0 = std::time::Instant::now();
+    while t0.elapsed() < std::time::Duration::from_secs(5) {
+        if pids.iter().all(|&p| is_gone(p)) {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let alive: Vec<i32> = pids.iter().copied().filter(|&p| !is_gone(p)).collect();
+    // Do not leave them behind for the next test.
+    for &p in &alive {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(p),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+    panic!("{what}: process(es) {alive:?} still running 5 s after herald stopped");
 }

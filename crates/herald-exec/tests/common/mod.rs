@@ -12,14 +12,24 @@ use herald_tools::{AgentState, CallObserver, NestedCall, ToolContext, ToolRegist
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-/// The interpreter, or `None` (the caller skips) when python3 is missing.
+/// The variable that lets the `execute_code` tests skip when Python 3 is
+/// missing; without it a missing interpreter fails them.
+pub const SKIP_PYTHON: &str = "HERALD_TEST_SKIP_PYTHON";
+
+/// The interpreter. When python3 is missing this panics, unless
+/// `HERALD_TEST_SKIP_PYTHON=1` is set: then it prints that the test was
+/// skipped and returns `None` (the caller returns).
 pub fn python() -> Option<PathBuf> {
     match find_python("") {
         Ok(path) => Some(path),
-        Err(err) => {
-            eprintln!("skipping: {err}");
+        Err(err) if std::env::var(SKIP_PYTHON).is_ok_and(|v| v == "1") => {
+            eprintln!("SKIPPED (python3 missing, {SKIP_PYTHON}=1): {err}");
             None
         }
+        Err(err) => panic!(
+            "execute_code tests need Python 3 on PATH: {err}. \
+             Install python3, or set {SKIP_PYTHON}=1 to skip these tests."
+        ),
     }
 }
 
@@ -116,7 +126,57 @@ pub async fn run(
     }
 }
 
-/// Whether a process with this pid still exists.
-pub fn alive(pid: i32) -> bool {
-    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok()
+/// Whether `pid` is gone: `kill(pid, 0)` fails with ESRCH, or only a zombie
+/// is left (it runs nothing; an orphan waits for a PID 1 that may never reap
+/// it).
+pub fn is_gone(pid: i32) -> bool {
+    match nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None) {
+        Err(nix::errno::Errno::ESRCH) => true,
+        Err(e) => panic!("kill({pid}, 0): {e}"),
+        Ok(()) => std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .map(|stat| {
+                stat.rsplit_once(')')
+                    .is_some_and(|(_, rest)| rest.trim_start().starts_with(['Z', 'X']))
+            })
+            .unwrap_or(true),
+    }
+}
+
+/// Asserts every pid in `pids` is gone within 2 s (SIGKILLing survivors so
+/// they do not outlive the test).
+pub async fn assert_gone(pids: &[i32], what: &str) {
+    let t0 = std::time::Instant::now();
+    while t0.elapsed() < Duration::from_secs(2) {
+        if pids.iter().all(|&p| is_gone(p)) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let alive: Vec<i32> = pids.iter().copied().filter(|&p| !is_gone(p)).collect();
+    for &p in &alive {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(p),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+    panic!("{what}: process(es) {alive:?} still running after the call ended");
+}
+
+/// Python that starts a `sleep` grandchild and prints `SCRIPT_PID SLEEP_PID`
+/// on its first line.
+pub const SPAWN_SLEEPER: &str = "import os, subprocess\n\
+    _sleeper = subprocess.Popen(['sleep', '1000'])\n\
+    print(os.getpid(), _sleeper.pid, flush=True)\n";
+
+/// The two pids [`SPAWN_SLEEPER`] printed on the first line of `output`.
+pub fn spawned_pids(output: &str) -> Vec<i32> {
+    let pids: Vec<i32> = output
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .split_whitespace()
+        .map(|p| p.parse().unwrap())
+        .collect();
+    assert_eq!(pids.len(), 2, "{output:?}");
+    pids
 }

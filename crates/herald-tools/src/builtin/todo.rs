@@ -790,8 +790,9 @@ mod tests {
         // Assigned ids never collide with given ones.
         let all = ids(&out);
         let mut unique = all.clone();
+        unique.sort();
         unique.dedup();
-        assert_eq!(all.len(), unique.len());
+        assert_eq!(all.len(), unique.len(), "duplicate ids in {all:?}");
     }
 
     #[tokio::test]
