@@ -1,10 +1,13 @@
-//! `herald doctor`: one line per check (config, credentials, provider,
-//! store, Python for `execute_code`, Landlock), each `ok`, `warn` or `fail`.
-//! Exits 1 when a check fails. Never prints a key.
+//! `herald doctor`: one line per check (config, credentials, provider, the
+//! `[delegation]` child provider when set, store, Python for `execute_code`,
+//! Landlock), each `ok`, `warn` or `fail`. Exits 1 when a check fails
+//! (unknown config keys included), 2 when the config file is invalid (it
+//! does not parse or a number is out of range). Never prints a key.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use herald_core::config::ChildProvider;
 use herald_core::{Config, ProviderKind, Settings};
 use herald_exec::LandlockSupport;
 use serde::Serialize;
@@ -78,6 +81,9 @@ pub(crate) async fn doctor(common: &CommonArgs, args: DoctorArgs) -> Result<Exit
             "not checked: no usable provider settings",
         ),
     });
+    if let Some(child) = settings.as_ref().and_then(|s| s.child.as_ref()) {
+        checks.push(child_provider_check(child).await);
+    }
     checks.push(store_check(&home).await);
     let code_exec = settings
         .as_ref()
@@ -106,7 +112,11 @@ pub(crate) async fn doctor(common: &CommonArgs, args: DoctorArgs) -> Result<Exit
             println!("{status:<5} {:<12} {}", c.name, c.detail);
         }
     }
-    Ok(if failed {
+    // An unreadable or out-of-range config file is a configuration error
+    // (exit 2), as for every command that loads it; other failures exit 1.
+    Ok(if config.is_none() {
+        Exit::Usage
+    } else if failed {
         Exit::Failed
     } else {
         Exit::Completed
@@ -115,6 +125,20 @@ pub(crate) async fn doctor(common: &CommonArgs, args: DoctorArgs) -> Result<Exit
 
 fn config_check(path: &Path, checks: &mut Vec<Check>) -> Option<Config> {
     let (status, detail, config) = match Config::load(path) {
+        Ok(config) if config.warnings.iter().any(|w| w.is_unknown_key()) => (
+            Level::Fail,
+            format!(
+                "{}: {}; fix or remove the unknown keys",
+                path.display(),
+                warning_list(&config)
+            ),
+            Some(config),
+        ),
+        Ok(config) if !config.warnings.is_empty() => (
+            Level::Warn,
+            format!("{} parses; {}", path.display(), warning_list(&config)),
+            Some(config),
+        ),
         Ok(config) if path.exists() => (
             Level::Ok,
             format!("{} parses", path.display()),
@@ -132,6 +156,16 @@ fn config_check(path: &Path, checks: &mut Vec<Check>) -> Option<Config> {
     };
     checks.push(check("config", status, detail));
     config
+}
+
+/// The file's warnings on one line.
+fn warning_list(config: &Config) -> String {
+    config
+        .warnings
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 fn credentials_check(
@@ -157,36 +191,78 @@ fn credentials_check(
     )
 }
 
-/// The models endpoint of the configured provider: cheap, and every
-/// compatible server answers it (any HTTP answer proves reachability).
-fn models_url(settings: &Settings) -> String {
-    let base = match settings.base_url.trim() {
-        "" => settings.provider.default_base_url(),
+/// The models endpoint of a provider: cheap, and every compatible server
+/// answers it (any HTTP answer proves reachability).
+fn models_url(provider: ProviderKind, base_url: &str) -> String {
+    let base = match base_url.trim() {
+        "" => provider.default_base_url(),
         base => base,
     }
     .trim_end_matches('/');
-    match settings.provider {
+    match provider {
         ProviderKind::Anthropic if !base.ends_with("/v1") => format!("{base}/v1/models"),
         _ => format!("{base}/models"),
     }
 }
 
 async fn provider_check(settings: &Settings) -> Check {
+    probe(
+        "provider",
+        settings.provider,
+        &settings.base_url,
+        settings.api_key.as_deref(),
+    )
+    .await
+}
+
+/// The `[delegation]` override's endpoint, checked like the root's: where
+/// its key comes from, and whether the endpoint answers.
+async fn child_provider_check(child: &ChildProvider) -> Check {
+    let key = match &child.key_source {
+        Some(source) => format!("API key from {source}"),
+        None => "no API key (a local server needs none)".to_owned(),
+    };
+    let reached = probe(
+        "child provider",
+        child.provider,
+        &child.base_url,
+        child.api_key.as_deref(),
+    )
+    .await;
+    check(
+        "child provider",
+        reached.status,
+        format!(
+            "[delegation] children use provider {}, model {}, {key}; {}",
+            child.provider.as_str(),
+            child.model,
+            reached.detail
+        ),
+    )
+}
+
+/// Asks `provider`'s models endpoint with `api_key` the way its client would.
+async fn probe(
+    name: &'static str,
+    provider: ProviderKind,
+    base_url: &str,
+    api_key: Option<&str>,
+) -> Check {
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let url = models_url(settings);
+    let url = models_url(provider, base_url);
     let client = match reqwest::Client::builder().timeout(PROBE_TIMEOUT).build() {
         Ok(client) => client,
         Err(err) => {
             return check(
-                "provider",
+                name,
                 Level::Fail,
                 format!("cannot build an HTTP client: {err}"),
             );
         }
     };
     let mut request = client.get(&url);
-    if let Some(key) = &settings.api_key {
-        request = match settings.provider {
+    if let Some(key) = api_key {
+        request = match provider {
             ProviderKind::OpenAi => request.bearer_auth(key),
             ProviderKind::Anthropic => request
                 .header("x-api-key", key)
@@ -198,29 +274,29 @@ async fn provider_check(settings: &Settings) -> Check {
             let code = response.status();
             if code == reqwest::StatusCode::UNAUTHORIZED || code == reqwest::StatusCode::FORBIDDEN {
                 check(
-                    "provider",
+                    name,
                     Level::Warn,
                     format!(
                         "{url} is reachable but refused the API key (HTTP {}); check {}",
                         code.as_u16(),
-                        settings.provider.key_var()
+                        provider.key_var()
                     ),
                 )
             } else {
                 check(
-                    "provider",
+                    name,
                     Level::Ok,
                     format!("{url} answered HTTP {}", code.as_u16()),
                 )
             }
         }
         Err(err) => check(
-            "provider",
+            name,
             Level::Fail,
             format!(
                 "cannot reach {url}: {}; check the base URL ({}) and the network",
                 herald_core::error_chain(&err),
-                settings.provider.base_url_var()
+                provider.base_url_var()
             ),
         ),
     }

@@ -4,7 +4,6 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use herald_core::Config;
 use herald_knowledge::memory::{MemorySnapshot, parse_entries};
 use herald_knowledge::{MemoryLimits, MemoryStore, MemoryTarget};
 use serde_json::json;
@@ -18,7 +17,7 @@ use crate::{CliError, Exit, setup};
 pub(crate) async fn memory(common: &CommonArgs, action: MemoryAction) -> Result<Exit, CliError> {
     let env = setup::environment();
     let (home, config_path) = setup::config_location(common, &env);
-    let config = Config::load(&config_path).map_err(CliError::usage)?;
+    let config = crate::config_cmd::load(&config_path)?;
     let store = MemoryStore::new(&home, herald_core::memory_limits(&config.memory));
     match action {
         MemoryAction::Show { json } => show(&store, json),

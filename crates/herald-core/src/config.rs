@@ -1,5 +1,13 @@
 //! `config.toml`, environment variables and command-line flags merged into
 //! the settings a run uses (flags > env > file > defaults).
+//!
+//! Loading checks the file (`check.rs`): unknown keys and sections that are
+//! not implemented yet become [`ConfigWarning`]s, numbers outside their
+//! documented range are a [`ConfigError::OutOfRange`]. `show.rs` renders the
+//! effective settings for `herald config show`.
+
+mod check;
+mod show;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -11,17 +19,25 @@ use serde::{Deserialize, Serialize};
 pub use crate::config_sections::{
     CodeExecutionConfig, CompressionConfig, DelegationConfig, MemoryConfig,
 };
+pub use check::ConfigWarning;
+pub use show::EffectiveConfig;
 
 /// A configuration problem; the CLI exits with code 2 and prints the message.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
+    /// The file exists but cannot be read.
     #[error("cannot read {path}: {source}")]
     Read {
         path: PathBuf,
         source: std::io::Error,
     },
+    /// The file is not valid TOML or a value has the wrong type.
     #[error("invalid config file {path}: {message}")]
     Parse { path: PathBuf, message: String },
+    /// A number outside its documented range.
+    #[error("{0}")]
+    OutOfRange(Box<OutOfRange>),
+    /// Any other invalid value; the message names it.
     #[error("{0}")]
     Invalid(String),
     #[error(
@@ -33,6 +49,39 @@ pub enum ConfigError {
         base_var: &'static str,
         config: String,
     },
+    /// `[delegation] provider` names another provider, and nothing says how
+    /// to reach it.
+    #[error(
+        "no API key or base URL for the [delegation] provider '{provider}' (children do not reuse the parent's {parent} key): set {key_var} (or {base_var} for a local server), or api_key / base_url under [delegation] in {config}"
+    )]
+    MissingChildCredentials {
+        provider: &'static str,
+        parent: &'static str,
+        key_var: &'static str,
+        base_var: &'static str,
+        config: String,
+    },
+}
+
+/// A number outside its documented range: what [`ConfigError::OutOfRange`]
+/// reports.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error(
+    "{path}: {key} = {value} is out of range; allowed: {allowed} ({meaning}). Change it, or remove the line to use the default ({default})"
+)]
+pub struct OutOfRange {
+    /// The config file.
+    pub path: PathBuf,
+    /// `[compression] threshold`, or a top-level key or flag.
+    pub key: String,
+    /// The value as written.
+    pub value: String,
+    /// The allowed range, e.g. `0.05 to 0.95`.
+    pub allowed: String,
+    /// What the setting means.
+    pub meaning: &'static str,
+    /// The value used when the key is absent.
+    pub default: &'static str,
 }
 
 /// Network behaviour of provider clients.
@@ -45,6 +94,7 @@ pub struct NetworkConfig {
     pub retry_base_delay_ms: u64,
     /// Seconds without a byte before a stream is abandoned and retried.
     pub stream_idle_timeout: u64,
+    /// Seconds to establish a connection to the provider.
     pub connect_timeout: u64,
 }
 
@@ -75,36 +125,55 @@ impl Default for ToolsConfig {
     }
 }
 
-/// The contents of `config.toml`. Sections later features read are kept as
-/// raw tables so a file written for a newer herald still loads.
+/// The contents of `config.toml`. Unknown keys and the sections herald does
+/// not implement yet (`[permissions]`, `[mcp_servers]`, ...) are kept as raw
+/// tables in `other`, so a file written for a newer herald still loads; each
+/// one is reported in `warnings`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Config {
+    /// Model name; the provider's default when unset.
     pub model: Option<String>,
+    /// `openai` (any OpenAI-compatible server) or `anthropic`.
     pub provider: Option<String>,
+    /// Provider base URL; the provider's public endpoint when unset.
     pub base_url: Option<String>,
+    /// Provider key; the provider's key variable wins over it.
     pub api_key: Option<String>,
+    /// Model requests per turn (default 90).
     pub max_iterations: Option<u32>,
+    /// Output token cap per reply.
     pub max_tokens: Option<u32>,
+    /// Toolsets to enable; all when unset.
     pub toolsets: Option<Vec<String>>,
+    /// `[network]`.
     pub network: NetworkConfig,
+    /// `[tools]`.
     pub tools: ToolsConfig,
+    /// `[delegation]`.
     pub delegation: DelegationConfig,
+    /// `[memory]`.
     pub memory: MemoryConfig,
+    /// `[compression]`.
     pub compression: CompressionConfig,
+    /// `[code_execution]`.
     pub code_execution: CodeExecutionConfig,
+    /// Every other key of the file, unread.
     #[serde(flatten)]
     pub other: toml::Table,
+    /// What the check of the file found that does not stop herald: unknown
+    /// keys (with the closest valid key) and unimplemented sections.
+    #[serde(skip)]
+    pub warnings: Vec<ConfigWarning>,
 }
 
 impl Config {
-    /// Loads `path`; a missing file is an empty configuration.
+    /// Loads and checks `path`; a missing file is an empty configuration.
+    /// A number out of its range is an error; unknown keys and
+    /// unimplemented sections end up in [`Config::warnings`].
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
         match std::fs::read_to_string(path) {
-            Ok(text) => toml::from_str(&text).map_err(|err| ConfigError::Parse {
-                path: path.to_owned(),
-                message: err.to_string(),
-            }),
+            Ok(text) => Self::parse(&text, path),
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(Self::default()),
             Err(source) => Err(ConfigError::Read {
                 path: path.to_owned(),
@@ -112,11 +181,35 @@ impl Config {
             }),
         }
     }
+
+    /// Parses and checks the text of a config file (`path` is only named in
+    /// messages).
+    pub fn parse(text: &str, path: &Path) -> Result<Self, ConfigError> {
+        let parse_error = |err: toml::de::Error| ConfigError::Parse {
+            path: path.to_owned(),
+            message: err.to_string(),
+        };
+        let table: toml::Table = toml::from_str(text).map_err(parse_error)?;
+        let warnings = check::check(&table).map_err(|err| {
+            ConfigError::OutOfRange(Box::new(OutOfRange {
+                path: path.to_owned(),
+                key: err.key,
+                value: err.value,
+                allowed: err.allowed,
+                meaning: err.meaning,
+                default: err.default,
+            }))
+        })?;
+        let mut config: Self = toml::from_str(text).map_err(parse_error)?;
+        config.warnings = warnings;
+        Ok(config)
+    }
 }
 
 /// Values given on the command line; `None` means "not given".
 #[derive(Debug, Clone, Default)]
 pub struct Overrides {
+    /// `--model`.
     pub model: Option<String>,
     pub provider: Option<String>,
     pub base_url: Option<String>,
@@ -136,36 +229,109 @@ pub fn herald_home(env: &HashMap<String, String>) -> PathBuf {
     user_home.join(".herald")
 }
 
+/// The model endpoint children use when `[delegation]` overrides the
+/// parent's, resolved the way the root resolves its own: a child on another
+/// provider takes that provider's key and base URL variables (or
+/// `[delegation] api_key` / `base_url`), never the parent's.
+#[derive(Debug, Clone)]
+pub struct ChildProvider {
+    /// The child's wire API.
+    pub provider: ProviderKind,
+    /// The child's model.
+    pub model: String,
+    /// The child's base URL; empty = the provider's public endpoint.
+    pub base_url: String,
+    /// The child's key, if any (a local server needs none).
+    pub api_key: Option<String>,
+    /// Where the key came from, for `herald doctor` and `config show`:
+    /// `ANTHROPIC_API_KEY`, `[delegation] api_key`, `the parent's settings`.
+    pub key_source: Option<String>,
+}
+
 /// The effective settings of one run.
 #[derive(Debug, Clone)]
 pub struct Settings {
+    /// `$HERALD_HOME`.
     pub home: PathBuf,
+    /// The config file read (it may not exist).
     pub config_path: PathBuf,
+    /// The root agent's wire API.
     pub provider: ProviderKind,
+    /// The root agent's model.
     pub model: String,
+    /// The root agent's base URL; empty = the provider's public endpoint.
     pub base_url: String,
+    /// The root agent's key, if any.
     pub api_key: Option<String>,
+    /// Model requests per turn.
     pub max_iterations: u32,
+    /// Output token cap per reply.
     pub max_tokens: Option<u32>,
+    /// Toolsets to enable; all when `None`.
     pub toolsets: Option<Vec<String>>,
+    /// The agent's working directory.
     pub cwd: PathBuf,
+    /// `[tools] output_limit_chars`.
     pub output_limit_chars: usize,
+    /// `[network]`.
     pub network: NetworkConfig,
+    /// `[delegation]`.
     pub delegation: DelegationConfig,
+    /// The children's endpoint when `[delegation]` overrides the model,
+    /// provider, base URL or key; `None` = children use the parent's client.
+    pub child: Option<ChildProvider>,
+    /// `[memory]`.
     pub memory: MemoryConfig,
+    /// `[compression]`.
     pub compression: CompressionConfig,
+    /// `[code_execution]`.
     pub code_execution: CodeExecutionConfig,
 }
 
+/// The model a provider uses when none is configured.
+fn default_model(provider: ProviderKind) -> String {
+    match provider {
+        ProviderKind::OpenAi => "gpt-4.1".to_owned(),
+        ProviderKind::Anthropic => "claude-sonnet-4-5".to_owned(),
+    }
+}
+
+/// Allowed values of `--max-iterations` / `max_iterations`.
+const MAX_ITERATIONS: std::ops::RangeInclusive<u32> = 1..=10_000;
+
 impl Settings {
     /// Merges file, environment and flags. Fails when nothing says where or
-    /// how to reach a model.
+    /// how to reach a model (for the root, or for children on another
+    /// provider).
     pub fn resolve(
         config: &Config,
         config_path: &Path,
         home: PathBuf,
         env: &HashMap<String, String>,
         flags: &Overrides,
+    ) -> Result<Self, ConfigError> {
+        Self::resolve_inner(config, config_path, home, env, flags, true)
+    }
+
+    /// [`Settings::resolve`] without the credentials check, for showing the
+    /// configuration (`herald config show`) on a machine with no key set.
+    pub fn resolve_without_credentials(
+        config: &Config,
+        config_path: &Path,
+        home: PathBuf,
+        env: &HashMap<String, String>,
+        flags: &Overrides,
+    ) -> Result<Self, ConfigError> {
+        Self::resolve_inner(config, config_path, home, env, flags, false)
+    }
+
+    fn resolve_inner(
+        config: &Config,
+        config_path: &Path,
+        home: PathBuf,
+        env: &HashMap<String, String>,
+        flags: &Overrides,
+        require_credentials: bool,
     ) -> Result<Self, ConfigError> {
         let env_value = |name: &str| env.get(name).filter(|v| !v.trim().is_empty()).cloned();
         let provider_name = flags
@@ -181,10 +347,7 @@ impl Settings {
             .or_else(|| env_value("HERALD_MODEL"))
             .or_else(|| config.model.clone())
             .filter(|m| !m.trim().is_empty())
-            .unwrap_or_else(|| match provider {
-                ProviderKind::OpenAi => "gpt-4.1".to_owned(),
-                ProviderKind::Anthropic => "claude-sonnet-4-5".to_owned(),
-            });
+            .unwrap_or_else(|| default_model(provider));
         let base_url = flags
             .base_url
             .clone()
@@ -194,7 +357,7 @@ impl Settings {
         let api_key = env_value(provider.key_var())
             .or_else(|| config.api_key.clone())
             .filter(|k| !k.trim().is_empty());
-        if api_key.is_none() && base_url.trim().is_empty() {
+        if require_credentials && api_key.is_none() && base_url.trim().is_empty() {
             return Err(ConfigError::MissingCredentials {
                 provider: provider.as_str(),
                 key_var: provider.key_var(),
@@ -209,11 +372,33 @@ impl Settings {
             )));
         }
         let max_iterations = flags.max_iterations.or(config.max_iterations).unwrap_or(90);
-        if max_iterations == 0 {
-            return Err(ConfigError::Invalid(
-                "max_iterations must be at least 1".to_owned(),
-            ));
+        if !MAX_ITERATIONS.contains(&max_iterations) {
+            return Err(ConfigError::OutOfRange(Box::new(OutOfRange {
+                path: config_path.to_owned(),
+                key: if flags.max_iterations.is_some() {
+                    "--max-iterations".to_owned()
+                } else {
+                    "max_iterations".to_owned()
+                },
+                value: max_iterations.to_string(),
+                allowed: format!("{} to {}", MAX_ITERATIONS.start(), MAX_ITERATIONS.end()),
+                meaning: "model requests per turn",
+                default: "90",
+            })));
         }
+        let root = (
+            provider,
+            model.as_str(),
+            base_url.as_str(),
+            api_key.as_deref(),
+        );
+        let child = resolve_child(
+            &config.delegation,
+            root,
+            env,
+            config_path,
+            require_credentials,
+        )?;
         let cwd = match &flags.cwd {
             Some(dir) => dir
                 .canonicalize()
@@ -252,6 +437,7 @@ impl Settings {
             output_limit_chars: config.tools.output_limit_chars,
             network: config.network.clone(),
             delegation: config.delegation.clone(),
+            child,
             memory: config.memory.clone(),
             compression: config.compression.clone(),
             code_execution: config.code_execution.clone(),
@@ -275,54 +461,168 @@ impl Settings {
             connect_timeout: Duration::from_secs(self.network.connect_timeout.max(1)),
         }
     }
+
+    /// The client configuration of children when `[delegation]` overrides
+    /// the parent's endpoint; `None` = children share the parent's client.
+    /// Network behaviour (retries, timeouts) is the parent's.
+    pub fn child_client_config(&self) -> Option<ClientConfig> {
+        let child = self.child.as_ref()?;
+        Some(ClientConfig {
+            provider: child.provider,
+            base_url: child.base_url.clone(),
+            api_key: child.api_key.clone(),
+            model: child.model.clone(),
+            ..self.client_config()
+        })
+    }
+}
+
+/// The children's endpoint, when `[delegation]` sets a model, provider,
+/// base URL or key. `root` is the parent's (provider, model, base URL, key).
+///
+/// On the parent's provider the child starts from the parent's endpoint and
+/// key. On another provider it resolves like a root on that provider would:
+/// key from `[delegation] api_key`, else that provider's key variable; base
+/// URL from `[delegation] base_url`, else that provider's base URL variable,
+/// else its public endpoint; model from `[delegation] model`, else that
+/// provider's default model. The parent's key is never sent to it.
+fn resolve_child(
+    d: &DelegationConfig,
+    root: (ProviderKind, &str, &str, Option<&str>),
+    env: &HashMap<String, String>,
+    config_path: &Path,
+    require_credentials: bool,
+) -> Result<Option<ChildProvider>, ConfigError> {
+    let (root_provider, root_model, root_base_url, root_key) = root;
+    let set = |v: &str| (!v.trim().is_empty()).then(|| v.trim().to_owned());
+    let env_value = |name: &str| env.get(name).filter(|v| !v.trim().is_empty()).cloned();
+    if [&d.model, &d.provider, &d.base_url, &d.api_key]
+        .iter()
+        .all(|v| v.trim().is_empty())
+    {
+        return Ok(None);
+    }
+    let provider = match set(&d.provider) {
+        Some(name) => name
+            .parse()
+            .map_err(|err| ConfigError::Invalid(format!("[delegation] provider: {err}")))?,
+        None => root_provider,
+    };
+    let same = provider == root_provider;
+    let model = set(&d.model).unwrap_or_else(|| {
+        if same {
+            root_model.to_owned()
+        } else {
+            default_model(provider)
+        }
+    });
+    let base_url = match set(&d.base_url) {
+        Some(url) => {
+            if !(url.starts_with("http://") || url.starts_with("https://")) {
+                return Err(ConfigError::Invalid(format!(
+                    "[delegation] base_url '{url}' must start with http:// or https://"
+                )));
+            }
+            url
+        }
+        None if same => root_base_url.to_owned(),
+        None => env_value(provider.base_url_var()).unwrap_or_default(),
+    };
+    if !base_url.is_empty() && !base_url.starts_with("http://") && !base_url.starts_with("https://")
+    {
+        return Err(ConfigError::Invalid(format!(
+            "{} '{base_url}' (the [delegation] provider's base URL) must start with http:// or https://",
+            provider.base_url_var()
+        )));
+    }
+    let (api_key, key_source) = if let Some(key) = set(&d.api_key) {
+        (Some(key), Some("[delegation] api_key".to_owned()))
+    } else if same {
+        (
+            root_key.map(str::to_owned),
+            root_key.map(|_| "the parent's settings".to_owned()),
+        )
+    } else {
+        let key = env_value(provider.key_var());
+        let source = key.as_ref().map(|_| provider.key_var().to_owned());
+        (key, source)
+    };
+    if require_credentials && !same && api_key.is_none() && base_url.is_empty() {
+        return Err(ConfigError::MissingChildCredentials {
+            provider: provider.as_str(),
+            parent: root_provider.key_var(),
+            key_var: provider.key_var(),
+            base_var: provider.base_url_var(),
+            config: config_path.display().to_string(),
+        });
+    }
+    Ok(Some(ChildProvider {
+        provider,
+        model,
+        base_url,
+        api_key,
+        key_source,
+    }))
 }
 
 /// The commented file `herald config path` creates when none exists.
 pub const DEFAULT_CONFIG: &str = r#"# herald configuration. Precedence: command-line flags > environment > this file.
+# Unknown keys are reported (with the closest valid key) and ignored; a number
+# outside its range stops herald with exit code 2. Ranges are given below.
 # model = "gpt-4.1"            # or "claude-sonnet-4-5", a local model name, ...
 # provider = "openai"          # openai (any OpenAI-compatible server) | anthropic
 # base_url = ""                # empty = provider default; e.g. http://127.0.0.1:11434/v1 for Ollama
 # api_key = ""                 # prefer OPENAI_API_KEY / ANTHROPIC_API_KEY in the environment
-# max_iterations = 90          # model requests per turn before a final summary is requested
+# max_iterations = 90          # 1-10000 model requests per turn before a final summary is requested
+# max_tokens = 8192            # 1-1000000 output tokens per reply (Anthropic default 8192)
 # toolsets = ["terminal", "file"]
 
 [network]
-# max_retries = 4              # tries per request on 429 / 5xx / connection errors
-# retry_base_delay_ms = 1000   # first backoff; doubles each retry, with jitter
-# stream_idle_timeout = 120    # seconds without a byte before the stream is retried
+# max_retries = 4              # 1-20 tries per request on 429 / 5xx / connection errors
+# retry_base_delay_ms = 1000   # 1-60000; first backoff, doubles each retry, with jitter
+# stream_idle_timeout = 120    # 1-3600 seconds without a byte before the stream is retried
+# connect_timeout = 30         # 1-300 seconds to connect
 
 [tools]
-# output_limit_chars = 50000   # longer tool results keep head and tail
+# output_limit_chars = 50000   # 1000-10000000; longer tool results keep head and tail
 
 [delegation]
-# max_iterations = 50          # model requests per child
-# max_concurrent_children = 3  # largest delegate_task batch (floor 1); larger batches are an error
-# max_spawn_depth = 1          # 1 = children cannot delegate; up to 3
+# max_iterations = 50          # 1-10000 model requests per child
+# max_concurrent_children = 3  # 1-10000; largest delegate_task batch; larger batches are an error
+# max_spawn_depth = 1          # 1-3; 1 = children cannot delegate
 # orchestrator_enabled = true  # role="orchestrator" children may delegate when depth allows
-# child_timeout_seconds = 600  # inactivity timeout per child; 0 = none
-# model = ""                   # child model/provider/base_url/api_key override (empty = parent's)
-# max_background_agents = 8
-# budget_tokens = 0            # token cap per delegation tree; 0 = unlimited
-# prune_after_hours = 24       # finished agent records older than this are pruned
+# child_timeout_seconds = 600  # 0-86400 inactivity timeout per child; 0 = none
+# model = ""                   # child model (empty = the parent's, or the provider default)
+# provider = ""                # child provider; another provider uses its own key and
+#                              #   base URL (ANTHROPIC_API_KEY / ANTHROPIC_BASE_URL, ...)
+# base_url = ""                # child base URL override
+# api_key = ""                 # child key override
+# max_background_agents = 8    # 1-10000
+# budget_tokens = 0            # 0-1000000000000 token cap per delegation tree; 0 = unlimited
+# prune_after_hours = 24       # 1-87600; finished agent records older than this are pruned
 
 [memory]
 # memory_enabled = true
 # user_profile_enabled = true
-# memory_char_limit = 2200
-# user_char_limit = 1375
+# memory_char_limit = 2200     # 100-100000
+# user_char_limit = 1375       # 100-100000
 
 [compression]
 # enabled = true
-# threshold = 0.50             # fraction of the context window that triggers compression
-# target_ratio = 0.20
-# protect_first_n = 3
-# protect_last_n = 20
-# context_window = 0           # 0 = built-in table by model name
+# threshold = 0.50             # 0.05-0.95 of the context window triggers compression
+# target_ratio = 0.20          # 0.05-0.9 of that size for the kept recent messages
+# protect_first_n = 3          # 0-1000
+# protect_last_n = 20          # 1-1000
+# context_window = 0           # 0 = built-in table by model name, else 1000-100000000
 
 [code_execution]
-# timeout = 300
-# max_tool_calls = 50
+# timeout = 300                # 1-86400 seconds
+# max_tool_calls = 50          # 1-10000
 # landlock = false             # confine scripts with Landlock (Linux)
+# python = ""                  # interpreter; empty = python3 from PATH
+
+# Accepted but not implemented yet (a warning says so): [permissions],
+# [mcp_servers], [[hooks]], [[fallback]], [pricing].
 "#;
 
 #[cfg(test)]
@@ -463,5 +763,112 @@ mod tests {
         assert!(Config::load(&dir.path().join("missing.toml")).is_ok());
         let parsed: Config = toml::from_str(DEFAULT_CONFIG).unwrap();
         assert_eq!(parsed.network.max_retries, 4);
+    }
+
+    fn parse(text: &str) -> Result<Config, ConfigError> {
+        Config::parse(text, Path::new("/h/config.toml"))
+    }
+
+    #[test]
+    fn load_rejects_numbers_out_of_range_and_keeps_warnings() {
+        let err = parse("[compression]\nthreshold = 5.0\n").unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.contains("[compression] threshold = 5.0 is out of range")
+                && text.contains("0.05 to 0.95")
+                && text.contains("/h/config.toml"),
+            "{text}"
+        );
+        let config = parse("modle = \"x\"\n[permissions]\nmode = \"read-only\"\n").unwrap();
+        assert_eq!(config.warnings.len(), 2, "{:?}", config.warnings);
+        let flags = Overrides {
+            max_iterations: Some(0),
+            ..Overrides::default()
+        };
+        let err = resolve(&Config::default(), &[("OPENAI_API_KEY", "k")], &flags).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("--max-iterations = 0 is out of range"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_child_on_another_provider_never_gets_the_parents_key_or_url() {
+        let config = parse(
+            "api_key = \"sk-parent-file\"\nbase_url = \"http://parent\"\n[delegation]\nprovider = \"anthropic\"\n",
+        )
+        .unwrap();
+        let s = resolve(
+            &config,
+            &[
+                ("OPENAI_API_KEY", "sk-parent"),
+                ("ANTHROPIC_API_KEY", "sk-ant-child"),
+                ("ANTHROPIC_BASE_URL", "http://child"),
+            ],
+            &Overrides::default(),
+        )
+        .unwrap();
+        let child = s.child_client_config().unwrap();
+        assert_eq!(child.provider, ProviderKind::Anthropic);
+        assert_eq!(child.api_key.as_deref(), Some("sk-ant-child"));
+        assert_eq!(child.base_url, "http://child");
+        assert_eq!(child.model, "claude-sonnet-4-5");
+        assert_eq!(
+            s.child.as_ref().unwrap().key_source.as_deref(),
+            Some("ANTHROPIC_API_KEY")
+        );
+
+        // Without the provider's variables: its public endpoint, and no key
+        // is an error naming what to set.
+        let err = resolve(
+            &config,
+            &[("OPENAI_API_KEY", "sk-parent")],
+            &Overrides::default(),
+        )
+        .unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.contains("ANTHROPIC_API_KEY") && text.contains("[delegation]"),
+            "{text}"
+        );
+        let s = resolve(
+            &parse("[delegation]\nprovider = \"anthropic\"\napi_key = \"sk-ant-cfg\"\n").unwrap(),
+            &[("OPENAI_API_KEY", "sk-parent")],
+            &Overrides::default(),
+        )
+        .unwrap();
+        let child = s.child_client_config().unwrap();
+        assert_eq!(
+            (child.api_key.as_deref(), child.base_url.as_str()),
+            (Some("sk-ant-cfg"), "")
+        );
+
+        // Same provider: the parent's endpoint and key, model overridden.
+        let s = resolve(
+            &parse("[delegation]\nmodel = \"gpt-4.1-nano\"\n").unwrap(),
+            &[
+                ("OPENAI_API_KEY", "sk-parent"),
+                ("OPENAI_BASE_URL", "http://p"),
+            ],
+            &Overrides::default(),
+        )
+        .unwrap();
+        let child = s.child_client_config().unwrap();
+        assert_eq!(
+            (
+                child.api_key.as_deref(),
+                child.base_url.as_str(),
+                child.model.as_str()
+            ),
+            (Some("sk-parent"), "http://p", "gpt-4.1-nano")
+        );
+        let s = resolve(
+            &Config::default(),
+            &[("OPENAI_API_KEY", "k")],
+            &Overrides::default(),
+        )
+        .unwrap();
+        assert!(s.child.is_none() && s.child_client_config().is_none());
     }
 }

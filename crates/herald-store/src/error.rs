@@ -19,12 +19,19 @@ pub enum StoreError {
         source: std::io::Error,
     },
 
-    /// Another process held the write lock for longer than the busy timeout.
+    /// Another connection held a lock the store needed: for longer than the
+    /// busy timeout, or in a way SQLite reports without waiting.
     #[error(
-        "the session database {path} is locked by another process (gave up after 5 s while {context}); \
-         close other herald processes using it, or point HERALD_HOME at a separate directory"
+        "the session database {path} is locked by another process ({} while {context}); \
+         close other herald processes using it, or point HERALD_HOME at a separate directory",
+        describe_wait(*.waited)
     )]
-    Locked { path: String, context: &'static str },
+    Locked {
+        path: String,
+        context: &'static str,
+        /// How long the store really waited for the lock before giving up.
+        waited: std::time::Duration,
+    },
 
     /// The file is not a SQLite database or its pages are damaged.
     #[error(
@@ -136,13 +143,24 @@ pub(crate) fn sql<'a>(
     move |source| classify(path, context, source)
 }
 
+/// "gave up after 5.0 s", or that SQLite refused without waiting.
+fn describe_wait(waited: std::time::Duration) -> String {
+    if waited.is_zero() {
+        "SQLite reported the lock without waiting".to_owned()
+    } else {
+        format!("gave up after {:.1} s", waited.as_secs_f64())
+    }
+}
+
 /// See [`sql`].
 pub(crate) fn classify(path: &str, context: &'static str, source: rusqlite::Error) -> StoreError {
     let path = path.to_owned();
     match source.sqlite_error_code() {
-        Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => {
-            StoreError::Locked { path, context }
-        }
+        Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => StoreError::Locked {
+            path,
+            context,
+            waited: crate::busy::take_waited(),
+        },
         Some(ErrorCode::DatabaseCorrupt | ErrorCode::NotADatabase) => StoreError::Corrupt {
             path,
             detail: source.to_string(),

@@ -24,6 +24,7 @@
 //!   of migrations, each applied in its own transaction (see `migrations.rs`).
 
 mod agents;
+mod busy;
 mod error;
 mod events;
 mod import;

@@ -3,23 +3,22 @@
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use rusqlite::Connection;
 
-use crate::error::{StoreError, sql};
+use crate::busy;
+use crate::error::{StoreError, classify, sql};
 use crate::migrations::{self, MIGRATIONS};
 use crate::search::{DEFAULT_SEARCH_BUDGET, SearchDeadline};
-
-/// How long a statement waits for another process's write lock before the
-/// store reports [`StoreError::Locked`].
-const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Handle on one herald state database.
 ///
 /// Not `Sync` (SQLite connections are single-threaded); keep it on one thread
-/// or behind a mutex. Several processes may open the same file at once: WAL
-/// lets readers run alongside the single writer, and writers wait up to 5 s.
+/// or behind a mutex. Several processes may open the same file at once, even
+/// a file that does not exist yet: creation, the switch to WAL mode and the
+/// migrations wait for each other. WAL lets readers run alongside the single
+/// writer, and writers wait up to 5 s for a lock.
 pub struct Store {
     pub(crate) conn: Connection,
     /// Where the database lives, for error messages (`:memory:` for tests).
@@ -60,12 +59,18 @@ impl Store {
     }
 
     fn setup(mut conn: Connection, path: String) -> Result<Store, StoreError> {
-        conn.busy_timeout(BUSY_TIMEOUT)
-            .map_err(sql(&path, "setting the busy timeout"))?;
-        // Returns the resulting mode: "wal" for files, "memory" in memory.
-        let _mode: String = conn
-            .pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0))
-            .map_err(sql(&path, "switching to WAL mode"))?;
+        conn.busy_handler(Some(busy::busy_handler))
+            .map_err(sql(&path, "setting the busy handler"))?;
+        // Changing the journal mode needs the database to itself, and SQLite
+        // answers SQLITE_BUSY at once (without the busy handler) while another
+        // connection is creating or reading the new file: retry with backoff
+        // up to the busy timeout. The answer is the resulting mode: "wal" for
+        // files, "memory" in memory.
+        let started = Instant::now();
+        busy::retry_busy(started, || {
+            conn.pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get::<_, String>(0))
+        })
+        .map_err(|(err, waited)| locked_after(&path, "switching to WAL mode", err, waited))?;
         conn.pragma_update(None, "synchronous", "NORMAL")
             .map_err(sql(&path, "setting synchronous=NORMAL"))?;
         conn.pragma_update(None, "foreign_keys", "ON")
@@ -93,6 +98,25 @@ impl Store {
     /// Where this store lives (`:memory:` for in-memory stores).
     pub fn path(&self) -> &str {
         &self.path
+    }
+}
+
+/// `err` as a [`StoreError`]; a lock that outlasted the retries of
+/// [`busy::retry_busy`] reports the `waited` time.
+fn locked_after(
+    path: &str,
+    context: &'static str,
+    err: rusqlite::Error,
+    waited: Duration,
+) -> StoreError {
+    if busy::is_busy(&err) {
+        StoreError::Locked {
+            path: path.to_owned(),
+            context,
+            waited,
+        }
+    } else {
+        classify(path, context, err)
     }
 }
 

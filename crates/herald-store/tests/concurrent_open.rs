@@ -77,10 +77,10 @@ fn child_process_opens_the_store() {
 #[test]
 fn processes_opening_a_new_file_at_once_all_succeed() {
     let exe = std::env::current_exe().unwrap();
-    for round in 0..5 {
+    for round in 0..10 {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("state.db");
-        let children: Vec<_> = (0..4)
+        let children: Vec<_> = (0..6)
             .map(|_| {
                 Command::new(&exe)
                     .args(["--exact", "child_process_opens_the_store", "--nocapture"])
@@ -102,6 +102,41 @@ fn processes_opening_a_new_file_at_once_all_succeed() {
         }
         assert_eq!(journal_mode(&path), "wal");
     }
+}
+
+/// The state another opener is in while it creates the file: rollback
+/// journal, a write transaction open. `PRAGMA journal_mode=WAL` then answers
+/// SQLITE_BUSY at once, without the busy handler; the store must retry until
+/// the other side is done.
+#[test]
+fn open_waits_for_another_opener_still_creating_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.db");
+    let creator = rusqlite::Connection::open(&path).unwrap();
+    creator
+        .execute_batch("BEGIN IMMEDIATE; CREATE TABLE creating (x INTEGER);")
+        .unwrap();
+    let (opened_tx, opened_rx) = std::sync::mpsc::channel();
+    let opener_path = path.clone();
+    let opener = std::thread::spawn(move || {
+        let started = Instant::now();
+        let result = Store::open(&opener_path)
+            .and_then(|store| store.schema_version())
+            .map_err(|err| err.to_string());
+        let _ = opened_tx.send(());
+        (result, started.elapsed())
+    });
+    // Still waiting while the other side holds its transaction.
+    assert!(
+        opened_rx.recv_timeout(Duration::from_millis(300)).is_err(),
+        "open returned while another connection was creating the file"
+    );
+    creator.execute_batch("COMMIT").unwrap();
+    drop(creator);
+    let (result, waited) = opener.join().unwrap();
+    assert_eq!(result, Ok(SCHEMA_VERSION));
+    assert!(waited >= Duration::from_millis(300), "{waited:?}");
+    assert_eq!(journal_mode(&path), "wal");
 }
 
 #[test]

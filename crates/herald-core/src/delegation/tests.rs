@@ -65,6 +65,7 @@ async fn a_call_at_the_depth_limit_names_the_key() {
         session_id: "s2".into(),
         depth: 2,
         budget: None,
+        ancestor_sessions: vec!["s0".into(), "s1".into()],
     };
     let tool = DelegateTask::new(Arc::clone(&rt), scope.clone());
     let err = tool
@@ -102,23 +103,14 @@ async fn background_dispatch_over_the_limit_is_refused() {
 fn an_invalid_child_model_override_is_a_config_error() {
     let config: Config = toml::from_str("[delegation]\nbase_url = \"ftp://x\"\n").unwrap();
     let env: HashMap<String, String> = [("OPENAI_API_KEY".to_owned(), "k".to_owned())].into();
-    let settings = Settings::resolve(
+    // Checked with the rest of the settings, before any session starts.
+    let err = Settings::resolve(
         &config,
         Path::new("/h/config.toml"),
         PathBuf::from("/tmp"),
         &env,
         &Overrides::default(),
     )
-    .unwrap();
-    let client = Arc::new(LlmClient::new(settings.client_config()).unwrap());
-    let err = Delegation::new(DelegationSetup {
-        settings,
-        client,
-        store: None,
-        root_session_id: "s".into(),
-        events: EventSink::discard(),
-        cancel: CancellationToken::new(),
-    })
     .unwrap_err();
     assert!(err.to_string().contains("[delegation] base_url"), "{err}");
 }
