@@ -36,6 +36,9 @@ pub struct SessionSearchArgs {
 pub struct SessionSearch {
     store: StoreHandle,
     current_session: String,
+    /// Live sessions of the agent's own tree (a subagent's ancestors),
+    /// never shown either.
+    others: Vec<String>,
 }
 
 impl SessionSearch {
@@ -44,7 +47,23 @@ impl SessionSearch {
         Self {
             store,
             current_session,
+            others: Vec::new(),
         }
+    }
+
+    /// A subagent's tool: `sessions` are its ancestors' sessions, root
+    /// first, then its own (the current one); none of them is ever returned.
+    pub fn hiding(store: StoreHandle, mut sessions: Vec<String>) -> Self {
+        let current_session = sessions.pop().unwrap_or_default();
+        Self {
+            store,
+            current_session,
+            others: sessions,
+        }
+    }
+
+    fn hidden(&self, session_id: &str) -> bool {
+        session_id == self.current_session || self.others.iter().any(|s| s == session_id)
     }
 }
 
@@ -103,6 +122,13 @@ impl TypedTool for SessionSearch {
                 "that is the current session; its messages are already in your context",
             ));
         }
+        if args.session_id.as_deref().is_some_and(|id| self.hidden(id)) {
+            return Err(ToolError::new(
+                "that session belongs to an agent that delegated to you and is still running; what you need from it is in your goal and context",
+            ));
+        }
+        // Extra rows make up for hidden sessions filtered out below.
+        let extra = self.others.len();
         if args.around_message_id.is_some() && args.session_id.is_none() {
             return Err(ToolError::new(
                 "around_message_id needs session_id (take both from a search result)",
@@ -129,18 +155,20 @@ impl TypedTool for SessionSearch {
             (Some(query), _, _) => {
                 let request = SearchRequest {
                     query,
-                    limit,
+                    limit: limit + extra,
                     role_filter,
                     exclude_session: Some(current),
                     window,
                     sort,
                 };
-                let hits = self
+                let mut hits = self
                     .store
                     .call(move |s| s.search(&request))
                     .await
                     .map_err(gone)?
                     .map_err(|e| ToolError::new(e.to_string()))?;
+                hits.retain(|h| !self.hidden(&h.session.id));
+                hits.truncate(limit.clamp(1, herald_store::MAX_SEARCH_LIMIT));
                 json!({
                     "mode": "search",
                     "results": hits.iter().map(|h| json!({
@@ -186,12 +214,14 @@ impl TypedTool for SessionSearch {
                 })
             }
             (None, None, _) => {
-                let sessions = self
+                let mut sessions = self
                     .store
-                    .call(move |s| s.recent_sessions(limit, Some(&current)))
+                    .call(move |s| s.recent_sessions(limit + extra, Some(&current)))
                     .await
                     .map_err(gone)?
                     .map_err(|e| ToolError::new(e.to_string()))?;
+                sessions.retain(|s| !self.hidden(&s.id));
+                sessions.truncate(limit.clamp(1, herald_store::MAX_SEARCH_LIMIT));
                 json!({
                     "mode": "browse",
                     "sessions": sessions.iter().map(|s| json!({

@@ -156,12 +156,25 @@ impl Delegation {
         let cwd = self.settings.cwd.clone();
         let max_depth = self.settings.delegation.spawn_depth();
         let mut registry = spawn.registry.clone();
+        let mut ancestor_sessions = spawn.parent.ancestor_sessions.clone();
+        ancestor_sessions.push(spawn.parent.session_id.clone());
         let scope = AgentScope {
             agent_id: spawn.agent_id.clone(),
             session_id: spawn.session_id.clone(),
             depth,
             budget: Some(Arc::clone(&spawn.budget)),
+            ancestor_sessions,
         };
+        // The parent's session_search is bound to the parent's session: the
+        // child's own excludes its session and every ancestor's.
+        if let (Some(store), true) = (&self.store, registry.get("session_search").is_some()) {
+            let mut hidden = scope.ancestor_sessions.clone();
+            hidden.push(scope.session_id.clone());
+            registry.register(herald_tools::typed(crate::SessionSearch::hiding(
+                store.clone(),
+                hidden,
+            )));
+        }
         if spawn.can_delegate {
             self.register_tools(&mut registry, &scope);
         }
@@ -237,6 +250,7 @@ impl Delegation {
             self.recover(&scope, &registry).await;
         }
         let timeout = self.settings.delegation.child_timeout_seconds;
+        let own_inbox = self.inbox(&spawn.agent_id);
         let turn_cancel = cancel.clone();
         let outcome = {
             let turn = async {
@@ -249,7 +263,7 @@ impl Delegation {
             tokio::pin!(turn);
             tokio::select! {
                 outcome = &mut turn => (outcome, false),
-                () = watchdog(live, timeout) => {
+                () = watchdog(live, &own_inbox, timeout) => {
                     turn_cancel.cancel();
                     (turn.await, true)
                 }
@@ -384,7 +398,7 @@ impl Delegation {
                     cost_usd,
                 } => progress.api_call(*input_tokens, *output_tokens, *cached_tokens, *cost_usd),
                 EventKind::ToolStarted { name, .. } => {
-                    progress.set_tool(Some(name));
+                    progress.tool_started(name);
                     out.emit(EventKind::SubagentTool {
                         parent_id: parent_id.clone(),
                         depth,
@@ -392,7 +406,7 @@ impl Delegation {
                         tokens: progress.tokens(),
                     });
                 }
-                EventKind::ToolCompleted { .. } => progress.set_tool(None),
+                EventKind::ToolCompleted { .. } => progress.tool_finished(),
                 EventKind::Retry { reason, .. } => {
                     *last_error
                         .lock()
@@ -459,12 +473,20 @@ fn agent_last_text(agent: &Agent) -> String {
 }
 
 /// Resolves when the child has been idle for `timeout_secs` (never when 0).
-async fn watchdog(live: &LiveAgent, timeout_secs: u64) {
+/// A child running a tool call (a long command, a synchronous
+/// `delegate_task` waiting on its own children) or whose background children
+/// still run is busy, not idle: its clock starts when that ends.
+async fn watchdog(live: &LiveAgent, inbox: &super::inbox::Inbox, timeout_secs: u64) {
     if timeout_secs == 0 {
         return std::future::pending().await;
     }
     let limit = timeout_secs.saturating_mul(1000);
     loop {
+        if live.progress.in_tool() || inbox.running() > 0 {
+            live.progress.touch();
+            tokio::time::sleep(Duration::from_millis(limit.min(500))).await;
+            continue;
+        }
         let idle = live.progress.idle_ms();
         if idle >= limit {
             return;

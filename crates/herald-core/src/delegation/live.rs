@@ -22,6 +22,8 @@ pub struct Progress {
     current_tool: Mutex<Option<String>>,
     /// Milliseconds after `started` of the latest API or tool activity.
     last_activity_ms: AtomicU64,
+    /// Tool calls running now (a long call is work, not idleness).
+    tools_running: AtomicU32,
 }
 
 impl Progress {
@@ -33,6 +35,7 @@ impl Progress {
             cost_micro_usd: AtomicU64::new(0),
             current_tool: Mutex::new(None),
             last_activity_ms: AtomicU64::new(0),
+            tools_running: AtomicU32::new(0),
         }
     }
 
@@ -46,6 +49,29 @@ impl Progress {
     pub fn idle_ms(&self) -> u64 {
         let now = u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX);
         now.saturating_sub(self.last_activity_ms.load(Ordering::Relaxed))
+    }
+
+    /// A tool call started.
+    pub fn tool_started(&self, tool: &str) {
+        self.tools_running.fetch_add(1, Ordering::Relaxed);
+        self.set_tool(Some(tool));
+    }
+
+    /// A tool call ended.
+    pub fn tool_finished(&self) {
+        let _ = self
+            .tools_running
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1));
+        if self.tools_running.load(Ordering::Relaxed) == 0 {
+            self.set_tool(None);
+        } else {
+            self.touch();
+        }
+    }
+
+    /// Whether a tool call is running now.
+    pub fn in_tool(&self) -> bool {
+        self.tools_running.load(Ordering::Relaxed) > 0
     }
 
     /// Counts one answered model request.

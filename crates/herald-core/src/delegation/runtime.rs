@@ -33,6 +33,9 @@ pub struct AgentScope {
     pub depth: u32,
     /// The budget this agent spends from (children of a delegation).
     pub budget: Option<Arc<TokenBudget>>,
+    /// The sessions of its ancestors, root first (empty for the root): live
+    /// conversations `session_search` must not show it.
+    pub ancestor_sessions: Vec<String>,
 }
 
 impl AgentScope {
@@ -43,6 +46,7 @@ impl AgentScope {
             session_id: session_id.to_owned(),
             depth: 0,
             budget: None,
+            ancestor_sessions: Vec::new(),
         }
     }
 }
