@@ -1,5 +1,6 @@
 //! SQLite state for herald: sessions, their messages and event streams,
-//! per-request usage, and the FTS5 index behind `session_search` and `herald sessions search`.
+//! per-request usage, and the FTS5 index behind `session_search` and
+//! `herald sessions search`.
 //!
 //! The store is synchronous on purpose: SQLite calls are short and blocking,
 //! so callers own a [`Store`] on a dedicated thread (or behind a mutex inside
