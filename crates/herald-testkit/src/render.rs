@@ -26,10 +26,13 @@ pub(crate) struct RenderContext<'a> {
 impl RenderContext<'_> {
     /// Id of tool call `index`: unique per conversation and turn.
     pub fn call_id(&self, prefix: &str, index: usize) -> String {
+        // The serial keeps ids unique when a turn number repeats (after a
+        // compaction shortens the history), as real providers' ids are.
         format!(
-            "{prefix}_{}_{index}_{:08x}",
+            "{prefix}_{}_{index}_{:08x}_{}",
             self.turn,
-            fnv1a(self.conversation)
+            fnv1a(self.conversation),
+            self.serial
         )
     }
 }
@@ -138,6 +141,9 @@ mod tests {
         ctx.conversation = "b";
         assert_ne!(a, ctx.call_id("call", 0));
         assert!(a.starts_with("call_1_0_"));
+        ctx.conversation = "a";
+        ctx.serial = 1;
+        assert_ne!(a, ctx.call_id("call", 0), "same turn, later request");
     }
 
     #[test]
