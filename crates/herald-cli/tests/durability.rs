@@ -725,3 +725,49 @@ async fn a_child_never_finds_its_own_or_its_parents_live_session() {
     assert_eq!(ids, vec![old_session.as_str()], "{found}");
     assert!(!ids.contains(&parent_session.as_str()));
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_restarted_child_counts_what_it_spent_before_the_crash() {
+    let h = Harness::new(
+        Script::new()
+            .conversation(
+                "spending parent",
+                vec![
+                    Reply::tool(
+                        "delegate_task",
+                        json!({"background": true, "goal": "spending child: two steps"}),
+                    ),
+                    Reply::text("waiting"),
+                    Reply::text("still waiting"),
+                    Reply::text("parent done"),
+                ],
+            )
+            .conversation(
+                "spending child",
+                vec![
+                    Reply::tool("terminal", json!({"command": sleeper_command("c.pids")})),
+                    Reply::text("child done"),
+                ],
+            ),
+    )
+    .await;
+    let mut run = Live::start(&h, &[], "spending parent").await;
+    run.until("the child's tool", is_type("subagent.tool"))
+        .await;
+    let session = run.session();
+    h.sleeper_pids("c.pids").await;
+    run.kill_9().await;
+    let (output, _) = resume(&h, &session, "carry on").await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    let child = agents(&h).await[0].clone();
+    assert_eq!(child["status"], "completed", "{child}");
+    let requests = requests_of(&h, "spending child");
+    assert_eq!(requests.len(), 2, "one request before the crash, one after");
+    // Both requests count: the journal holds more than the second alone.
+    let second = requests[1].body.to_string().len() as u64 / 4;
+    let input = child["tokens"]["input"].as_u64().unwrap();
+    assert!(
+        input > second * 3 / 2,
+        "input {input}, second request ~{second}"
+    );
+}
