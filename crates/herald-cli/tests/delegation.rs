@@ -19,14 +19,6 @@ fn tool_names(request: &RecordedRequest) -> Vec<String> {
     view.tool_names
 }
 
-fn requests_of(h: &Harness, needle: &str) -> Vec<RecordedRequest> {
-    h.server
-        .requests()
-        .into_iter()
-        .filter(|r| r.conversation.contains(needle))
-        .collect()
-}
-
 /// The text of every tool result in the last request of a conversation.
 fn results_in(request: &RecordedRequest) -> Vec<String> {
     let view = RequestView::from_body(request.api, &request.body).unwrap();
@@ -37,7 +29,7 @@ fn results_in(request: &RecordedRequest) -> Vec<String> {
 }
 
 fn last_result_json(h: &Harness, needle: &str) -> Value {
-    let requests = requests_of(h, needle);
+    let requests = h.requests_of(needle);
     let text = results_in(requests.last().unwrap()).pop().unwrap();
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
 }
@@ -152,7 +144,7 @@ async fn batch_results_keep_task_order_and_children_are_isolated() {
 
     // Isolation: a child's requests hold nothing of the parent's conversation.
     for needle in ["child alpha", "child beta"] {
-        for request in requests_of(&h, needle) {
+        for request in h.requests_of(needle) {
             let body = request.body.to_string();
             assert!(
                 !body.contains("PARENT-SECRET"),
@@ -173,7 +165,7 @@ async fn batch_results_keep_task_order_and_children_are_isolated() {
             }
         }
     }
-    let beta = requests_of(&h, "child beta");
+    let beta = h.requests_of("child beta");
     assert_eq!(
         tool_names(&beta[0]),
         ["patch", "read_file", "search_files", "write_file"],
@@ -263,7 +255,7 @@ async fn anthropic_single_goal_returns_the_summary() {
     let result = last_result_json(&h, "delegate one thing");
     assert_eq!(result["results"][0]["summary"], "solo summary");
     assert_eq!(result["results"][0]["model"], "claude-sonnet-4-5");
-    let child = requests_of(&h, "solo child");
+    let child = h.requests_of("solo child");
     let view = RequestView::from_body(Api::Anthropic, &child[0].body).unwrap();
     assert!(view.system.contains("ctx-xyz"), "{}", view.system);
     h.server.assert_invariants();
@@ -354,7 +346,7 @@ async fn orchestrators_delegate_within_the_depth_limit() {
     h.config("[delegation]\nmax_spawn_depth = 2\n");
     let (output, events) = h.run_json(Wire::OpenAi, &[], "build a tree").await;
     assert!(output.status.success(), "{}", stderr(&output));
-    let orch = requests_of(&h, "orch child");
+    let orch = h.requests_of("orch child");
     let orch_tools = tool_names(&orch[0]);
     for name in [
         "delegate_task",
@@ -376,19 +368,19 @@ async fn orchestrators_delegate_within_the_depth_limit() {
         "{system}"
     );
     for needle in ["leaf child", "grand child"] {
-        let names = tool_names(&requests_of(&h, needle)[0]);
+        let names = tool_names(&h.requests_of(needle)[0]);
         assert!(
             !names.iter().any(|n| n == "delegate_task"),
             "{needle}: {names:?}"
         );
     }
-    let leaf = requests_of(&h, "leaf child");
+    let leaf = h.requests_of("leaf child");
     let refused = results_in(leaf.last().unwrap());
     assert!(
         refused[0].contains("unknown tool 'delegate_task'"),
         "{refused:?}"
     );
-    assert!(requests_of(&h, "forbidden grandchild").is_empty());
+    assert!(h.requests_of("forbidden grandchild").is_empty());
     // The grandchild asked to be an orchestrator but the floor made it a leaf.
     let result = last_result_json(&h, "orch child");
     assert_eq!(result["results"][0]["summary"], "grand summary");
@@ -484,11 +476,7 @@ async fn budget_stops_children_with_what_they_have() {
     let probe = Harness::new(thrifty_script(10_000_000)).await;
     let (output, _) = probe.run_json(Wire::OpenAi, &[], "spend carefully").await;
     assert!(output.status.success(), "{}", stderr(&output));
-    let first = requests_of(&probe, "thrifty child")[0]
-        .body
-        .to_string()
-        .len() as u64
-        / 4;
+    let first = probe.requests_of("thrifty child")[0].body.to_string().len() as u64 / 4;
     // Room for the first request, not for the first reply plus the second.
     let h = Harness::new(thrifty_script(first * 3 / 2)).await;
     let (output, _) = h.run_json(Wire::OpenAi, &[], "spend carefully").await;
@@ -499,7 +487,7 @@ async fn budget_stops_children_with_what_they_have() {
     assert_eq!(child["summary"], "partial findings");
     assert_eq!(child["api_calls"], 1);
     assert!(child["error"].as_str().unwrap().contains("budget"));
-    assert_eq!(requests_of(&h, "thrifty child").len(), 1);
+    assert_eq!(h.requests_of("thrifty child").len(), 1);
     h.server.assert_invariants();
     probe.server.assert_invariants();
 }
@@ -516,7 +504,7 @@ async fn a_request_that_would_pass_the_budget_is_never_sent() {
         child["error"].as_str().unwrap().contains("budget"),
         "{child}"
     );
-    assert!(requests_of(&h, "thrifty child").is_empty());
+    assert!(h.requests_of("thrifty child").is_empty());
     h.server.assert_invariants();
 }
 
@@ -619,7 +607,7 @@ async fn background_agents_dispatch_wait_and_cancel() {
     assert!(output.status.success(), "{}", stderr(&output));
     assert!(t0.elapsed() < Duration::from_secs(20), "{:?}", t0.elapsed());
     assert_eq!(last(&events)["final_response"], "background work handled");
-    let requests = requests_of(&h, "manage background agents");
+    let requests = h.requests_of("manage background agents");
     let results = results_in(requests.last().unwrap());
     let first: Value = serde_json::from_str(results[0].split("\n\n").next().unwrap()).unwrap();
     assert_eq!(first["status"], "dispatched");
@@ -677,7 +665,7 @@ async fn finished_background_results_arrive_at_the_end_of_the_conversation() {
     assert!(output.status.success(), "{}", stderr(&output));
     // `run` waits for the worker, hands its result over, and lets the model answer.
     assert_eq!(last(&events)["final_response"], "worker said 42");
-    let requests = requests_of(&h, "dispatch and finish");
+    let requests = h.requests_of("dispatch and finish");
     assert_eq!(requests.len(), 3);
     let view = RequestView::from_body(Api::OpenAi, &requests[2].body).unwrap();
     let tail = view.messages.last().unwrap();
@@ -748,7 +736,7 @@ async fn background_agents_restart_after_a_crash() {
     assert_eq!(agents[0]["status"], "completed");
     // The restarted child continued its stored conversation: its interrupted
     // terminal call was answered, and it was not started over.
-    let durable = requests_of(&h, "durable child");
+    let durable = h.requests_of("durable child");
     assert_eq!(durable.len(), 2);
     assert_eq!(durable[1].turn, 1);
     let results = results_in(&durable[1]);

@@ -98,14 +98,6 @@ fn is_type(ty: &'static str) -> impl Fn(&Value) -> bool {
     move |e| e["type"] == ty
 }
 
-fn requests_of(h: &Harness, needle: &str) -> Vec<RecordedRequest> {
-    h.server
-        .requests()
-        .into_iter()
-        .filter(|r| r.conversation.contains(needle))
-        .collect()
-}
-
 /// Every tool result (call id, text) in a request.
 fn results_in(request: &RecordedRequest) -> Vec<(String, String)> {
     let view = RequestView::from_body(request.api, &request.body).unwrap();
@@ -174,7 +166,7 @@ async fn a_background_result_that_arrives_during_a_long_tool_survives_kill_9() {
     let (output, events) = resume(&h, &session, "carry on").await;
     assert!(output.status.success(), "{}", stderr(&output));
     assert_eq!(last(&events)["final_response"], "parent saw the child");
-    let requests = requests_of(&h, "parent durable");
+    let requests = h.requests_of("parent durable");
     let view = RequestView::from_body(Api::OpenAi, &requests.last().unwrap().body).unwrap();
     let tail = view.messages.last().unwrap();
     assert!(
@@ -225,7 +217,7 @@ async fn a_synchronous_batch_keeps_finished_children_across_kill_9() {
 
     let (output, _) = resume(&h, &session, "carry on").await;
     assert!(output.status.success(), "{}", stderr(&output));
-    let requests = requests_of(&h, "batch durable");
+    let requests = h.requests_of("batch durable");
     let results = results_in(requests.last().unwrap());
     assert_eq!(results.len(), 1, "{results:?}");
     let rebuilt: Value = serde_json::from_str(&results[0].1).unwrap();
@@ -432,7 +424,7 @@ async fn resuming_a_dangling_call_in_the_middle_is_exact_and_repeatable() {
     let (output, _) = resume(&h, &session, "resume two").await;
     assert!(output.status.success(), "{}", stderr(&output));
 
-    let requests = requests_of(&h, "imported middle");
+    let requests = h.requests_of("imported middle");
     assert_eq!(requests.len(), 2);
     let first = RequestView::from_body(Api::OpenAi, &requests[0].body).unwrap();
     let second = RequestView::from_body(Api::OpenAi, &requests[1].body).unwrap();
@@ -533,7 +525,7 @@ async fn sigterm_and_sighup_stop_the_run_like_ctrl_c() {
         let (output, events) = resume(&h, &session, "go on").await;
         assert!(output.status.success(), "{}", stderr(&output));
         assert_eq!(last(&events)["final_response"], "resumed after the signal");
-        let results = results_in(requests_of(&h, "stop me").last().unwrap());
+        let results = results_in(h.requests_of("stop me").last().unwrap());
         assert!(results[0].1.contains("interrupted"), "{results:?}");
     }
 }
@@ -608,7 +600,7 @@ async fn batch_results_are_kept_as_each_call_finishes() {
     run.kill_9().await;
     let (output, _) = resume(&h, &session, "carry on").await;
     assert!(output.status.success(), "{}", stderr(&output));
-    let results = results_in(requests_of(&h, "two step batch").last().unwrap());
+    let results = results_in(h.requests_of("two step batch").last().unwrap());
     assert_eq!(results.len(), 2, "{results:?}");
     assert!(results[0].1.contains("quick-result-42"), "{results:?}");
     assert!(results[1].1.starts_with("interrupted"), "{results:?}");
@@ -648,7 +640,7 @@ async fn background_processes_of_a_killed_run_are_stopped_and_listed_with_their_
     let (output, _) = resume(&h, &session, "carry on").await;
     assert!(output.status.success(), "{}", stderr(&output));
     assert_gone(&pids, "the killed run's processes").await;
-    let results = results_in(requests_of(&h, "bg process").last().unwrap());
+    let results = results_in(h.requests_of("bg process").last().unwrap());
     let log = &results.last().unwrap().1;
     assert!(
         log.contains("bg-log-line") && log.contains("stopped when this session was resumed"),
@@ -714,7 +706,7 @@ async fn a_child_never_finds_its_own_or_its_parents_live_session() {
     let (output, events) = h.run_json(Wire::OpenAi, &[], "zebrafish parent").await;
     assert!(output.status.success(), "{}", stderr(&output));
     let parent_session = events[0]["session_id"].as_str().unwrap().to_owned();
-    let results = results_in(requests_of(&h, "searching child").last().unwrap());
+    let results = results_in(h.requests_of("searching child").last().unwrap());
     let found: Value = serde_json::from_str(&results[0].1).unwrap();
     let ids: Vec<&str> = found["results"]
         .as_array()
@@ -761,7 +753,7 @@ async fn a_restarted_child_counts_what_it_spent_before_the_crash() {
     assert!(output.status.success(), "{}", stderr(&output));
     let child = agents(&h).await[0].clone();
     assert_eq!(child["status"], "completed", "{child}");
-    let requests = requests_of(&h, "spending child");
+    let requests = h.requests_of("spending child");
     assert_eq!(requests.len(), 2, "one request before the crash, one after");
     // Both requests count: the journal holds more than the second alone.
     let second = requests[1].body.to_string().len() as u64 / 4;

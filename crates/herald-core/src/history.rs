@@ -270,6 +270,58 @@ mod tests {
         assert!(plan_repairs(&messages, |_| None).is_empty());
     }
 
+    fn record(id: &str, background: bool, status: &str, result: Option<&str>) -> AgentRecord {
+        AgentRecord {
+            id: id.into(),
+            parent_agent_id: Some("root".into()),
+            parent_session_id: "s".into(),
+            root_session_id: "s".into(),
+            session_id: format!("child-{id}"),
+            depth: 1,
+            role: "leaf".into(),
+            goal: "g".into(),
+            context: None,
+            background,
+            status: status.into(),
+            exit_reason: (status == "completed").then(|| "completed".into()),
+            result: result.map(str::to_owned),
+            error: None,
+            iterations: 2,
+            tokens: herald_protocol::TokenTotals::default(),
+            cost_usd: 0.0,
+            model: "m".into(),
+            created_at: 0,
+            started_at: None,
+            ended_at: None,
+            delivered: false,
+            spec: None,
+            call_id: Some("c".into()),
+        }
+    }
+
+    #[test]
+    fn a_delegate_result_rebuilt_from_the_journal_keeps_finished_children() {
+        let (text, is_error) = delegate_result_from_journal(&[
+            record("a", false, "completed", Some("found it")),
+            record("b", false, "running", None),
+        ]);
+        assert!(!is_error);
+        let value: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let results = value["results"].as_array().unwrap();
+        assert_eq!(results[0]["summary"], "found it");
+        assert_eq!(results[0]["status"], "completed");
+        assert_eq!(results[1]["status"], "interrupted");
+        // Nothing finished: the call failed as a whole.
+        let (_, is_error) = delegate_result_from_journal(&[record("b", false, "running", None)]);
+        assert!(is_error);
+        // Background children were dispatched; they restart on their own.
+        let (text, _) = delegate_result_from_journal(&[record("c", true, "running", None)]);
+        assert!(
+            text.contains("\"dispatched\"") && text.contains("\"c\""),
+            "{text}"
+        );
+    }
+
     #[test]
     fn complete_history_is_untouched() {
         let a = call("a");

@@ -74,29 +74,7 @@ fn run_dir_prefix(pid: u32) -> String {
 /// processes no longer running left behind. Returns how many were removed.
 /// Blocking.
 pub fn remove_stale_run_dirs(dir: &Path) -> usize {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return 0;
-    };
-    let mut removed = 0;
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        let Some(pid) = name
-            .to_str()
-            .and_then(|n| n.strip_prefix("herald-exec-"))
-            .and_then(|rest| rest.split('-').next())
-            .and_then(|pid| pid.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
-        if is_dir
-            && !Path::new(&format!("/proc/{pid}")).exists()
-            && std::fs::remove_dir_all(entry.path()).is_ok()
-        {
-            removed += 1;
-        }
-    }
-    removed
+    herald_tools::remove_dead_process_entries(dir, "herald-exec-")
 }
 
 /// Writes `text` to a new file only the owner can read.

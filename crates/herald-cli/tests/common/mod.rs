@@ -31,6 +31,16 @@ impl Harness {
         }
     }
 
+    /// Every recorded request of the conversations whose first user message
+    /// contains `needle`, oldest first.
+    pub fn requests_of(&self, needle: &str) -> Vec<herald_testkit::RecordedRequest> {
+        self.server
+            .requests()
+            .into_iter()
+            .filter(|r| r.conversation.contains(needle))
+            .collect()
+    }
+
     pub fn work_path(&self) -> PathBuf {
         self.work.path().canonicalize().unwrap()
     }

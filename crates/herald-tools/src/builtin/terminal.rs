@@ -93,27 +93,7 @@ fn cwd_file_prefix(pid: u32) -> String {
 /// herald processes no longer running left behind (killed mid-command).
 /// Returns how many were removed.
 pub fn remove_stale_cwd_files(dir: &Path) -> usize {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return 0;
-    };
-    let mut removed = 0;
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        let Some(pid) = name
-            .to_str()
-            .and_then(|n| n.strip_prefix("herald-cwd-"))
-            .and_then(|rest| rest.split('-').next())
-            .and_then(|pid| pid.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        if !std::path::Path::new(&format!("/proc/{pid}")).exists()
-            && std::fs::remove_file(entry.path()).is_ok()
-        {
-            removed += 1;
-        }
-    }
-    removed
+    crate::remove_dead_process_entries(dir, "herald-cwd-")
 }
 
 fn add_note(result: &mut Value, note: Option<String>) {
