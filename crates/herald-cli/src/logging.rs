@@ -18,6 +18,9 @@ use tracing_subscriber::util::SubscriberInitExt;
 /// Log files kept in `logs/`; older ones are deleted when a new day starts.
 pub(crate) const KEEP_FILES: usize = 14;
 
+/// Log lines queued for the writer thread before new ones are dropped.
+const LOG_QUEUE_LINES: usize = 1024;
+
 /// `info` for herald's own crates, `warn` for everything else.
 pub(crate) const DEFAULT_FILTER: &str = "warn,herald=info,herald_cli=info,herald_core=info,\
 herald_llm=info,herald_store=info,herald_tools=info,herald_exec=info,herald_knowledge=info";
@@ -57,6 +60,8 @@ pub(crate) fn init(home: &Path, env: &HashMap<String, String>) -> LogGuard {
         }
     };
     let dir = log_dir(home);
+    // The appender prunes old files by listing the directory: it must exist.
+    let _ = std::fs::create_dir_all(&dir);
     let file = match RollingFileAppender::builder()
         .rotation(Rotation::DAILY)
         .filename_prefix("herald")
@@ -64,7 +69,15 @@ pub(crate) fn init(home: &Path, env: &HashMap<String, String>) -> LogGuard {
         .max_log_files(KEEP_FILES)
         .build(&dir)
     {
-        Ok(appender) => Some(tracing_appender::non_blocking(appender)),
+        // A small queue: a full default one (128k lines) is megabytes of
+        // memory for a log that gets a few lines a run; lines beyond it are
+        // dropped rather than blocking the agent.
+        Ok(appender) => Some(
+            tracing_appender::non_blocking::NonBlockingBuilder::default()
+                .buffered_lines_limit(LOG_QUEUE_LINES)
+                .lossy(true)
+                .finish(appender),
+        ),
         Err(err) => {
             eprintln!(
                 "herald: warning: cannot write logs to {} ({err}); check that HERALD_HOME is writable",

@@ -125,14 +125,14 @@ pub(crate) async fn interactive(common: &CommonArgs) -> Result<Exit, CliError> {
         );
     }
     tracing::info!(session_id = %session_id, suspended, "interactive session ended");
-    let end_id = session_id.clone();
-    let _ = store.call(move |s| s.end_session(&end_id, "exit")).await;
-    lease.release().await;
     drop(agent);
     drop(events);
     // The delegation holds an event sink too; the renderer ends only when
-    // every sink is gone.
+    // every sink is gone (and the last one queues the events not yet stored).
     drop(delegation);
+    let end_id = session_id.clone();
+    let _ = store.call(move |s| s.end_session(&end_id, "exit")).await;
+    lease.release().await;
     renderer.finish();
     eprintln!("session {session_id} (resume with `herald --resume {session_id}`)");
     Ok(exit)

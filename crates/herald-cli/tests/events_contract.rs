@@ -227,9 +227,14 @@ async fn sessions_show_events_replays_the_run_in_order_with_increasing_ids() {
         "{child_kinds:?}"
     );
     assert!(child.iter().all(|e| e["agent_id"] == child_agent.as_str()));
+    // Ids are one sequence for the whole database (writes of different
+    // sessions are batched separately, so they may interleave in any order):
+    // never shared between sessions, increasing within each.
+    let child_ids: Vec<i64> = child.iter().map(|e| e["id"].as_i64().unwrap()).collect();
+    assert!(child_ids.windows(2).all(|w| w[0] < w[1]), "{child_ids:?}");
     assert!(
-        child.iter().all(|e| e["id"].as_i64().unwrap() > ids[0]),
-        "ids grow across sessions of one database"
+        child_ids.iter().all(|id| !ids.contains(id)),
+        "ids are unique across sessions of one database"
     );
 
     // Readable lines, and "after id N" for a replay.

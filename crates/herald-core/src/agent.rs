@@ -114,6 +114,8 @@ pub struct Agent {
     await_background: bool,
     /// Context compression state (SPEC §11).
     compactor: Compactor,
+    /// A batch kept results in the store that the next persist replaces.
+    kept_results: bool,
 }
 
 impl Agent {
@@ -126,6 +128,7 @@ impl Agent {
             persisted,
             pending_usage: None,
             compactor: Compactor::new(CompressionConfig::default(), setup.client.model()),
+            kept_results: false,
             budget: setup.budget,
             inbox: setup.inbox,
             await_background: setup.await_background,
@@ -408,6 +411,9 @@ impl Agent {
                 self.recorder.as_ref(),
             )
             .await;
+            // Batches of several calls keep each result in the store as it
+            // finishes (see `tool_runner`); the next persist drops them.
+            self.kept_results |= calls.len() > 1;
             self.messages.extend(results);
             if let Some(notices) = self.take_notices()
                 && let Some(last) = self.messages.last_mut()
@@ -450,6 +456,7 @@ impl Agent {
             (Some(inbox), false) => inbox.take_unsaved(),
             _ => Vec::new(),
         };
+        let clear_kept = !pending.is_empty() && std::mem::take(&mut self.kept_results);
         match recorder
             .store
             .call(move |store| {
@@ -458,7 +465,7 @@ impl Agent {
                     let _ = store.record_usage(&session, &model, &usage, Some(cost));
                 }
                 if !pending.is_empty() {
-                    store.append_messages_delivering(&session, &pending, &delivered)?;
+                    store.append_messages_delivering(&session, &pending, &delivered, clear_kept)?;
                 }
                 match todos {
                     Some(items) => store.save_todos(&session, &items),

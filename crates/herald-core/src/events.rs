@@ -136,9 +136,26 @@ impl EventSink {
         if let Some(log) = &self.out.log
             && !matches!(event.kind, EventKind::AssistantDelta { .. })
         {
-            log.push(event.clone());
+            log.push(event.clone(), last);
         }
         (self.out.emit)(event);
+    }
+}
+
+impl Drop for Output {
+    /// The last sink is gone: what is still queued is written now (the store
+    /// thread runs it before any store call made afterwards).
+    fn drop(&mut self) {
+        if let Some(log) = &self.log {
+            let queued = !log
+                .pending
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .is_empty();
+            if queued {
+                log.flush();
+            }
+        }
     }
 }
 
@@ -180,9 +197,19 @@ fn log_notable(event: &Event) {
     }
 }
 
+/// How long events may wait in memory before they are written: a turn's
+/// events then share one transaction instead of one per burst (each commit
+/// costs WAL writes and lock calls on the agent's hot path). A crash loses
+/// at most this much of the event log, never the conversation.
+const EVENT_FLUSH_DELAY: std::time::Duration = std::time::Duration::from_millis(200);
+/// Events queued before they are written without waiting for the delay.
+const EVENT_FLUSH_COUNT: usize = 256;
+
 /// The queue of events waiting for the store thread. The first event pushed
-/// into an empty queue submits a job; the job takes everything queued by
-/// the time it runs and stores it in one transaction.
+/// into an empty queue schedules a write [`EVENT_FLUSH_DELAY`] later (at once
+/// for the last event of an output, when the queue is long, or outside a
+/// tokio runtime); the write takes everything queued by the time it runs and
+/// stores it in one transaction.
 struct EventLog {
     store: StoreHandle,
     session_id: Arc<str>,
@@ -198,13 +225,40 @@ impl EventLog {
         }
     }
 
-    fn push(&self, event: Event) {
+    fn push(&self, event: Event, last: bool) {
         let mut pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
         pending.push(event);
-        if pending.len() > 1 {
-            return; // a submitted job has not taken the queue yet
-        }
+        let queued = pending.len();
         drop(pending);
+        if last || queued >= EVENT_FLUSH_COUNT {
+            self.flush();
+        } else if queued == 1 {
+            // The first event of a batch schedules its write.
+            match tokio::runtime::Handle::try_current() {
+                Ok(runtime) => {
+                    let log = self.clone_handle();
+                    runtime.spawn(async move {
+                        tokio::time::sleep(EVENT_FLUSH_DELAY).await;
+                        log.flush();
+                    });
+                }
+                Err(_) => self.flush(),
+            }
+        }
+    }
+
+    /// A second handle on the same queue (for the delayed write).
+    fn clone_handle(&self) -> Self {
+        Self {
+            store: self.store.clone(),
+            session_id: Arc::clone(&self.session_id),
+            pending: Arc::clone(&self.pending),
+        }
+    }
+
+    /// Queues a write of everything pending now (in order with later store
+    /// jobs, so a caller that then awaits a store call finds them written).
+    fn flush(&self) {
         let queue = Arc::clone(&self.pending);
         let session = Arc::clone(&self.session_id);
         let submitted = self.store.submit(move |store| {

@@ -375,14 +375,16 @@ impl Store {
 
     /// Appends `messages` and, in the same transaction, marks the background
     /// agents in `delivered` as delivered (their results are in these
-    /// messages) and forgets the session's kept batch results (see
-    /// [`Store::save_pending_result`]): the messages now hold them. A crash
-    /// can never leave a result marked delivered that the conversation lacks.
+    /// messages) and, with `clear_kept`, forgets the session's kept batch
+    /// results (see [`Store::save_pending_result`]): the messages now hold
+    /// them. A crash can never leave a result marked delivered that the
+    /// conversation lacks.
     pub fn append_messages_delivering(
         &mut self,
         session_id: &str,
         messages: &[Message],
         delivered: &[String],
+        clear_kept: bool,
     ) -> Result<Vec<i64>, StoreError> {
         let path = &self.path;
         let tx = self
@@ -391,7 +393,9 @@ impl Store {
             .map_err(sql(path, "appending messages"))?;
         let ids = insert_messages(&tx, path, session_id, messages)?;
         crate::agents::mark_delivered(&tx, path, delivered)?;
-        crate::pending::clear(&tx, path, session_id)?;
+        if clear_kept {
+            crate::pending::clear(&tx, path, session_id)?;
+        }
         tx.commit().map_err(sql(path, "committing messages"))?;
         Ok(ids)
     }

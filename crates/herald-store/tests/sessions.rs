@@ -627,12 +627,12 @@ fn delivering_append_marks_agents_and_clears_kept_results_atomically() {
     // An unknown session fails the whole transaction: nothing is cleared.
     assert!(
         store
-            .append_messages_delivering("nope", &[Message::user("x")], &[])
+            .append_messages_delivering("nope", &[Message::user("x")], &[], true)
             .is_err()
     );
     assert_eq!(store.pending_results("s").unwrap().len(), 1);
     store
-        .append_messages_delivering("s", &[Message::user("results")], &["ag_1".into()])
+        .append_messages_delivering("s", &[Message::user("results")], &["ag_1".into()], true)
         .unwrap();
     assert!(store.pending_results("s").unwrap().is_empty());
     assert_eq!(store.load_messages("s").unwrap().len(), 1);

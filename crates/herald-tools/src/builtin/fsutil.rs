@@ -62,12 +62,10 @@ where
     let stop = Stop::default();
     let (tx, rx) = tokio::sync::oneshot::channel();
     let worker_stop = stop.clone();
-    std::thread::Builder::new()
-        .name(format!("herald-{tool}"))
-        .spawn(move || {
-            let _ = tx.send(work(&worker_stop));
-        })
-        .map_err(|e| ToolError::new(format!("{tool} could not start its worker thread: {e}")))?;
+    run_detached(Box::new(move || {
+        let _ = tx.send(work(&worker_stop));
+    }))
+    .map_err(|e| ToolError::new(format!("{tool} could not start its worker thread: {e}")))?;
     // Whatever happens below, a worker still running is told to stop.
     let _guard = StopOnDrop(stop);
     tokio::select! {
@@ -84,6 +82,50 @@ where
             limit.as_secs_f64()
         ))),
     }
+}
+
+/// A job for a file worker thread.
+type Job = Box<dyn FnOnce() + Send>;
+
+/// How long an idle worker thread waits for work before it ends.
+const WORKER_IDLE: Duration = Duration::from_secs(30);
+
+/// Idle worker threads, each waiting on its own channel.
+static IDLE_WORKERS: std::sync::Mutex<Vec<std::sync::mpsc::Sender<Job>>> =
+    std::sync::Mutex::new(Vec::new());
+
+/// Runs `job` on a detached worker thread: an idle one when there is one,
+/// else a new one. Workers are never joined, so one stuck in the kernel
+/// cannot hold up the runtime's shutdown (tokio's blocking pool would); they
+/// are reused, so a call does not pay for a thread start.
+fn run_detached(mut job: Job) -> std::io::Result<()> {
+    loop {
+        let idle = IDLE_WORKERS
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .pop();
+        let Some(worker) = idle else { break };
+        match worker.send(job) {
+            Ok(()) => return Ok(()),
+            // That worker ended (idle too long): try the next one.
+            Err(std::sync::mpsc::SendError(returned)) => job = returned,
+        }
+    }
+    let (tx, rx) = std::sync::mpsc::channel::<Job>();
+    let me = tx.clone();
+    let _ = tx.send(job);
+    std::thread::Builder::new()
+        .name("herald-fs".into())
+        .spawn(move || {
+            while let Ok(job) = rx.recv_timeout(WORKER_IDLE) {
+                job();
+                IDLE_WORKERS
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .push(me.clone());
+            }
+        })
+        .map(|_| ())
 }
 
 struct StopOnDrop(Stop);
