@@ -84,6 +84,25 @@ impl EventSink {
         }
     }
 
+    /// This sink storing its events with `session_id` in the same write
+    /// queue as `other` (a subagent's own events, batched with its tree's),
+    /// or with a new queue on `store` when `other` is not recorded.
+    pub fn recorded_like(self, other: &EventSink, store: &StoreHandle, session_id: &str) -> Self {
+        let log = match &other.out.log {
+            Some(log) => log.for_session(session_id),
+            None => EventLog::new(store.clone(), session_id),
+        };
+        Self {
+            session_id: self.session_id,
+            agent_id: self.agent_id,
+            out: Arc::new(Output {
+                emit: Arc::clone(&self.out.emit),
+                log: Some(log),
+                closed: Mutex::new(false),
+            }),
+        }
+    }
+
     /// Whether events are stored (see [`EventSink::recorded`]).
     pub fn is_recorded(&self) -> bool {
         self.out.log.is_some()
@@ -205,15 +224,18 @@ const EVENT_FLUSH_DELAY: std::time::Duration = std::time::Duration::from_millis(
 /// Events queued before they are written without waiting for the delay.
 const EVENT_FLUSH_COUNT: usize = 256;
 
-/// The queue of events waiting for the store thread. The first event pushed
-/// into an empty queue schedules a write [`EVENT_FLUSH_DELAY`] later (at once
-/// for the last event of an output, when the queue is long, or outside a
-/// tokio runtime); the write takes everything queued by the time it runs and
-/// stores it in one transaction.
+/// The queue of events waiting for the store thread, shared by every
+/// recorded output of one session tree (see [`EventSink::recorded_like`]), so
+/// a thousand subagents still write their events in one transaction. The
+/// first event pushed into an empty queue schedules a write
+/// [`EVENT_FLUSH_DELAY`] later (at once for the last event of an output, when
+/// the queue is long, or outside a tokio runtime); the write takes everything
+/// queued by the time it runs.
 struct EventLog {
     store: StoreHandle,
+    /// The session this output's events are stored with.
     session_id: Arc<str>,
-    pending: Arc<Mutex<Vec<Event>>>,
+    pending: Arc<Mutex<Vec<(Arc<str>, Event)>>>,
 }
 
 impl EventLog {
@@ -225,9 +247,18 @@ impl EventLog {
         }
     }
 
+    /// A handle on the same queue storing with `session_id`.
+    fn for_session(&self, session_id: &str) -> Self {
+        Self {
+            store: self.store.clone(),
+            session_id: session_id.into(),
+            pending: Arc::clone(&self.pending),
+        }
+    }
+
     fn push(&self, event: Event, last: bool) {
         let mut pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
-        pending.push(event);
+        pending.push((Arc::clone(&self.session_id), event));
         let queued = pending.len();
         drop(pending);
         if last || queued >= EVENT_FLUSH_COUNT {
@@ -236,7 +267,7 @@ impl EventLog {
             // The first event of a batch schedules its write.
             match tokio::runtime::Handle::try_current() {
                 Ok(runtime) => {
-                    let log = self.clone_handle();
+                    let log = self.for_session(&self.session_id);
                     runtime.spawn(async move {
                         tokio::time::sleep(EVENT_FLUSH_DELAY).await;
                         log.flush();
@@ -247,23 +278,13 @@ impl EventLog {
         }
     }
 
-    /// A second handle on the same queue (for the delayed write).
-    fn clone_handle(&self) -> Self {
-        Self {
-            store: self.store.clone(),
-            session_id: Arc::clone(&self.session_id),
-            pending: Arc::clone(&self.pending),
-        }
-    }
-
     /// Queues a write of everything pending now (in order with later store
     /// jobs, so a caller that then awaits a store call finds them written).
     fn flush(&self) {
         let queue = Arc::clone(&self.pending);
-        let session = Arc::clone(&self.session_id);
         let submitted = self.store.submit(move |store| {
             let events = std::mem::take(&mut *queue.lock().unwrap_or_else(PoisonError::into_inner));
-            write_events(store, &session, &events);
+            write_tree_events(store, &events);
         });
         if submitted.is_err() {
             let mut pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
@@ -274,6 +295,30 @@ impl EventLog {
             );
             pending.clear();
         }
+    }
+}
+
+/// One stored row for `event`, or `None` when it cannot be serialised.
+fn event_row(event: &Event) -> Option<NewEvent> {
+    let payload = serde_json::to_string(event).ok()?;
+    Some(NewEvent {
+        agent_id: event.agent_id.to_string(),
+        kind: event_type(&payload)?,
+        payload,
+    })
+}
+
+/// Stores the queued events of a session tree in one transaction.
+fn write_tree_events(store: &mut herald_store::Store, events: &[(Arc<str>, Event)]) {
+    if events.is_empty() {
+        return;
+    }
+    let rows: Vec<(&str, NewEvent)> = events
+        .iter()
+        .filter_map(|(session, event)| Some((&**session, event_row(event)?)))
+        .collect();
+    if let Err(err) = store.record_events_of_sessions(&rows) {
+        tracing::warn!(lost = rows.len(), error = %err, "could not store events");
     }
 }
 
@@ -295,17 +340,7 @@ fn write_events(store: &mut herald_store::Store, session_id: &str, events: &[Eve
     if events.is_empty() {
         return;
     }
-    let rows: Vec<NewEvent> = events
-        .iter()
-        .filter_map(|event| {
-            let payload = serde_json::to_string(event).ok()?;
-            Some(NewEvent {
-                agent_id: event.agent_id.clone(),
-                kind: event_type(&payload)?,
-                payload,
-            })
-        })
-        .collect();
+    let rows: Vec<NewEvent> = events.iter().filter_map(event_row).collect();
     if let Err(err) = store.record_events(session_id, &rows) {
         tracing::warn!(
             session_id,

@@ -31,9 +31,8 @@ pub struct StoreProcessJournal {
 
 impl StoreProcessJournal {
     /// A journal for `session_id`; background output is copied under
-    /// `log_dir` when given (created here).
+    /// `log_dir` when given (created when the first log is).
     pub fn new(store: StoreHandle, session_id: &str, log_dir: Option<PathBuf>) -> Self {
-        let log_dir = log_dir.filter(|dir| std::fs::create_dir_all(dir).is_ok());
         Self {
             store,
             session_id: session_id.to_owned(),
@@ -67,12 +66,14 @@ impl ProcessJournal for StoreProcessJournal {
     }
 
     fn log_path(&self, process_id: &str) -> Option<PathBuf> {
-        self.log_dir.as_ref().map(|dir| {
-            dir.join(format!(
-                "{}-{}-{process_id}.log",
-                self.session_id, self.owner.pid
-            ))
-        })
+        let dir = self.log_dir.as_ref()?;
+        // Once per background process: a directory that cannot be made
+        // leaves the output in memory only.
+        std::fs::create_dir_all(dir).ok()?;
+        Some(dir.join(format!(
+            "{}-{}-{process_id}.log",
+            self.session_id, self.owner.pid
+        )))
     }
 }
 

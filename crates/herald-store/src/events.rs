@@ -97,6 +97,44 @@ impl Store {
         Ok(ids)
     }
 
+    /// Appends events of several sessions in one transaction, in order
+    /// (`(session_id, event)` pairs; a session tree's events share one write).
+    /// Rows of a session that does not exist are skipped. Returns how many
+    /// were stored.
+    pub fn record_events_of_sessions(
+        &mut self,
+        rows: &[(&str, NewEvent)],
+    ) -> Result<usize, StoreError> {
+        const CTX: &str = "recording events";
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(sql(&self.path, CTX))?;
+        let now = now_ms();
+        let mut stored = 0;
+        {
+            let mut stmt = tx
+                .prepare_cached(
+                    "INSERT INTO events (session_id, agent_id, kind, payload, created_at) \
+                     SELECT id, ?2, ?3, ?4, ?5 FROM sessions WHERE id = ?1",
+                )
+                .map_err(sql(&self.path, CTX))?;
+            for (session_id, event) in rows {
+                stored += stmt
+                    .execute(params![
+                        session_id,
+                        event.agent_id,
+                        event.kind,
+                        event.payload,
+                        now
+                    ])
+                    .map_err(sql(&self.path, CTX))?;
+            }
+        }
+        tx.commit().map_err(sql(&self.path, CTX))?;
+        Ok(stored)
+    }
+
     /// Every event of a session in the order they were recorded.
     pub fn load_events(&self, session_id: &str) -> Result<Vec<StoredEvent>, StoreError> {
         self.load_events_after(session_id, 0, usize::MAX)

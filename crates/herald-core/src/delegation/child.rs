@@ -423,7 +423,7 @@ impl Delegation {
             }
         });
         match &self.store {
-            Some(store) => sink.recorded(store, &spawn.session_id),
+            Some(store) => sink.recorded_like(&self.events, store, &spawn.session_id),
             None => sink,
         }
     }
