@@ -235,8 +235,11 @@ struct EventLog {
     store: StoreHandle,
     /// The session this output's events are stored with.
     session_id: Arc<str>,
-    pending: Arc<Mutex<Vec<(Arc<str>, Event)>>>,
+    pending: Arc<Mutex<Vec<QueuedEvent>>>,
 }
+
+/// An event waiting to be written, with the session it is stored under.
+type QueuedEvent = (Arc<str>, Event);
 
 impl EventLog {
     fn new(store: StoreHandle, session_id: &str) -> Self {
