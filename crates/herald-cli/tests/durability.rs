@@ -763,3 +763,51 @@ async fn a_restarted_child_counts_what_it_spent_before_the_crash() {
         "input {input}, second request ~{second}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sigterm_ends_the_interactive_loop_mid_turn_like_ctrl_c() {
+    use tokio::io::AsyncWriteExt;
+    let h = Harness::new(Script::new().conversation(
+        "interactive work",
+        vec![
+            Reply::tool("terminal", json!({"command": sleeper_command("i.pids")})),
+            Reply::text("resumed fine"),
+        ],
+    ))
+    .await;
+    let mut cmd = h.command(Wire::OpenAi);
+    cmd.stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let herald = child.id().unwrap() as i32;
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(b"interactive work\n").await.unwrap();
+    let pids = h.sleeper_pids("i.pids").await;
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(herald),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let output = tokio::time::timeout(Duration::from_secs(20), child.wait_with_output())
+        .await
+        .expect("the interactive session did not stop")
+        .unwrap();
+    drop(stdin);
+    assert_eq!(output.status.code(), Some(143), "{}", stderr(&output));
+    assert_gone(&pids, "the turn's command").await;
+    let err = stderr(&output);
+    let at = err
+        .find("session ses_")
+        .unwrap_or_else(|| panic!("no session id in: {err}"))
+        + "session ".len();
+    let session: String = err[at..]
+        .chars()
+        .take_while(|c| !c.is_whitespace())
+        .collect();
+    let (output, events) = resume(&h, &session, "go on").await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(last(&events)["final_response"], "resumed fine");
+    let results = results_in(h.requests_of("interactive work").last().unwrap());
+    assert!(results[0].1.contains("interrupted"), "{results:?}");
+}

@@ -124,7 +124,9 @@ mod tests {
                 duration_ms: 3,
             }
         );
-        // Stored once (by the recorded sink), as the event itself.
+        // Stored once (by the recorded sink), as the event itself: written
+        // with the output's batch at the latest when the last sink goes.
+        drop(events);
         let stored = stored_calls(&store).await;
         assert_eq!(stored.len(), 1);
         assert_eq!(stored[0]["type"], "sandbox.call");
