@@ -35,6 +35,22 @@ fn idle_error(idle: Duration) -> LlmError {
     )
 }
 
+/// The next item of `stream`, bounded by the idle timeout and `cancel`:
+/// `Ok(None)` at the end of the stream, an error when it went idle or the
+/// turn was cancelled.
+async fn next_within<S: Stream + Unpin>(
+    stream: &mut S,
+    idle: Duration,
+    cancel: &CancellationToken,
+) -> Result<Option<S::Item>, LlmError> {
+    let read = tokio::time::timeout(idle, stream.next());
+    tokio::select! {
+        biased;
+        () = cancel.cancelled() => Err(LlmError::cancelled()),
+        item = read => item.map_err(|_| idle_error(idle)),
+    }
+}
+
 /// A response body read chunk by chunk, each read bounded by the idle timeout
 /// and the turn's cancellation.
 pub(crate) struct BodyReader {
@@ -55,17 +71,10 @@ impl BodyReader {
         &mut self,
         cancel: &CancellationToken,
     ) -> Result<Option<Bytes>, LlmError> {
-        let read = tokio::time::timeout(self.idle, self.bytes.next());
-        let item = tokio::select! {
-            biased;
-            () = cancel.cancelled() => return Err(LlmError::cancelled()),
-            item = read => item,
-        };
-        match item {
-            Err(_) => Err(idle_error(self.idle)),
-            Ok(None) => Ok(None),
-            Ok(Some(Ok(bytes))) => Ok(Some(bytes)),
-            Ok(Some(Err(err))) => Err(LlmError::new(
+        match next_within(&mut self.bytes, self.idle, cancel).await? {
+            None => Ok(None),
+            Some(Ok(bytes)) => Ok(Some(bytes)),
+            Some(Err(err)) => Err(LlmError::new(
                 ErrorKind::Network,
                 format!(
                     "the connection broke while reading the answer: {}",
@@ -204,24 +213,17 @@ impl SseReader {
         &mut self,
         cancel: &CancellationToken,
     ) -> Result<Option<Event>, LlmError> {
-        let read = tokio::time::timeout(self.idle, self.events.next());
-        let item = tokio::select! {
-            biased;
-            () = cancel.cancelled() => return Err(LlmError::cancelled()),
-            item = read => item,
-        };
-        match item {
-            Err(_) => Err(idle_error(self.idle)),
-            Ok(None) => Ok(None),
-            Ok(Some(Ok(event))) => Ok(Some(event)),
-            Ok(Some(Err(EventStreamError::Transport(err)))) => Err(LlmError::new(
+        match next_within(&mut self.events, self.idle, cancel).await? {
+            None => Ok(None),
+            Some(Ok(event)) => Ok(Some(event)),
+            Some(Err(EventStreamError::Transport(err))) => Err(LlmError::new(
                 ErrorKind::Network,
                 format!(
                     "the connection broke while streaming: {}",
                     crate::error_chain(&err)
                 ),
             )),
-            Ok(Some(Err(err))) => Err(LlmError::new(
+            Some(Err(err)) => Err(LlmError::new(
                 ErrorKind::Truncated,
                 format!("malformed event stream: {err}"),
             )),

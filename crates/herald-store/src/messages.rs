@@ -363,14 +363,7 @@ impl Store {
         session_id: &str,
         messages: &[Message],
     ) -> Result<Vec<i64>, StoreError> {
-        let path = &self.path;
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(sql(path, "appending messages"))?;
-        let ids = insert_messages(&tx, path, session_id, messages)?;
-        tx.commit().map_err(sql(path, "committing messages"))?;
-        Ok(ids)
+        self.append_messages_delivering(session_id, messages, &[], false)
     }
 
     /// Appends `messages` and, in the same transaction, marks the background
