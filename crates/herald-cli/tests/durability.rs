@@ -7,8 +7,8 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{Harness, Wire, assert_gone, is_gone, last, of_type, sleeper_command, stderr};
-use herald_testkit::{Api, RecordedRequest, Reply, RequestView, Script, ScriptedCall};
+use common::{Harness, Wire, assert_gone, last, of_type, sleeper_command, stderr};
+use herald_testkit::{Api, RecordedRequest, Reply, RequestView, Script, ScriptedCall, is_gone};
 use serde_json::{Value, json};
 use tokio::io::AsyncBufReadExt;
 

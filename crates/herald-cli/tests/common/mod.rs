@@ -226,38 +226,8 @@ impl Harness {
     }
 }
 
-/// Whether `pid` is gone: no such process, or only a zombie left (a zombie
-/// runs nothing; it waits for a parent, or a PID 1 that may never reap it).
-pub fn is_gone(pid: i32) -> bool {
-    match nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None) {
-        Err(nix::errno::Errno::ESRCH) => true,
-        Err(e) => panic!("kill({pid}, 0): {e}"),
-        Ok(()) => std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .map(|stat| {
-                // The state follows the parenthesised command name.
-                stat.rsplit_once(')')
-                    .is_some_and(|(_, rest)| rest.trim_start().starts_with(['Z', 'X']))
-            })
-            .unwrap_or(true),
-    }
-}
-
-/// Asserts every pid in `pids` is gone within 5 s.
+/// Asserts every pid in `pids` is gone within 5 s (see
+/// [`herald_testkit::assert_gone_within`]).
 pub async fn assert_gone(pids: &[i32], what: &str) {
-    let t0 = std::time::Instant::now();
-    while t0.elapsed() < std::time::Duration::from_secs(5) {
-        if pids.iter().all(|&p| is_gone(p)) {
-            return;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
-    let alive: Vec<i32> = pids.iter().copied().filter(|&p| !is_gone(p)).collect();
-    // Do not leave them behind for the next test.
-    for &p in &alive {
-        let _ = nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(p),
-            nix::sys::signal::Signal::SIGKILL,
-        );
-    }
-    panic!("{what}: process(es) {alive:?} still running 5 s after herald stopped");
+    herald_testkit::assert_gone_within(pids, what, std::time::Duration::from_secs(5)).await;
 }

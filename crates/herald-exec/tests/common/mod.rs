@@ -126,40 +126,10 @@ pub async fn run(
     }
 }
 
-/// Whether `pid` is gone: `kill(pid, 0)` fails with ESRCH, or only a zombie
-/// is left (it runs nothing; an orphan waits for a PID 1 that may never reap
-/// it).
-pub fn is_gone(pid: i32) -> bool {
-    match nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None) {
-        Err(nix::errno::Errno::ESRCH) => true,
-        Err(e) => panic!("kill({pid}, 0): {e}"),
-        Ok(()) => std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .map(|stat| {
-                stat.rsplit_once(')')
-                    .is_some_and(|(_, rest)| rest.trim_start().starts_with(['Z', 'X']))
-            })
-            .unwrap_or(true),
-    }
-}
-
-/// Asserts every pid in `pids` is gone within 2 s (SIGKILLing survivors so
-/// they do not outlive the test).
+/// Asserts every pid in `pids` is gone within 2 s (see
+/// [`herald_testkit::assert_gone_within`]).
 pub async fn assert_gone(pids: &[i32], what: &str) {
-    let t0 = std::time::Instant::now();
-    while t0.elapsed() < Duration::from_secs(2) {
-        if pids.iter().all(|&p| is_gone(p)) {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    let alive: Vec<i32> = pids.iter().copied().filter(|&p| !is_gone(p)).collect();
-    for &p in &alive {
-        let _ = nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(p),
-            nix::sys::signal::Signal::SIGKILL,
-        );
-    }
-    panic!("{what}: process(es) {alive:?} still running after the call ended");
+    herald_testkit::assert_gone_within(pids, what, std::time::Duration::from_secs(2)).await;
 }
 
 /// Python that starts a `sleep` grandchild and prints `SCRIPT_PID SLEEP_PID`
