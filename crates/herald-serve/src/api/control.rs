@@ -1,0 +1,165 @@
+//! Acting on a running session: interrupt its turn, answer a clarify
+//! question, list and cancel its subagents. These act on sessions open in
+//! this server; a stored session that is not open has no turn, question or
+//! running agent.
+
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::{Path, State};
+use herald_core::runtime::Session;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use utoipa::ToSchema;
+
+use crate::error::{ApiError, ApiJson, ErrorBody};
+use crate::state::AppState;
+
+/// Whether an interrupt stopped something.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Interrupted {
+    /// A turn was running and is being stopped.
+    pub interrupted: bool,
+}
+
+/// The answer to a clarify question.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ClarifyAnswer {
+    /// A choice number, a choice's text, or free text where allowed.
+    pub answer: String,
+}
+
+/// The subagents of a session.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AgentList {
+    /// Each with `id, parent_id, depth, goal, background, status, seconds,
+    /// api_calls, tokens, current_tool`.
+    #[schema(value_type = Vec<Object>)]
+    pub agents: Vec<Value>,
+}
+
+/// An empty success.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Done {
+    pub ok: bool,
+}
+
+/// The session open here, `None` for a stored one that is not, 404 for an
+/// unknown id.
+async fn open_or_stored(state: &AppState, id: &str) -> Result<Option<Session>, ApiError> {
+    if let Some(session) = state.open_one(id) {
+        return Ok(Some(session));
+    }
+    state.record(id).await?;
+    Ok(None)
+}
+
+/// Stops the running turn (and its synchronous subagents).
+#[utoipa::path(
+    post,
+    path = "/api/sessions/{id}/interrupt",
+    tag = "control",
+    params(("id" = String, Path, description = "session id")),
+    responses(
+        (status = 200, description = "whether a turn was running", body = Interrupted),
+        (status = 404, description = "no such session", body = ErrorBody)
+    ),
+    security(("bearer" = []))
+)]
+pub(crate) async fn interrupt(
+    State(state): State<Arc<AppState>>,
+    Path(id): Path<String>,
+) -> Result<Json<Interrupted>, ApiError> {
+    let session = open_or_stored(&state, &id).await?;
+    Ok(Json(Interrupted {
+        interrupted: session.is_some_and(|s| s.interrupt()),
+    }))
+}
+
+/// Answers the open clarify question `request_id`.
+#[utoipa::path(
+    post,
+    path = "/api/sessions/{id}/clarify/{request_id}",
+    tag = "control",
+    params(
+        ("id" = String, Path, description = "session id"),
+        ("request_id" = String, Path, description = "the `request_id` of the `clarify.requested` event")
+    ),
+    request_body = ClarifyAnswer,
+    responses(
+        (status = 200, description = "answered", body = Done),
+        (status = 404, description = "no such session or open question, or an answer that does not fit it", body = ErrorBody)
+    ),
+    security(("bearer" = []))
+)]
+pub(crate) async fn clarify(
+    State(state): State<Arc<AppState>>,
+    Path((id, request_id)): Path<(String, String)>,
+    ApiJson(body): ApiJson<ClarifyAnswer>,
+) -> Result<Json<Done>, ApiError> {
+    let Some(session) = open_or_stored(&state, &id).await? else {
+        return Err(ApiError::not_found(
+            "request_not_found",
+            format!("no open question '{request_id}': session {id} is not running"),
+        ));
+    };
+    session.answer_clarify(&request_id, &body.answer)?;
+    Ok(Json(Done { ok: true }))
+}
+
+/// The session's subagents, running and finished, in this server.
+#[utoipa::path(
+    get,
+    path = "/api/sessions/{id}/agents",
+    tag = "control",
+    params(("id" = String, Path, description = "session id")),
+    responses(
+        (status = 200, description = "the subagents", body = AgentList),
+        (status = 404, description = "no such session", body = ErrorBody)
+    ),
+    security(("bearer" = []))
+)]
+pub(crate) async fn agents(
+    State(state): State<Arc<AppState>>,
+    Path(id): Path<String>,
+) -> Result<Json<AgentList>, ApiError> {
+    let session = open_or_stored(&state, &id).await?;
+    let agents = session
+        .map(|s| s.agents())
+        .unwrap_or_default()
+        .iter()
+        .map(serde_json::to_value)
+        .collect::<Result<_, _>>()
+        .map_err(|err| ApiError::internal(format!("cannot encode an agent: {err}")))?;
+    Ok(Json(AgentList { agents }))
+}
+
+/// Cancels the running subagent `agent_id` and its subtree.
+#[utoipa::path(
+    post,
+    path = "/api/sessions/{id}/agents/{agent_id}/cancel",
+    tag = "control",
+    params(
+        ("id" = String, Path, description = "session id"),
+        ("agent_id" = String, Path, description = "subagent id")
+    ),
+    responses(
+        (status = 200, description = "cancelled", body = Done),
+        (status = 404, description = "no such session or running subagent", body = ErrorBody)
+    ),
+    security(("bearer" = []))
+)]
+pub(crate) async fn cancel_agent(
+    State(state): State<Arc<AppState>>,
+    Path((id, agent_id)): Path<(String, String)>,
+) -> Result<Json<Done>, ApiError> {
+    let Some(session) = open_or_stored(&state, &id).await? else {
+        return Err(ApiError::not_found(
+            "request_not_found",
+            format!("no running subagent '{agent_id}': session {id} is not running"),
+        ));
+    };
+    session.cancel_agent(&agent_id)?;
+    Ok(Json(Done { ok: true }))
+}

@@ -1,0 +1,103 @@
+//! `GET /api/sessions/{id}/events`: the session tree's events (subagents'
+//! included) as server-sent events, each `data:` one JSON event as `herald
+//! run --json` prints it, with `id:` its number. `Last-Event-ID` (or
+//! `?after=N`) first replays the stored events after N, then follows live
+//! ones, none missed or repeated; without either the stream starts now.
+//! `assistant.delta` events are live only and carry no id. The stream ends
+//! when the session ends.
+
+use std::sync::Arc;
+
+use axum::extract::{Path, Query, State};
+use axum::http::HeaderMap;
+use axum::response::Response;
+use axum::response::sse::Event as SseEvent;
+use herald_core::runtime::{ClarifyPolicy, Subscription};
+use serde::Deserialize;
+use utoipa::IntoParams;
+
+use crate::error::{ApiError, ErrorBody};
+use crate::sse::{self, SseSender};
+use crate::state::AppState;
+
+/// Query of the event stream.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+pub struct EventsQuery {
+    /// Replay the stored events after this number first (0: all of them).
+    /// The `Last-Event-ID` header wins over it.
+    pub after: Option<u64>,
+}
+
+fn last_event_id(headers: &HeaderMap) -> Result<Option<u64>, ApiError> {
+    let Some(value) = headers.get("last-event-id") else {
+        return Ok(None);
+    };
+    let text = value.to_str().unwrap_or_default().trim();
+    if text.is_empty() {
+        return Ok(None);
+    }
+    text.parse().map(Some).map_err(|_| {
+        ApiError::bad_request(format!(
+            "Last-Event-ID must be an event number, not {text:?}"
+        ))
+    })
+}
+
+/// Follows the session's events.
+#[utoipa::path(
+    get,
+    path = "/api/sessions/{id}/events",
+    tag = "events",
+    params(
+        ("id" = String, Path, description = "session id"),
+        ("Last-Event-ID" = Option<u64>, Header, description = "resume after this event"),
+        EventsQuery
+    ),
+    responses(
+        (status = 200, description = "text/event-stream of events (`id:` = event number)", content_type = "text/event-stream", body = String),
+        (status = 400, description = "a bad Last-Event-ID", body = ErrorBody),
+        (status = 404, description = "no such session", body = ErrorBody),
+        (status = 409, description = "another process holds the session", body = ErrorBody)
+    ),
+    security(("bearer" = []))
+)]
+pub(crate) async fn follow(
+    State(state): State<Arc<AppState>>,
+    Path(id): Path<String>,
+    Query(query): Query<EventsQuery>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let after = last_event_id(&headers)?.or(query.after);
+    let session = state.session(&id, ClarifyPolicy::Ask).await?;
+    let sub = match after {
+        Some(after) => session.subscribe_after(after).await,
+        None => session.subscribe()?,
+    };
+    let (tx, response) = sse::channel();
+    tokio::spawn(async move {
+        tokio::select! {
+            () = forward(sub, &tx) => {}
+            () = tx.closed() => {}
+        }
+    });
+    Ok(response)
+}
+
+async fn forward(mut sub: Subscription, tx: &SseSender) {
+    while let Some(event) = sub.next().await {
+        let data = match serde_json::to_string(&*event) {
+            Ok(data) => data,
+            Err(err) => {
+                tracing::warn!("an event could not be encoded: {err}");
+                continue;
+            }
+        };
+        let mut sse = SseEvent::default().data(data);
+        if let Some(seq) = event.seq {
+            sse = sse.id(seq.to_string());
+        }
+        if !tx.send(sse).await {
+            return;
+        }
+    }
+}

@@ -1,0 +1,7 @@
+//! The native API under `/api`: sessions, turns, their event stream, and
+//! control of a running session.
+
+pub(crate) mod control;
+pub(crate) mod events;
+pub(crate) mod sessions;
+pub(crate) mod turns;

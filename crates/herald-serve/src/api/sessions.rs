@@ -1,0 +1,311 @@
+//! `/api/sessions`: create (new, fork, resume), list, search, get, delete.
+
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+use herald_core::runtime::{ClarifyPolicy, OpenMode};
+use herald_store::{ListFilter, SearchRequest, SessionRecord};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use utoipa::{IntoParams, ToSchema};
+
+use crate::error::{ApiError, ErrorBody, store_error};
+use crate::state::AppState;
+
+/// How a session created through the API asks its user.
+#[derive(Debug, Clone, Copy, Default, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Clarify {
+    /// Questions are `clarify.requested` events answered with
+    /// `POST /api/sessions/{id}/clarify/{request_id}`.
+    #[default]
+    Ask,
+    /// Nobody answers: the model decides itself.
+    Unavailable,
+}
+
+impl From<Clarify> for ClarifyPolicy {
+    fn from(c: Clarify) -> Self {
+        match c {
+            Clarify::Ask => ClarifyPolicy::Ask,
+            Clarify::Unavailable => ClarifyPolicy::Unavailable,
+        }
+    }
+}
+
+/// `POST /api/sessions`: a new session, or one forked from / resuming a
+/// stored one (at most one of `fork` and `resume`).
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateSession {
+    /// Start with a copy of this stored session's conversation.
+    pub fork: Option<String>,
+    /// Open this stored session (as any route naming it would).
+    pub resume: Option<String>,
+    #[serde(default)]
+    pub clarify: Clarify,
+}
+
+/// A session as the API shows it: its stored record plus its state here.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SessionInfo {
+    /// The stored record (id, cwd, model, times in Unix ms, token totals,
+    /// `message_count`, ...).
+    #[serde(flatten)]
+    #[schema(value_type = Object)]
+    pub record: Value,
+    /// Open in this server (its lease held here).
+    pub open: bool,
+    /// Running a turn now.
+    pub busy: bool,
+    /// Clarify questions waiting for an answer.
+    pub open_questions: Vec<String>,
+}
+
+/// A list of sessions.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SessionList {
+    pub sessions: Vec<SessionInfo>,
+}
+
+/// Query of `GET /api/sessions`.
+#[derive(Debug, Deserialize, IntoParams)]
+pub struct ListQuery {
+    /// At most this many (default 50; 0 = all).
+    pub limit: Option<usize>,
+    /// Only sessions started in this directory.
+    pub cwd: Option<String>,
+    /// Also subagent sessions.
+    #[serde(default)]
+    pub include_subagents: bool,
+}
+
+/// Query of `GET /api/sessions/search`.
+#[derive(Debug, Deserialize, IntoParams)]
+pub struct SearchQuery {
+    /// Free text.
+    pub q: String,
+    /// At most this many sessions (1..=10).
+    pub limit: Option<usize>,
+}
+
+impl AppState {
+    /// `record` with its state in this process; `system_prompt` left out
+    /// unless `full`.
+    pub(crate) fn info(&self, record: &SessionRecord, full: bool) -> Result<SessionInfo, ApiError> {
+        let mut value = serde_json::to_value(record)
+            .map_err(|err| ApiError::internal(format!("cannot encode a session: {err}")))?;
+        if !full && let Some(object) = value.as_object_mut() {
+            object.remove("system_prompt");
+        }
+        let session = self.open_one(&record.id);
+        Ok(SessionInfo {
+            record: value,
+            open: session.is_some(),
+            busy: session.as_ref().is_some_and(|s| s.is_busy()),
+            open_questions: session.map(|s| s.open_questions()).unwrap_or_default(),
+        })
+    }
+
+    /// The stored record of `id`, or 404.
+    pub(crate) async fn record(&self, id: &str) -> Result<SessionRecord, ApiError> {
+        let key = id.to_owned();
+        self.store
+            .call(move |s| s.get_session(&key))
+            .await
+            .map_err(store_error)?
+            .map_err(store_error)?
+            .ok_or_else(|| {
+                ApiError::not_found(
+                    "session_not_found",
+                    format!("no session '{id}'; GET /api/sessions lists them"),
+                )
+            })
+    }
+}
+
+/// Creates a session (or forks / opens a stored one) and keeps it open.
+#[utoipa::path(
+    post,
+    path = "/api/sessions",
+    tag = "sessions",
+    request_body = CreateSession,
+    responses(
+        (status = 201, description = "the open session", body = SessionInfo),
+        (status = 400, description = "both fork and resume, or a malformed body", body = ErrorBody),
+        (status = 404, description = "no such stored session", body = ErrorBody),
+        (status = 409, description = "held by another process", body = ErrorBody)
+    ),
+    security(("bearer" = []))
+)]
+pub(crate) async fn create(
+    State(state): State<Arc<AppState>>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    let body = body.map_err(|r| crate::error::body_rejection(r.status(), r.body_text()))?;
+    let request: CreateSession = if body.iter().all(u8::is_ascii_whitespace) {
+        CreateSession::default()
+    } else {
+        serde_json::from_slice(&body)
+            .map_err(|err| ApiError::bad_request(format!("invalid JSON body: {err}")))?
+    };
+    let clarify = ClarifyPolicy::from(request.clarify);
+    let session = match (request.fork, request.resume) {
+        (Some(_), Some(_)) => {
+            return Err(ApiError::bad_request(
+                "give either fork or resume, not both",
+            ));
+        }
+        (Some(source), None) => state.open(OpenMode::Fork(source), clarify).await?,
+        (None, Some(id)) => state.session(&id, clarify).await?,
+        (None, None) => state.open(OpenMode::New, clarify).await?,
+    };
+    let record = state.record(session.id()).await?;
+    Ok((StatusCode::CREATED, Json(state.info(&record, false)?)).into_response())
+}
+
+/// Lists stored sessions, newest first.
+#[utoipa::path(
+    get,
+    path = "/api/sessions",
+    tag = "sessions",
+    params(ListQuery),
+    responses((status = 200, description = "stored sessions", body = SessionList)),
+    security(("bearer" = []))
+)]
+pub(crate) async fn list(
+    State(state): State<Arc<AppState>>,
+    Query(query): Query<ListQuery>,
+) -> Result<Json<SessionList>, ApiError> {
+    let filter = ListFilter {
+        cwd: query.cwd,
+        parent: None,
+        limit: query.limit.unwrap_or(50),
+        include_subagents: query.include_subagents,
+    };
+    let records = state
+        .store
+        .call(move |s| s.list_sessions(&filter))
+        .await
+        .map_err(store_error)?
+        .map_err(store_error)?;
+    let sessions = records
+        .iter()
+        .map(|r| state.info(r, false))
+        .collect::<Result<_, _>>()?;
+    Ok(Json(SessionList { sessions }))
+}
+
+/// Full-text search over stored messages, one hit per session.
+#[utoipa::path(
+    get,
+    path = "/api/sessions/search",
+    tag = "sessions",
+    params(SearchQuery),
+    responses(
+        (status = 200, description = "`{\"hits\": [...]}`: each hit's session, matching message and its neighbours", body = Object),
+        (status = 400, description = "no query", body = ErrorBody)
+    ),
+    security(("bearer" = []))
+)]
+pub(crate) async fn search(
+    State(state): State<Arc<AppState>>,
+    Query(query): Query<SearchQuery>,
+) -> Result<Json<Value>, ApiError> {
+    if query.q.trim().is_empty() {
+        return Err(ApiError::bad_request(
+            "q is empty; send the text to search for",
+        ));
+    }
+    let request = SearchRequest {
+        query: query.q,
+        limit: query.limit.unwrap_or(10),
+        ..SearchRequest::default()
+    };
+    let hits = state
+        .store
+        .call(move |s| s.search(&request))
+        .await
+        .map_err(store_error)?
+        .map_err(store_error)?;
+    Ok(Json(serde_json::json!({ "hits": hits })))
+}
+
+/// One stored session with its state here (system prompt included).
+#[utoipa::path(
+    get,
+    path = "/api/sessions/{id}",
+    tag = "sessions",
+    params(("id" = String, Path, description = "session id")),
+    responses(
+        (status = 200, description = "the session", body = SessionInfo),
+        (status = 404, description = "no such session", body = ErrorBody)
+    ),
+    security(("bearer" = []))
+)]
+pub(crate) async fn get(
+    State(state): State<Arc<AppState>>,
+    Path(id): Path<String>,
+) -> Result<Json<SessionInfo>, ApiError> {
+    let record = state.record(&id).await?;
+    Ok(Json(state.info(&record, true)?))
+}
+
+/// Ends the session if open here (interrupting its turn), then deletes it
+/// with its messages, events and subagent sessions.
+#[utoipa::path(
+    delete,
+    path = "/api/sessions/{id}",
+    tag = "sessions",
+    params(("id" = String, Path, description = "session id")),
+    responses(
+        (status = 204, description = "deleted"),
+        (status = 404, description = "no such session", body = ErrorBody),
+        (status = 409, description = "another herald process runs it", body = ErrorBody)
+    ),
+    security(("bearer" = []))
+)]
+pub(crate) async fn delete(
+    State(state): State<Arc<AppState>>,
+    Path(id): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    if !state.close(&id).await {
+        state.record(&id).await?;
+        let key = id.clone();
+        let holder = state
+            .store
+            .call(move |s| s.lease_holder(&key))
+            .await
+            .map_err(store_error)?
+            .map_err(store_error)?;
+        if let Some(holder) = holder.filter(|h| h.pid != std::process::id() && h.is_alive()) {
+            return Err(ApiError::conflict(
+                "session_in_use",
+                format!(
+                    "session {id} is in use by herald process {}; stop it first",
+                    holder.pid
+                ),
+            ));
+        }
+    }
+    let key = id.clone();
+    let deleted = state
+        .store
+        .call(move |s| s.delete_session(&key))
+        .await
+        .map_err(store_error)?
+        .map_err(store_error)?;
+    if deleted {
+        Ok(StatusCode::NO_CONTENT)
+    } else {
+        Err(ApiError::not_found(
+            "session_not_found",
+            format!("no session '{id}'"),
+        ))
+    }
+}

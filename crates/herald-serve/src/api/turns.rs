@@ -1,0 +1,153 @@
+//! `POST /api/sessions/{id}/turns`: starts a turn (202 with the event
+//! number it starts after), or with `?wait=true` runs it and answers with
+//! its result.
+
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use futures_util::FutureExt;
+use herald_core::runtime::{ClarifyPolicy, Session, TurnResult};
+use herald_protocol::{RunStatus, TokenTotals};
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+
+use crate::error::{ApiError, ApiJson, ErrorBody, store_error};
+use crate::state::AppState;
+
+/// The body of a turn.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TurnRequest {
+    /// The user's input.
+    pub input: String,
+}
+
+/// Query of `POST /api/sessions/{id}/turns`.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+pub struct TurnQuery {
+    /// Wait for the turn's end and answer with its result.
+    #[serde(default)]
+    pub wait: bool,
+}
+
+/// A started turn.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TurnAccepted {
+    pub session_id: String,
+    /// The number of the last event before the turn: `GET
+    /// /api/sessions/{id}/events?after=N` follows the turn from its start.
+    pub after: u64,
+    /// The events URL that does so.
+    pub events: String,
+}
+
+/// How a turn ended.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TurnResultView {
+    pub session_id: String,
+    /// `completed | failed | interrupted`.
+    #[schema(value_type = String)]
+    pub status: RunStatus,
+    /// `completed | max_iterations | interrupted | error | budget`.
+    pub exit_reason: String,
+    pub final_response: String,
+    pub iterations: u32,
+    /// Tokens of this turn's requests (`input` includes `cached`).
+    #[schema(value_type = Object)]
+    pub usage: TokenTotals,
+    pub cost_usd: f64,
+    pub duration_ms: u64,
+    pub error: Option<String>,
+    /// The number of the last event before the turn.
+    pub after: u64,
+}
+
+impl TurnResultView {
+    fn new(session_id: String, result: TurnResult, after: u64) -> Self {
+        Self {
+            session_id,
+            status: result.status,
+            exit_reason: result.exit_reason.as_str().to_owned(),
+            final_response: result.final_response,
+            iterations: result.iterations,
+            usage: result.usage,
+            cost_usd: result.cost_usd,
+            duration_ms: result.duration_ms,
+            error: result.error,
+            after,
+        }
+    }
+}
+
+/// The number of the last event stored (or waiting to be stored) for the
+/// session's tree: what a follower of the next turn starts after.
+pub(crate) async fn last_event(state: &AppState, session: &Session) -> Result<u64, ApiError> {
+    let id = session.id().to_owned();
+    let stored = state
+        .store
+        .call(move |s| s.last_tree_event_seq(&id))
+        .await
+        .map_err(store_error)?
+        .map_err(store_error)?;
+    // Events still in the write queue: the replay flushes it and hands
+    // them out at once; the last one handed out is the newest.
+    let mut sub = session
+        .subscribe_after(u64::try_from(stored).unwrap_or(0))
+        .await;
+    while let Some(Some(_)) = sub.next().now_or_never() {}
+    Ok(sub.last_seq())
+}
+
+/// Starts a turn in the session.
+#[utoipa::path(
+    post,
+    path = "/api/sessions/{id}/turns",
+    tag = "turns",
+    params(("id" = String, Path, description = "session id"), TurnQuery),
+    request_body = TurnRequest,
+    responses(
+        (status = 202, description = "the turn runs; follow it with the events URL", body = TurnAccepted),
+        (status = 200, description = "with wait=true: the turn's result", body = TurnResultView),
+        (status = 400, description = "empty input or a malformed body", body = ErrorBody),
+        (status = 404, description = "no such session", body = ErrorBody),
+        (status = 409, description = "a turn is running, or another process holds the session", body = ErrorBody),
+        (status = 429, description = "max_concurrent_turns reached", body = ErrorBody)
+    ),
+    security(("bearer" = []))
+)]
+pub(crate) async fn start(
+    State(state): State<Arc<AppState>>,
+    Path(id): Path<String>,
+    Query(query): Query<TurnQuery>,
+    ApiJson(request): ApiJson<TurnRequest>,
+) -> Result<Response, ApiError> {
+    if request.input.trim().is_empty() {
+        return Err(ApiError::bad_request(
+            "input is empty; send the text of the request",
+        ));
+    }
+    let slot = state.reserve_turn()?;
+    let session = state.session(&id, ClarifyPolicy::Ask).await?;
+    if session.is_busy() {
+        return Err(herald_core::runtime::RuntimeError::TurnRunning(id).into());
+    }
+    let after = last_event(&state, &session).await?;
+    let turn = state.start_turn(&session, request.input, slot)?;
+    if query.wait {
+        let result = turn.finished(&id).await?;
+        return Ok(Json(TurnResultView::new(id, result, after)).into_response());
+    }
+    let events = format!("/api/sessions/{id}/events?after={after}");
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(TurnAccepted {
+            session_id: id,
+            after,
+            events,
+        }),
+    )
+        .into_response())
+}

@@ -1,0 +1,235 @@
+//! Binding, the router with its layers (auth, body limit, CORS), and
+//! running until shutdown.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::{DefaultBodyLimit, Request, State};
+use axum::http::{HeaderValue, Method, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use herald_core::{Settings, StoreHandle};
+use tokio::net::TcpListener;
+
+use crate::error::ApiError;
+use crate::state::AppState;
+use crate::token::same_token;
+
+/// How long open connections (a streaming turn, an event stream) get to
+/// finish after the sessions were ended at shutdown.
+const DRAIN_LIMIT: Duration = Duration::from_secs(10);
+
+/// Everything `herald serve` needs.
+pub struct ServeConfig {
+    pub settings: Settings,
+    pub store: StoreHandle,
+    /// The address to bind (a name or an IP); `127.0.0.1` by default.
+    pub host: String,
+    /// 0 picks a free port.
+    pub port: u16,
+    /// The bearer token every request must carry.
+    pub token: String,
+    /// Whether the token was given (`--token`, `HERALD_SERVE_TOKEN`) rather
+    /// than generated: a non-loopback address needs one given.
+    pub token_explicit: bool,
+    /// Turns running at once across every session; more are refused (429).
+    pub max_concurrent_turns: usize,
+    /// Largest request body in bytes; larger ones are refused (413).
+    pub body_limit: usize,
+    /// Browser origins allowed by CORS; empty = CORS off.
+    pub cors_origins: Vec<String>,
+}
+
+impl ServeConfig {
+    /// Defaults: `127.0.0.1`, port [`DEFAULT_PORT`], 64 concurrent turns,
+    /// 4 MiB bodies, CORS off.
+    pub fn new(settings: Settings, store: StoreHandle, token: String) -> Self {
+        Self {
+            settings,
+            store,
+            host: "127.0.0.1".to_owned(),
+            port: DEFAULT_PORT,
+            token,
+            token_explicit: false,
+            max_concurrent_turns: DEFAULT_MAX_TURNS,
+            body_limit: DEFAULT_BODY_LIMIT,
+            cors_origins: Vec::new(),
+        }
+    }
+}
+
+/// The port `herald serve` listens on unless told otherwise.
+pub const DEFAULT_PORT: u16 = 8787;
+/// `max_concurrent_turns` unless told otherwise.
+pub const DEFAULT_MAX_TURNS: usize = 64;
+/// The request body limit unless told otherwise (4 MiB).
+pub const DEFAULT_BODY_LIMIT: usize = 4 * 1024 * 1024;
+
+/// Why the server could not start or stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error(
+        "refusing to listen on {0}, which is reachable from other machines, with a generated token: pass --token (or set HERALD_SERVE_TOKEN) to bind a non-loopback address"
+    )]
+    PublicWithoutToken(SocketAddr),
+    #[error("cannot resolve the address {host}: {err}")]
+    Resolve { host: String, err: std::io::Error },
+    #[error("cannot listen on {addr}: {err}")]
+    Bind {
+        addr: SocketAddr,
+        err: std::io::Error,
+    },
+    #[error("invalid CORS origin {0:?}")]
+    Cors(String),
+    #[error("the server failed: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// A bound server, not yet serving: [`Server::local_addr`] says where
+/// (port 0 resolved).
+pub struct Server {
+    listener: TcpListener,
+    router: Router,
+    state: Arc<AppState>,
+    addr: SocketAddr,
+}
+
+impl Server {
+    /// Checks the configuration and binds. A non-loopback address without
+    /// an explicit token is refused before anything is bound.
+    pub async fn bind(config: ServeConfig) -> Result<Self, ServeError> {
+        let addr = resolve(&config.host, config.port).await?;
+        if !addr.ip().is_loopback() && !config.token_explicit {
+            return Err(ServeError::PublicWithoutToken(addr));
+        }
+        let cors = cors_layer(&config.cors_origins)?;
+        let listener = TcpListener::bind(addr)
+            .await
+            .map_err(|err| ServeError::Bind { addr, err })?;
+        let addr = listener.local_addr()?;
+        let state = Arc::new(AppState::new(
+            config.settings,
+            config.store,
+            config.max_concurrent_turns,
+        ));
+        let token: Arc<str> = Arc::from(config.token);
+        let mut router = crate::routes::router(Arc::clone(&state))
+            .layer(DefaultBodyLimit::max(config.body_limit))
+            .layer(middleware::from_fn_with_state(token, require_token));
+        if let Some(cors) = cors {
+            // Outside the token check: preflight requests carry no token.
+            router = router.layer(cors);
+        }
+        Ok(Self {
+            listener,
+            router,
+            state,
+            addr,
+        })
+    }
+
+    /// Where the server listens.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Serves until `shutdown` resolves; then ends every open session
+    /// (interrupting running turns), lets open responses finish (up to 10
+    /// s) and returns.
+    pub async fn run(
+        self,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> Result<(), ServeError> {
+        let state = Arc::clone(&self.state);
+        let (stopping_tx, stopping_rx) = tokio::sync::oneshot::channel::<()>();
+        let graceful = async move {
+            shutdown.await;
+            tracing::info!(open = state.open_count(), "herald serve: shutting down");
+            let _ = stopping_tx.send(());
+            // Ending the sessions closes their event streams, so streaming
+            // responses end too.
+            state.close_all().await;
+        };
+        let serving = axum::serve(self.listener, self.router).with_graceful_shutdown(graceful);
+        let state = Arc::clone(&self.state);
+        tokio::select! {
+            result = serving => result?,
+            () = async {
+                if stopping_rx.await.is_ok() {
+                    tokio::time::sleep(DRAIN_LIMIT).await;
+                } else {
+                    std::future::pending::<()>().await;
+                }
+            } => {
+                tracing::warn!("herald serve: connections still open after {DRAIN_LIMIT:?}; stopping anyway");
+            }
+        }
+        state.close_all().await;
+        Ok(())
+    }
+}
+
+async fn resolve(host: &str, port: u16) -> Result<SocketAddr, ServeError> {
+    let failed = |err| ServeError::Resolve {
+        host: host.to_owned(),
+        err,
+    };
+    let mut addrs = tokio::net::lookup_host((host, port))
+        .await
+        .map_err(failed)?;
+    addrs.next().ok_or_else(|| {
+        failed(std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            "no address",
+        ))
+    })
+}
+
+fn cors_layer(origins: &[String]) -> Result<Option<tower_http::cors::CorsLayer>, ServeError> {
+    if origins.is_empty() {
+        return Ok(None);
+    }
+    let origins = origins
+        .iter()
+        .map(|o| HeaderValue::from_str(o).map_err(|_| ServeError::Cors(o.clone())))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Some(
+        tower_http::cors::CorsLayer::new()
+            .allow_origin(origins)
+            .allow_methods([Method::GET, Method::POST, Method::DELETE])
+            .allow_headers([
+                header::AUTHORIZATION,
+                header::CONTENT_TYPE,
+                header::HeaderName::from_static("last-event-id"),
+                header::HeaderName::from_static("x-herald-session"),
+            ])
+            .expose_headers([header::HeaderName::from_static("x-herald-session")]),
+    ))
+}
+
+/// Refuses (401) a request without `Authorization: Bearer <token>`.
+async fn require_token(State(token): State<Arc<str>>, request: Request, next: Next) -> Response {
+    let given = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| {
+            v.strip_prefix("Bearer ")
+                .or_else(|| v.strip_prefix("bearer "))
+        })
+        .map(str::trim);
+    match given {
+        Some(given) if same_token(given.as_bytes(), token.as_bytes()) => next.run(request).await,
+        Some(_) => ApiError::unauthorized(
+            "the bearer token is wrong; use the --token given to herald serve, HERALD_SERVE_TOKEN, or the one in $HERALD_HOME/serve.token",
+        )
+        .into_response(),
+        None => ApiError::unauthorized(
+            "missing 'Authorization: Bearer <token>'; the token is the --token given to herald serve, HERALD_SERVE_TOKEN, or the one in $HERALD_HOME/serve.token",
+        )
+        .into_response(),
+    }
+}

@@ -1,0 +1,53 @@
+//! Server-sent event responses fed by a task: the task writes events into a
+//! channel and ends when the client is gone (its sends fail) or it is done.
+
+use std::convert::Infallible;
+use std::time::Duration;
+
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use futures_util::Stream;
+use tokio::sync::mpsc;
+
+/// Events a slow client may fall behind by before the producer waits.
+const BUFFER: usize = 256;
+
+/// The sending side: a producer task writes events here.
+pub(crate) struct SseSender(mpsc::Sender<Event>);
+
+impl SseSender {
+    /// Sends `event`; false once the client is gone.
+    pub(crate) async fn send(&self, event: Event) -> bool {
+        self.0.send(event).await.is_ok()
+    }
+
+    /// Sends `data` as a `data:` line.
+    pub(crate) async fn data(&self, data: impl AsRef<str>) -> bool {
+        self.send(Event::default().data(data.as_ref())).await
+    }
+
+    /// Resolves once the client is gone.
+    pub(crate) async fn closed(&self) {
+        self.0.closed().await;
+    }
+
+    /// Sends a comment line (`: text`), which clients ignore.
+    pub(crate) async fn comment(&self, text: impl AsRef<str>) -> bool {
+        self.send(Event::default().comment(text.as_ref())).await
+    }
+}
+
+/// A channel and the SSE response that streams what is sent into it, with
+/// a keep-alive comment every 15 seconds of silence.
+pub(crate) fn channel() -> (SseSender, Response) {
+    let (tx, rx) = mpsc::channel(BUFFER);
+    let sse = Sse::new(receiver_stream(rx))
+        .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)));
+    (SseSender(tx), sse.into_response())
+}
+
+fn receiver_stream(rx: mpsc::Receiver<Event>) -> impl Stream<Item = Result<Event, Infallible>> {
+    futures_util::stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|event| (Ok(event), rx))
+    })
+}

@@ -1,0 +1,186 @@
+//! What every handler shares: the settings and store, the sessions this
+//! process has open (by id), and the limit on turns running at once.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use herald_core::runtime::{
+    ClarifyPolicy, OpenMode, Session, SessionOptions, TurnResult, open_session,
+};
+use herald_core::{LeaseWait, Settings, StoreHandle};
+use herald_store::SessionSource;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::task::JoinHandle;
+
+use crate::error::ApiError;
+
+/// The state behind every route.
+pub(crate) struct AppState {
+    pub(crate) settings: Settings,
+    pub(crate) store: StoreHandle,
+    /// The sessions open in this process. A session stays open until it is
+    /// deleted or the server shuts down.
+    sessions: Mutex<HashMap<String, Session>>,
+    /// Held while a stored session is being opened, so two requests naming
+    /// it do not both try to take its lease.
+    opening: tokio::sync::Mutex<()>,
+    turns: Arc<Semaphore>,
+    pub(crate) max_turns: usize,
+}
+
+/// One of the `max_concurrent_turns` slots, held by a turn while it runs.
+pub(crate) struct TurnSlot {
+    _permit: OwnedSemaphorePermit,
+}
+
+/// A turn started through the server: resolves to its result once the turn
+/// ends. The turn runs on its session's task and holds its slot of
+/// `max_concurrent_turns` until then, whether or not anyone still waits
+/// for it (a client that disconnects does not stop it).
+pub(crate) struct StartedTurn {
+    pub(crate) done: JoinHandle<Option<TurnResult>>,
+}
+
+impl StartedTurn {
+    /// Waits for the turn's end.
+    pub(crate) async fn finished(self, session_id: &str) -> Result<TurnResult, ApiError> {
+        match self.done.await {
+            Ok(Some(result)) => Ok(result),
+            Ok(None) => Err(ApiError::conflict(
+                "session_ended",
+                format!("session {session_id} ended before its turn did"),
+            )),
+            Err(err) => Err(ApiError::internal(format!("the turn's task failed: {err}"))),
+        }
+    }
+}
+
+impl AppState {
+    pub(crate) fn new(settings: Settings, store: StoreHandle, max_turns: usize) -> Self {
+        let max_turns = max_turns.max(1);
+        Self {
+            settings,
+            store,
+            sessions: Mutex::new(HashMap::new()),
+            opening: tokio::sync::Mutex::new(()),
+            turns: Arc::new(Semaphore::new(max_turns)),
+            max_turns,
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Session>> {
+        self.sessions.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The open session `id`, if this process has it open.
+    pub(crate) fn open_one(&self, id: &str) -> Option<Session> {
+        let mut sessions = self.lock();
+        match sessions.get(id) {
+            Some(session) if session.is_ended() => {
+                sessions.remove(id);
+                None
+            }
+            other => other.cloned(),
+        }
+    }
+
+    /// Opens a session (new, fork, resume) and keeps it open.
+    pub(crate) async fn open(
+        &self,
+        mode: OpenMode,
+        clarify: ClarifyPolicy,
+    ) -> Result<Session, ApiError> {
+        let mut options = SessionOptions::new(self.settings.clone(), self.store.clone());
+        options.open = mode;
+        options.lease_wait = LeaseWait::No;
+        options.source = SessionSource::Api;
+        options.stream_deltas = true;
+        options.clarify = clarify;
+        options.one_shot = false;
+        let session = open_not_send(options).await?;
+        self.lock().insert(session.id().to_owned(), session.clone());
+        Ok(session)
+    }
+
+    /// The session `id`: the open one, else the stored one opened now
+    /// (refused with 409 while another process holds it, 404 when no such
+    /// session is stored).
+    pub(crate) async fn session(
+        &self,
+        id: &str,
+        clarify: ClarifyPolicy,
+    ) -> Result<Session, ApiError> {
+        if let Some(session) = self.open_one(id) {
+            return Ok(session);
+        }
+        let _opening = self.opening.lock().await;
+        if let Some(session) = self.open_one(id) {
+            return Ok(session);
+        }
+        self.open(OpenMode::Resume(id.to_owned()), clarify).await
+    }
+
+    /// Takes one of the `max_concurrent_turns` slots, or refuses with 429
+    /// when every slot is taken. Taken before a session is opened, so a
+    /// refused request opens nothing.
+    pub(crate) fn reserve_turn(&self) -> Result<TurnSlot, ApiError> {
+        Arc::clone(&self.turns)
+            .try_acquire_owned()
+            .map(|permit| TurnSlot { _permit: permit })
+            .map_err(|_| ApiError::too_many_turns(self.max_turns))
+    }
+
+    /// Starts a turn on `session` in `slot`; the slot is freed when the
+    /// turn ends.
+    pub(crate) fn start_turn(
+        &self,
+        session: &Session,
+        text: String,
+        slot: TurnSlot,
+    ) -> Result<StartedTurn, ApiError> {
+        let handle = session.start_turn(text)?;
+        let done = tokio::spawn(async move {
+            let result = handle.finished().await;
+            drop(slot);
+            result
+        });
+        Ok(StartedTurn { done })
+    }
+
+    /// Ends the open session `id` (if open here) and forgets it.
+    pub(crate) async fn close(&self, id: &str) -> bool {
+        let session = self.lock().remove(id);
+        match session {
+            Some(session) => {
+                session.shutdown().await;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Ends every open session (server shutdown): running turns are
+    /// interrupted, background agents suspended, leases released.
+    pub(crate) async fn close_all(&self) {
+        let sessions: Vec<Session> = self.lock().drain().map(|(_, s)| s).collect();
+        let ends = sessions.iter().map(|s| s.shutdown());
+        futures_util::future::join_all(ends).await;
+    }
+
+    /// How many sessions are open.
+    pub(crate) fn open_count(&self) -> usize {
+        self.lock().len()
+    }
+}
+
+/// Runs [`open_session`] on a blocking thread that enters this runtime.
+/// Its future is not `Send` (it keeps `&SessionOptions`, whose
+/// `on_lease_wait` is not `Sync`, across awaits), so a handler cannot await
+/// it directly; the session's task is still spawned on the server's runtime.
+async fn open_not_send(options: SessionOptions) -> Result<Session, ApiError> {
+    let runtime = tokio::runtime::Handle::current();
+    tokio::task::spawn_blocking(move || runtime.block_on(open_session(options)))
+        .await
+        .map_err(|err| ApiError::internal(format!("opening the session failed: {err}")))?
+        .map_err(ApiError::from)
+}
