@@ -82,6 +82,8 @@ pub(crate) enum Command {
         #[command(subcommand)]
         action: SkillsAction,
     },
+    /// Serve sessions over HTTP: OpenAI-compatible endpoints and the /api.
+    Serve(crate::serve_cmd::ServeArgs),
 }
 
 #[derive(Debug, Subcommand)]

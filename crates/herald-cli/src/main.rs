@@ -11,6 +11,7 @@ mod memory_cmd;
 mod render;
 mod repl;
 mod run;
+mod serve_cmd;
 mod sessions_cmd;
 mod setup;
 mod signals;
@@ -109,5 +110,6 @@ async fn dispatch(cli: Cli) -> Result<Exit, CliError> {
         },
         Some(Command::Memory { action }) => memory_cmd::memory(&cli.common, action).await,
         Some(Command::Skills { action }) => skills_cmd::skills(&cli.common, action).await,
+        Some(Command::Serve(args)) => serve_cmd::serve(&cli.common, args).await,
     }
 }

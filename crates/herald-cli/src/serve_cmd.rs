@@ -1,0 +1,81 @@
+//! `herald serve`: the HTTP front end (crate `herald-serve`) on a
+//! multi-threaded runtime of its own, stopped by SIGINT, SIGTERM or SIGHUP
+//! (a second signal exits at once).
+
+use clap::Args;
+use herald_serve::{ServeConfig, ServeError, TokenSource};
+use tokio_util::sync::CancellationToken;
+
+use crate::args::CommonArgs;
+use crate::{CliError, Exit, setup, signals};
+
+/// Options of `herald serve`.
+#[derive(Debug, Args)]
+pub(crate) struct ServeArgs {
+    /// Address to listen on; anything but loopback needs --token.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub host: String,
+    /// Port to listen on (0: any free port; the URL printed names it).
+    #[arg(long, default_value_t = herald_serve::DEFAULT_PORT)]
+    pub port: u16,
+    /// Bearer token every request must carry [default: generated once
+    /// into $HERALD_HOME/serve.token].
+    #[arg(long, env = "HERALD_SERVE_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+    /// Turns running at once across every session; more get HTTP 429.
+    #[arg(long, default_value_t = herald_serve::DEFAULT_MAX_TURNS)]
+    pub max_concurrent_turns: usize,
+    /// Largest request body in bytes; larger ones get HTTP 413.
+    #[arg(long, default_value_t = herald_serve::DEFAULT_BODY_LIMIT)]
+    pub max_body_bytes: usize,
+    /// Browser origin allowed by CORS (repeatable); CORS is off without one.
+    #[arg(long = "cors-origin")]
+    pub cors_origins: Vec<String>,
+}
+
+/// Runs the server until a stop signal.
+pub(crate) async fn serve(common: &CommonArgs, args: ServeArgs) -> Result<Exit, CliError> {
+    let settings = setup::settings(common)?;
+    let store = setup::open_store(&settings.home)?;
+    let (token, source) = herald_serve::resolve_token(args.token.as_deref(), &settings.home)
+        .map_err(CliError::usage)?;
+    if let TokenSource::File(path) = &source {
+        eprintln!("herald serve: the bearer token is in {}", path.display());
+    }
+    let mut config = ServeConfig::new(settings, store, token);
+    config.host = args.host;
+    config.port = args.port;
+    config.token_explicit = source == TokenSource::Explicit;
+    config.max_concurrent_turns = args.max_concurrent_turns;
+    config.body_limit = args.max_body_bytes;
+    config.cors_origins = args.cors_origins;
+
+    let stop = CancellationToken::new();
+    let _signal = signals::stop_on_signals(stop.clone());
+    let (done, result) = tokio::sync::oneshot::channel();
+    // The command-line runtime has one thread; a server of many sessions
+    // gets a runtime with one worker per core.
+    std::thread::Builder::new()
+        .name("herald-serve".into())
+        .spawn(move || {
+            let outcome = match tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()
+            {
+                Ok(runtime) => {
+                    runtime.block_on(herald_serve::serve(config, stop.cancelled_owned()))
+                }
+                Err(err) => Err(ServeError::Io(err)),
+            };
+            let _ = done.send(outcome);
+        })
+        .map_err(|err| CliError::failed(anyhow::anyhow!("cannot start the server: {err}")))?;
+    match result.await {
+        Ok(Ok(())) => Ok(Exit::Completed),
+        Ok(Err(err @ ServeError::Io(_))) => Err(CliError::failed(err)),
+        Ok(Err(err)) => Err(CliError::usage(err)),
+        Err(_) => Err(CliError::failed(anyhow::anyhow!(
+            "the server's thread ended unexpectedly"
+        ))),
+    }
+}
