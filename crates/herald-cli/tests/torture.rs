@@ -158,9 +158,52 @@ async fn run_once(h: &Harness, resume: Option<&str>, kill_after: Option<Duration
         if let Some(mut e) = child.stderr.take() {
             let _ = tokio::io::AsyncReadExt::read_to_string(&mut e, &mut err).await;
         }
+        // Timing decides what the runs before this one left in the history,
+        // so say what every request held: the seed alone may not replay it.
+        eprintln!("{}", request_log(h));
         panic!("a run ended without completing ({status}): {err}\n{events:#?}");
     }
     RunLog { events, completed }
+}
+
+/// Every request the server received, one line per message (role, call
+/// ids, the start of its text), for the report of a run that failed.
+fn request_log(h: &Harness) -> String {
+    let start = |text: &str| -> String {
+        let line = text.replace('\n', " ");
+        match line.char_indices().nth(100) {
+            Some((at, _)) => format!("{}...", &line[..at]),
+            None => line,
+        }
+    };
+    let mut out = String::new();
+    for (i, r) in h.server.requests().iter().enumerate() {
+        let Ok(view) = r.view() else {
+            out.push_str(&format!("request #{i}: not a valid chat request\n"));
+            continue;
+        };
+        out.push_str(&format!(
+            "request #{i} ({:?}, {} messages, answered {}):\n",
+            start(&view.conversation),
+            view.messages.len(),
+            r.status
+        ));
+        for m in &view.messages {
+            let mut label = m.role.clone();
+            for (id, name, _) in &m.tool_calls {
+                label.push_str(&format!(" call {id} {name}"));
+            }
+            for (id, _) in &m.tool_results {
+                label.push_str(&format!(" result of {id}"));
+            }
+            let text = m
+                .tool_results
+                .first()
+                .map_or(m.text.as_str(), |(_, content)| content.as_str());
+            out.push_str(&format!("  {label}: {}\n", start(text)));
+        }
+    }
+    out
 }
 
 /// Checks one finished session for anything lost.

@@ -199,6 +199,70 @@ pub fn is_compaction(prev: &Value, cur: &Value) -> bool {
         .is_some_and(|(_, changed)| is_compaction_text(&changed.to_string()))
 }
 
+/// Whether `cur` is a context compaction of `prev` whose summary came out
+/// word for word the same as one `prev` already held at the same place:
+/// system prompt and tool list identical, and the first message that differs
+/// (or where `cur` ends, when it is a strict prefix of `prev`) comes after a
+/// message of `cur` marked by compaction (not a system prompt that happens to
+/// name it), so everything up to and including
+/// that summary is unchanged. This happens when a compacted conversation is
+/// compacted again and the new middle (the old summary and what followed
+/// it) holds as many messages as the old one, with a model that answers
+/// every summary request alike (a scripted one): the new history can even be
+/// a prefix of the previous request. From the two bodies alone this cannot
+/// be told apart from a history that lost its newest messages, so it counts
+/// only when a summary request came between them (see [`is_allowed_rewrite`]).
+fn is_repeated_compaction(prev: &Value, cur: &Value) -> bool {
+    let null = Value::Null;
+    if canonical_system(prev.get("system").unwrap_or(&null))
+        != canonical_system(cur.get("system").unwrap_or(&null))
+        || strip_cache_control(prev.get("tools").unwrap_or(&null))
+            != strip_cache_control(cur.get("tools").unwrap_or(&null))
+    {
+        return false;
+    }
+    let empty = Vec::new();
+    let mp = prev
+        .get("messages")
+        .and_then(Value::as_array)
+        .unwrap_or(&empty);
+    let mc = cur
+        .get("messages")
+        .and_then(Value::as_array)
+        .unwrap_or(&empty);
+    let unchanged = mp
+        .iter()
+        .zip(mc)
+        .take_while(|(a, b)| canonical_message(a) == canonical_message(b))
+        .count();
+    let is_system = |m: &Value| {
+        matches!(
+            m.get("role").and_then(Value::as_str),
+            Some("system" | "developer")
+        )
+    };
+    unchanged < mp.len()
+        && mc[..unchanged]
+            .iter()
+            .any(|m| !is_system(m) && is_compaction_text(&canonical_message(m).to_string()))
+}
+
+/// Whether request `i` may rewrite the history of its predecessor `p` (of
+/// the same conversation): it is a context compaction of it (see
+/// [`is_compaction`]), or a compaction that repeated an earlier summary (see
+/// [`is_repeated_compaction`]) after a summary request of the conversation
+/// made between the two.
+fn is_allowed_rewrite(requests: &[RecordedRequest], p: usize, i: usize) -> bool {
+    let (prev, cur) = (&requests[p].body, &requests[i].body);
+    is_compaction(prev, cur)
+        || (is_repeated_compaction(prev, cur)
+            && requests[p + 1..i].iter().any(|r| {
+                r.conversation == requests[i].conversation
+                    && r.view().is_ok()
+                    && is_summary_request(&r.body)
+            }))
+}
+
 /// Whether `body` is herald's summary request: a side request made during a
 /// compaction whose last message (the instruction) carries the compaction
 /// marker. Its answer never enters the conversation, so the request after it
@@ -213,7 +277,7 @@ pub fn is_summary_request(body: &Value) -> bool {
 /// Walks the recorded requests in arrival order and calls `f(prev_index,
 /// cur_index, violations)` for each follow-up request of a conversation.
 /// A follow-up that is a context compaction of its predecessor (see
-/// [`is_compaction`]) is skipped: it is neither a violation nor counted. A
+/// [`is_allowed_rewrite`]) is skipped: it is neither a violation nor counted. A
 /// summary request (see [`is_summary_request`]) is checked against its
 /// predecessor but is not the predecessor of the next request.
 fn for_each_follow_up(requests: &[RecordedRequest], mut f: impl FnMut(usize, usize, Vec<String>)) {
@@ -224,7 +288,7 @@ fn for_each_follow_up(requests: &[RecordedRequest], mut f: impl FnMut(usize, usi
         }
         if let Some(&p) = last.get(r.conversation.as_str()) {
             let errors = check_prefix(&requests[p].body, &r.body);
-            if errors.is_empty() || !is_compaction(&requests[p].body, &r.body) {
+            if errors.is_empty() || !is_allowed_rewrite(requests, p, i) {
                 f(p, i, errors);
             }
         }
@@ -285,9 +349,8 @@ pub fn request_violations(requests: &[RecordedRequest], i: usize) -> Vec<String>
         return out;
     }
     if let Some(p) = predecessor(requests, i) {
-        let (prev, cur) = (&requests[p].body, &requests[i].body);
-        let errors = check_prefix(prev, cur);
-        if !errors.is_empty() && !is_compaction(prev, cur) {
+        let errors = check_prefix(&requests[p].body, &requests[i].body);
+        if !errors.is_empty() && !is_allowed_rewrite(requests, p, i) {
             let conv = excerpt(&requests[i].conversation, 60);
             out.extend(
                 errors
@@ -541,6 +604,154 @@ mod tests {
             prefix_violations(&reqs).len(),
             2,
             "message changed and history shrank"
+        );
+    }
+
+    #[test]
+    fn a_compaction_that_repeats_the_previous_summary_is_allowed_after_a_summary_request() {
+        // A compacted conversation (task, call, result, summary, continue)
+        // worked on, then was compacted again: the middle (old summary,
+        // continue, two exchanges) held as many messages as the first one,
+        // and a scripted model wrote the same summary, so the new history is
+        // a strict prefix of the previous request.
+        let sys = json!({"role": "system", "content": "sys"});
+        let tools = json!([{"type": "function", "function": {"name": "f"}}]);
+        let body = |messages: &[Value]| json!({"tools": tools, "messages": messages});
+        let summary = json!({"role": "user",
+            "content": "[herald] Summary of earlier turns (context compaction): 6 earlier messages ..."});
+        let exchange = |id: &str| {
+            vec![
+                json!({"role": "assistant", "content": null, "tool_calls": [call(id)]}),
+                json!({"role": "tool", "tool_call_id": id, "content": "out"}),
+            ]
+        };
+        let user = |text: &str| json!({"role": "user", "content": text});
+        let mut head = vec![sys.clone(), user("task")];
+        head.extend(exchange("c0"));
+        let compacted: Vec<Value> =
+            [head.clone(), vec![summary.clone(), user("continue")]].concat();
+        let prev_messages: Vec<Value> =
+            [compacted.clone(), exchange("c4"), exchange("c5")].concat();
+        let prev = body(&prev_messages);
+        let ask = body(
+            &[
+                prev_messages.clone(),
+                vec![
+                    user("continue"),
+                    user("[herald] Request for context compaction: summarise"),
+                ],
+            ]
+            .concat(),
+        );
+        let cur = body(&compacted);
+        let e = check_prefix(&prev, &cur);
+        assert_eq!(e.len(), 1, "{e:?}");
+        assert!(e[0].contains("history shrank from 10 to 6"), "{e:?}");
+        assert!(!is_compaction(&prev, &cur), "no message differs");
+        assert!(is_repeated_compaction(&prev, &cur));
+        let reqs = vec![
+            recorded("task", prev.clone()),
+            recorded("task", ask.clone()),
+            recorded("task", cur.clone()),
+        ];
+        assert!(violations(&reqs).is_empty(), "{:?}", violations(&reqs));
+        assert_eq!(
+            prefix_stability(&reqs),
+            (1, 1),
+            "the summary request extends"
+        );
+        assert_same_as_per_request(&reqs);
+        // A different newest message after the unchanged summary is the same
+        // case (the first difference comes after the summary).
+        let go_on = body(&[head.clone(), vec![summary.clone(), user("go on")]].concat());
+        let reqs = vec![
+            recorded("task", prev.clone()),
+            recorded("task", ask.clone()),
+            recorded("task", go_on),
+        ];
+        assert!(violations(&reqs).is_empty(), "{:?}", violations(&reqs));
+
+        // Near misses, each still rejected.
+        let rejected = |reqs: Vec<RecordedRequest>, want: &str| {
+            let e = violations(&reqs);
+            assert!(
+                !e.is_empty()
+                    && e.iter()
+                        .all(|e| e.contains(want) || e.contains("history shrank")),
+                "{want}: {e:?}"
+            );
+            assert!(e.iter().any(|e| e.contains(want)), "{want}: {e:?}");
+            assert_same_as_per_request(&reqs);
+        };
+        // No summary request in between: a history that lost its newest
+        // messages, not a compaction.
+        rejected(
+            vec![
+                recorded("task", prev.clone()),
+                recorded("task", cur.clone()),
+            ],
+            "request #0 -> #1: history shrank from 10 to 6",
+        );
+        // The summary request belongs to another conversation.
+        rejected(
+            vec![
+                recorded("task", prev.clone()),
+                recorded("other", ask.clone()),
+                recorded("task", cur.clone()),
+            ],
+            "request #0 -> #2: history shrank",
+        );
+        // A message before the summary changed.
+        let mut edited_head = compacted.clone();
+        edited_head[1] = user("another task");
+        rejected(
+            vec![
+                recorded("task", prev.clone()),
+                recorded("task", ask.clone()),
+                recorded("task", body(&edited_head)),
+            ],
+            "message 1 changed",
+        );
+        // No compaction-marked message before the first difference: the
+        // summary itself was dropped.
+        rejected(
+            vec![
+                recorded("task", prev.clone()),
+                recorded("task", ask.clone()),
+                recorded("task", body(&head)),
+            ],
+            "history shrank from 10 to 4",
+        );
+        // The system prompt changed.
+        let mut new_sys = compacted.clone();
+        new_sys[0] = json!({"role": "system", "content": "sys2"});
+        rejected(
+            vec![
+                recorded("task", prev.clone()),
+                recorded("task", ask.clone()),
+                recorded("task", body(&new_sys)),
+            ],
+            "system prompt changed",
+        );
+        // Only the system prompt carries the marker words.
+        let marked_sys =
+            json!({"role": "system", "content": "[herald] knows about context compaction"});
+        let mut before = prev_messages.clone();
+        before[0] = marked_sys.clone();
+        let mut after = head.clone();
+        after[0] = marked_sys;
+        assert!(!is_repeated_compaction(&body(&before), &body(&after)));
+        // The tool list changed.
+        let mut new_tools = cur.clone();
+        new_tools["tools"] = json!([]);
+        assert!(!is_repeated_compaction(&prev, &new_tools));
+        rejected(
+            vec![
+                recorded("task", prev),
+                recorded("task", ask),
+                recorded("task", new_tools),
+            ],
+            "tool list changed",
         );
     }
 

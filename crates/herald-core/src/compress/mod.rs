@@ -476,11 +476,11 @@ mod tests {
         assert_eq!(capped[1].tool_calls, messages[1].tool_calls);
     }
 
-    /// A client that never gets an answer: nothing listens on port 9.
-    fn unreachable_client() -> LlmClient {
+    /// A client for the OpenAI-compatible server at `base_url`, no retries.
+    fn client_at(base_url: String) -> LlmClient {
         LlmClient::new(herald_llm::ClientConfig {
             provider: herald_llm::ProviderKind::OpenAi,
-            base_url: "http://127.0.0.1:9/v1".into(),
+            base_url,
             api_key: Some("k".into()),
             model: "m".into(),
             max_tokens: None,
@@ -488,10 +488,15 @@ mod tests {
                 max_attempts: 1,
                 ..Default::default()
             },
-            idle_timeout: std::time::Duration::from_secs(1),
+            idle_timeout: std::time::Duration::from_secs(5),
             connect_timeout: std::time::Duration::from_secs(1),
         })
         .unwrap()
+    }
+
+    /// A client that never gets an answer: nothing listens on port 9.
+    fn unreachable_client() -> LlmClient {
+        client_at("http://127.0.0.1:9/v1".into())
     }
 
     fn input<'a>(
@@ -574,6 +579,103 @@ mod tests {
             matches!(err, CompressError::NothingToCompress { .. }),
             "{err}"
         );
+    }
+
+    /// The torture test's failure, replayed without timing: a resumed run
+    /// compacts (head, summary, `continue`), works, is killed, and the next
+    /// resume compacts again. The new middle is the old summary, the old
+    /// `continue` and the work after it: as many messages as the first
+    /// middle, so a model that answers every summary request alike (a
+    /// scripted one) writes a summary message identical to the first, and
+    /// the compacted history is a strict prefix of the request before it.
+    /// Herald is right (the work after the first summary is summarised); the
+    /// testkit must still see a compaction, not a shrunk history.
+    #[tokio::test]
+    async fn a_repeated_identical_summary_is_still_a_compaction() {
+        let server = herald_testkit::ScriptedServer::start(
+            herald_testkit::Script::new().responder(|view| {
+                let summary_request = view
+                    .last()
+                    .is_some_and(|m| m.text.contains(SUMMARY_REQUEST_MARKER));
+                herald_testkit::Reply::text(if summary_request {
+                    "## Goal\n- the same summary every time"
+                } else {
+                    "ok"
+                })
+            }),
+        )
+        .await
+        .unwrap();
+        let client = client_at(server.openai_base_url());
+        let tools = client.encode_tools(&[]);
+        let cancel = CancellationToken::new();
+        let send = |messages: Vec<Message>| {
+            let (client, tools, cancel) = (&client, &tools, &cancel);
+            async move {
+                let request = herald_llm::ChatRequest {
+                    system: "sys",
+                    messages: &messages,
+                    tools,
+                    forbid_tool_calls: false,
+                };
+                client
+                    .complete(request, &mut |_| {}, cancel)
+                    .await
+                    .map(|_| ())
+            }
+        };
+        let exchange = |i: usize| {
+            let c = ToolCall {
+                id: format!("c{i}"),
+                name: "read_file".into(),
+                arguments: "{}".into(),
+            };
+            [
+                Message::assistant("", vec![c.clone()]),
+                Message::tool_result(&c, format!("output {i}"), false),
+            ]
+        };
+        let config = CompressionConfig {
+            protect_first_n: 3,
+            protect_last_n: 1,
+            ..CompressionConfig::default()
+        };
+        let mut compactor = Compactor::new(config, "m");
+        let input = |messages| CompactionInput {
+            client: &client,
+            system: "sys",
+            tools: &tools,
+            messages,
+            open_todos: None,
+            trigger: Trigger::Manual,
+        };
+
+        // The first run: the task and four exchanges, then killed.
+        let mut history = vec![Message::user("task")];
+        history.extend((0..4).flat_map(exchange));
+        send(history.clone()).await.unwrap();
+        // Resumed: `continue`, a compaction of six messages, two exchanges.
+        history.push(Message::user("continue"));
+        let first = compactor.compact(input(&history), &cancel).await.unwrap();
+        assert_eq!(first.report.summarised, 6);
+        let mut history = first.messages;
+        assert_eq!(history.len(), 5, "task, call, result, summary, continue");
+        send(history.clone()).await.unwrap();
+        history.extend((4..6).flat_map(exchange));
+        send(history.clone()).await.unwrap();
+        // Resumed again: the old summary, the old `continue` and the two
+        // exchanges are summarised, six messages again.
+        let before = history.clone();
+        history.push(Message::user("continue"));
+        let second = compactor.compact(input(&history), &cancel).await.unwrap();
+        assert_eq!(second.report.summarised, 6);
+        assert_eq!(
+            second.messages,
+            before[..5].to_vec(),
+            "a prefix of the previous request"
+        );
+        send(second.messages.clone()).await.unwrap();
+        server.assert_invariants();
     }
 
     #[test]
