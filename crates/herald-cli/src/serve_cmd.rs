@@ -25,6 +25,10 @@ pub(crate) struct ServeArgs {
     /// Turns running at once across every session; more get HTTP 429.
     #[arg(long, default_value_t = herald_serve::DEFAULT_MAX_TURNS)]
     pub max_concurrent_turns: usize,
+    /// Sessions kept open at once; beyond it the least recently used idle
+    /// one is closed (a request naming it reopens it).
+    #[arg(long, default_value_t = herald_serve::DEFAULT_MAX_OPEN_SESSIONS)]
+    pub max_open_sessions: usize,
     /// Largest request body in bytes; larger ones get HTTP 413.
     #[arg(long, default_value_t = herald_serve::DEFAULT_BODY_LIMIT)]
     pub max_body_bytes: usize,
@@ -48,6 +52,7 @@ pub(crate) async fn serve(common: &CommonArgs, args: ServeArgs) -> Result<Exit, 
     config.token_explicit = source == TokenSource::Explicit;
     config.max_concurrent_turns = args.max_concurrent_turns;
     config.body_limit = args.max_body_bytes;
+    config.max_open_sessions = args.max_open_sessions;
     config.cors_origins = args.cors_origins;
 
     let stop = CancellationToken::new();

@@ -28,7 +28,8 @@ use std::io::Write;
 pub use error::ApiError;
 pub use openai::{MODEL_ALIAS, SESSION_HEADER};
 pub use server::{
-    DEFAULT_BODY_LIMIT, DEFAULT_MAX_TURNS, DEFAULT_PORT, ServeConfig, ServeError, Server,
+    DEFAULT_BODY_LIMIT, DEFAULT_MAX_OPEN_SESSIONS, DEFAULT_MAX_TURNS, DEFAULT_PORT, ServeConfig,
+    ServeError, Server,
 };
 pub use token::{TokenError, TokenSource, resolve_token, token_path};
 

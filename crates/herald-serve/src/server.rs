@@ -39,13 +39,16 @@ pub struct ServeConfig {
     pub max_concurrent_turns: usize,
     /// Largest request body in bytes; larger ones are refused (413).
     pub body_limit: usize,
+    /// Sessions kept open at once; beyond it the least recently used idle
+    /// one is closed (and reopened when a request names it again).
+    pub max_open_sessions: usize,
     /// Browser origins allowed by CORS; empty = CORS off.
     pub cors_origins: Vec<String>,
 }
 
 impl ServeConfig {
     /// Defaults: `127.0.0.1`, port [`DEFAULT_PORT`], 64 concurrent turns,
-    /// 4 MiB bodies, CORS off.
+    /// 256 open sessions, 4 MiB bodies, CORS off.
     pub fn new(settings: Settings, store: StoreHandle, token: String) -> Self {
         Self {
             settings,
@@ -56,6 +59,7 @@ impl ServeConfig {
             token_explicit: false,
             max_concurrent_turns: DEFAULT_MAX_TURNS,
             body_limit: DEFAULT_BODY_LIMIT,
+            max_open_sessions: DEFAULT_MAX_OPEN_SESSIONS,
             cors_origins: Vec::new(),
         }
     }
@@ -65,6 +69,8 @@ impl ServeConfig {
 pub const DEFAULT_PORT: u16 = 8787;
 /// `max_concurrent_turns` unless told otherwise.
 pub const DEFAULT_MAX_TURNS: usize = 64;
+/// `max_open_sessions` unless told otherwise.
+pub const DEFAULT_MAX_OPEN_SESSIONS: usize = 256;
 /// The request body limit unless told otherwise (4 MiB).
 pub const DEFAULT_BODY_LIMIT: usize = 4 * 1024 * 1024;
 
@@ -114,6 +120,7 @@ impl Server {
             config.settings,
             config.store,
             config.max_concurrent_turns,
+            config.max_open_sessions,
         ));
         let token: Arc<str> = Arc::from(config.token);
         let mut router = crate::routes::router(Arc::clone(&state))

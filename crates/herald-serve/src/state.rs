@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Instant;
 
 use herald_core::runtime::{
     ClarifyPolicy, OpenMode, Session, SessionOptions, TurnResult, open_session,
@@ -19,13 +20,31 @@ pub(crate) struct AppState {
     pub(crate) settings: Settings,
     pub(crate) store: StoreHandle,
     /// The sessions open in this process. A session stays open until it is
-    /// deleted or the server shuts down.
-    sessions: Mutex<HashMap<String, Session>>,
+    /// deleted or the server shuts down, or, beyond `max_open` sessions,
+    /// until it is the least recently used idle one (it reopens on its next
+    /// use).
+    sessions: Mutex<HashMap<String, OpenSession>>,
+    max_open: usize,
     /// Held while a stored session is being opened, so two requests naming
     /// it do not both try to take its lease.
     opening: tokio::sync::Mutex<()>,
     turns: Arc<Semaphore>,
     pub(crate) max_turns: usize,
+}
+
+/// An open session and when a request last named it.
+struct OpenSession {
+    session: Session,
+    used: Instant,
+}
+
+impl OpenSession {
+    /// Nothing runs and nothing waits in it: closing it loses nothing.
+    fn is_idle(&self) -> bool {
+        !self.session.is_busy()
+            && self.session.open_questions().is_empty()
+            && self.session.agents().iter().all(|a| a.status != "running")
+    }
 }
 
 /// One of the `max_concurrent_turns` slots, held by a turn while it runs.
@@ -56,31 +75,81 @@ impl StartedTurn {
 }
 
 impl AppState {
-    pub(crate) fn new(settings: Settings, store: StoreHandle, max_turns: usize) -> Self {
+    pub(crate) fn new(
+        settings: Settings,
+        store: StoreHandle,
+        max_turns: usize,
+        max_open: usize,
+    ) -> Self {
         let max_turns = max_turns.max(1);
         Self {
             settings,
             store,
             sessions: Mutex::new(HashMap::new()),
+            max_open: max_open.max(1),
             opening: tokio::sync::Mutex::new(()),
             turns: Arc::new(Semaphore::new(max_turns)),
             max_turns,
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Session>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, OpenSession>> {
         self.sessions.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// The open session `id`, if this process has it open.
     pub(crate) fn open_one(&self, id: &str) -> Option<Session> {
         let mut sessions = self.lock();
-        match sessions.get(id) {
-            Some(session) if session.is_ended() => {
+        match sessions.get_mut(id) {
+            Some(open) if open.session.is_ended() => {
                 sessions.remove(id);
                 None
             }
-            other => other.cloned(),
+            Some(open) => {
+                open.used = Instant::now();
+                Some(open.session.clone())
+            }
+            None => None,
+        }
+    }
+
+    /// Whether session `id` is open here (without counting as a use).
+    pub(crate) fn is_open(&self, id: &str) -> Option<Session> {
+        self.lock().get(id).map(|open| open.session.clone())
+    }
+
+    /// Keeps `session` open, closing the least recently used idle sessions
+    /// beyond `max_open` (in the background).
+    fn keep(&self, session: &Session) {
+        let evicted: Vec<Session> = {
+            let mut sessions = self.lock();
+            sessions.insert(
+                session.id().to_owned(),
+                OpenSession {
+                    session: session.clone(),
+                    used: Instant::now(),
+                },
+            );
+            let excess = sessions.len().saturating_sub(self.max_open);
+            let mut idle: Vec<(Instant, String)> = sessions
+                .iter()
+                .filter(|(id, open)| *id != session.id() && open.is_idle())
+                .map(|(id, open)| (open.used, id.clone()))
+                .collect();
+            idle.sort();
+            idle.into_iter()
+                .take(excess)
+                .filter_map(|(_, id)| sessions.remove(&id).map(|open| open.session))
+                .collect()
+        };
+        for session in evicted {
+            tracing::info!(
+                session_id = session.id(),
+                "closing the least recently used idle session"
+            );
+            tokio::spawn(async move {
+                session.shutdown().await;
+            });
         }
     }
 
@@ -98,7 +167,7 @@ impl AppState {
         options.clarify = clarify;
         options.one_shot = false;
         let session = open_not_send(options).await?;
-        self.lock().insert(session.id().to_owned(), session.clone());
+        self.keep(&session);
         Ok(session)
     }
 
@@ -149,9 +218,9 @@ impl AppState {
 
     /// Ends the open session `id` (if open here) and forgets it.
     pub(crate) async fn close(&self, id: &str) -> bool {
-        let session = self.lock().remove(id);
-        match session {
-            Some(session) => {
+        let open = self.lock().remove(id);
+        match open {
+            Some(OpenSession { session, .. }) => {
                 session.shutdown().await;
                 true
             }
@@ -162,7 +231,7 @@ impl AppState {
     /// Ends every open session (server shutdown): running turns are
     /// interrupted, background agents suspended, leases released.
     pub(crate) async fn close_all(&self) {
-        let sessions: Vec<Session> = self.lock().drain().map(|(_, s)| s).collect();
+        let sessions: Vec<Session> = self.lock().drain().map(|(_, o)| o.session).collect();
         let ends = sessions.iter().map(|s| s.shutdown());
         futures_util::future::join_all(ends).await;
     }

@@ -507,3 +507,46 @@ async fn concurrent_chat_completions_each_get_their_own_session() {
     assert_eq!(sessions.len(), 8);
     serve.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_sessions_beyond_max_open_sessions_close_and_reopen_on_use() {
+    let serve = Serve::start_with(
+        Script::new().responder(|view| Reply::text(format!("turn {}", view.turn))),
+        |config| config.max_open_sessions = 2,
+    )
+    .await;
+    let mut sessions = Vec::new();
+    for i in 0..3 {
+        let (status, session, body) = serve
+            .post_json(
+                "/v1/chat/completions",
+                &chat(&format!("session {i}"), false),
+            )
+            .await;
+        assert_eq!(status, 200, "{body}");
+        sessions.push(session.unwrap());
+    }
+    common::eventually("the oldest session to close", async || {
+        let (_, info) = serve
+            .get_json(&format!("/api/sessions/{}", sessions[0]))
+            .await;
+        info["open"] == false && !info["ended_at"].is_null()
+    })
+    .await;
+    let (_, newest) = serve
+        .get_json(&format!("/api/sessions/{}", sessions[2]))
+        .await;
+    assert_eq!(newest["open"], true);
+    // Named again, it reopens with its conversation.
+    let response = serve
+        .post("/v1/chat/completions")
+        .header("X-Herald-Session", &sessions[0])
+        .json(&chat("back again", false))
+        .send()
+        .await
+        .unwrap();
+    let (status, _, body) = common::parts(response).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["choices"][0]["message"]["content"], "turn 1");
+    serve.stop().await;
+}

@@ -103,7 +103,7 @@ impl AppState {
         if !full && let Some(object) = value.as_object_mut() {
             object.remove("system_prompt");
         }
-        let session = self.open_one(&record.id);
+        let session = self.is_open(&record.id);
         Ok(SessionInfo {
             record: value,
             open: session.is_some(),
