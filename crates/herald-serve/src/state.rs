@@ -10,7 +10,7 @@ use herald_core::runtime::{
 };
 use herald_core::{LeaseWait, Settings, StoreHandle};
 use herald_store::SessionSource;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
 use tokio::task::JoinHandle;
 
 use crate::error::ApiError;
@@ -28,6 +28,10 @@ pub(crate) struct AppState {
     /// Held while a stored session is being opened, so two requests naming
     /// it do not both try to take its lease.
     opening: tokio::sync::Mutex<()>,
+    /// Sessions being closed, until their lease is released: a request
+    /// naming one waits for that before reopening it (its lease is held by
+    /// this very process until then).
+    closing: Arc<Mutex<HashMap<String, watch::Receiver<bool>>>>,
     turns: Arc<Semaphore>,
     pub(crate) max_turns: usize,
 }
@@ -88,6 +92,7 @@ impl AppState {
             sessions: Mutex::new(HashMap::new()),
             max_open: max_open.max(1),
             opening: tokio::sync::Mutex::new(()),
+            closing: Arc::new(Mutex::new(HashMap::new())),
             turns: Arc::new(Semaphore::new(max_turns)),
             max_turns,
         }
@@ -147,9 +152,30 @@ impl AppState {
                 session_id = session.id(),
                 "closing the least recently used idle session"
             );
-            tokio::spawn(async move {
-                session.shutdown().await;
-            });
+            tokio::spawn(self.closing(session));
+        }
+    }
+
+    /// Waits until session `id`, if it is being closed, has released its
+    /// lease.
+    pub(crate) async fn wait_closed(&self, id: &str) {
+        let closing = lock_closing(&self.closing).get(id).cloned();
+        if let Some(mut closing) = closing {
+            let _ = closing.wait_for(|done| *done).await;
+        }
+    }
+
+    /// Marks `session` as closing now and returns the future that ends it
+    /// and then clears the mark.
+    fn closing(&self, session: Session) -> impl Future<Output = ()> + Send + 'static {
+        let (done, waiting) = watch::channel(false);
+        let id = session.id().to_owned();
+        lock_closing(&self.closing).insert(id.clone(), waiting);
+        let closing = Arc::clone(&self.closing);
+        async move {
+            session.shutdown().await;
+            let _ = done.send(true);
+            lock_closing(&closing).remove(&id);
         }
     }
 
@@ -186,6 +212,7 @@ impl AppState {
         if let Some(session) = self.open_one(id) {
             return Ok(session);
         }
+        self.wait_closed(id).await;
         self.open(OpenMode::Resume(id.to_owned()), clarify).await
     }
 
@@ -221,7 +248,7 @@ impl AppState {
         let open = self.lock().remove(id);
         match open {
             Some(OpenSession { session, .. }) => {
-                session.shutdown().await;
+                self.closing(session).await;
                 true
             }
             None => false,
@@ -252,4 +279,10 @@ async fn open_not_send(options: SessionOptions) -> Result<Session, ApiError> {
         .await
         .map_err(|err| ApiError::internal(format!("opening the session failed: {err}")))?
         .map_err(ApiError::from)
+}
+
+fn lock_closing(
+    closing: &Mutex<HashMap<String, watch::Receiver<bool>>>,
+) -> std::sync::MutexGuard<'_, HashMap<String, watch::Receiver<bool>>> {
+    closing.lock().unwrap_or_else(PoisonError::into_inner)
 }

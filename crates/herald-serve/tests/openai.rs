@@ -526,18 +526,8 @@ async fn idle_sessions_beyond_max_open_sessions_close_and_reopen_on_use() {
         assert_eq!(status, 200, "{body}");
         sessions.push(session.unwrap());
     }
-    common::eventually("the oldest session to close", async || {
-        let (_, info) = serve
-            .get_json(&format!("/api/sessions/{}", sessions[0]))
-            .await;
-        info["open"] == false && !info["ended_at"].is_null()
-    })
-    .await;
-    let (_, newest) = serve
-        .get_json(&format!("/api/sessions/{}", sessions[2]))
-        .await;
-    assert_eq!(newest["open"], true);
-    // Named again, it reopens with its conversation.
+    // The oldest was closed to make room; named again at once, it waits
+    // for that close and reopens with its conversation.
     let response = serve
         .post("/v1/chat/completions")
         .header("X-Herald-Session", &sessions[0])
@@ -548,5 +538,17 @@ async fn idle_sessions_beyond_max_open_sessions_close_and_reopen_on_use() {
     let (status, _, body) = common::parts(response).await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["choices"][0]["message"]["content"], "turn 1");
+    // That in turn closed the least recently used one left.
+    common::eventually("the second session to close", async || {
+        let (_, info) = serve
+            .get_json(&format!("/api/sessions/{}", sessions[1]))
+            .await;
+        info["open"] == false && !info["ended_at"].is_null()
+    })
+    .await;
+    for open in [&sessions[0], &sessions[2]] {
+        let (_, info) = serve.get_json(&format!("/api/sessions/{open}")).await;
+        assert_eq!(info["open"], true, "{info}");
+    }
     serve.stop().await;
 }

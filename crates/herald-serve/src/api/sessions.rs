@@ -275,6 +275,7 @@ pub(crate) async fn delete(
     Path(id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
     if !state.close(&id).await {
+        state.wait_closed(&id).await;
         state.record(&id).await?;
         let key = id.clone();
         let holder = state
