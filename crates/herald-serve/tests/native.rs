@@ -528,3 +528,86 @@ async fn shutting_down_ends_open_sessions_and_releases_them() {
         .unwrap();
     assert_eq!(end["status"], "interrupted");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cors_is_off_unless_origins_are_configured() {
+    let preflight = |serve: &Serve| {
+        common::http()
+            .request(reqwest::Method::OPTIONS, format!("{}/v1/models", serve.url))
+            .header("Origin", "http://app.test")
+            .header("Access-Control-Request-Method", "GET")
+            .header("Access-Control-Request-Headers", "authorization")
+            .send()
+    };
+    let off = Serve::start(Script::new()).await;
+    let response = preflight(&off).await.unwrap();
+    assert!(
+        response
+            .headers()
+            .get("access-control-allow-origin")
+            .is_none()
+    );
+    let response = off
+        .get("/v1/models")
+        .header("Origin", "http://app.test")
+        .send()
+        .await
+        .unwrap();
+    assert!(
+        response
+            .headers()
+            .get("access-control-allow-origin")
+            .is_none()
+    );
+    off.stop().await;
+
+    let on = Serve::start_with(Script::new(), |config| {
+        config.cors_origins = vec!["http://app.test".into()];
+    })
+    .await;
+    let response = preflight(&on).await.unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(
+        response.headers()["access-control-allow-origin"],
+        "http://app.test"
+    );
+    let response = on
+        .get("/v1/models")
+        .header("Origin", "http://app.test")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(
+        response.headers()["access-control-allow-origin"],
+        "http://app.test"
+    );
+    // Another origin gets no grant, and the token is still required.
+    let response = preflight(&on).await.unwrap();
+    assert!(
+        response
+            .headers()
+            .get("access-control-allow-origin")
+            .is_some()
+    );
+    let response = common::http()
+        .get(format!("{}/v1/models", on.url))
+        .header("Origin", "http://app.test")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 401);
+    let response = on
+        .get("/v1/models")
+        .header("Origin", "http://evil.test")
+        .send()
+        .await
+        .unwrap();
+    assert!(
+        response
+            .headers()
+            .get("access-control-allow-origin")
+            .is_none()
+    );
+    on.stop().await;
+}
