@@ -11,6 +11,23 @@
 //! Every route needs `Authorization: Bearer <token>` ([`resolve_token`]).
 //! Turns run on their sessions' tasks, not in the request: a client that
 //! disconnects does not stop its turn, which completes and is stored.
+//!
+//! Behaviour worth knowing:
+//! - Sessions: a request naming a stored session that is not open here
+//!   opens it (resume); one held by another herald process is refused
+//!   (409, the lease). Opened sessions stay open until deleted, the server
+//!   stops, or — beyond `max_open_sessions` — they are the least recently
+//!   used idle one (they reopen when named again). Opening a session for
+//!   its event stream takes it over like any other use.
+//! - Chat Completions and Responses open their sessions without a person
+//!   to ask (`clarify` tells the model to decide); sessions created with
+//!   `POST /api/sessions` ask by default (`clarify.requested` events,
+//!   answered with `POST /api/sessions/{id}/clarify/{request_id}`), and a
+//!   chat turn on such a session waits for that answer.
+//! - Streaming answers carry the text of every reply of the turn as it
+//!   streams: narration before a tool call (if the model wrote any), a
+//!   blank line, then the final answer; the non-streaming answer is the
+//!   final message alone.
 
 mod api;
 mod error;
