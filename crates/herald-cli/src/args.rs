@@ -45,6 +45,9 @@ pub(crate) struct CommonArgs {
     /// Continue the latest session started in this directory.
     #[arg(long = "continue", global = true)]
     pub continue_latest: bool,
+    /// Start a new session with a copy of a stored session's conversation.
+    #[arg(long, global = true, conflicts_with_all = ["resume", "continue_latest"])]
+    pub fork: Option<String>,
     /// With --resume/--continue: wait for another herald process that runs
     /// the session to finish, instead of refusing.
     #[arg(long, global = true)]

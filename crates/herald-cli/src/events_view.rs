@@ -179,6 +179,8 @@ mod tests {
             kind: kind.into(),
             payload: payload.into(),
             created_at: 0,
+            root_session_id: Some("ses_1".into()),
+            seq: Some(id),
         }
     }
 

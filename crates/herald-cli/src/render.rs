@@ -3,7 +3,7 @@
 //! slow reader never stalls the agent.
 
 use std::io::{IsTerminal, Write};
-use std::sync::mpsc;
+use std::sync::{Arc, mpsc};
 use std::thread::JoinHandle;
 
 use herald_protocol::{Event, EventKind, ToolStatus};
@@ -21,7 +21,7 @@ pub(crate) enum Mode {
 
 /// What the writer thread receives.
 enum Item {
-    Event(Box<Event>),
+    Event(Arc<Event>),
     /// Write what came before, then stop (later events are dropped).
     Stop,
 }
@@ -46,12 +46,12 @@ impl Renderer {
         }
     }
 
-    /// A callback for `EventSink::new`.
-    pub(crate) fn callback(&self) -> impl Fn(Event) + Send + Sync + 'static {
+    /// The observer a session passes every event to.
+    pub(crate) fn callback(&self) -> impl Fn(Arc<Event>) + Send + Sync + 'static {
         let sender = std::sync::Mutex::new(self.sender.clone());
         move |event| {
             if let Ok(sender) = sender.lock() {
-                let _ = sender.send(Item::Event(Box::new(event)));
+                let _ = sender.send(Item::Event(event));
             }
         }
     }
@@ -68,7 +68,7 @@ impl Renderer {
 }
 
 /// The next event, or `None` at `Stop` or when every sender is gone.
-fn next(receiver: &mpsc::Receiver<Item>) -> Option<Box<Event>> {
+fn next(receiver: &mpsc::Receiver<Item>) -> Option<Arc<Event>> {
     match receiver.recv() {
         Ok(Item::Event(event)) => Some(event),
         Ok(Item::Stop) | Err(_) => None,

@@ -1,47 +1,41 @@
-//! `herald` with no arguments: a line-based interactive loop over one session.
+//! `herald` with no arguments: a line-based interactive loop over one
+//! session. A thin front end over the session runtime: lines become turns
+//! and operations, events are rendered, and the runtime's questions
+//! (`clarify.requested`) are put to the person at the terminal.
 
-use std::sync::Arc;
-
-use herald_core::{EventSink, ExitReason};
-use herald_knowledge::{Clarifier, LineClarifier};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use herald_core::ExitReason;
+use herald_core::runtime::{Session, Subscription, TurnResult};
+use herald_knowledge::{ClarifyRequest, render_question};
+use herald_protocol::EventKind;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines, Stdin};
 use tokio_util::sync::CancellationToken;
 
 use crate::args::CommonArgs;
 use crate::render::{Mode, Renderer};
+use crate::setup::SessionShape;
 use crate::{CliError, Exit, setup, signals};
 
 const HELP: &str = "Type a request and press Enter. Commands: /help, /agents (subagents of this session), /compress (summarise older turns now), /exit (or Ctrl-D). Ctrl-C interrupts a running turn.";
+
+/// Invalid answers to one question tolerated before it is left open.
+const ANSWER_ATTEMPTS: usize = 3;
+
+type Input = Lines<BufReader<Stdin>>;
 
 pub(crate) async fn interactive(common: &CommonArgs) -> Result<Exit, CliError> {
     let settings = setup::settings(common)?;
     let renderer = Renderer::start(Mode::Human { stream_text: true });
     let store = setup::open_store(&settings.home)?;
-    let callback = renderer.callback();
-    // Input lines are shared with `clarify`, which reads its answers from
-    // them while a turn runs (the loop below only reads between turns).
-    let lines = Arc::new(tokio::sync::Mutex::new(
-        BufReader::new(tokio::io::stdin()).lines(),
-    ));
-    let clarifier: Arc<dyn Clarifier> = Arc::new(LineClarifier::new(
-        Arc::clone(&lines),
-        Box::new(std::io::stderr()),
-    ));
-    let setup::StartedSession {
-        session_id,
-        mut agent,
-        delegation,
-        lease,
-        ..
-    } = setup::start_session_with(common, &settings, &store, true, Some(clarifier), |id| {
-        // Every event of the session is stored with it (`sessions show --events`).
-        EventSink::new(id, "root", callback).recorded(&store, id)
-    })
-    .await?;
+    let shape = SessionShape {
+        stream_deltas: true,
+        ask_user: true,
+        one_shot: false,
+    };
+    let session = setup::open(common, &settings, &store, shape, renderer.callback()).await?;
+    let session_id = session.id().to_owned();
     crate::logging::session_started(common, &settings, &session_id);
-    // Background agents report with the next input instead of holding the prompt.
-    agent.set_await_background(false);
-    let events = agent.events().clone();
+    let mut questions = session.subscribe().map_err(CliError::failed)?;
+    let mut lines = BufReader::new(tokio::io::stdin()).lines();
     eprintln!(
         "herald {} · {} ({}) · {}\n{HELP}",
         env!("CARGO_PKG_VERSION"),
@@ -61,7 +55,7 @@ pub(crate) async fn interactive(common: &CommonArgs) -> Result<Exit, CliError> {
         let _ = stdout.write_all(b"\n> ").await;
         let _ = stdout.flush().await;
         let line = tokio::select! {
-            line = async { lines.lock().await.next_line().await } => line,
+            line = lines.next_line() => line,
             _ = tokio::signal::ctrl_c() => break Exit::Interrupted,
             () = terminate.cancelled() => break stop.exit(),
         };
@@ -83,26 +77,26 @@ pub(crate) async fn interactive(common: &CommonArgs) -> Result<Exit, CliError> {
                 continue;
             }
             "/compress" => {
-                compress(&mut agent).await;
+                compress(&session).await;
                 continue;
             }
             "/agents" => {
-                show_agents(&delegation);
+                show_agents(&session);
                 continue;
             }
             _ => {}
         }
-        let cancel = terminate.child_token();
-        let watcher = {
-            let cancel = cancel.clone();
-            tokio::spawn(async move {
-                if tokio::signal::ctrl_c().await.is_ok() {
-                    cancel.cancel();
-                }
-            })
+        let Some(outcome) = run_turn(
+            &session,
+            input.to_owned(),
+            &mut questions,
+            &mut lines,
+            &terminate,
+        )
+        .await?
+        else {
+            break stop.exit();
         };
-        let outcome = agent.run_turn(input.to_owned(), &cancel).await;
-        watcher.abort();
         let _ = stdout.write_all(b"\n").await;
         match outcome.exit_reason {
             ExitReason::Interrupted => eprintln!("(interrupted)"),
@@ -118,51 +112,131 @@ pub(crate) async fn interactive(common: &CommonArgs) -> Result<Exit, CliError> {
     // Running background agents stop (their commands are killed) but stay
     // journaled as running: `--resume` restarts them from their stored
     // conversations.
-    let suspended = delegation.suspend(std::time::Duration::from_secs(5)).await;
+    let suspended = session.shutdown().await;
     if suspended > 0 {
         eprintln!(
             "{suspended} background agent(s) still running were suspended; they continue when you resume this session"
         );
     }
     tracing::info!(session_id = %session_id, suspended, "interactive session ended");
-    drop(agent);
-    drop(events);
-    // The delegation holds an event sink too; the renderer ends only when
-    // every sink is gone (and the last one queues the events not yet stored).
-    drop(delegation);
-    let end_id = session_id.clone();
-    let _ = store.call(move |s| s.end_session(&end_id, "exit")).await;
-    lease.release().await;
+    drop(questions);
+    drop(session);
     renderer.finish();
     eprintln!("session {session_id} (resume with `herald --resume {session_id}`)");
     Ok(exit)
 }
 
-/// `/compress`: compacts the conversation now (Ctrl-C stops the summary
-/// request, leaving the conversation as it was) and says what happened.
-async fn compress(agent: &mut herald_core::Agent) {
-    let cancel = CancellationToken::new();
-    let watcher = {
-        let cancel = cancel.clone();
-        tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                cancel.cancel();
+/// Runs one turn: Ctrl-C interrupts it, SIGTERM/SIGHUP interrupt it and end
+/// the loop (`None`), and questions the agent asks are answered from the
+/// terminal while it runs.
+async fn run_turn(
+    session: &Session,
+    input: String,
+    questions: &mut Subscription,
+    lines: &mut Input,
+    terminate: &CancellationToken,
+) -> Result<Option<TurnResult>, CliError> {
+    let turn = session.start_turn(input).map_err(CliError::failed)?;
+    let finished = turn.finished();
+    tokio::pin!(finished);
+    let mut terminated = false;
+    loop {
+        tokio::select! {
+            result = &mut finished => {
+                let result = result.ok_or_else(|| CliError::failed(anyhow::anyhow!("the session ended during the turn")))?;
+                return Ok((!terminated).then_some(result));
             }
-        })
+            _ = tokio::signal::ctrl_c() => {
+                session.interrupt();
+            }
+            () = terminate.cancelled(), if !terminated => {
+                terminated = true;
+                session.interrupt();
+            }
+            event = questions.next() => {
+                let Some(event) = event else { continue };
+                if let EventKind::ClarifyRequested { request_id, question, choices, allow_freetext } = &event.kind {
+                    let request = ClarifyRequest {
+                        question: question.clone(),
+                        choices: choices.clone(),
+                        allow_freetext: *allow_freetext,
+                    };
+                    let answered = tokio::select! {
+                        answered = ask(session, request_id, &request, lines) => answered,
+                        _ = tokio::signal::ctrl_c() => {
+                            session.interrupt();
+                            false
+                        }
+                    };
+                    if !answered {
+                        session.interrupt();
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Puts one question to the person at the terminal and sends the answer.
+/// False when the input ended or no valid answer came.
+async fn ask(
+    session: &Session,
+    request_id: &str,
+    request: &ClarifyRequest,
+    lines: &mut Input,
+) -> bool {
+    eprint!("{}", render_question(request));
+    let mut free_text = request.choices.is_empty();
+    for _ in 0..ANSWER_ATTEMPTS {
+        eprint!(
+            "{}",
+            if free_text {
+                "your answer> "
+            } else {
+                "choice> "
+            }
+        );
+        let line = match lines.next_line().await {
+            Ok(Some(line)) => line,
+            Ok(None) | Err(_) => return false,
+        };
+        if free_text && line.trim().is_empty() {
+            eprintln!("(type your answer)");
+            continue;
+        }
+        match session.answer_clarify(request_id, &line) {
+            Ok(()) => return true,
+            Err(err) if err.to_string().contains("\"Other\"") => free_text = true,
+            Err(err) => eprintln!("({err})"),
+        }
+    }
+    false
+}
+
+/// `/compress`: compacts the conversation now and says what happened.
+async fn compress(session: &Session) {
+    let compact = session.compact();
+    tokio::pin!(compact);
+    let result = tokio::select! {
+        result = &mut compact => result,
+        _ = tokio::signal::ctrl_c() => {
+            // Stops the summary request; the conversation stays as it was.
+            session.interrupt();
+            compact.await
+        }
     };
-    match agent.compress_now(&cancel).await {
+    match result {
         Ok(report) => eprintln!(
             "compacted: ~{} -> ~{} prompt tokens ({} messages summarised, {} tool outputs shortened)",
             report.tokens_before, report.tokens_after, report.summarised, report.shortened
         ),
         Err(err) => eprintln!("not compacted: {err}"),
     }
-    watcher.abort();
 }
 
 /// `/agents`: one line per subagent of this session, with what it is doing.
-fn show_agents(delegation: &herald_core::Delegation) {
-    let agents = delegation.overview();
+fn show_agents(session: &Session) {
+    let agents = session.agents();
     if agents.is_empty() {
         eprintln!("no subagents in this session");
         return;

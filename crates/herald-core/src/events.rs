@@ -66,31 +66,34 @@ impl EventSink {
 
     /// This sink, also storing every event it and the sinks made from it
     /// with [`EventSink::for_agent`] emit in the `events` table of
-    /// `session_id`, in emit order. `assistant.delta` events are not stored
-    /// (there are many; `assistant.message` carries the full text).
+    /// `session_id`, in emit order, numbered from `last_seq + 1` (the
+    /// tree's last stored number, so a resumed session's stream goes on
+    /// where it stopped). `assistant.delta` events are neither stored nor
+    /// numbered (there are many; `assistant.message` carries the full text).
     ///
     /// Writes are queued on the store thread and batched, never awaited, so
     /// emitting never waits on SQLite; a failed write is logged and loses
     /// events, never the conversation.
-    pub fn recorded(self, store: &StoreHandle, session_id: &str) -> Self {
+    pub fn recorded(self, store: &StoreHandle, session_id: &str, last_seq: u64) -> Self {
         Self {
             session_id: self.session_id,
             agent_id: self.agent_id,
             out: Arc::new(Output {
                 emit: Arc::clone(&self.out.emit),
-                log: Some(EventLog::new(store.clone(), session_id)),
+                log: Some(EventLog::new(store.clone(), session_id, last_seq)),
                 closed: Mutex::new(false),
             }),
         }
     }
 
     /// This sink storing its events with `session_id` in the same write
-    /// queue as `other` (a subagent's own events, batched with its tree's),
-    /// or with a new queue on `store` when `other` is not recorded.
+    /// queue and numbering as `other` (a subagent's own events, batched and
+    /// numbered with its tree's), or with a new queue on `store` when
+    /// `other` is not recorded.
     pub fn recorded_like(self, other: &EventSink, store: &StoreHandle, session_id: &str) -> Self {
         let log = match &other.out.log {
             Some(log) => log.for_session(session_id),
-            None => EventLog::new(store.clone(), session_id),
+            None => EventLog::new(store.clone(), session_id, 0),
         };
         Self {
             session_id: self.session_id,
@@ -101,6 +104,26 @@ impl EventSink {
                 closed: Mutex::new(false),
             }),
         }
+    }
+
+    /// Writes the events queued so far now instead of after the batching
+    /// delay; a store call made afterwards finds them stored (a replay that
+    /// must not miss what was just emitted).
+    pub fn flush(&self) {
+        if let Some(log) = &self.out.log {
+            log.flush();
+        }
+    }
+
+    /// A handle that can [`EventFlusher::flush`] this sink's write queue
+    /// without keeping its output open (a follower of the stream holds one).
+    pub fn flusher(&self) -> EventFlusher {
+        EventFlusher(
+            self.out
+                .log
+                .as_ref()
+                .map(|log| log.for_session(&log.session_id)),
+        )
     }
 
     /// Whether events are stored (see [`EventSink::recorded`]).
@@ -152,12 +175,31 @@ impl EventSink {
             return;
         }
         *closed = last;
-        if let Some(log) = &self.out.log
-            && !matches!(event.kind, EventKind::AssistantDelta { .. })
-        {
-            log.push(event.clone(), last);
+        match &self.out.log {
+            Some(log) if !matches!(event.kind, EventKind::AssistantDelta { .. }) => {
+                log.push_and_emit(event, last, &*self.out.emit);
+            }
+            _ => (self.out.emit)(event),
         }
-        (self.out.emit)(event);
+    }
+}
+
+/// Flushes a recorded sink's write queue (see [`EventSink::flusher`]).
+pub struct EventFlusher(Option<EventLog>);
+
+impl Clone for EventFlusher {
+    fn clone(&self) -> Self {
+        Self(self.0.as_ref().map(|log| log.for_session(&log.session_id)))
+    }
+}
+
+impl EventFlusher {
+    /// Queues the write of every event emitted so far; a store call made
+    /// afterwards finds them stored.
+    pub fn flush(&self) {
+        if let Some(log) = &self.0 {
+            log.flush();
+        }
     }
 }
 
@@ -167,9 +209,10 @@ impl Drop for Output {
     fn drop(&mut self) {
         if let Some(log) = &self.log {
             let queued = !log
-                .pending
+                .queue
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
+                .events
                 .is_empty();
             if queued {
                 log.flush();
@@ -235,18 +278,33 @@ struct EventLog {
     store: StoreHandle,
     /// The session this output's events are stored with.
     session_id: Arc<str>,
-    pending: Arc<Mutex<Vec<QueuedEvent>>>,
+    /// The root session of the tree (every row names it).
+    root: Arc<str>,
+    queue: Arc<Mutex<TreeQueue>>,
+}
+
+/// The events of a tree waiting to be written, and the last number given.
+/// Numbering and queueing happen under its lock, so stored order is number
+/// order; agents emitting on different threads at the same instant may
+/// pass their events on in the other order.
+struct TreeQueue {
+    events: Vec<QueuedEvent>,
+    last_seq: u64,
 }
 
 /// An event waiting to be written, with the session it is stored under.
 type QueuedEvent = (Arc<str>, Event);
 
 impl EventLog {
-    fn new(store: StoreHandle, session_id: &str) -> Self {
+    fn new(store: StoreHandle, session_id: &str, last_seq: u64) -> Self {
         Self {
             store,
             session_id: session_id.into(),
-            pending: Arc::new(Mutex::new(Vec::new())),
+            root: session_id.into(),
+            queue: Arc::new(Mutex::new(TreeQueue {
+                events: Vec::new(),
+                last_seq,
+            })),
         }
     }
 
@@ -255,15 +313,24 @@ impl EventLog {
         Self {
             store: self.store.clone(),
             session_id: session_id.into(),
-            pending: Arc::clone(&self.pending),
+            root: Arc::clone(&self.root),
+            queue: Arc::clone(&self.queue),
         }
     }
 
-    fn push(&self, event: Event, last: bool) {
-        let mut pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
-        pending.push((Arc::clone(&self.session_id), event));
-        let queued = pending.len();
-        drop(pending);
+    /// Numbers `event`, queues it for the store and passes it to `emit`.
+    fn push_and_emit(&self, mut event: Event, last: bool, emit: &(dyn Fn(Event) + Send + Sync)) {
+        let mut queue = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
+        queue.last_seq += 1;
+        event.seq = Some(queue.last_seq);
+        queue
+            .events
+            .push((Arc::clone(&self.session_id), event.clone()));
+        let queued = queue.events.len();
+        drop(queue);
+        // Outside the lock: a subagent's output passes its events on through
+        // its parent's sink, which numbers the progress event it derives.
+        emit(event);
         if last || queued >= EVENT_FLUSH_COUNT {
             self.flush();
         } else if queued == 1 {
@@ -284,19 +351,21 @@ impl EventLog {
     /// Queues a write of everything pending now (in order with later store
     /// jobs, so a caller that then awaits a store call finds them written).
     fn flush(&self) {
-        let queue = Arc::clone(&self.pending);
+        let queue = Arc::clone(&self.queue);
+        let root = Arc::clone(&self.root);
         let submitted = self.store.submit(move |store| {
-            let events = std::mem::take(&mut *queue.lock().unwrap_or_else(PoisonError::into_inner));
-            write_tree_events(store, &events);
+            let events =
+                std::mem::take(&mut queue.lock().unwrap_or_else(PoisonError::into_inner).events);
+            write_tree_events(store, &root, &events);
         });
         if submitted.is_err() {
-            let mut pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut queue = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
             tracing::error!(
                 session_id = %self.session_id,
-                dropped = pending.len(),
+                dropped = queue.events.len(),
                 "the store thread stopped; events of this session are not stored"
             );
-            pending.clear();
+            queue.events.clear();
         }
     }
 }
@@ -308,11 +377,12 @@ fn event_row(event: &Event) -> Option<NewEvent> {
         agent_id: event.agent_id.to_string(),
         kind: event_type(&payload)?,
         payload,
+        seq: event.seq.and_then(|n| i64::try_from(n).ok()),
     })
 }
 
 /// Stores the queued events of a session tree in one transaction.
-fn write_tree_events(store: &mut herald_store::Store, events: &[(Arc<str>, Event)]) {
+fn write_tree_events(store: &mut herald_store::Store, root: &str, events: &[(Arc<str>, Event)]) {
     if events.is_empty() {
         return;
     }
@@ -320,7 +390,7 @@ fn write_tree_events(store: &mut herald_store::Store, events: &[(Arc<str>, Event
         .iter()
         .filter_map(|(session, event)| Some((&**session, event_row(event)?)))
         .collect();
-    if let Err(err) = store.record_events_of_sessions(&rows) {
+    if let Err(err) = store.record_events_of_sessions(root, &rows) {
         tracing::warn!(lost = rows.len(), error = %err, "could not store events");
     }
 }
@@ -415,7 +485,7 @@ mod tests {
         let root = EventSink::new("ses_root", "root", move |e: Event| {
             out.lock().unwrap().push(e.kind);
         })
-        .recorded(&store, "ses_root");
+        .recorded(&store, "ses_root", 0);
         let child = root.for_agent("ses_root", "ag_1");
         root.emit(EventKind::AssistantDelta { text: "x".into() });
         root.emit(EventKind::Compaction {
@@ -442,6 +512,10 @@ mod tests {
         assert_eq!(kinds, ["compaction", "error", "run.completed"]);
         assert_eq!(stored[1].agent_id, "ag_1");
         assert!(stored.windows(2).all(|w| w[0].id < w[1].id));
+        // Numbered in emit order across the tree; the delta is not numbered.
+        let seqs: Vec<_> = stored.iter().map(|e| e.seq).collect();
+        assert_eq!(seqs, [Some(1), Some(2), Some(3)]);
+        assert_eq!(stored[1].root_session_id.as_deref(), Some("ses_root"));
         let last: serde_json::Value = serde_json::from_str(&stored[2].payload).unwrap();
         assert_eq!(last["type"], "run.completed");
         assert_eq!(last["final_response"], "done");

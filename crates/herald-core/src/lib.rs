@@ -15,6 +15,7 @@ mod nested_calls;
 mod orphans;
 mod persist;
 mod prompt;
+pub mod runtime;
 mod session_search;
 mod tool_runner;
 
@@ -22,7 +23,7 @@ pub use agent::{Agent, AgentSetup, ExitReason, Recorder, TurnOutcome};
 pub use compress::{CompressError, CompressionReport, live_history};
 pub use config::{Config, ConfigError, Overrides, Settings};
 pub use delegation::{AgentScope, Delegation, DelegationSetup};
-pub use events::EventSink;
+pub use events::{EventFlusher, EventSink};
 pub use herald_llm::{LlmClient, ProviderKind, error_chain};
 pub use history::{
     Repair, answer_dangling_calls, apply_repairs, plan_repairs, restore_conversation,

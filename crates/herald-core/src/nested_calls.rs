@@ -105,7 +105,7 @@ mod tests {
         let events = EventSink::new("ses_1", "root", move |e| {
             sink_seen.lock().unwrap().push(e);
         })
-        .recorded(&store, "ses_1");
+        .recorded(&store, "ses_1", 0);
         let recorder = Recorder {
             store: store.clone(),
             session_id: "ses_1".into(),

@@ -22,7 +22,10 @@ use std::sync::Arc;
 
 use herald_tools::{Tool, ToolRegistry, typed};
 
-pub use clarify::{Clarifier, ClarifyError, ClarifyRequest, LineClarifier};
+pub use clarify::{
+    Clarifier, ClarifyError, ClarifyRequest, LineClarifier, TypedReply, interpret_reply,
+    render_question,
+};
 pub use memory::{MemoryLimits, MemoryStore, MemoryTarget, memory_prompt_block};
 pub use skills::{Actor, SkillManager, SkillRoots, skills_prompt_index};
 

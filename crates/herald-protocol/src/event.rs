@@ -13,6 +13,12 @@ pub struct Event {
     pub agent_id: String,
     /// RFC 3339 timestamp with milliseconds.
     pub ts: String,
+    /// The event's place in its session tree's stored stream (monotonic per
+    /// tree, also across resumes): replay "after seq N" continues a stream
+    /// where a reader left it. Absent on events that are not stored
+    /// (`assistant.delta`) and on streams that are not recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seq: Option<u64>,
 }
 
 impl Event {
@@ -23,6 +29,7 @@ impl Event {
             session_id: session_id.to_owned(),
             agent_id: agent_id.to_owned(),
             ts: now_rfc3339(),
+            seq: None,
         }
     }
 }
@@ -159,6 +166,16 @@ pub enum EventKind {
         tokens: TokenTotals,
         cost_usd: f64,
         duration_seconds: f64,
+    },
+    /// The agent asks the user a question (`clarify`) and waits: a front
+    /// end answers with the `ClarifyAnswer` operation naming `request_id`
+    /// (the choice number, a choice's text, or free text when allowed).
+    #[serde(rename = "clarify.requested")]
+    ClarifyRequested {
+        request_id: String,
+        question: String,
+        choices: Vec<String>,
+        allow_freetext: bool,
     },
     #[serde(rename = "error")]
     Error { message: String, fatal: bool },

@@ -25,6 +25,10 @@ pub struct StoredEvent {
     pub payload: String,
     /// Unix milliseconds.
     pub created_at: i64,
+    /// The root session of the tree the event belongs to.
+    pub root_session_id: Option<String>,
+    /// Its place in the tree's event stream (see [`Store::load_tree_events_after`]).
+    pub seq: Option<i64>,
 }
 
 /// An event to append with [`Store::record_events`].
@@ -36,6 +40,8 @@ pub struct NewEvent {
     pub kind: String,
     /// The event's JSON.
     pub payload: String,
+    /// Its place in the session tree's stream, when the emitter numbered it.
+    pub seq: Option<i64>,
 }
 
 impl Store {
@@ -54,6 +60,7 @@ impl Store {
                 agent_id: agent_id.to_owned(),
                 kind: kind.to_owned(),
                 payload: payload.to_owned(),
+                seq: None,
             }],
         )?;
         Ok(ids.first().copied().unwrap_or_default())
@@ -77,8 +84,8 @@ impl Store {
         {
             let mut stmt = tx
                 .prepare_cached(
-                    "INSERT INTO events (session_id, agent_id, kind, payload, created_at) \
-                     VALUES (?1, ?2, ?3, ?4, ?5)",
+                    "INSERT INTO events (session_id, agent_id, kind, payload, created_at, root_session_id, seq) \
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?1, ?6)",
                 )
                 .map_err(sql(&self.path, CTX))?;
             for event in events {
@@ -87,7 +94,8 @@ impl Store {
                     event.agent_id,
                     event.kind,
                     event.payload,
-                    now
+                    now,
+                    event.seq
                 ])
                 .map_err(sql(&self.path, CTX))?;
                 ids.push(tx.last_insert_rowid());
@@ -97,12 +105,13 @@ impl Store {
         Ok(ids)
     }
 
-    /// Appends events of several sessions in one transaction, in order
-    /// (`(session_id, event)` pairs; a session tree's events share one write).
-    /// Rows of a session that does not exist are skipped. Returns how many
-    /// were stored.
+    /// Appends events of several sessions of the tree rooted at `root` in
+    /// one transaction, in order (`(session_id, event)` pairs; a session
+    /// tree's events share one write). Rows of a session that does not exist
+    /// are skipped. Returns how many were stored.
     pub fn record_events_of_sessions(
         &mut self,
+        root: &str,
         rows: &[(&str, NewEvent)],
     ) -> Result<usize, StoreError> {
         const CTX: &str = "recording events";
@@ -115,8 +124,8 @@ impl Store {
         {
             let mut stmt = tx
                 .prepare_cached(
-                    "INSERT INTO events (session_id, agent_id, kind, payload, created_at) \
-                     SELECT id, ?2, ?3, ?4, ?5 FROM sessions WHERE id = ?1",
+                    "INSERT INTO events (session_id, agent_id, kind, payload, created_at, root_session_id, seq) \
+                     SELECT id, ?2, ?3, ?4, ?5, ?6, ?7 FROM sessions WHERE id = ?1",
                 )
                 .map_err(sql(&self.path, CTX))?;
             for (session_id, event) in rows {
@@ -126,7 +135,9 @@ impl Store {
                         event.agent_id,
                         event.kind,
                         event.payload,
-                        now
+                        now,
+                        root,
+                        event.seq
                     ])
                     .map_err(sql(&self.path, CTX))?;
             }
@@ -154,8 +165,8 @@ impl Store {
         let mut stmt = self
             .conn
             .prepare_cached(
-                "SELECT id, session_id, agent_id, kind, payload, created_at FROM events \
-                 WHERE session_id = ?1 AND id > ?2 ORDER BY id LIMIT ?3",
+                "SELECT id, session_id, agent_id, kind, payload, created_at, root_session_id, seq \
+                 FROM events WHERE session_id = ?1 AND id > ?2 ORDER BY id LIMIT ?3",
             )
             .map_err(sql(&self.path, CTX))?;
         // Bound to a local so the row iterator is dropped before `stmt`.
@@ -168,11 +179,63 @@ impl Store {
                     kind: r.get(3)?,
                     payload: r.get(4)?,
                     created_at: r.get(5)?,
+                    root_session_id: r.get(6)?,
+                    seq: r.get(7)?,
                 })
             })
             .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
             .map_err(sql(&self.path, CTX));
         rows
+    }
+
+    /// Up to `limit` events of the session tree rooted at `root` (the root's
+    /// own and every subagent's) whose sequence number is greater than
+    /// `after`, in sequence order: what a follower of the tree's stream that
+    /// has seen event `after` missed. Errors when `root` is not a session.
+    pub fn load_tree_events_after(
+        &self,
+        root: &str,
+        after: i64,
+        limit: usize,
+    ) -> Result<Vec<StoredEvent>, StoreError> {
+        const CTX: &str = "reading the events of a session tree";
+        require_session(&self.conn, &self.path, root)?;
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT id, session_id, agent_id, kind, payload, created_at, root_session_id, seq \
+                 FROM events WHERE root_session_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3",
+            )
+            .map_err(sql(&self.path, CTX))?;
+        let rows: Result<Vec<StoredEvent>, StoreError> = stmt
+            .query_map(params![root, after, limit], |r| {
+                Ok(StoredEvent {
+                    id: r.get(0)?,
+                    session_id: r.get(1)?,
+                    agent_id: r.get(2)?,
+                    kind: r.get(3)?,
+                    payload: r.get(4)?,
+                    created_at: r.get(5)?,
+                    root_session_id: r.get(6)?,
+                    seq: r.get(7)?,
+                })
+            })
+            .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
+            .map_err(sql(&self.path, CTX));
+        rows
+    }
+
+    /// The highest sequence number stored for the tree rooted at `root` (0
+    /// when none): a process continuing the tree numbers on from here.
+    pub fn last_tree_event_seq(&self, root: &str) -> Result<i64, StoreError> {
+        self.conn
+            .prepare_cached("SELECT COALESCE(MAX(seq), 0) FROM events WHERE root_session_id = ?1")
+            .and_then(|mut stmt| stmt.query_row(params![root], |r| r.get(0)))
+            .map_err(sql(
+                &self.path,
+                "reading the last event number of a session tree",
+            ))
     }
 }
 
@@ -202,7 +265,64 @@ mod tests {
             agent_id: "root".to_owned(),
             kind: kind.to_owned(),
             payload: payload.to_owned(),
+            seq: None,
         }
+    }
+
+    fn numbered(kind: &str, seq: i64) -> NewEvent {
+        NewEvent {
+            seq: Some(seq),
+            ..event(kind, "{}")
+        }
+    }
+
+    #[test]
+    fn a_tree_stream_replays_root_and_child_events_by_sequence() {
+        let mut store = Store::open_in_memory().unwrap();
+        session(&mut store, "root");
+        session(&mut store, "child");
+        session(&mut store, "other");
+        assert_eq!(store.last_tree_event_seq("root").unwrap(), 0);
+        let stored = store
+            .record_events_of_sessions(
+                "root",
+                &[
+                    ("root", numbered("session.started", 1)),
+                    ("child", numbered("subagent.started", 2)),
+                    ("root", numbered("tool.started", 3)),
+                    ("gone", numbered("usage", 4)),
+                ],
+            )
+            .unwrap();
+        assert_eq!(stored, 3, "the row of a missing session is skipped");
+        store
+            .record_events_of_sessions("other", &[("other", numbered("usage", 9))])
+            .unwrap();
+        assert_eq!(store.last_tree_event_seq("root").unwrap(), 3);
+        let after = store.load_tree_events_after("root", 1, 10).unwrap();
+        let seen: Vec<_> = after
+            .iter()
+            .map(|e| (e.seq, e.session_id.as_str(), e.kind.as_str()))
+            .collect();
+        assert_eq!(
+            seen,
+            [
+                (Some(2), "child", "subagent.started"),
+                (Some(3), "root", "tool.started")
+            ]
+        );
+        assert_eq!(after[0].root_session_id.as_deref(), Some("root"));
+        assert_eq!(store.load_tree_events_after("root", 1, 1).unwrap().len(), 1);
+        assert!(
+            store
+                .load_tree_events_after("root", 3, 10)
+                .unwrap()
+                .is_empty()
+        );
+        assert!(matches!(
+            store.load_tree_events_after("nope", 0, 10),
+            Err(StoreError::UnknownSession(_))
+        ));
     }
 
     #[test]
@@ -334,5 +454,30 @@ mod migration_tests {
         )
         .unwrap();
         assert_eq!(conn.last_insert_rowid(), 8);
+    }
+
+    #[test]
+    fn v9_numbers_old_events_and_finds_their_tree() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        conn.pragma_update(None, "foreign_keys", "ON").unwrap();
+        let v9 = MIGRATIONS.iter().position(|m| m.version == 9).unwrap();
+        migrate(&mut conn, ":memory:", &MIGRATIONS[..v9]).unwrap();
+        conn.execute_batch(
+            "INSERT INTO sessions (id, source, started_at, last_active_at) VALUES ('r', 'cli', 1, 1), ('c', 'cli', 1, 1);
+             INSERT INTO agents (id, parent_session_id, root_session_id, session_id, depth, role, goal, status, created_at)
+                 VALUES ('ag_1', 'r', 'r', 'c', 1, 'leaf', 'g', 'completed', 1);
+             INSERT INTO events (id, session_id, kind, payload, created_at) VALUES
+                 (3, 'r', 'usage', '{}', 5), (4, 'c', 'usage', '{}', 6);",
+        )
+        .unwrap();
+        migrate(&mut conn, ":memory:", MIGRATIONS).unwrap();
+        let rows: Vec<(i64, String)> = conn
+            .prepare("SELECT seq, root_session_id FROM events ORDER BY id")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(rows, [(3, "r".to_owned()), (4, "r".to_owned())]);
     }
 }

@@ -5,7 +5,7 @@
 //! transaction together with the version bump, so a crash or a failing step
 //! leaves the database at the previous version. Never edit a released step:
 //! add a new one at the end (v4 agents registry, v5 todo state, v6 tool events,
-//! v7 crash safety, v8 the stored event stream).
+//! v7 crash safety, v8 the stored event stream, v9 its per-tree sequence).
 
 use rusqlite::{Connection, TransactionBehavior};
 
@@ -238,6 +238,20 @@ ALTER TABLE events_v8 RENAME TO events;
 CREATE INDEX events_session ON events(session_id, id);
 "#;
 
+/// v9: the event stream of a whole session tree, replayable in order: each
+/// event names the root session of its tree and carries the sequence
+/// number the emitting process gave it (monotonic per tree; one process owns
+/// a tree at a time through its lease). Older rows get their own id as
+/// sequence and their tree's root from the agents registry.
+const V9_EVENT_SEQUENCE: &str = r#"
+ALTER TABLE events ADD COLUMN root_session_id TEXT;
+ALTER TABLE events ADD COLUMN seq INTEGER;
+UPDATE events SET seq = id, root_session_id = COALESCE(
+    (SELECT a.root_session_id FROM agents a WHERE a.session_id = events.session_id LIMIT 1),
+    session_id);
+CREATE INDEX events_tree ON events(root_session_id, seq);
+"#;
+
 /// Every schema step, in order. Append only.
 pub(crate) const MIGRATIONS: &[Migration] = &[
     Migration {
@@ -280,10 +294,15 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         name: "event stream",
         sql: V8_EVENT_STREAM,
     },
+    Migration {
+        version: 9,
+        name: "event sequence per session tree",
+        sql: V9_EVENT_SEQUENCE,
+    },
 ];
 
 /// The schema version this build creates and understands.
-pub const SCHEMA_VERSION: i64 = 8;
+pub const SCHEMA_VERSION: i64 = 9;
 
 /// Reads `PRAGMA user_version`.
 pub(crate) fn current_version(conn: &Connection, path: &str) -> Result<i64, StoreError> {

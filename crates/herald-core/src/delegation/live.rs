@@ -202,11 +202,18 @@ impl LiveAgent {
         self.cancel.cancel();
     }
 
+    /// Cancels on behalf of the session's front end (a user's request).
+    pub fn cancel_by_user(&self) {
+        self.cancelled_by_tool.store(3, Ordering::Relaxed);
+        self.cancel.cancel();
+    }
+
     /// What stopped it, when it was cancelled on purpose.
     pub fn cancelled_by(&self) -> Option<&'static str> {
         match self.cancelled_by_tool.load(Ordering::Relaxed) {
             1 => Some("cancelled with agent_cancel"),
             2 => Some("cancelled with `herald agents cancel`"),
+            3 => Some("cancelled by the user"),
             _ => None,
         }
     }

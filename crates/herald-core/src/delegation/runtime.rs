@@ -445,6 +445,18 @@ impl Delegation {
         }
     }
 
+    /// Cancels the running agent `id` of this tree (and so its subtree) on a
+    /// user's request. False when no such agent is running here.
+    pub fn cancel_agent(&self, id: &str) -> bool {
+        match self.live_agent(id) {
+            Some(agent) if !agent.is_finished() => {
+                agent.cancel_by_user();
+                true
+            }
+            _ => false,
+        }
+    }
+
     /// Cancels every agent of the tree (the session is ending).
     pub fn cancel_all(&self) {
         self.cancel.cancel();

@@ -1,0 +1,195 @@
+//! The task that owns a session's agent: runs turns and compactions one at a
+//! time and ends the session.
+
+use std::sync::{Arc, PoisonError};
+use std::time::{Duration, Instant};
+
+use herald_protocol::{EventKind, RunStatus};
+use tokio::sync::mpsc;
+
+use super::{Command, Shared, TurnResult};
+use crate::{Agent, ExitReason, SessionLease};
+
+/// How long stopping background agents may take when a session ends.
+const SETTLE_LIMIT: Duration = Duration::from_secs(5);
+
+/// Runs `agent` on the commands sent to it until the session ends.
+pub(super) async fn drive(
+    mut agent: Agent,
+    shared: Arc<Shared>,
+    mut commands: mpsc::UnboundedReceiver<Command>,
+    lease: SessionLease,
+    one_shot: bool,
+) {
+    loop {
+        let Some(command) = commands.recv().await else {
+            // Every handle is gone: end as if asked to.
+            end_session(&mut agent, &shared, lease, "exit").await;
+            return;
+        };
+        match command {
+            Command::Turn { text, cancel, done } => {
+                let result = run_turn(&mut agent, &shared, text, &cancel, one_shot).await;
+                *shared.turn.lock().unwrap_or_else(PoisonError::into_inner) = None;
+                if one_shot {
+                    let reason = result.exit_reason.as_str();
+                    close_live(&shared);
+                    record_end(&shared, reason).await;
+                    lease.release().await;
+                    let _ = done.send(result);
+                    drain_refusing(&mut commands);
+                    return;
+                }
+                let _ = done.send(result);
+            }
+            Command::Compact { done } => {
+                let cancel = {
+                    let mut turn = shared.turn.lock().unwrap_or_else(PoisonError::into_inner);
+                    if turn.is_some() {
+                        let _ = done.send(Err(format!(
+                            "a turn is running in session {}; compact after it ends",
+                            shared.session_id
+                        )));
+                        continue;
+                    }
+                    let cancel = shared.cancel.child_token();
+                    *turn = Some(cancel.clone());
+                    cancel
+                };
+                let report = agent.compress_now(&cancel).await;
+                *shared.turn.lock().unwrap_or_else(PoisonError::into_inner) = None;
+                let _ = done.send(report.map_err(|err| err.to_string()));
+            }
+            Command::Shutdown { done } => {
+                let suspended = end_session(&mut agent, &shared, lease, "exit").await;
+                let _ = done.send(suspended);
+                drain_refusing(&mut commands);
+                return;
+            }
+        }
+    }
+}
+
+/// Runs one turn and reports it with `run.completed` (the stream's last
+/// event in a one-shot session, after every subagent stopped).
+async fn run_turn(
+    agent: &mut Agent,
+    shared: &Shared,
+    text: String,
+    cancel: &tokio_util::sync::CancellationToken,
+    one_shot: bool,
+) -> TurnResult {
+    let started = Instant::now();
+    let outcome = agent.run_turn(text, cancel).await;
+    let status = match outcome.exit_reason {
+        ExitReason::Completed | ExitReason::MaxIterations => RunStatus::Completed,
+        ExitReason::Interrupted => RunStatus::Interrupted,
+        ExitReason::Error | ExitReason::Budget => RunStatus::Failed,
+    };
+    if one_shot {
+        // Background agents still running (after an interrupt, a failure or
+        // the iteration limit) are stopped and given a moment to record that
+        // they were interrupted, before run.completed: it is the last event.
+        shared.cancel.cancel();
+        shared.delegation.settle(SETTLE_LIMIT).await;
+    }
+    if let Some(error) = &outcome.error {
+        tracing::error!(session_id = %shared.session_id, reason = outcome.exit_reason.as_str(), "turn failed: {error}");
+    }
+    let result = TurnResult {
+        status,
+        exit_reason: outcome.exit_reason,
+        final_response: outcome.final_response,
+        iterations: outcome.iterations,
+        usage: outcome.usage.totals(),
+        cost_usd: outcome.cost_usd,
+        duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        error: outcome.error,
+    };
+    tracing::info!(
+        session_id = %shared.session_id,
+        reason = result.exit_reason.as_str(),
+        iterations = result.iterations,
+        duration_ms = result.duration_ms,
+        "turn finished"
+    );
+    let event = EventKind::RunCompleted {
+        status: result.status,
+        exit_reason: result.exit_reason.as_str().to_owned(),
+        final_response: result.final_response.clone(),
+        iterations: result.iterations,
+        usage: result.usage,
+        cost_usd: result.cost_usd,
+        duration_ms: result.duration_ms,
+    };
+    if one_shot {
+        // Closes the output: whatever a background agent that did not stop
+        // in time emits later is neither passed on nor stored.
+        agent.events().finish(event);
+    } else {
+        agent.events().emit(event);
+    }
+    result
+}
+
+/// Suspends the background agents (a resume restarts them), records the
+/// end and releases the lease. Returns how many agents were suspended.
+async fn end_session(
+    agent: &mut Agent,
+    shared: &Shared,
+    lease: SessionLease,
+    reason: &str,
+) -> usize {
+    let suspended = shared.delegation.suspend(SETTLE_LIMIT).await;
+    tracing::info!(session_id = %shared.session_id, suspended, "session ended");
+    close_live(shared);
+    // Queued events are written before the end is recorded.
+    agent.events().flush();
+    record_end(shared, reason).await;
+    lease.release().await;
+    suspended
+}
+
+/// No new follower can subscribe; current ones end once every event sink
+/// of the session is gone.
+fn close_live(shared: &Shared) {
+    shared
+        .live
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .take();
+}
+
+async fn record_end(shared: &Shared, reason: &str) {
+    let id = shared.session_id.clone();
+    let reason = reason.to_owned();
+    // Awaited: the store thread has also written every queued event by then.
+    match shared
+        .store
+        .call(move |s| s.end_session(&id, &reason))
+        .await
+    {
+        Ok(Ok(_)) => {}
+        Ok(Err(err)) => {
+            tracing::warn!(session_id = %shared.session_id, "could not record the end of the session: {err}")
+        }
+        Err(err) => tracing::error!(session_id = %shared.session_id, "{err}"),
+    }
+}
+
+/// Answers what was queued behind the end: turns get nothing (their
+/// handles see the session gone), compactions an error.
+fn drain_refusing(commands: &mut mpsc::UnboundedReceiver<Command>) {
+    commands.close();
+    while let Ok(command) = commands.try_recv() {
+        match command {
+            Command::Compact { done } => {
+                let _ = done.send(Err("the session has ended".to_owned()));
+            }
+            Command::Shutdown { done } => {
+                let _ = done.send(0);
+            }
+            Command::Turn { .. } => {}
+        }
+    }
+}

@@ -1,0 +1,429 @@
+//! The session runtime (SPEC §1): one place that opens a session (new,
+//! resumed, continued or forked), owns everything it runs on (settings,
+//! store, client, tool registry, delegation tree, lease, agent), takes
+//! operations and emits events. Front ends — `herald run`, the interactive
+//! loop, `herald serve` — only translate: they send [`Op`]s and render the
+//! [`Event`]s of a [`Subscription`].
+//!
+//! The agent lives on its own task; turns run one at a time. Operations that
+//! must act during a turn (interrupt, clarify answers, cancelling a
+//! subagent) act at once instead of queueing behind it.
+
+mod clarify;
+mod driver;
+mod open;
+mod subscription;
+
+use std::sync::{Arc, Mutex, PoisonError};
+
+use herald_protocol::{Event, RunStatus, TokenTotals};
+use tokio::sync::{broadcast, mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+
+use crate::delegation::AgentOverview;
+use crate::events::EventFlusher;
+use crate::{CompressionReport, Delegation, ExitReason, LeaseWait, Settings, StoreHandle};
+
+pub use open::open_session;
+pub use subscription::{Subscription, is_turn_end};
+
+/// Which session [`open_session`] opens.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OpenMode {
+    /// A new session.
+    New,
+    /// The stored session with this id.
+    Resume(String),
+    /// The latest stored session whose working directory is the settings' `cwd`.
+    ContinueLatest,
+    /// A new session starting with a copy of this stored session's
+    /// conversation (as the model sees it: after its last compaction).
+    Fork(String),
+}
+
+/// How a session asks its user (`clarify`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClarifyPolicy {
+    /// Questions are `clarify.requested` events answered by
+    /// [`Op::ClarifyAnswer`]; the turn waits for the answer.
+    Ask,
+    /// Nobody can answer: the tool tells the model to decide itself.
+    Unavailable,
+}
+
+/// Everything [`open_session`] needs.
+pub struct SessionOptions {
+    pub settings: Settings,
+    pub store: StoreHandle,
+    pub open: OpenMode,
+    /// Whether to wait for another process's lease on the session.
+    pub lease_wait: LeaseWait,
+    /// Called once when opening waits for the herald process with this pid.
+    pub on_lease_wait: Option<Box<dyn FnOnce(u32) + Send>>,
+    /// What a new session is stored as started by.
+    pub source: herald_store::SessionSource,
+    /// Whether `assistant.delta` events are emitted.
+    pub stream_deltas: bool,
+    pub clarify: ClarifyPolicy,
+    /// One turn and done (`herald run`): the turn waits for background
+    /// agents, and when it ends every agent of the tree is stopped, the
+    /// stream closes with `run.completed` and the session is ended.
+    pub one_shot: bool,
+    /// Called with every event, in order, before any subscriber sees it and
+    /// without ever dropping one (the terminal renderer).
+    pub observer: Option<Box<dyn Fn(Arc<Event>) + Send + Sync>>,
+}
+
+impl SessionOptions {
+    /// Options for a new interactive session with no observer.
+    pub fn new(settings: Settings, store: StoreHandle) -> Self {
+        Self {
+            settings,
+            store,
+            open: OpenMode::New,
+            lease_wait: LeaseWait::No,
+            on_lease_wait: None,
+            source: herald_store::SessionSource::Cli,
+            stream_deltas: false,
+            clarify: ClarifyPolicy::Unavailable,
+            one_shot: false,
+            observer: None,
+        }
+    }
+}
+
+/// An operation sent to a session.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Op {
+    /// Runs a turn with this user input (refused while one runs).
+    UserTurn { text: String },
+    /// Stops the running turn (and its synchronous subagents).
+    Interrupt,
+    /// Compacts the conversation now.
+    Compact,
+    /// Cancels the running subagent `id` and its subtree.
+    CancelAgent { id: String },
+    /// Answers the open question `request_id` (see [`ClarifyPolicy::Ask`]).
+    ClarifyAnswer { request_id: String, answer: String },
+    /// Reserved for approvals (the permissions layer); no request asks for
+    /// one yet, so every decision names an unknown request.
+    ApprovalDecision {
+        request_id: String,
+        decision: String,
+    },
+    /// Ends the session: background agents are suspended (a resume
+    /// restarts them), the session is marked ended and its lease released.
+    Shutdown,
+}
+
+/// Why an operation was refused. Each message says what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum RuntimeError {
+    #[error(
+        "no session '{0}'; list stored sessions with `herald sessions list` or GET /api/sessions"
+    )]
+    UnknownSession(String),
+    #[error("no earlier session in {0}; start a new one")]
+    NoEarlierSession(String),
+    /// Another herald process holds the session.
+    #[error("{0}")]
+    SessionInUse(String),
+    #[error("a turn is already running in session {0}; wait for it or interrupt it")]
+    TurnRunning(String),
+    #[error("session {0} has ended; resume it to continue")]
+    Ended(String),
+    /// No open request (question, approval) or agent has this id.
+    #[error("{0}")]
+    UnknownRequest(String),
+    /// The request was malformed.
+    #[error("{0}")]
+    Invalid(String),
+    /// Settings that cannot run (a bad toolset, delegation limits).
+    #[error("{0}")]
+    Config(String),
+    #[error("{0}")]
+    Store(String),
+}
+
+/// What one turn came to (also sent as its `run.completed` event).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TurnResult {
+    pub status: RunStatus,
+    pub exit_reason: ExitReason,
+    pub final_response: String,
+    pub iterations: u32,
+    /// Tokens of this turn's requests.
+    pub usage: TokenTotals,
+    pub cost_usd: f64,
+    pub duration_ms: u64,
+    /// The fatal error, when the turn failed.
+    pub error: Option<String>,
+}
+
+/// A turn started with [`Session::start_turn`]: resolves when it ends.
+pub struct TurnHandle(oneshot::Receiver<TurnResult>);
+
+impl TurnHandle {
+    /// Waits for the turn's end. `None` when the session went away first.
+    pub async fn finished(self) -> Option<TurnResult> {
+        self.0.await.ok()
+    }
+}
+
+/// A command for the task that owns the agent.
+enum Command {
+    Turn {
+        text: String,
+        cancel: CancellationToken,
+        done: oneshot::Sender<TurnResult>,
+    },
+    Compact {
+        done: oneshot::Sender<Result<CompressionReport, String>>,
+    },
+    Shutdown {
+        done: oneshot::Sender<usize>,
+    },
+}
+
+/// What the handle and the agent's task share.
+struct Shared {
+    session_id: String,
+    resumed: bool,
+    store: StoreHandle,
+    delegation: Arc<Delegation>,
+    questions: Arc<clarify::OpenQuestions>,
+    /// Set while a turn runs, with the token that stops it.
+    turn: Mutex<Option<CancellationToken>>,
+    /// Cancelled when the session ends: stops every agent of the tree.
+    cancel: CancellationToken,
+    /// The live stream; `None` once the session ended (taking it closes
+    /// every follower's stream, also while subagents still hold sinks).
+    live: Arc<Mutex<Option<broadcast::Sender<Arc<Event>>>>>,
+    flusher: EventFlusher,
+}
+
+/// A handle on an open session; clones share it. Dropping every handle
+/// does not end the session's running turn: [`Op::Shutdown`] ends it.
+#[derive(Clone)]
+pub struct Session {
+    shared: Arc<Shared>,
+    /// When the last handle is gone the agent's task ends the session.
+    commands: mpsc::UnboundedSender<Command>,
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session")
+            .field("id", &self.shared.session_id)
+            .finish()
+    }
+}
+
+impl Session {
+    /// The session's id.
+    pub fn id(&self) -> &str {
+        &self.shared.session_id
+    }
+
+    /// Whether the session continued a stored one.
+    pub fn resumed(&self) -> bool {
+        self.shared.resumed
+    }
+
+    /// Whether a turn is running.
+    pub fn is_busy(&self) -> bool {
+        self.lock_turn().is_some()
+    }
+
+    /// Whether the session has ended (after [`Op::Shutdown`] or a one-shot turn).
+    pub fn is_ended(&self) -> bool {
+        self.shared
+            .live
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .is_none()
+    }
+
+    /// Follows the session's events from now on.
+    pub fn subscribe(&self) -> Result<Subscription, RuntimeError> {
+        let live = self
+            .shared
+            .live
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_ref()
+            .map(broadcast::Sender::subscribe)
+            .ok_or_else(|| RuntimeError::Ended(self.shared.session_id.clone()))?;
+        Ok(Subscription::new(
+            live,
+            self.shared.store.clone(),
+            self.shared.session_id.clone(),
+            self.shared.flusher_clone(),
+        ))
+    }
+
+    /// Follows the session's events after stored event `after` (0: from the
+    /// first): the stored ones first, then live ones, with none missed or
+    /// repeated. Works on an ended session too (replay only).
+    pub async fn subscribe_after(&self, after: u64) -> Subscription {
+        let live = self
+            .shared
+            .live
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_ref()
+            .map(broadcast::Sender::subscribe);
+        let live = live.unwrap_or_else(|| {
+            let (tx, rx) = broadcast::channel(1);
+            drop(tx);
+            rx
+        });
+        let mut sub = Subscription::new(
+            live,
+            self.shared.store.clone(),
+            self.shared.session_id.clone(),
+            self.shared.flusher_clone(),
+        );
+        sub.replay_after(after).await;
+        sub
+    }
+
+    /// Starts a turn with `text`. Refused while a turn runs or after the
+    /// session ended.
+    pub fn start_turn(&self, text: String) -> Result<TurnHandle, RuntimeError> {
+        if text.trim().is_empty() {
+            return Err(RuntimeError::Invalid(
+                "the input is empty; send the text of the request".to_owned(),
+            ));
+        }
+        let cancel = {
+            let mut turn = self.lock_turn();
+            if turn.is_some() {
+                return Err(RuntimeError::TurnRunning(self.shared.session_id.clone()));
+            }
+            let cancel = self.shared.cancel.child_token();
+            *turn = Some(cancel.clone());
+            cancel
+        };
+        let (done, rx) = oneshot::channel();
+        let sent = self.commands.send(Command::Turn { text, cancel, done });
+        if sent.is_err() {
+            *self.lock_turn() = None;
+            return Err(RuntimeError::Ended(self.shared.session_id.clone()));
+        }
+        Ok(TurnHandle(rx))
+    }
+
+    /// Runs a turn with `text` to its end.
+    pub async fn run_turn(&self, text: String) -> Result<TurnResult, RuntimeError> {
+        let handle = self.start_turn(text)?;
+        handle
+            .finished()
+            .await
+            .ok_or_else(|| RuntimeError::Ended(self.shared.session_id.clone()))
+    }
+
+    /// Stops the running turn; false when none runs.
+    pub fn interrupt(&self) -> bool {
+        match self.lock_turn().as_ref() {
+            Some(cancel) => {
+                cancel.cancel();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Stops everything the session runs: the turn and every subagent,
+    /// background ones included (a signal to a one-shot run).
+    pub fn stop_all(&self) {
+        self.shared.cancel.cancel();
+    }
+
+    /// Compacts the conversation now (waits for a running turn to end).
+    pub async fn compact(&self) -> Result<CompressionReport, RuntimeError> {
+        let (done, rx) = oneshot::channel();
+        self.commands
+            .send(Command::Compact { done })
+            .map_err(|_| RuntimeError::Ended(self.shared.session_id.clone()))?;
+        rx.await
+            .map_err(|_| RuntimeError::Ended(self.shared.session_id.clone()))?
+            .map_err(RuntimeError::Invalid)
+    }
+
+    /// The subagents of this session (running and finished in this process).
+    pub fn agents(&self) -> Vec<AgentOverview> {
+        self.shared.delegation.overview()
+    }
+
+    /// Cancels the running subagent `id`.
+    pub fn cancel_agent(&self, id: &str) -> Result<(), RuntimeError> {
+        if self.shared.delegation.cancel_agent(id) {
+            Ok(())
+        } else {
+            Err(RuntimeError::UnknownRequest(format!(
+                "no running subagent '{id}' in session {}",
+                self.shared.session_id
+            )))
+        }
+    }
+
+    /// Answers the open question `request_id`.
+    pub fn answer_clarify(&self, request_id: &str, answer: &str) -> Result<(), RuntimeError> {
+        self.shared
+            .questions
+            .answer(request_id, answer)
+            .map_err(RuntimeError::UnknownRequest)
+    }
+
+    /// The questions waiting for an answer.
+    pub fn open_questions(&self) -> Vec<String> {
+        self.shared.questions.open_ids()
+    }
+
+    /// Ends the session (see [`Op::Shutdown`]); returns how many background
+    /// agents were suspended. Waits for a running turn to be interrupted.
+    pub async fn shutdown(&self) -> usize {
+        self.interrupt();
+        let (done, rx) = oneshot::channel();
+        if self.commands.send(Command::Shutdown { done }).is_err() {
+            return 0;
+        }
+        rx.await.unwrap_or(0)
+    }
+
+    /// Applies one operation. `UserTurn` starts the turn without waiting for
+    /// it (follow the events, or use [`Session::start_turn`]).
+    pub async fn submit(&self, op: Op) -> Result<(), RuntimeError> {
+        match op {
+            Op::UserTurn { text } => self.start_turn(text).map(drop),
+            Op::Interrupt => {
+                self.interrupt();
+                Ok(())
+            }
+            Op::Compact => self.compact().await.map(drop),
+            Op::CancelAgent { id } => self.cancel_agent(&id),
+            Op::ClarifyAnswer { request_id, answer } => self.answer_clarify(&request_id, &answer),
+            Op::ApprovalDecision { request_id, .. } => Err(RuntimeError::UnknownRequest(format!(
+                "no open approval request '{request_id}' (this build asks for none)"
+            ))),
+            Op::Shutdown => {
+                self.shutdown().await;
+                Ok(())
+            }
+        }
+    }
+
+    fn lock_turn(&self) -> std::sync::MutexGuard<'_, Option<CancellationToken>> {
+        self.shared
+            .turn
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl Shared {
+    fn flusher_clone(&self) -> EventFlusher {
+        self.flusher.clone()
+    }
+}

@@ -1,0 +1,365 @@
+//! Opening a session: finding or creating it, taking its lease, building
+//! its agent, repairing what a killed run left, and starting its task.
+
+use std::sync::{Arc, Mutex, PoisonError};
+
+use herald_protocol::{Event, EventKind, Message};
+use herald_store::{NewSession, SessionRecord};
+use tokio::sync::{broadcast, mpsc};
+use tokio_util::sync::CancellationToken;
+
+use super::clarify::{EventClarifier, OpenQuestions};
+use super::{ClarifyPolicy, OpenMode, RuntimeError, Session, SessionOptions, Shared};
+use crate::{
+    Agent, AgentScope, AgentSetup, Delegation, DelegationSetup, EventSink, LeaseError, LlmClient,
+    Recorder, SessionLease, Settings, StoreHandle, StoreProcessJournal, build_registry_with,
+    build_system_prompt, new_session_id, restore_conversation,
+};
+
+/// Events a follower may fall behind by before it re-reads from the store.
+const LIVE_BUFFER: usize = 4_096;
+
+fn store_error(err: impl std::fmt::Display) -> RuntimeError {
+    RuntimeError::Store(err.to_string())
+}
+
+/// Opens the session `options.open` names and starts its agent's task.
+/// Emits `session.started` (the first event of the stream). A session held
+/// by another herald process is refused ([`RuntimeError::SessionInUse`])
+/// unless `lease_wait` says to wait for it; nothing is written before the
+/// lease is held, and a bad tool selection writes nothing at all.
+pub async fn open_session(mut options: SessionOptions) -> Result<Session, RuntimeError> {
+    let settings = &options.settings;
+    let store = &options.store;
+    let client = Arc::new(
+        LlmClient::new(settings.client_config())
+            .map_err(|e| RuntimeError::Config(e.to_string()))?,
+    );
+    let (existing, fork_of) = find_session(&options.open, settings, store).await?;
+    let session_id = existing
+        .as_ref()
+        .map_or_else(new_session_id, |record| record.id.clone());
+    let mut on_wait = options.on_lease_wait.take();
+    let lease = SessionLease::acquire(store, &session_id, options.lease_wait, move |pid| {
+        if let Some(on_wait) = on_wait.take() {
+            on_wait(pid);
+        }
+    })
+    .await
+    .map_err(|err| match err {
+        LeaseError::Busy { .. } => RuntimeError::SessionInUse(err.to_string()),
+        LeaseError::Store { .. } => RuntimeError::Store(err.to_string()),
+    })?;
+    let last_seq = match &existing {
+        Some(_) => {
+            let id = session_id.clone();
+            store
+                .call(move |s| s.last_tree_event_seq(&id))
+                .await
+                .map_err(store_error)?
+                .map_err(store_error)?
+        }
+        None => 0,
+    };
+    let (live_tx, _) = broadcast::channel(LIVE_BUFFER);
+    let live = Arc::new(Mutex::new(Some(live_tx)));
+    let emit = {
+        let live = Arc::clone(&live);
+        let observer = options.observer.take();
+        move |event: Event| {
+            let event = Arc::new(event);
+            if let Some(observer) = &observer {
+                observer(Arc::clone(&event));
+            }
+            if let Some(tx) = live.lock().unwrap_or_else(PoisonError::into_inner).as_ref() {
+                let _ = tx.send(event);
+            }
+        }
+    };
+    let events = EventSink::new(&session_id, "root", emit).recorded(
+        store,
+        &session_id,
+        u64::try_from(last_seq).unwrap_or(0),
+    );
+    let cancel = CancellationToken::new();
+    let delegation = Delegation::new(DelegationSetup {
+        settings: settings.clone(),
+        client: Arc::clone(&client),
+        store: Some(store.clone()),
+        root_session_id: session_id.clone(),
+        events: events.clone(),
+        cancel: cancel.clone(),
+    })
+    .map_err(|e| RuntimeError::Config(e.to_string()))?;
+    let root_scope = AgentScope::root(&session_id);
+    let questions = Arc::new(OpenQuestions::default());
+    // Built before anything is written, so a bad --toolsets changes nothing.
+    let registry = build_registry_with(settings, Some((store, &session_id)), |registry| {
+        delegation.register_tools(registry, &root_scope);
+        if options.clarify == ClarifyPolicy::Ask {
+            registry.register(herald_knowledge::clarify_tool(Some(Arc::new(
+                EventClarifier {
+                    questions: Arc::clone(&questions),
+                    events: events.clone(),
+                },
+            ))));
+        }
+    })
+    .map_err(|e| RuntimeError::Config(e.to_string()))?;
+    let resumed = existing.is_some();
+    let (system_prompt, history) = match existing {
+        Some(record) => {
+            // The live conversation (after the last compaction), with the
+            // calls a dead run left unanswered answered in their place.
+            let history = restore_conversation(store, &record.id)
+                .await
+                .map_err(RuntimeError::Store)?;
+            (record.system_prompt, history)
+        }
+        None => create_session(&options, &session_id, fork_of).await?,
+    };
+    let mut agent = Agent::new(AgentSetup {
+        client,
+        registry: Arc::new(registry),
+        system_prompt,
+        history,
+        cwd: settings.cwd.clone(),
+        max_iterations: settings.max_iterations,
+        stream_deltas: options.stream_deltas,
+        events: events.clone(),
+        recorder: Some(Recorder {
+            store: store.clone(),
+            session_id: session_id.clone(),
+        }),
+        budget: None,
+        inbox: Some(delegation.inbox("root")),
+        await_background: options.one_shot,
+    });
+    agent.set_compression(settings.compression.clone());
+    agent
+        .state()
+        .set_process_journal(Arc::new(StoreProcessJournal::new(
+            store.clone(),
+            &session_id,
+            Some(settings.home.join("processes")),
+        )));
+    // Files a killed run left in the temp directory; nobody waits for this.
+    let cwd = settings.cwd.clone();
+    tokio::task::spawn_blocking(move || crate::remove_stale_temp_files(&cwd));
+    let mut warnings = Vec::new();
+    if resumed {
+        if let Some(warning) = restore_todos(store, &session_id, &agent).await? {
+            warnings.push(warning);
+        }
+        stop_orphaned_processes(store, &session_id, &agent).await;
+    }
+    events.emit(EventKind::SessionStarted {
+        model: settings.model.clone(),
+        provider: settings.provider.as_str().to_owned(),
+        cwd: settings.cwd.display().to_string(),
+        resumed,
+    });
+    for message in warnings {
+        events.emit(EventKind::Error {
+            message,
+            fatal: false,
+        });
+    }
+    prune_old_agents(settings, store);
+    if resumed {
+        delegation.recover(&root_scope, agent.registry()).await;
+    }
+    delegation.watch_external_cancels(std::time::Duration::from_secs(2));
+    let (commands, receiver) = mpsc::unbounded_channel();
+    let shared = Arc::new(Shared {
+        session_id,
+        resumed,
+        store: store.clone(),
+        delegation,
+        questions,
+        turn: Mutex::new(None),
+        cancel,
+        live,
+        flusher: events.flusher(),
+    });
+    tokio::spawn(super::driver::drive(
+        agent,
+        Arc::clone(&shared),
+        receiver,
+        lease,
+        options.one_shot,
+    ));
+    Ok(Session { shared, commands })
+}
+
+/// The stored session to continue (resume, continue-latest), or the one to
+/// copy (fork).
+async fn find_session(
+    open: &OpenMode,
+    settings: &Settings,
+    store: &StoreHandle,
+) -> Result<(Option<SessionRecord>, Option<SessionRecord>), RuntimeError> {
+    let lookup = |id: String| async move {
+        let found = store
+            .call({
+                let id = id.clone();
+                move |s| s.get_session(&id)
+            })
+            .await
+            .map_err(store_error)?
+            .map_err(store_error)?;
+        found.ok_or(RuntimeError::UnknownSession(id))
+    };
+    match open {
+        OpenMode::New => Ok((None, None)),
+        OpenMode::Resume(id) => Ok((Some(lookup(id.clone()).await?), None)),
+        OpenMode::Fork(id) => Ok((None, Some(lookup(id.clone()).await?))),
+        OpenMode::ContinueLatest => {
+            let cwd = settings.cwd.display().to_string();
+            let found = store
+                .call(move |s| s.latest_session_in(&cwd))
+                .await
+                .map_err(store_error)?
+                .map_err(store_error)?;
+            found
+                .map(|record| (Some(record), None))
+                .ok_or_else(|| RuntimeError::NoEarlierSession(settings.cwd.display().to_string()))
+        }
+    }
+}
+
+/// Stores a new session (a fork starts with its source's conversation and
+/// system prompt) and returns its system prompt and history.
+async fn create_session(
+    options: &SessionOptions,
+    session_id: &str,
+    fork_of: Option<SessionRecord>,
+) -> Result<(String, Vec<Message>), RuntimeError> {
+    let settings = &options.settings;
+    let (system_prompt, history) = match fork_of {
+        Some(source) => {
+            let id = source.id.clone();
+            let stored = options
+                .store
+                .call(move |s| s.load_messages(&id))
+                .await
+                .map_err(store_error)?
+                .map_err(store_error)?;
+            let mut history = crate::live_history(stored.into_iter().map(|m| m.message).collect());
+            // Calls the source left unanswered (it may be running right now)
+            // are answered in the copy only.
+            crate::answer_dangling_calls(&mut history);
+            (source.system_prompt, history)
+        }
+        None => (build_system_prompt(&prompt_inputs(settings)), Vec::new()),
+    };
+    let new = NewSession {
+        id: session_id.to_owned(),
+        parent_session_id: None,
+        agent_id: Some("root".to_owned()),
+        source: options.source,
+        cwd: settings.cwd.display().to_string(),
+        model: settings.model.clone(),
+        provider: settings.provider.as_str().to_owned(),
+        system_prompt: system_prompt.clone(),
+    };
+    let copy = history.clone();
+    let id = session_id.to_owned();
+    options
+        .store
+        .call(move |s| -> Result<(), herald_store::StoreError> {
+            s.create_session(&new)?;
+            if !copy.is_empty() {
+                s.append_messages(&id, &copy)?;
+            }
+            Ok(())
+        })
+        .await
+        .map_err(store_error)?
+        .map_err(store_error)?;
+    Ok((system_prompt, history))
+}
+
+/// Forgets finished agents older than `delegation.prune_after_hours`;
+/// nobody waits for it.
+fn prune_old_agents(settings: &Settings, store: &StoreHandle) {
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+    let cutoff = now_ms.saturating_sub(
+        i64::try_from(
+            settings
+                .delegation
+                .prune_after_hours
+                .saturating_mul(3_600_000),
+        )
+        .unwrap_or(i64::MAX),
+    );
+    store.send(move |s| {
+        let _ = s.prune_agents(cutoff);
+    });
+}
+
+/// Ends the tool processes a killed run of this session tree left running.
+/// The root's background processes stay listed (`process list`) as stopped,
+/// with the output they had logged.
+async fn stop_orphaned_processes(store: &StoreHandle, session_id: &str, agent: &Agent) {
+    let filter = herald_store::AgentFilter {
+        root_session_id: Some(session_id.to_owned()),
+        limit: 10_000,
+        ..herald_store::AgentFilter::default()
+    };
+    let mut sessions = vec![session_id.to_owned()];
+    if let Ok(Ok(agents)) = store.call(move |s| s.list_agents(&filter)).await {
+        sessions.extend(agents.into_iter().map(|a| a.session_id));
+    }
+    for stopped in crate::reap_orphans(store, sessions).await {
+        if stopped.session_id != session_id {
+            continue;
+        }
+        let note = format!(
+            "stopped when this session was resumed: the herald process ({}) that started it had been killed; output up to then is above",
+            stopped.owner_pid
+        );
+        agent
+            .state()
+            .processes
+            .adopt_stopped(&stopped.command, stopped.pid, &stopped.log, &note);
+    }
+}
+
+/// Puts a resumed session's stored task list back on its agent. An
+/// unreadable list is dropped with a warning (returned) rather than
+/// blocking the resume.
+async fn restore_todos(
+    store: &StoreHandle,
+    session_id: &str,
+    agent: &Agent,
+) -> Result<Option<String>, RuntimeError> {
+    let id = session_id.to_owned();
+    let stored = store
+        .call(move |s| s.load_todos(&id))
+        .await
+        .map_err(store_error)?
+        .map_err(store_error)?;
+    if let Some(json) = stored
+        && let Err(err) = agent.state().todos.restore(&json)
+    {
+        return Ok(Some(format!(
+            "the stored task list of {session_id} is unreadable ({err}); continuing with an empty list"
+        )));
+    }
+    Ok(None)
+}
+
+/// What the system prompt of a new root session is built from (SPEC §6):
+/// the working directory, model, `$HERALD_HOME` (for `SOUL.md`), and the
+/// memory and skills layers.
+fn prompt_inputs(settings: &Settings) -> crate::PromptInputs {
+    let mut inputs =
+        crate::PromptInputs::new(&settings.cwd, &settings.model).with_home(&settings.home);
+    let limits = crate::memory_limits(&settings.memory);
+    inputs.memory_block = herald_knowledge::memory_prompt_block(&settings.home, &limits);
+    inputs.skills_index = herald_knowledge::skills_prompt_index(&settings.home, &settings.cwd);
+    inputs
+}
