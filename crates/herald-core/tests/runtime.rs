@@ -1,0 +1,315 @@
+//! The session runtime driven directly, as a front end would: operations in,
+//! events out, against the scripted provider over loopback HTTP (whose
+//! history checks run on every request).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use herald_core::runtime::{
+    ClarifyPolicy, OpenMode, RuntimeError, Session, SessionOptions, Subscription, open_session,
+};
+use herald_core::{Config, ExitReason, Overrides, Settings, StoreHandle};
+use herald_protocol::{Event, EventKind, RunStatus};
+use herald_testkit::{Reply, Script, ScriptedServer};
+use serde_json::json;
+
+struct Env {
+    server: ScriptedServer,
+    home: tempfile::TempDir,
+    work: tempfile::TempDir,
+    store: StoreHandle,
+}
+
+impl Env {
+    async fn new(script: Script) -> Self {
+        let server = ScriptedServer::start(script).await.unwrap();
+        let home = tempfile::tempdir().unwrap();
+        let work = tempfile::tempdir().unwrap();
+        let store = StoreHandle::open(&home.path().join("state.db")).unwrap();
+        Self {
+            server,
+            home,
+            work,
+            store,
+        }
+    }
+
+    fn settings(&self) -> Settings {
+        let env: HashMap<String, String> = [
+            ("OPENAI_BASE_URL", self.server.openai_base_url()),
+            ("OPENAI_API_KEY", "sk-test".to_owned()),
+            ("HERALD_MODEL", "gpt-4.1-mini".to_owned()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v))
+        .collect();
+        let overrides = Overrides {
+            cwd: Some(self.work.path().to_owned()),
+            ..Overrides::default()
+        };
+        Settings::resolve(
+            &Config::default(),
+            &self.home.path().join("config.toml"),
+            self.home.path().to_owned(),
+            &env,
+            &overrides,
+        )
+        .unwrap()
+    }
+
+    async fn open(&self, open: OpenMode, clarify: ClarifyPolicy) -> Result<Session, RuntimeError> {
+        let mut options = SessionOptions::new(self.settings(), self.store.clone());
+        options.open = open;
+        options.clarify = clarify;
+        open_session(options).await
+    }
+}
+
+/// Events until (and with) the next `run.completed`.
+async fn until_turn_end(sub: &mut Subscription) -> Vec<Arc<Event>> {
+    let mut seen = Vec::new();
+    loop {
+        let event = tokio::time::timeout(Duration::from_secs(20), sub.next())
+            .await
+            .expect("no run.completed within 20 s")
+            .expect("the stream ended before run.completed");
+        let end = matches!(event.kind, EventKind::RunCompleted { .. });
+        seen.push(event);
+        if end {
+            return seen;
+        }
+    }
+}
+
+fn seqs(events: &[Arc<Event>]) -> Vec<u64> {
+    events.iter().filter_map(|e| e.seq).collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn turns_stream_numbered_events_that_replay_from_any_point() {
+    let env = Env::new(Script::new().responder(|view| {
+        if view.turn == 0 {
+            Reply::tool("terminal", json!({"command": "echo hi"}))
+        } else {
+            Reply::text(format!("answer {}", view.turn))
+        }
+    }))
+    .await;
+    let session = env
+        .open(OpenMode::New, ClarifyPolicy::Unavailable)
+        .await
+        .unwrap();
+    let mut live = session.subscribe_after(0).await;
+    let first = session.run_turn("first question".into()).await.unwrap();
+    assert_eq!(first.status, RunStatus::Completed);
+    assert_eq!(first.final_response, "answer 1");
+    assert!(first.usage.input > 0);
+    let mut events = until_turn_end(&mut live).await;
+    assert!(matches!(
+        events[0].kind,
+        EventKind::SessionStarted { resumed: false, .. }
+    ));
+    let second = session.run_turn("second question".into()).await.unwrap();
+    assert_eq!(second.exit_reason, ExitReason::Completed);
+    events.extend(until_turn_end(&mut live).await);
+    let numbers = seqs(&events);
+    assert!(numbers.windows(2).all(|w| w[0] < w[1]), "{numbers:?}");
+    assert_eq!(numbers[0], 1);
+
+    // A follower that saw up to event k gets exactly the rest, from the store.
+    let k = numbers[numbers.len() / 2];
+    let mut late = session.subscribe_after(k).await;
+    let mut rest = Vec::new();
+    while rest.len() < numbers.iter().filter(|&&n| n > k).count() {
+        rest.push(late.next().await.unwrap());
+    }
+    let expected: Vec<u64> = numbers.iter().copied().filter(|&n| n > k).collect();
+    assert_eq!(seqs(&rest), expected);
+    assert_eq!(late.last_seq(), *numbers.last().unwrap());
+
+    // After the end the stream closes; the stored events stay replayable.
+    session.shutdown().await;
+    assert!(session.is_ended());
+    assert!(matches!(
+        session.start_turn("more".into()),
+        Err(RuntimeError::Ended(_)) | Err(RuntimeError::TurnRunning(_))
+    ));
+    let mut replay = session.subscribe_after(0).await;
+    let mut all = Vec::new();
+    while let Some(event) = tokio::time::timeout(Duration::from_secs(5), replay.next())
+        .await
+        .unwrap()
+    {
+        all.push(event);
+    }
+    assert_eq!(seqs(&all), numbers);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_running_turn_refuses_another_and_interrupt_stops_it() {
+    let env = Env::new(Script::new().responder(|view| match view.turn {
+        0 => Reply::tool("terminal", json!({"command": "sleep 30"})),
+        _ => Reply::text("done"),
+    }))
+    .await;
+    let session = env
+        .open(OpenMode::New, ClarifyPolicy::Unavailable)
+        .await
+        .unwrap();
+    let mut sub = session.subscribe().unwrap();
+    let turn = session.start_turn("sleep for a while".into()).unwrap();
+    // Wait until the command runs.
+    loop {
+        let event = sub.next().await.unwrap();
+        if matches!(event.kind, EventKind::ToolStarted { .. }) {
+            break;
+        }
+    }
+    assert!(session.is_busy());
+    assert!(matches!(
+        session.start_turn("another".into()),
+        Err(RuntimeError::TurnRunning(_))
+    ));
+    assert!(matches!(
+        session.start_turn("   ".into()),
+        Err(RuntimeError::Invalid(_))
+    ));
+    let started = std::time::Instant::now();
+    assert!(session.interrupt());
+    let result = turn.finished().await.unwrap();
+    assert_eq!(result.status, RunStatus::Interrupted);
+    assert!(started.elapsed() < Duration::from_secs(10));
+    assert!(!session.is_busy());
+    // The session takes the next turn.
+    let next = session.run_turn("go on".into()).await.unwrap();
+    assert_eq!(next.final_response, "done");
+    assert!(session.cancel_agent("ag_missing").is_err());
+    session.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn clarify_is_an_event_answered_by_an_operation() {
+    let env = Env::new(Script::new().responder(|view| match view.turn {
+        0 => Reply::tool(
+            "clarify",
+            json!({"question": "Which colour?", "choices": ["red", "blue"]}),
+        ),
+        _ => Reply::text("painted"),
+    }))
+    .await;
+    let session = env.open(OpenMode::New, ClarifyPolicy::Ask).await.unwrap();
+    let mut sub = session.subscribe().unwrap();
+    let turn = session.start_turn("paint it".into()).unwrap();
+    let request_id = loop {
+        let event = sub.next().await.unwrap();
+        if let EventKind::ClarifyRequested {
+            request_id,
+            question,
+            choices,
+            ..
+        } = &event.kind
+        {
+            assert_eq!(question, "Which colour?");
+            assert_eq!(choices, &["red", "blue"]);
+            break request_id.clone();
+        }
+    };
+    assert_eq!(session.open_questions(), std::slice::from_ref(&request_id));
+    // A bad answer is refused and changes nothing; an unknown id is refused.
+    assert!(session.answer_clarify(&request_id, "9").is_err());
+    assert!(session.answer_clarify("clr_nope", "1").is_err());
+    session.answer_clarify(&request_id, "2").unwrap();
+    let result = turn.finished().await.unwrap();
+    assert_eq!(result.final_response, "painted");
+    let last = env.server.requests().last().unwrap().body.clone();
+    let tool_result = last["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .unwrap()["content"]
+        .to_string();
+    assert!(tool_result.contains("option 2: blue"), "{tool_result}");
+    session.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sessions_resume_fork_and_refuse_a_second_holder() {
+    let env =
+        Env::new(Script::new().responder(|view| {
+            Reply::text(format!("reply {} to {}", view.turn, view.conversation))
+        }))
+        .await;
+    let first = env
+        .open(OpenMode::New, ClarifyPolicy::Unavailable)
+        .await
+        .unwrap();
+    first
+        .run_turn("remember the word kumquat".into())
+        .await
+        .unwrap();
+    let id = first.id().to_owned();
+    // Held by an open session: a second open of the same one is refused.
+    assert!(matches!(
+        env.open(OpenMode::Resume(id.clone()), ClarifyPolicy::Unavailable)
+            .await,
+        Err(RuntimeError::SessionInUse(_))
+    ));
+    // Forking does not need the lease: it copies.
+    let fork = env
+        .open(OpenMode::Fork(id.clone()), ClarifyPolicy::Unavailable)
+        .await
+        .unwrap();
+    assert_ne!(fork.id(), id);
+    fork.run_turn("and in the fork?".into()).await.unwrap();
+    let last = env.server.requests().last().unwrap().body.clone();
+    let text = last["messages"].to_string();
+    assert!(
+        text.contains("kumquat") && text.contains("in the fork"),
+        "{text}"
+    );
+    fork.shutdown().await;
+    first.shutdown().await;
+    // The source did not get the fork's turn.
+    let stored = env
+        .store
+        .call(move |s| s.load_messages(&id))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        stored
+            .iter()
+            .all(|m| !m.message.content.contains("in the fork"))
+    );
+    let again = env
+        .open(
+            OpenMode::Resume(first.id().to_owned()),
+            ClarifyPolicy::Unavailable,
+        )
+        .await
+        .unwrap();
+    assert!(again.resumed());
+    let mut sub = again.subscribe_after(0).await;
+    // The resumed stream numbers on after the stored events.
+    let mut highest = 0;
+    loop {
+        let event = sub.next().await.unwrap();
+        if let EventKind::SessionStarted { resumed: true, .. } = event.kind {
+            assert!(event.seq.unwrap() > highest, "{event:?}");
+            break;
+        }
+        highest = highest.max(event.seq.unwrap_or(0));
+    }
+    again.shutdown().await;
+    assert!(matches!(
+        env.open(
+            OpenMode::Resume("ses_nope".into()),
+            ClarifyPolicy::Unavailable
+        )
+        .await,
+        Err(RuntimeError::UnknownSession(_))
+    ));
+}
