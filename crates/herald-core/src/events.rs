@@ -194,6 +194,22 @@ impl Clone for EventFlusher {
 }
 
 impl EventFlusher {
+    /// A flusher with nothing to flush (a stream that is only read back).
+    pub fn none() -> Self {
+        Self(None)
+    }
+
+    /// The number given to the tree's latest event (0 when none, or when
+    /// the sink is not recorded).
+    pub fn last_seq(&self) -> u64 {
+        self.0.as_ref().map_or(0, |log| {
+            log.queue
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .last_seq
+        })
+    }
+
     /// Queues the write of every event emitted so far; a store call made
     /// afterwards finds them stored.
     pub fn flush(&self) {

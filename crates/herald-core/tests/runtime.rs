@@ -63,7 +63,9 @@ impl Env {
         let mut options = SessionOptions::new(self.settings(), self.store.clone());
         options.open = open;
         options.clarify = clarify;
-        open_session(options).await
+        // Spawned: front ends open sessions from their own tasks, so the
+        // future must be `Send`.
+        tokio::spawn(open_session(options)).await.unwrap()
     }
 }
 
@@ -128,13 +130,14 @@ async fn turns_stream_numbered_events_that_replay_from_any_point() {
     let expected: Vec<u64> = numbers.iter().copied().filter(|&n| n > k).collect();
     assert_eq!(seqs(&rest), expected);
     assert_eq!(late.last_seq(), *numbers.last().unwrap());
+    assert_eq!(session.last_seq(), *numbers.last().unwrap());
 
     // After the end the stream closes; the stored events stay replayable.
     session.shutdown().await;
     assert!(session.is_ended());
     assert!(matches!(
         session.start_turn("more".into()),
-        Err(RuntimeError::Ended(_)) | Err(RuntimeError::TurnRunning(_))
+        Err(RuntimeError::Ended(_))
     ));
     let mut replay = session.subscribe_after(0).await;
     let mut all = Vec::new();
@@ -145,6 +148,19 @@ async fn turns_stream_numbered_events_that_replay_from_any_point() {
         all.push(event);
     }
     assert_eq!(seqs(&all), numbers);
+    // The same from a process that does not hold the session.
+    let mut stored = herald_core::runtime::replay(&env.store, session.id(), 0)
+        .await
+        .unwrap();
+    let mut again = Vec::new();
+    while let Some(event) = stored.next().await {
+        again.push(event);
+    }
+    assert_eq!(seqs(&again), numbers);
+    assert!(matches!(
+        herald_core::runtime::replay(&env.store, "ses_nope", 0).await,
+        Err(RuntimeError::UnknownSession(_))
+    ));
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -36,6 +36,7 @@ pub(super) async fn drive(
                     close_live(&shared);
                     record_end(&shared, reason).await;
                     lease.release().await;
+                    commands.close();
                     let _ = done.send(result);
                     drain_refusing(&mut commands);
                     return;
@@ -62,6 +63,8 @@ pub(super) async fn drive(
             }
             Command::Shutdown { done } => {
                 let suspended = end_session(&mut agent, &shared, lease, "exit").await;
+                // Refuses what comes next before the caller hears of the end.
+                commands.close();
                 let _ = done.send(suspended);
                 drain_refusing(&mut commands);
                 return;

@@ -27,6 +27,35 @@ use crate::{CompressionReport, Delegation, ExitReason, LeaseWait, Settings, Stor
 pub use open::open_session;
 pub use subscription::{Subscription, is_turn_end};
 
+/// The stored events of session tree `session_id` after number `after`,
+/// for a session that is not open in this process (a CLI run may hold it):
+/// the subscription ends after the last stored event.
+pub async fn replay(
+    store: &StoreHandle,
+    session_id: &str,
+    after: u64,
+) -> Result<Subscription, RuntimeError> {
+    let id = session_id.to_owned();
+    let found = store
+        .call(move |s| s.get_session(&id))
+        .await
+        .map_err(|e| RuntimeError::Store(e.to_string()))?
+        .map_err(|e| RuntimeError::Store(e.to_string()))?;
+    if found.is_none() {
+        return Err(RuntimeError::UnknownSession(session_id.to_owned()));
+    }
+    let (tx, live) = broadcast::channel(1);
+    drop(tx);
+    let mut sub = Subscription::new(
+        live,
+        store.clone(),
+        session_id.to_owned(),
+        EventFlusher::none(),
+    );
+    sub.replay_after(after).await;
+    Ok(sub)
+}
+
 /// Which session [`open_session`] opens.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum OpenMode {
@@ -59,7 +88,7 @@ pub struct SessionOptions {
     /// Whether to wait for another process's lease on the session.
     pub lease_wait: LeaseWait,
     /// Called once when opening waits for the herald process with this pid.
-    pub on_lease_wait: Option<Box<dyn FnOnce(u32) + Send>>,
+    pub on_lease_wait: Option<Box<dyn FnOnce(u32) + Send + Sync>>,
     /// What a new session is stored as started by.
     pub source: herald_store::SessionSource,
     /// Whether `assistant.delta` events are emitted.
@@ -230,6 +259,12 @@ impl Session {
         self.shared.resumed
     }
 
+    /// The number of the last event this session's stream was given (0
+    /// before the first): a turn started now emits events after it.
+    pub fn last_seq(&self) -> u64 {
+        self.shared.flusher.last_seq()
+    }
+
     /// Whether a turn is running.
     pub fn is_busy(&self) -> bool {
         self.lock_turn().is_some()
@@ -295,6 +330,9 @@ impl Session {
             return Err(RuntimeError::Invalid(
                 "the input is empty; send the text of the request".to_owned(),
             ));
+        }
+        if self.is_ended() {
+            return Err(RuntimeError::Ended(self.shared.session_id.clone()));
         }
         let cancel = {
             let mut turn = self.lock_turn();
