@@ -17,7 +17,7 @@ use herald_llm::{ClientConfig, ProviderKind, RetryPolicy};
 use serde::{Deserialize, Serialize};
 
 pub use crate::config_sections::{
-    CodeExecutionConfig, CompressionConfig, DelegationConfig, MemoryConfig,
+    CodeExecutionConfig, CompressionConfig, DelegationConfig, MemoryConfig, ServeConfig,
 };
 pub use check::ConfigWarning;
 pub use show::EffectiveConfig;
@@ -158,6 +158,8 @@ pub struct Config {
     pub compression: CompressionConfig,
     /// `[code_execution]`.
     pub code_execution: CodeExecutionConfig,
+    /// `[serve]`.
+    pub serve: ServeConfig,
     /// Every other key of the file, unread.
     #[serde(flatten)]
     pub other: toml::Table,
@@ -286,6 +288,8 @@ pub struct Settings {
     pub compression: CompressionConfig,
     /// `[code_execution]`.
     pub code_execution: CodeExecutionConfig,
+    /// `[serve]`.
+    pub serve: ServeConfig,
 }
 
 /// The model a provider uses when none is configured.
@@ -441,6 +445,7 @@ impl Settings {
             memory: config.memory.clone(),
             compression: config.compression.clone(),
             code_execution: config.code_execution.clone(),
+            serve: config.serve.clone(),
         })
     }
 
@@ -620,6 +625,15 @@ pub const DEFAULT_CONFIG: &str = r#"# herald configuration. Precedence: command-
 # max_tool_calls = 50          # 1-10000
 # landlock = false             # confine scripts with Landlock (Linux)
 # python = ""                  # interpreter; empty = python3 from PATH
+
+# herald serve (its flags win over these)
+[serve]
+# host = "127.0.0.1"           # anything but loopback needs --token / HERALD_SERVE_TOKEN
+# port = 8787                  # 0 = any free port
+# max_concurrent_turns = 64    # 1-100000; more get HTTP 429
+# max_open_sessions = 256      # 1-100000
+# max_body_bytes = 4194304     # 1024-1073741824; larger get HTTP 413
+# cors_origins = []            # browser origins allowed; empty = CORS off
 
 # Accepted but not implemented yet (a warning says so): [permissions],
 # [mcp_servers], [[hooks]], [[fallback]], [pricing].

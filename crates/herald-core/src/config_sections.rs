@@ -138,6 +138,37 @@ impl Default for CodeExecutionConfig {
     }
 }
 
+/// `[serve]`: defaults of `herald serve` (its flags win over them).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ServeConfig {
+    /// Address to listen on; anything but loopback needs an explicit token.
+    pub host: String,
+    /// Port to listen on (0: any free port).
+    pub port: u16,
+    /// Turns running at once across every session; more get HTTP 429.
+    pub max_concurrent_turns: usize,
+    /// Sessions kept open at once (least recently used idle ones close).
+    pub max_open_sessions: usize,
+    /// Largest request body in bytes; larger ones get HTTP 413.
+    pub max_body_bytes: usize,
+    /// Browser origins allowed by CORS; empty = CORS off.
+    pub cors_origins: Vec<String>,
+}
+
+impl Default for ServeConfig {
+    fn default() -> Self {
+        Self {
+            host: "127.0.0.1".to_owned(),
+            port: 8787,
+            max_concurrent_turns: 64,
+            max_open_sessions: 256,
+            max_body_bytes: 4 * 1024 * 1024,
+            cors_origins: Vec::new(),
+        }
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {

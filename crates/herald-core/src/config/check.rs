@@ -262,6 +262,41 @@ pub(crate) const CODE_EXECUTION: &[Key] = &[
     ),
 ];
 
+/// `[serve]`.
+pub(crate) const SERVE: &[Key] = &[
+    key(
+        "host",
+        Kind::Str,
+        "address herald serve listens on",
+        "\"127.0.0.1\"",
+    ),
+    key("port", int(0, 65_535), "port (0: any free port)", "8787"),
+    key(
+        "max_concurrent_turns",
+        int(1, 100_000),
+        "turns running at once; more get HTTP 429",
+        "64",
+    ),
+    key(
+        "max_open_sessions",
+        int(1, 100_000),
+        "sessions kept open at once",
+        "256",
+    ),
+    key(
+        "max_body_bytes",
+        int(1_024, 1_073_741_824),
+        "largest request body; larger get HTTP 413",
+        "4194304",
+    ),
+    key(
+        "cors_origins",
+        Kind::StrList,
+        "browser origins allowed by CORS",
+        "[]",
+    ),
+];
+
 /// The top level of the file.
 pub(crate) const TOP: &[Key] = &[
     key("model", Kind::Str, "model name", "\"\""),
@@ -287,6 +322,7 @@ pub(crate) const TOP: &[Key] = &[
     key("memory", Kind::Section(MEMORY), "", ""),
     key("compression", Kind::Section(COMPRESSION), "", ""),
     key("code_execution", Kind::Section(CODE_EXECUTION), "", ""),
+    key("serve", Kind::Section(SERVE), "", ""),
 ];
 
 /// Sections of SPEC §3 herald accepts but does not act on yet, with what
@@ -508,7 +544,7 @@ mod tests {
     use super::*;
     use crate::config::{
         CodeExecutionConfig, CompressionConfig, Config, DelegationConfig, MemoryConfig,
-        NetworkConfig, ToolsConfig,
+        NetworkConfig, ServeConfig, ToolsConfig,
     };
 
     fn table(text: &str) -> toml::Table {
@@ -546,6 +582,7 @@ mod tests {
             CODE_EXECUTION,
             &CodeExecutionConfig::default(),
         );
+        same("serve", SERVE, &ServeConfig::default());
         let full = Config {
             model: Some("m".into()),
             provider: Some("openai".into()),

@@ -5,7 +5,7 @@ use serde::Serialize;
 
 use super::{
     CodeExecutionConfig, CompressionConfig, ConfigWarning, DelegationConfig, MemoryConfig,
-    NetworkConfig, Settings, ToolsConfig,
+    NetworkConfig, ServeConfig, Settings, ToolsConfig,
 };
 
 /// A key as shown: its first characters when long enough to stay secret,
@@ -98,6 +98,8 @@ pub struct EffectiveConfig {
     pub compression: CompressionConfig,
     /// `[code_execution]`.
     pub code_execution: CodeExecutionConfig,
+    /// `[serve]`.
+    pub serve: ServeConfig,
 }
 
 impl EffectiveConfig {
@@ -166,6 +168,7 @@ impl EffectiveConfig {
             memory: settings.memory.clone(),
             compression: settings.compression.clone(),
             code_execution: settings.code_execution.clone(),
+            serve: settings.serve.clone(),
         }
     }
 
@@ -212,6 +215,7 @@ mod tests {
             "[memory]",
             "[compression]",
             "[code_execution]",
+            "[serve]",
         ] {
             assert!(text.contains(section), "{section} missing:\n{text}");
         }
