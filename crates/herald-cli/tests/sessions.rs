@@ -94,6 +94,46 @@ async fn continue_picks_the_latest_session_of_this_directory() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn fork_starts_a_new_session_from_a_copy_of_the_conversation() {
+    let h =
+        Harness::new(Script::new().responder(|view| Reply::text(format!("reply {}", view.turn))))
+            .await;
+    let (_, first) = h
+        .run_json(Wire::OpenAi, &[], "remember the word kumquat")
+        .await;
+    let source = last(&first)["session_id"].as_str().unwrap().to_owned();
+    let (output, events) = h
+        .run_json(Wire::OpenAi, &["--fork", &source], "which word?")
+        .await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    let fork = last(&events)["session_id"].as_str().unwrap().to_owned();
+    assert_ne!(fork, source);
+    assert_eq!(events[0]["resumed"], false);
+    // The fork's request carried the source's conversation.
+    let body = h.server.requests().last().unwrap().body.clone();
+    let text = body["messages"].to_string();
+    assert!(
+        text.contains("kumquat") && text.contains("which word?"),
+        "{text}"
+    );
+    // The source kept its own conversation only.
+    let export = h
+        .command(Wire::OpenAi)
+        .args(["sessions", "export", &source])
+        .output()
+        .await
+        .unwrap();
+    assert!(!String::from_utf8_lossy(&export.stdout).contains("which word?"));
+    // A fork of nothing is a usage error that stores nothing.
+    let (output, _) = h
+        .run_json(Wire::OpenAi, &["--fork", "ses_missing"], "x")
+        .await;
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("no session 'ses_missing'"));
+    h.server.assert_invariants();
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn kill_9_mid_tool_keeps_the_call_and_resume_answers_it() {
     let h = Harness::new(Script::new().conversation(
         "long task",
