@@ -604,3 +604,66 @@ async fn cors_is_off_unless_origins_are_configured() {
     );
     on.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_event_stream_carries_subagent_events_and_agents_are_listed() {
+    let serve = Serve::start(
+        Script::new()
+            .conversation(
+                "delegate a look",
+                vec![
+                    Reply::tool("delegate_task", json!({"goal": "child: look around"})),
+                    Reply::text("parent done"),
+                ],
+            )
+            .conversation(
+                "child: look around",
+                vec![
+                    Reply::tool("terminal", json!({"command": "echo hi"})),
+                    Reply::text("child summary"),
+                ],
+            ),
+    )
+    .await;
+    let (_, _, created) = serve.post_json("/api/sessions", &json!({})).await;
+    let id = created["id"].as_str().unwrap().to_owned();
+    let (status, _, result) = serve
+        .post_json(
+            &format!("/api/sessions/{id}/turns?wait=true"),
+            &json!({"input": "delegate a look"}),
+        )
+        .await;
+    assert_eq!(status, 200, "{result}");
+    assert_eq!(result["final_response"], "parent done");
+    let replay = serve
+        .get(&format!("/api/sessions/{id}/events?after=0"))
+        .send()
+        .await
+        .unwrap();
+    let events = SseReader::new(replay).until_type("run.completed").await;
+    let types: Vec<&str> = events
+        .iter()
+        .map(|(_, v)| v["type"].as_str().unwrap())
+        .collect();
+    for expected in [
+        "session.started",
+        "subagent.started",
+        "subagent.tool",
+        "subagent.completed",
+    ] {
+        assert!(types.contains(&expected), "{expected} missing: {types:?}");
+    }
+    let completed = events
+        .iter()
+        .find(|(_, v)| v["type"] == "subagent.completed")
+        .unwrap();
+    assert_eq!(completed.1["summary"], "child summary");
+    assert!(events.iter().all(|(e, _)| e.id.is_some()));
+    let (status, agents) = serve.get_json(&format!("/api/sessions/{id}/agents")).await;
+    assert_eq!(status, 200);
+    let agents = agents["agents"].as_array().unwrap();
+    assert_eq!(agents.len(), 1, "{agents:?}");
+    assert_eq!(agents[0]["goal"], "child: look around");
+    assert_ne!(agents[0]["status"], "running");
+    serve.stop().await;
+}
