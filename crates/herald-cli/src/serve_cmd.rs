@@ -9,29 +9,33 @@ use tokio_util::sync::CancellationToken;
 use crate::args::CommonArgs;
 use crate::{CliError, Exit, setup, signals};
 
-/// Options of `herald serve`.
+/// Options of `herald serve`; each wins over its `[serve]` config key.
 #[derive(Debug, Args)]
 pub(crate) struct ServeArgs {
-    /// Address to listen on; anything but loopback needs --token.
-    #[arg(long, default_value = "127.0.0.1")]
-    pub host: String,
-    /// Port to listen on (0: any free port; the URL printed names it).
-    #[arg(long, default_value_t = herald_serve::DEFAULT_PORT)]
-    pub port: u16,
+    /// Address to listen on; anything but loopback needs --token
+    /// [default: 127.0.0.1].
+    #[arg(long)]
+    pub host: Option<String>,
+    /// Port to listen on (0: any free port; the URL printed names it)
+    /// [default: 8787].
+    #[arg(long)]
+    pub port: Option<u16>,
     /// Bearer token every request must carry [default: generated once
     /// into $HERALD_HOME/serve.token].
     #[arg(long, env = "HERALD_SERVE_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
-    /// Turns running at once across every session; more get HTTP 429.
-    #[arg(long, default_value_t = herald_serve::DEFAULT_MAX_TURNS)]
-    pub max_concurrent_turns: usize,
+    /// Turns running at once across every session; more get HTTP 429
+    /// [default: 64].
+    #[arg(long)]
+    pub max_concurrent_turns: Option<usize>,
     /// Sessions kept open at once; beyond it the least recently used idle
-    /// one is closed (a request naming it reopens it).
-    #[arg(long, default_value_t = herald_serve::DEFAULT_MAX_OPEN_SESSIONS)]
-    pub max_open_sessions: usize,
-    /// Largest request body in bytes; larger ones get HTTP 413.
-    #[arg(long, default_value_t = herald_serve::DEFAULT_BODY_LIMIT)]
-    pub max_body_bytes: usize,
+    /// one is closed (a request naming it reopens it) [default: 256].
+    #[arg(long)]
+    pub max_open_sessions: Option<usize>,
+    /// Largest request body in bytes; larger ones get HTTP 413
+    /// [default: 4194304].
+    #[arg(long)]
+    pub max_body_bytes: Option<usize>,
     /// Browser origin allowed by CORS (repeatable); CORS is off without one.
     #[arg(long = "cors-origin")]
     pub cors_origins: Vec<String>,
@@ -46,14 +50,21 @@ pub(crate) async fn serve(common: &CommonArgs, args: ServeArgs) -> Result<Exit, 
     if let TokenSource::File(path) = &source {
         eprintln!("herald serve: the bearer token is in {}", path.display());
     }
+    let file = settings.serve.clone();
     let mut config = ServeConfig::new(settings, store, token);
-    config.host = args.host;
-    config.port = args.port;
+    config.host = args.host.unwrap_or(file.host);
+    config.port = args.port.unwrap_or(file.port);
     config.token_explicit = source == TokenSource::Explicit;
-    config.max_concurrent_turns = args.max_concurrent_turns;
-    config.body_limit = args.max_body_bytes;
-    config.max_open_sessions = args.max_open_sessions;
-    config.cors_origins = args.cors_origins;
+    config.max_concurrent_turns = args
+        .max_concurrent_turns
+        .unwrap_or(file.max_concurrent_turns);
+    config.max_open_sessions = args.max_open_sessions.unwrap_or(file.max_open_sessions);
+    config.body_limit = args.max_body_bytes.unwrap_or(file.max_body_bytes);
+    config.cors_origins = if args.cors_origins.is_empty() {
+        file.cors_origins
+    } else {
+        args.cors_origins
+    };
 
     let stop = CancellationToken::new();
     let _signal = signals::stop_on_signals(stop.clone());

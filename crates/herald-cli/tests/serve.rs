@@ -22,9 +22,16 @@ struct Served {
 
 impl Served {
     async fn start(h: &Harness, extra: &[&str]) -> Self {
+        let mut args = vec!["--port", "0"];
+        args.extend_from_slice(extra);
+        Self::start_with_args(h, &args).await
+    }
+
+    /// `herald serve ARGS`.
+    async fn start_with_args(h: &Harness, args: &[&str]) -> Self {
         let mut cmd = h.command(Wire::OpenAi);
-        cmd.args(["serve", "--port", "0"])
-            .args(extra)
+        cmd.arg("serve")
+            .args(args)
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped());
         let mut child = cmd.spawn().unwrap();
@@ -183,6 +190,31 @@ async fn a_session_open_in_another_process_is_409() {
         .await
         .unwrap();
     assert_eq!(response.status(), 409);
+    // Its stored events can still be replayed from the other server (the
+    // stream ends after them); following it live cannot.
+    let replay = client()
+        .get(format!("{}/api/sessions/{id}/events?after=0", second.url))
+        .bearer_auth("t")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(replay.status(), 200);
+    let text = tokio::time::timeout(Duration::from_secs(20), replay.text())
+        .await
+        .expect("a replay-only stream ends")
+        .unwrap();
+    assert!(text.contains("\"type\":\"session.started\""), "{text}");
+    assert!(
+        text.starts_with("id: ") || text.contains("\nid: "),
+        "{text}"
+    );
+    let live = client()
+        .get(format!("{}/api/sessions/{id}/events", second.url))
+        .bearer_auth("t")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(live.status(), 409);
     assert_eq!(first.stop().await.code(), Some(0));
     // Released: now the second server may open it.
     let (status, _, body) = post(
@@ -193,4 +225,34 @@ async fn a_session_open_in_another_process_is_409() {
     .await;
     assert_eq!(status, 201, "{body}");
     assert_eq!(second.stop().await.code(), Some(0));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_serve_config_section_sets_the_defaults_and_flags_win() {
+    let h = Harness::new(Script::new()).await;
+    h.config("[serve]\nport = 0\nmax_body_bytes = 2048\ncors_origins = [\"http://app.test\"]\n");
+    let served = Served::start_with_args(&h, &["--token", "t"]).await;
+    let response = client()
+        .get(format!("{}/v1/models", served.url))
+        .bearer_auth("t")
+        .header("Origin", "http://app.test")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(
+        response.headers()["access-control-allow-origin"],
+        "http://app.test"
+    );
+    let big =
+        json!({"model": "herald", "messages": [{"role": "user", "content": "x".repeat(4096)}]});
+    let (status, _, body) = post(&format!("{}/v1/chat/completions", served.url), "t", &big).await;
+    assert_eq!(status, 413, "{body}");
+    assert_eq!(served.stop().await.code(), Some(0));
+
+    // A flag wins over the file.
+    let served = Served::start_with_args(&h, &["--token", "t", "--max-body-bytes", "100000"]).await;
+    let (status, _, body) = post(&format!("{}/v1/chat/completions", served.url), "t", &big).await;
+    assert_ne!(status, 413, "{body}");
+    assert_eq!(served.stop().await.code(), Some(0));
 }

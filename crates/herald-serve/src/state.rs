@@ -192,7 +192,7 @@ impl AppState {
         options.stream_deltas = true;
         options.clarify = clarify;
         options.one_shot = false;
-        let session = open_not_send(options).await?;
+        let session = open_session(options).await?;
         self.keep(&session);
         Ok(session)
     }
@@ -267,18 +267,6 @@ impl AppState {
     pub(crate) fn open_count(&self) -> usize {
         self.lock().len()
     }
-}
-
-/// Runs [`open_session`] on a blocking thread that enters this runtime.
-/// Its future is not `Send` (it keeps `&SessionOptions`, whose
-/// `on_lease_wait` is not `Sync`, across awaits), so a handler cannot await
-/// it directly; the session's task is still spawned on the server's runtime.
-async fn open_not_send(options: SessionOptions) -> Result<Session, ApiError> {
-    let runtime = tokio::runtime::Handle::current();
-    tokio::task::spawn_blocking(move || runtime.block_on(open_session(options)))
-        .await
-        .map_err(|err| ApiError::internal(format!("opening the session failed: {err}")))?
-        .map_err(ApiError::from)
 }
 
 fn lock_closing(

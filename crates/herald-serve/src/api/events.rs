@@ -4,7 +4,9 @@
 //! `?after=N`) first replays the stored events after N, then follows live
 //! ones, none missed or repeated; without either the stream starts now.
 //! `assistant.delta` events are live only and carry no id. The stream ends
-//! when the session ends.
+//! when the session ends. A session another herald process holds (a CLI
+//! run) cannot be followed here: with a starting point its stored events
+//! are replayed and the stream ends; without one it is 409.
 
 use std::sync::Arc;
 
@@ -12,7 +14,7 @@ use axum::extract::{Path, Query, State};
 use axum::http::HeaderMap;
 use axum::response::Response;
 use axum::response::sse::Event as SseEvent;
-use herald_core::runtime::{ClarifyPolicy, Subscription};
+use herald_core::runtime::{self, ClarifyPolicy, Subscription};
 use serde::Deserialize;
 use utoipa::IntoParams;
 
@@ -57,7 +59,7 @@ fn last_event_id(headers: &HeaderMap) -> Result<Option<u64>, ApiError> {
         (status = 200, description = "text/event-stream of events (`id:` = event number)", content_type = "text/event-stream", body = String),
         (status = 400, description = "a bad Last-Event-ID", body = ErrorBody),
         (status = 404, description = "no such session", body = ErrorBody),
-        (status = 409, description = "another process holds the session", body = ErrorBody)
+        (status = 409, description = "another process holds the session (with Last-Event-ID or after, its stored events are replayed instead)", body = ErrorBody)
     ),
     security(("bearer" = []))
 )]
@@ -68,10 +70,13 @@ pub(crate) async fn follow(
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let after = last_event_id(&headers)?.or(query.after);
-    let session = state.session(&id, ClarifyPolicy::Ask).await?;
-    let sub = match after {
-        Some(after) => session.subscribe_after(after).await,
-        None => session.subscribe()?,
+    let sub = match (state.session(&id, ClarifyPolicy::Ask).await, after) {
+        (Ok(session), Some(after)) => session.subscribe_after(after).await,
+        (Ok(session), None) => session.subscribe()?,
+        (Err(err), Some(after)) if err.code == "session_in_use" => {
+            runtime::replay(&state.store, &id, after).await?
+        }
+        (Err(err), _) => return Err(err),
     };
     let (tx, response) = sse::channel();
     tokio::spawn(async move {

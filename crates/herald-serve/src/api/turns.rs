@@ -8,13 +8,12 @@ use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use futures_util::FutureExt;
-use herald_core::runtime::{ClarifyPolicy, Session, TurnResult};
+use herald_core::runtime::{ClarifyPolicy, TurnResult};
 use herald_protocol::{RunStatus, TokenTotals};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
-use crate::error::{ApiError, ApiJson, ErrorBody, store_error};
+use crate::error::{ApiError, ApiJson, ErrorBody};
 use crate::state::AppState;
 
 /// The body of a turn.
@@ -82,25 +81,6 @@ impl TurnResultView {
     }
 }
 
-/// The number of the last event stored (or waiting to be stored) for the
-/// session's tree: what a follower of the next turn starts after.
-pub(crate) async fn last_event(state: &AppState, session: &Session) -> Result<u64, ApiError> {
-    let id = session.id().to_owned();
-    let stored = state
-        .store
-        .call(move |s| s.last_tree_event_seq(&id))
-        .await
-        .map_err(store_error)?
-        .map_err(store_error)?;
-    // Events still in the write queue: the replay flushes it and hands
-    // them out at once; the last one handed out is the newest.
-    let mut sub = session
-        .subscribe_after(u64::try_from(stored).unwrap_or(0))
-        .await;
-    while let Some(Some(_)) = sub.next().now_or_never() {}
-    Ok(sub.last_seq())
-}
-
 /// Starts a turn in the session.
 #[utoipa::path(
     post,
@@ -134,7 +114,7 @@ pub(crate) async fn start(
     if session.is_busy() {
         return Err(herald_core::runtime::RuntimeError::TurnRunning(id).into());
     }
-    let after = last_event(&state, &session).await?;
+    let after = session.last_seq();
     let turn = state.start_turn(&session, request.input, slot)?;
     if query.wait {
         let result = turn.finished(&id).await?;
