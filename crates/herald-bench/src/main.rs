@@ -8,6 +8,7 @@ mod child;
 mod delegation_bench;
 mod exec;
 mod prompt;
+mod serve_bench;
 mod stats;
 mod store_bench;
 
@@ -176,7 +177,7 @@ pub(crate) fn ms(d: Duration) -> f64 {
 }
 
 fn main() -> Result<()> {
-    // `herald-bench store|agent|prompt|...` runs one part; default all.
+    // `herald-bench store|agent|prompt|delegation|serve|...` runs one part; default all.
     let part = std::env::args().nth(1).unwrap_or_default();
     println!("| measure | target | result |");
     println!("|---|---|---|");
@@ -194,6 +195,9 @@ fn main() -> Result<()> {
     }
     if part.is_empty() || part == "delegation" {
         delegation_bench::run(&herald_binary()?)?;
+    }
+    if part.is_empty() || part == "serve" {
+        serve_bench::run(&herald_binary()?)?;
     }
     Ok(())
 }
