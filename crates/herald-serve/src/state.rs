@@ -19,6 +19,10 @@ use crate::error::ApiError;
 pub(crate) struct AppState {
     pub(crate) settings: Settings,
     pub(crate) store: StoreHandle,
+    /// One model client for every session (built once: each build sets up
+    /// a connection pool and reads the CA certificates). `None` when the
+    /// settings cannot make one; each open then reports why.
+    client: Option<Arc<herald_core::LlmClient>>,
     /// The sessions open in this process. A session stays open until it is
     /// deleted or the server shuts down, or, beyond `max_open` sessions,
     /// until it is the least recently used idle one (it reopens on its next
@@ -86,9 +90,13 @@ impl AppState {
         max_open: usize,
     ) -> Self {
         let max_turns = max_turns.max(1);
+        let client = herald_core::LlmClient::new(settings.client_config())
+            .ok()
+            .map(Arc::new);
         Self {
             settings,
             store,
+            client,
             sessions: Mutex::new(HashMap::new()),
             max_open: max_open.max(1),
             opening: tokio::sync::Mutex::new(()),
@@ -192,6 +200,7 @@ impl AppState {
         options.stream_deltas = true;
         options.clarify = clarify;
         options.one_shot = false;
+        options.client = self.client.clone();
         let session = open_session(options).await?;
         self.keep(&session);
         Ok(session)

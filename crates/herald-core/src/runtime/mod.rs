@@ -101,6 +101,10 @@ pub struct SessionOptions {
     /// Called with every event, in order, before any subscriber sees it and
     /// without ever dropping one (the terminal renderer).
     pub observer: Option<Box<dyn Fn(Arc<Event>) + Send + Sync>>,
+    /// A model client to share (built from these settings): a server of
+    /// many sessions builds one, instead of one per session (each build
+    /// sets up a connection pool and reads the system's CA certificates).
+    pub client: Option<Arc<crate::LlmClient>>,
 }
 
 impl SessionOptions {
@@ -117,6 +121,7 @@ impl SessionOptions {
             clarify: ClarifyPolicy::Unavailable,
             one_shot: false,
             observer: None,
+            client: None,
         }
     }
 }

@@ -29,12 +29,16 @@ fn store_error(err: impl std::fmt::Display) -> RuntimeError {
 /// unless `lease_wait` says to wait for it; nothing is written before the
 /// lease is held, and a bad tool selection writes nothing at all.
 pub async fn open_session(mut options: SessionOptions) -> Result<Session, RuntimeError> {
+    let shared_client = options.client.take();
     let settings = &options.settings;
     let store = &options.store;
-    let client = Arc::new(
-        LlmClient::new(settings.client_config())
-            .map_err(|e| RuntimeError::Config(e.to_string()))?,
-    );
+    let client = match shared_client {
+        Some(client) => client,
+        None => Arc::new(
+            LlmClient::new(settings.client_config())
+                .map_err(|e| RuntimeError::Config(e.to_string()))?,
+        ),
+    };
     let (existing, fork_of) = find_session(&options.open, settings, store).await?;
     let session_id = existing
         .as_ref()
