@@ -191,18 +191,27 @@ async fn a_session_open_in_another_process_is_409() {
         .unwrap();
     assert_eq!(response.status(), 409);
     // Its stored events can still be replayed from the other server (the
-    // stream ends after them); following it live cannot.
-    let replay = client()
-        .get(format!("{}/api/sessions/{id}/events?after=0", second.url))
-        .bearer_auth("t")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(replay.status(), 200);
-    let text = tokio::time::timeout(Duration::from_secs(20), replay.text())
-        .await
-        .expect("a replay-only stream ends")
-        .unwrap();
+    // stream ends after them); following it live cannot. The owner writes
+    // its events in batches (within 200 ms), so the replay is retried until
+    // they are stored.
+    let mut text = String::new();
+    for _ in 0..50 {
+        let replay = client()
+            .get(format!("{}/api/sessions/{id}/events?after=0", second.url))
+            .bearer_auth("t")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(replay.status(), 200);
+        text = tokio::time::timeout(Duration::from_secs(20), replay.text())
+            .await
+            .expect("a replay-only stream ends")
+            .unwrap();
+        if text.contains("session.started") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     assert!(text.contains("\"type\":\"session.started\""), "{text}");
     assert!(
         text.starts_with("id: ") || text.contains("\nid: "),

@@ -44,6 +44,24 @@ pub struct NewEvent {
     pub seq: Option<i64>,
 }
 
+/// The columns [`stored_event`] reads, in its order.
+const EVENT_COLUMNS: &str =
+    "id, session_id, agent_id, kind, payload, created_at, root_session_id, seq";
+
+/// One `events` row selected with [`EVENT_COLUMNS`].
+fn stored_event(r: &rusqlite::Row<'_>) -> rusqlite::Result<StoredEvent> {
+    Ok(StoredEvent {
+        id: r.get(0)?,
+        session_id: r.get(1)?,
+        agent_id: r.get(2)?,
+        kind: r.get(3)?,
+        payload: r.get(4)?,
+        created_at: r.get(5)?,
+        root_session_id: r.get(6)?,
+        seq: r.get(7)?,
+    })
+}
+
 impl Store {
     /// Appends one event of `kind` with a JSON `payload` to a session and
     /// returns its id.
@@ -165,24 +183,14 @@ impl Store {
         let mut stmt = self
             .conn
             .prepare_cached(
-                "SELECT id, session_id, agent_id, kind, payload, created_at, root_session_id, seq \
-                 FROM events WHERE session_id = ?1 AND id > ?2 ORDER BY id LIMIT ?3",
+                &format!(
+                    "SELECT {EVENT_COLUMNS} FROM events WHERE session_id = ?1 AND id > ?2 ORDER BY id LIMIT ?3"
+                ),
             )
             .map_err(sql(&self.path, CTX))?;
         // Bound to a local so the row iterator is dropped before `stmt`.
         let rows: Result<Vec<StoredEvent>, StoreError> = stmt
-            .query_map(params![session_id, after, limit], |r| {
-                Ok(StoredEvent {
-                    id: r.get(0)?,
-                    session_id: r.get(1)?,
-                    agent_id: r.get(2)?,
-                    kind: r.get(3)?,
-                    payload: r.get(4)?,
-                    created_at: r.get(5)?,
-                    root_session_id: r.get(6)?,
-                    seq: r.get(7)?,
-                })
-            })
+            .query_map(params![session_id, after, limit], stored_event)
             .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
             .map_err(sql(&self.path, CTX));
         rows
@@ -204,23 +212,13 @@ impl Store {
         let mut stmt = self
             .conn
             .prepare_cached(
-                "SELECT id, session_id, agent_id, kind, payload, created_at, root_session_id, seq \
-                 FROM events WHERE root_session_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3",
+                &format!(
+                    "SELECT {EVENT_COLUMNS} FROM events WHERE root_session_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3"
+                ),
             )
             .map_err(sql(&self.path, CTX))?;
         let rows: Result<Vec<StoredEvent>, StoreError> = stmt
-            .query_map(params![root, after, limit], |r| {
-                Ok(StoredEvent {
-                    id: r.get(0)?,
-                    session_id: r.get(1)?,
-                    agent_id: r.get(2)?,
-                    kind: r.get(3)?,
-                    payload: r.get(4)?,
-                    created_at: r.get(5)?,
-                    root_session_id: r.get(6)?,
-                    seq: r.get(7)?,
-                })
-            })
+            .query_map(params![root, after, limit], stored_event)
             .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
             .map_err(sql(&self.path, CTX));
         rows

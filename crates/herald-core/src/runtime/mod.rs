@@ -287,45 +287,42 @@ impl Session {
     /// Follows the session's events from now on.
     pub fn subscribe(&self) -> Result<Subscription, RuntimeError> {
         let live = self
-            .shared
-            .live
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .as_ref()
-            .map(broadcast::Sender::subscribe)
+            .live_receiver()
             .ok_or_else(|| RuntimeError::Ended(self.shared.session_id.clone()))?;
-        Ok(Subscription::new(
-            live,
-            self.shared.store.clone(),
-            self.shared.session_id.clone(),
-            self.shared.flusher_clone(),
-        ))
+        Ok(self.follower(live))
     }
 
     /// Follows the session's events after stored event `after` (0: from the
     /// first): the stored ones first, then live ones, with none missed or
     /// repeated. Works on an ended session too (replay only).
     pub async fn subscribe_after(&self, after: u64) -> Subscription {
-        let live = self
-            .shared
-            .live
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .as_ref()
-            .map(broadcast::Sender::subscribe);
-        let live = live.unwrap_or_else(|| {
+        let live = self.live_receiver().unwrap_or_else(|| {
             let (tx, rx) = broadcast::channel(1);
             drop(tx);
             rx
         });
-        let mut sub = Subscription::new(
+        let mut sub = self.follower(live);
+        sub.replay_after(after).await;
+        sub
+    }
+
+    /// A receiver of the live stream; `None` once the session ended.
+    fn live_receiver(&self) -> Option<broadcast::Receiver<Arc<Event>>> {
+        self.shared
+            .live
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_ref()
+            .map(broadcast::Sender::subscribe)
+    }
+
+    fn follower(&self, live: broadcast::Receiver<Arc<Event>>) -> Subscription {
+        Subscription::new(
             live,
             self.shared.store.clone(),
             self.shared.session_id.clone(),
-            self.shared.flusher_clone(),
-        );
-        sub.replay_after(after).await;
-        sub
+            self.shared.flusher.clone(),
+        )
     }
 
     /// Starts a turn with `text`. Refused while a turn runs or after the
@@ -462,11 +459,5 @@ impl Session {
             .turn
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-    }
-}
-
-impl Shared {
-    fn flusher_clone(&self) -> EventFlusher {
-        self.flusher.clone()
     }
 }
