@@ -26,16 +26,10 @@ pub(super) fn start(
     completion: Completion,
     include_usage: bool,
 ) -> Response {
-    // Subscribed before the turn starts: none of its events is missed.
-    let sub = match session.subscribe() {
-        Ok(sub) => sub,
-        Err(err) => return ApiError::from(err).into_response(),
-    };
-    let turn = match state.start_turn(session, input, slot) {
-        Ok(turn) => turn,
+    let (follower, turn) = match TurnFollower::start(state, session, input, slot) {
+        Ok(started) => started,
         Err(err) => return err.into_response(),
     };
-    let follower = TurnFollower::new(sub, session.id());
     let (tx, response) = sse::channel();
     // If the client goes away this task ends; the turn goes on (and frees
     // its slot) without it.

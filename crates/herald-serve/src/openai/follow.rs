@@ -10,8 +10,11 @@
 //! answered differently) nothing more of that reply streams unless the
 //! final message extends what was sent.
 
-use herald_core::runtime::Subscription;
+use herald_core::runtime::{Session, Subscription};
 use herald_protocol::{EventKind, RunStatus, TokenTotals};
+
+use crate::error::ApiError;
+use crate::state::{AppState, StartedTurn, TurnSlot};
 
 /// The next thing to send.
 #[derive(Debug, Clone, PartialEq)]
@@ -43,6 +46,19 @@ pub(crate) struct TurnFollower {
 }
 
 impl TurnFollower {
+    /// Subscribes to `session` and then starts the turn, so none of the
+    /// turn's events is missed; the error when it cannot start.
+    pub(crate) fn start(
+        state: &AppState,
+        session: &Session,
+        input: String,
+        slot: TurnSlot,
+    ) -> Result<(Self, StartedTurn), ApiError> {
+        let sub = session.subscribe().map_err(ApiError::from)?;
+        let turn = state.start_turn(session, input, slot)?;
+        Ok((Self::new(sub, session.id()), turn))
+    }
+
     pub(crate) fn new(sub: Subscription, root: &str) -> Self {
         Self {
             sub,

@@ -13,7 +13,6 @@ use serde_json::{Value, json};
 
 use super::follow::{Step, TurnFollower};
 use super::responses::{Outcome, ResponseIds};
-use crate::error::ApiError;
 use crate::sse::{self, SseSender};
 use crate::state::{AppState, StartedTurn, TurnSlot};
 
@@ -27,15 +26,10 @@ pub(super) fn start(
     slot: TurnSlot,
     ids: ResponseIds,
 ) -> Response {
-    let sub = match session.subscribe() {
-        Ok(sub) => sub,
-        Err(err) => return ApiError::from(err).into_response(),
-    };
-    let turn = match state.start_turn(session, input, slot) {
-        Ok(turn) => turn,
+    let (follower, turn) = match TurnFollower::start(state, session, input, slot) {
+        Ok(started) => started,
         Err(err) => return err.into_response(),
     };
-    let follower = TurnFollower::new(sub, session.id());
     let (tx, response) = sse::channel();
     tokio::spawn(async move {
         let mut out = Writer {
