@@ -44,6 +44,9 @@ pub(crate) struct Dispatcher {
     state: Arc<AgentState>,
     cancel: CancellationToken,
     observer: Option<Arc<dyn CallObserver>>,
+    /// The permission gate of the `execute_code` call: the script's calls
+    /// meet the same checks as the model's.
+    gate: Option<Arc<dyn herald_tools::PermissionGate>>,
     parent_call_id: String,
     token: Token,
     allowed: Vec<String>,
@@ -65,6 +68,7 @@ impl Dispatcher {
             state: Arc::clone(&ctx.state),
             cancel: ctx.cancel.clone(),
             observer: ctx.observer.clone(),
+            gate: ctx.gate.clone(),
             parent_call_id: ctx.call_id.clone(),
             token,
             allowed,
@@ -162,7 +166,8 @@ impl Dispatcher {
             arguments,
         };
         let ctx = ToolContext::new(Arc::clone(&self.state), self.cancel.clone())
-            .with_call(&call.id, Arc::clone(&self.registry));
+            .with_call(&call.id, Arc::clone(&self.registry))
+            .with_gate(self.gate.clone());
         let result = self.registry.execute(&call, &ctx).await;
         (call.arguments, result)
     }

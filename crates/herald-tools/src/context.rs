@@ -119,6 +119,14 @@ pub struct ToolContext {
     /// Told about calls this call makes on the agent's behalf, which never
     /// reach the model's context (see [`crate::CallObserver`]).
     pub observer: Option<Arc<dyn crate::CallObserver>>,
+    /// Decides whether each call may run (the permission layer); `None`
+    /// runs everything (tests, direct use).
+    pub gate: Option<Arc<dyn crate::PermissionGate>>,
+    /// Set by the registry when the gate confines this call: processes the
+    /// tool starts must run under this policy.
+    pub sandbox: Option<Arc<herald_sandbox::SandboxPolicy>>,
+    /// Which environment variables processes started by the tool inherit.
+    pub env: Arc<herald_sandbox::EnvFilter>,
 }
 
 impl std::fmt::Debug for ToolContext {
@@ -139,7 +147,16 @@ impl ToolContext {
             call_id: String::new(),
             registry: None,
             observer: None,
+            gate: None,
+            sandbox: None,
+            env: Arc::default(),
         }
+    }
+
+    /// Passes every call made in this context through `gate`.
+    pub fn with_gate(mut self, gate: Option<Arc<dyn crate::PermissionGate>>) -> Self {
+        self.gate = gate;
+        self
     }
 
     /// Reports nested calls made during this call to `observer`.

@@ -4,6 +4,7 @@
 
 pub mod builtin;
 mod context;
+mod gate;
 mod groups;
 mod leftovers;
 mod observer;
@@ -14,6 +15,7 @@ mod validate;
 
 pub use builtin::{TEMP_FILE_MARKER, remove_stale_temp_files};
 pub use context::{AgentState, ToolContext};
+pub use gate::{GateOutcome, PermissionGate};
 pub use groups::{GroupGuard, ProcessJournal, kill_tracked_groups, track_group, tracked_groups};
 pub use leftovers::remove_dead_process_entries;
 pub use observer::{CallObserver, NestedCall};

@@ -2,8 +2,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use herald_protocol::{ToolCall, ToolSpec};
+use herald_sandbox::{EnvFilter, Redactor};
 
-use crate::{Tool, ToolContext, ToolResult, truncate_head_tail, validate_args};
+use crate::{GateOutcome, Tool, ToolContext, ToolResult, truncate_head_tail, validate_args};
 
 /// A `--toolsets` name that matches no registered toolset.
 #[derive(Debug, thiserror::Error)]
@@ -19,6 +20,10 @@ pub struct UnknownToolset {
 pub struct ToolRegistry {
     tools: BTreeMap<String, Arc<dyn Tool>>,
     output_limit_chars: usize,
+    /// Environment given to tool processes (secrets dropped).
+    env: Arc<EnvFilter>,
+    /// Removes secret values from every result.
+    redactor: Arc<Redactor>,
 }
 
 impl std::fmt::Debug for ToolRegistry {
@@ -35,7 +40,22 @@ impl ToolRegistry {
         Self {
             tools: BTreeMap::new(),
             output_limit_chars,
+            env: Arc::default(),
+            redactor: Arc::default(),
         }
+    }
+
+    /// Sets the environment filter for tool processes and the redactor for
+    /// tool output; subagent registries cloned from this one keep them.
+    pub fn set_secrets(&mut self, env: Arc<EnvFilter>, redactor: Arc<Redactor>) {
+        self.env = env;
+        self.redactor = redactor;
+    }
+
+    /// The redactor applied to results (also for text that leaves tools
+    /// another way, such as logs).
+    pub fn redactor(&self) -> &Arc<Redactor> {
+        &self.redactor
     }
 
     /// Adds (or replaces) a tool.
@@ -118,7 +138,18 @@ impl ToolRegistry {
         if let Err(message) = validate_args(&call.name, &tool.spec().parameters, &args) {
             return ToolResult::error(message);
         }
-        let mut result = tool.call(args, ctx).await;
+        let mut scoped = ctx.clone();
+        scoped.env = Arc::clone(&self.env);
+        if let Some(gate) = &ctx.gate {
+            match gate.check(tool.as_ref(), &args, ctx).await {
+                GateOutcome::Run { sandbox } => scoped.sandbox = sandbox,
+                GateOutcome::Refuse(message) => return ToolResult::error(message),
+            }
+        }
+        let mut result = tool.call(args, &scoped).await;
+        if let std::borrow::Cow::Owned(clean) = self.redactor.redact(&result.content) {
+            result.content = clean;
+        }
         if self.output_limit_chars > 0
             && let std::borrow::Cow::Owned(cut) =
                 truncate_head_tail(&result.content, self.output_limit_chars)

@@ -1,0 +1,40 @@
+/// What happens to a call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Decision {
+    /// Runs without asking.
+    Allow,
+    /// Runs only after a human approves it.
+    Ask,
+    /// Never runs.
+    Deny,
+}
+
+impl Decision {
+    /// `allow`, `ask` or `deny`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Allow => "allow",
+            Self::Ask => "ask",
+            Self::Deny => "deny",
+        }
+    }
+}
+
+/// The outcome of [`crate::Policy::check`], with enough context to explain it
+/// to the model, to a human asked for approval, and in the audit log.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Verdict {
+    pub decision: Decision,
+    /// One sentence saying why, naming the command or path that decided it.
+    pub reason: String,
+    /// The configured rule that decided, as written (`terminal(git push*)`),
+    /// or a built-in name (`floor`, `mode:workspace-write`, `safe-list`).
+    pub rule: Option<String>,
+    /// For `ask` (and non-floor `deny` by mode): a rule that, added to
+    /// `allow`, would let this call run (`terminal(git push*)`).
+    pub allow_rule: Option<String>,
+    /// For `allow`: whether tool processes of this call must run confined
+    /// (Landlock, network per config). Always false for non-process tools.
+    pub confine: bool,
+}
