@@ -34,6 +34,7 @@ mod messages;
 mod migrations;
 mod owner;
 mod pending;
+mod permissions;
 mod processes;
 mod records;
 mod sanitize;
@@ -53,6 +54,7 @@ pub use leases::{LeaseHolder, LeaseOutcome};
 pub use migrations::SCHEMA_VERSION;
 pub use owner::ProcessIdentity;
 pub use pending::PendingResult;
+pub use permissions::{NewDecision, StoredDecision};
 pub use processes::ToolProcess;
 pub use records::{
     ListFilter, MessageWindow, NewSession, SessionOverview, SessionRecord, SessionSource,

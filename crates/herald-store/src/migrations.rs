@@ -252,6 +252,27 @@ UPDATE events SET seq = id, root_session_id = COALESCE(
 CREATE INDEX events_tree ON events(root_session_id, seq);
 "#;
 
+/// v10: every permission decision (SPEC §14): which agent of which session
+/// called which tool, a digest of its arguments, what was decided, by which
+/// rule and by whom. Not tied to `sessions` by a foreign key: `herald
+/// permissions check` and a session's first calls are audited alike.
+const V10_PERMISSION_DECISIONS: &str = r#"
+CREATE TABLE permission_decisions (
+    id INTEGER PRIMARY KEY,
+    session_id TEXT NOT NULL,
+    agent_id TEXT NOT NULL,
+    tool TEXT NOT NULL,
+    arguments_digest TEXT NOT NULL,
+    summary TEXT NOT NULL,
+    decision TEXT NOT NULL,
+    rule TEXT,
+    reason TEXT NOT NULL,
+    decided_by TEXT NOT NULL,
+    created_at INTEGER NOT NULL
+);
+CREATE INDEX permission_decisions_session ON permission_decisions(session_id, id);
+"#;
+
 /// Every schema step, in order. Append only.
 pub(crate) const MIGRATIONS: &[Migration] = &[
     Migration {
@@ -299,10 +320,15 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         name: "event sequence per session tree",
         sql: V9_EVENT_SEQUENCE,
     },
+    Migration {
+        version: 10,
+        name: "permission decisions",
+        sql: V10_PERMISSION_DECISIONS,
+    },
 ];
 
 /// The schema version this build creates and understands.
-pub const SCHEMA_VERSION: i64 = 9;
+pub const SCHEMA_VERSION: i64 = 10;
 
 /// Reads `PRAGMA user_version`.
 pub(crate) fn current_version(conn: &Connection, path: &str) -> Result<i64, StoreError> {
