@@ -1,14 +1,31 @@
 //! Confinement and secret hygiene for the processes herald's tools start.
 //!
 //! - [`SandboxPolicy`]: where a confined command may write and whether it may
-//!   use the network.
+//!   use the network. [`SandboxPolicy::prepare`] builds, in herald, the
+//!   Landlock ruleset and the seccomp network filter; [`Prepared::apply`]
+//!   makes a child install them right before `exec` (raw system calls only).
 //! - [`EnvFilter`]: which environment variables a tool process inherits
 //!   (never the ones named like keys, secrets, tokens or passwords).
 //! - [`Redactor`]: known secret values and common token shapes, removed from
 //!   tool output before the model or the store sees it.
+//! - [`sandbox_support`]: what the running kernel offers, for `herald doctor`.
 
-use std::borrow::Cow;
+mod confine;
+mod denial;
+mod env;
+mod redact;
+mod support;
+
 use std::path::PathBuf;
+
+pub use confine::Prepared;
+pub use denial::looks_denied;
+pub use env::{looks_secret, secret_env_values};
+pub use redact::Redactor;
+pub use support::{
+    LandlockSupport, SandboxSupport, SeccompSupport, landlock_support, sandbox_support,
+    seccomp_support,
+};
 
 /// Where a confined tool process may write, and whether it may reach the
 /// network. Reads are never restricted.
@@ -22,6 +39,9 @@ pub struct SandboxPolicy {
 }
 
 /// Which variables of herald's environment a tool process inherits.
+///
+/// Names are compared exactly (case-sensitive); a name ending in `*` matches
+/// every variable starting with what precedes it (`AWS_*`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct EnvFilter {
     /// Names kept although they look secret (exact, case-sensitive).
@@ -30,23 +50,13 @@ pub struct EnvFilter {
     pub exclude: Vec<String>,
 }
 
-/// Removes secret values from text.
-#[derive(Debug, Clone, Default)]
-pub struct Redactor {
-    values: Vec<String>,
-}
-
-impl Redactor {
-    /// A redactor for `values` (configured keys) plus common token shapes.
-    pub fn new(values: impl IntoIterator<Item = String>) -> Self {
-        Self {
-            values: values.into_iter().filter(|v| v.len() >= 8).collect(),
-        }
-    }
-
-    /// `text` with every secret replaced.
-    pub fn redact<'a>(&self, text: &'a str) -> Cow<'a, str> {
-        let _ = &self.values;
-        Cow::Borrowed(text)
-    }
+/// Why a policy cannot be enforced; the command must then not run.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SandboxError {
+    /// The kernel lacks Landlock (or it is disabled).
+    #[error("Landlock: {0}")]
+    Landlock(String),
+    /// The kernel cannot install the seccomp network filter.
+    #[error("seccomp network filter: {0}")]
+    Seccomp(String),
 }

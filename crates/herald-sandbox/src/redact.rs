@@ -1,0 +1,362 @@
+//! Removing secrets from text: the known values (configured API keys and
+//! herald's own secret-named variables) and the shapes of common tokens.
+
+use std::borrow::Cow;
+use std::sync::LazyLock;
+
+use regex::{Regex, RegexSet};
+
+/// Shortest known value worth redacting; shorter ones would hit ordinary
+/// words.
+const MIN_VALUE_LEN: usize = 8;
+
+/// What replaces a known secret value.
+const REDACTED: &str = "[REDACTED]";
+
+/// One token shape. The group named `s`, when present, is the part that is
+/// replaced (the rest of the match, such as `Bearer `, stays).
+struct Shape {
+    kind: &'static str,
+    pattern: &'static str,
+    /// Only redact when the secret part has a digit: real keys are random
+    /// and nearly always do, long hyphenated words do not.
+    needs_digit: bool,
+}
+
+const SHAPES: &[Shape] = &[
+    Shape {
+        // OpenAI (sk-, sk-proj-, sk-svcacct-, sk-admin-) and Anthropic (sk-ant-).
+        kind: "api_key",
+        pattern: r"\bsk-(?:proj-|ant-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}",
+        needs_digit: true,
+    },
+    Shape {
+        kind: "stripe_key",
+        pattern: r"\b[rs]k_(?:live|test)_[A-Za-z0-9]{20,}",
+        needs_digit: false,
+    },
+    Shape {
+        kind: "github_token",
+        pattern: r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})",
+        needs_digit: false,
+    },
+    Shape {
+        kind: "aws_key",
+        pattern: r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b",
+        needs_digit: false,
+    },
+    Shape {
+        kind: "slack_token",
+        pattern: r"\bxox[abprs]-[A-Za-z0-9-]{10,}",
+        needs_digit: true,
+    },
+    Shape {
+        kind: "google_key",
+        pattern: r"\bAIza[0-9A-Za-z_-]{35}",
+        needs_digit: false,
+    },
+    Shape {
+        kind: "huggingface_token",
+        pattern: r"\bhf_[A-Za-z0-9]{34,}",
+        needs_digit: true,
+    },
+    Shape {
+        kind: "jwt",
+        pattern: r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",
+        needs_digit: false,
+    },
+    Shape {
+        // A block cut off by truncation is redacted to the end.
+        kind: "private_key",
+        pattern: r"(?s)-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----.*?(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|\z)",
+        needs_digit: false,
+    },
+    Shape {
+        kind: "bearer_token",
+        pattern: r"(?i)\bbearer\s+(?P<s>[A-Za-z0-9._~+/-]{20,}=*)",
+        needs_digit: true,
+    },
+];
+
+/// The shapes, compiled once.
+struct Compiled {
+    set: RegexSet,
+    each: Vec<Regex>,
+}
+
+static COMPILED: LazyLock<Option<Compiled>> = LazyLock::new(|| {
+    let patterns: Vec<&str> = SHAPES.iter().map(|s| s.pattern).collect();
+    let set = RegexSet::new(&patterns).ok()?;
+    let each = patterns
+        .iter()
+        .map(|p| Regex::new(p))
+        .collect::<Result<Vec<_>, _>>()
+        .ok()?;
+    Some(Compiled { set, each })
+});
+
+/// Removes secret values from text.
+#[derive(Debug, Clone, Default)]
+pub struct Redactor {
+    /// Known values, longest first.
+    values: Vec<String>,
+    /// The values as one alternation (when it compiles).
+    literal: Option<Regex>,
+}
+
+impl Redactor {
+    /// A redactor for `values` (configured keys; those shorter than 8
+    /// characters are ignored) plus common token shapes.
+    pub fn new(values: impl IntoIterator<Item = String>) -> Self {
+        let mut values: Vec<String> = values
+            .into_iter()
+            .map(|v| v.trim().to_owned())
+            .filter(|v| v.len() >= MIN_VALUE_LEN)
+            .collect();
+        values.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
+        values.dedup();
+        let literal = if values.is_empty() {
+            None
+        } else {
+            let alternation: Vec<String> = values.iter().map(|v| regex::escape(v)).collect();
+            Regex::new(&alternation.join("|")).ok()
+        };
+        Self { values, literal }
+    }
+
+    /// A redactor for the values of herald's own secret-named variables
+    /// (see [`crate::secret_env_values`]) plus `extra` (configured keys).
+    pub fn from_env(extra: impl IntoIterator<Item = String>) -> Self {
+        Self::new(extra.into_iter().chain(crate::secret_env_values()))
+    }
+
+    /// How many known values it redacts (besides the token shapes).
+    pub fn known_values(&self) -> usize {
+        self.values.len()
+    }
+
+    /// `text` with every secret replaced: known values by `[REDACTED]`,
+    /// token shapes by `[REDACTED:kind]`. Borrowed when nothing matched.
+    pub fn redact<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        let mut out = Cow::Borrowed(text);
+        if !self.values.is_empty() {
+            let replaced = match &self.literal {
+                Some(literal) => match literal.replace_all(&out, REDACTED) {
+                    Cow::Owned(s) => Some(s),
+                    Cow::Borrowed(_) => None,
+                },
+                None => self.replace_values_slowly(&out),
+            };
+            if let Some(replaced) = replaced {
+                out = Cow::Owned(replaced);
+            }
+        }
+        let Some(compiled) = COMPILED.as_ref() else {
+            return out;
+        };
+        let hits = compiled.set.matches(&out);
+        if !hits.matched_any() {
+            return out;
+        }
+        for index in hits.iter() {
+            if let (Some(shape), Some(re)) = (SHAPES.get(index), compiled.each.get(index))
+                && let Some(replaced) = replace_shape(shape, re, &out)
+            {
+                out = Cow::Owned(replaced);
+            }
+        }
+        out
+    }
+
+    /// Plain replacement, for value lists too large for one regex.
+    fn replace_values_slowly(&self, text: &str) -> Option<String> {
+        let mut changed = false;
+        let mut text = text.to_owned();
+        for value in &self.values {
+            if text.contains(value.as_str()) {
+                text = text.replace(value.as_str(), REDACTED);
+                changed = true;
+            }
+        }
+        changed.then_some(text)
+    }
+}
+
+/// `text` with the matches of one shape replaced, or `None` when every
+/// match was let through (`needs_digit`).
+fn replace_shape(shape: &Shape, re: &Regex, text: &str) -> Option<String> {
+    let mut out = String::with_capacity(text.len());
+    let mut last = 0;
+    let mut changed = false;
+    for caps in re.captures_iter(text) {
+        let Some(secret) = caps.name("s").or_else(|| caps.get(0)) else {
+            continue;
+        };
+        if shape.needs_digit && !secret.as_str().bytes().any(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        out.push_str(&text[last..secret.start()]);
+        out.push_str("[REDACTED:");
+        out.push_str(shape.kind);
+        out.push(']');
+        last = secret.end();
+        changed = true;
+    }
+    if !changed {
+        return None;
+    }
+    out.push_str(&text[last..]);
+    Some(out)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn shapes_only(text: &str) -> String {
+        Redactor::default().redact(text).into_owned()
+    }
+
+    #[test]
+    fn shapes_are_compiled() {
+        assert!(COMPILED.is_some(), "a token pattern does not compile");
+    }
+
+    #[test]
+    fn known_values_are_replaced_and_short_ones_ignored() {
+        let r = Redactor::new(["s3cr3t-value-123".to_owned(), "short".to_owned()]);
+        assert_eq!(r.known_values(), 1);
+        assert_eq!(
+            r.redact("key=s3cr3t-value-123; again s3cr3t-value-123; short stays"),
+            "key=[REDACTED]; again [REDACTED]; short stays"
+        );
+    }
+
+    #[test]
+    fn the_longest_known_value_wins() {
+        let r = Redactor::new(["abcdefgh".to_owned(), "abcdefgh-ijkl".to_owned()]);
+        assert_eq!(r.redact("x abcdefgh-ijkl y"), "x [REDACTED] y");
+    }
+
+    #[test]
+    fn values_with_regex_characters_are_literal() {
+        let r = Redactor::new(["a.b*c+d?(e)".to_owned()]);
+        assert_eq!(r.redact("[a.b*c+d?(e)] aXbbcd"), "[[REDACTED]] aXbbcd");
+    }
+
+    #[test]
+    fn openai_and_anthropic_keys() {
+        for key in [
+            "sk-abcdefghijklmnopqrstuvwxyz0123456789ABCD",
+            "sk-proj-Ab3dEfGhIjKlMnOpQrStUvWx_yz-0123456789",
+            "sk-ant-api03-Zx9yW8vU7tS6rQ5pO4nM3lK2jI1hG0fE",
+            "sk-svcacct-0123456789abcdefghijABCDEFGHIJ",
+        ] {
+            let text = format!("export OPENAI_API_KEY={key}\n");
+            assert_eq!(
+                shapes_only(&text),
+                "export OPENAI_API_KEY=[REDACTED:api_key]\n",
+                "{key}"
+            );
+        }
+    }
+
+    #[test]
+    fn github_aws_slack_google_stripe_huggingface_tokens() {
+        let cases = [
+            (
+                "ghp_0123456789abcdefghijABCDEFGHIJklmnop",
+                "[REDACTED:github_token]",
+            ),
+            (
+                "gho_0123456789abcdefghijABCDEFGHIJklmnop",
+                "[REDACTED:github_token]",
+            ),
+            (
+                "ghs_0123456789abcdefghijABCDEFGHIJklmnop",
+                "[REDACTED:github_token]",
+            ),
+            (
+                "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz",
+                "[REDACTED:github_token]",
+            ),
+            ("AKIAIOSFODNN7EXAMPLE", "[REDACTED:aws_key]"),
+            ("ASIAY34FZKBOKMUTVV7A", "[REDACTED:aws_key]"),
+            (
+                "xoxb-123456789012-1234567890123-abcdef",
+                "[REDACTED:slack_token]",
+            ),
+            ("xoxp-0123456789-abcdefghij", "[REDACTED:slack_token]"),
+            (
+                "AIzaSyA-1234567890abcdefghijklmnopqrstu",
+                "[REDACTED:google_key]",
+            ),
+            ("sk_live_4eC39HqLyjWDarjtT1zdp7dc", "[REDACTED:stripe_key]"),
+            (
+                "hf_aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789",
+                "[REDACTED:huggingface_token]",
+            ),
+        ];
+        for (token, expected) in cases {
+            assert_eq!(
+                shapes_only(&format!("token: {token} end")),
+                format!("token: {expected} end"),
+                "{token}"
+            );
+        }
+    }
+
+    #[test]
+    fn jwt_bearer_and_private_keys() {
+        let jwt = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U";
+        assert_eq!(shapes_only(&format!("t={jwt};")), "t=[REDACTED:jwt];");
+        assert_eq!(
+            shapes_only("Authorization: Bearer abc123def456ghi789jkl012"),
+            "Authorization: Bearer [REDACTED:bearer_token]"
+        );
+        let key = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\nQyNTUxOQAAACB\n-----END OPENSSH PRIVATE KEY-----";
+        assert_eq!(
+            shapes_only(&format!("before\n{key}\nafter")),
+            "before\n[REDACTED:private_key]\nafter"
+        );
+        assert_eq!(
+            shapes_only("x\n-----BEGIN RSA PRIVATE KEY-----\nMIIEow...cut"),
+            "x\n[REDACTED:private_key]"
+        );
+    }
+
+    #[test]
+    fn ordinary_prose_and_code_are_left_alone_and_borrowed() {
+        let texts = [
+            "The task-runner uses sk-learn style pipelines; see risk-assessment-for-everyone-involved.",
+            "let skip = tokens.iter().filter(|t| t.kind == Kind::Key).count();",
+            "git log --oneline | head; ghp is a prefix, gh_pages branch, AKIA prefix alone",
+            "Bearer tokens are described in RFC 6750 section 2.1.",
+            "Authorization: Bearer <token-goes-here-in-the-header>",
+            "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----",
+            "sk-short123",
+            "xoxb-not-a-real-token-at-all",
+            "eyJ alone, or eyJhbGciOiJIUzI1NiJ9 without the rest",
+            "password: hunter2, api_key = os.environ['OPENAI_API_KEY']",
+        ];
+        let r = Redactor::new(["not-in-any-text-1234".to_owned()]);
+        for text in texts {
+            let out = r.redact(text);
+            assert!(
+                matches!(out, Cow::Borrowed(_)),
+                "changed: {text:?} -> {out:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn several_kinds_in_one_text() {
+        let r = Redactor::new(["my-configured-key-42".to_owned()]);
+        let text = "a my-configured-key-42 b AKIAIOSFODNN7EXAMPLE c ghp_0123456789abcdefghijABCDEFGHIJklmnop";
+        assert_eq!(
+            r.redact(text),
+            "a [REDACTED] b [REDACTED:aws_key] c [REDACTED:github_token]"
+        );
+    }
+}
