@@ -33,8 +33,13 @@ pub(crate) struct CommonArgs {
     /// Working directory for the agent.
     #[arg(long, global = true)]
     pub cwd: Option<PathBuf>,
-    /// Run without approval prompts.
-    #[arg(long, global = true)]
+    /// Permission mode: read-only, workspace-write (default) or full-access
+    /// (wins over [permissions] mode).
+    #[arg(long, global = true, value_parser = ["read-only", "workspace-write", "full-access"])]
+    pub mode: Option<String>,
+    /// Full access without approval prompts (the catastrophic floor and
+    /// deny rules still hold).
+    #[arg(long, global = true, conflicts_with = "mode")]
     pub yolo: bool,
     /// Config file to use instead of $HERALD_HOME/config.toml.
     #[arg(long, global = true)]
@@ -69,6 +74,12 @@ pub(crate) enum Command {
     Agents {
         #[command(subcommand)]
         action: AgentsAction,
+    },
+    /// Check what the permission policy decides for a call, and read the
+    /// log of decisions.
+    Permissions {
+        #[command(subcommand)]
+        action: PermissionsAction,
     },
     /// Show or locate the configuration.
     Config {
@@ -173,6 +184,32 @@ pub(crate) enum AgentsAction {
         id: String,
         #[arg(long)]
         json: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum PermissionsAction {
+    /// Print the decision for one call without running anything, as
+    /// {"decision","reason","rule"} (with --json) or a line of text.
+    /// `--mode` and `--cwd` (global options) set the mode and working
+    /// directory; the config's and the project's rules apply.
+    Check {
+        /// Tool name (terminal, write_file, read_file, mcp__fs__read, ...).
+        tool: String,
+        /// The call's arguments as a JSON object, e.g. '{"command":"ls"}'.
+        args: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Stored decisions, oldest first: of one session (and its subagents)
+    /// or the latest of all.
+    Log {
+        #[arg(long)]
+        session: Option<String>,
+        #[arg(long)]
+        json: bool,
+        #[arg(long, default_value_t = 100)]
+        limit: usize,
     },
 }
 

@@ -2,12 +2,14 @@
 //! front end (one-shot run, interactive loop, or a management command).
 
 mod agents_cmd;
+mod approval_prompt;
 mod args;
 mod config_cmd;
 mod doctor;
 mod events_view;
 mod logging;
 mod memory_cmd;
+mod permissions_cmd;
 mod render;
 mod repl;
 mod run;
@@ -104,6 +106,9 @@ async fn dispatch(cli: Cli) -> Result<Exit, CliError> {
         Some(Command::Doctor(args)) => doctor::doctor(&cli.common, args).await,
         Some(Command::Sessions { action }) => sessions_cmd::sessions(&cli.common, action).await,
         Some(Command::Agents { action }) => agents_cmd::agents(&cli.common, action).await,
+        Some(Command::Permissions { action }) => {
+            permissions_cmd::permissions(&cli.common, action).await
+        }
         Some(Command::Config { action }) => match action {
             ConfigAction::Path => config_cmd::path(&cli.common),
             ConfigAction::Show { json } => config_cmd::show(&cli.common, json),

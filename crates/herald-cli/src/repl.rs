@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 use crate::args::CommonArgs;
 use crate::render::{Mode, Renderer};
 use crate::setup::SessionShape;
-use crate::{CliError, Exit, setup, signals};
+use crate::{CliError, Exit, approval_prompt, setup, signals};
 
 const HELP: &str = "Type a request and press Enter. Commands: /help, /agents (subagents of this session), /compress (summarise older turns now), /exit (or Ctrl-D). Ctrl-C interrupts a running turn.";
 
@@ -58,6 +58,17 @@ pub(crate) async fn interactive(common: &CommonArgs) -> Result<Exit, CliError> {
             line = lines.next_line() => line,
             _ = tokio::signal::ctrl_c() => break Exit::Interrupted,
             () = terminate.cancelled() => break stop.exit(),
+            event = questions.next() => {
+                // A background agent may ask for approval between turns.
+                if let Some(event) = event
+                    && let Some(prompt) = approval_prompt::render(&event)
+                    && let EventKind::ApprovalRequested { request_id, .. } = &event.kind
+                {
+                    eprint!("{prompt}");
+                    approval_prompt::answer(&session, request_id, &mut lines).await;
+                }
+                continue;
+            }
         };
         let line = match line {
             Ok(Some(line)) => line,
@@ -155,6 +166,21 @@ async fn run_turn(
             }
             event = questions.next() => {
                 let Some(event) = event else { continue };
+                if let EventKind::ApprovalRequested { request_id, .. } = &event.kind {
+                    if let Some(prompt) = approval_prompt::render(&event) {
+                        eprint!("{prompt}");
+                    }
+                    let answered = tokio::select! {
+                        answered = approval_prompt::answer(session, request_id, lines) => answered,
+                        _ = tokio::signal::ctrl_c() => {
+                            session.interrupt();
+                            false
+                        }
+                    };
+                    if !answered {
+                        session.interrupt();
+                    }
+                }
                 if let EventKind::ClarifyRequested { request_id, question, choices, allow_freetext } = &event.kind {
                     let request = ClarifyRequest {
                         question: question.clone(),

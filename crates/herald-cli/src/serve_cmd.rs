@@ -55,6 +55,7 @@ pub(crate) async fn serve(common: &CommonArgs, args: ServeArgs) -> Result<Exit, 
     config.host = args.host.unwrap_or(file.host);
     config.port = args.port.unwrap_or(file.port);
     config.token_explicit = source == TokenSource::Explicit;
+    config.yolo = common.yolo;
     config.max_concurrent_turns = args
         .max_concurrent_turns
         .unwrap_or(file.max_concurrent_turns);

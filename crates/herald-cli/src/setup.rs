@@ -9,7 +9,7 @@ use herald_core::config::herald_home;
 use herald_core::runtime::{
     ClarifyPolicy, OpenMode, RuntimeError, Session, SessionOptions, open_session,
 };
-use herald_core::{LeaseWait, Overrides, Settings, StoreHandle};
+use herald_core::{ApprovalMode, LeaseWait, Overrides, Settings, StoreHandle};
 use herald_protocol::Event;
 use herald_store::SessionSource;
 
@@ -40,7 +40,31 @@ pub(crate) fn settings(common: &CommonArgs) -> Result<Settings, CliError> {
     let env = environment();
     let (home, path) = config_location(common, &env);
     let config = crate::config_cmd::load(&path)?;
-    Settings::resolve(&config, &path, home, &env, &overrides(common)).map_err(CliError::usage)
+    let mut settings = Settings::resolve(&config, &path, home, &env, &overrides(common))
+        .map_err(CliError::usage)?;
+    apply_permission_flags(common, &mut settings);
+    Ok(settings)
+}
+
+/// `--mode` and `--yolo` win over `[permissions] mode`.
+pub(crate) fn apply_permission_flags(common: &CommonArgs, settings: &mut Settings) {
+    if common.yolo {
+        settings.permissions.mode = "full-access".to_owned();
+    } else if let Some(mode) = &common.mode {
+        settings.permissions.mode.clone_from(mode);
+    }
+}
+
+/// How the session resolves calls the policy asks about: `--yolo` allows
+/// them, a front end with a person asks, anything else denies them.
+pub(crate) fn approval_mode(common: &CommonArgs, person: bool) -> ApprovalMode {
+    if common.yolo {
+        ApprovalMode::Yolo
+    } else if person {
+        ApprovalMode::Ask
+    } else {
+        ApprovalMode::Headless
+    }
 }
 
 /// The command-line values that win over the environment and the file.
@@ -101,6 +125,7 @@ pub(crate) async fn open(
     } else {
         ClarifyPolicy::Unavailable
     };
+    options.approvals = approval_mode(common, shape.ask_user);
     options.one_shot = shape.one_shot;
     options.observer = Some(Box::new(observer));
     open_session(options).await.map_err(|err| match err {

@@ -95,6 +95,8 @@ pub struct TurnOutcome {
 pub struct Agent {
     client: Arc<LlmClient>,
     registry: Arc<ToolRegistry>,
+    /// Judges each tool call before it runs (the permission layer).
+    gate: Option<Arc<dyn herald_tools::PermissionGate>>,
     tools: EncodedTools,
     system_prompt: String,
     messages: Vec<Message>,
@@ -134,6 +136,7 @@ impl Agent {
             await_background: setup.await_background,
             client: setup.client,
             registry: setup.registry,
+            gate: None,
             tools,
             system_prompt: setup.system_prompt,
             messages: setup.history,
@@ -163,6 +166,11 @@ impl Agent {
     }
 
     /// The tools this agent has.
+    /// Passes every tool call of this agent through `gate`.
+    pub fn set_gate(&mut self, gate: Arc<dyn herald_tools::PermissionGate>) {
+        self.gate = Some(gate);
+    }
+
     pub fn registry(&self) -> &ToolRegistry {
         &self.registry
     }
@@ -404,6 +412,7 @@ impl Agent {
                 .unwrap_or_default();
             let results = run_tool_calls(
                 &self.registry,
+                self.gate.as_ref(),
                 &calls,
                 &self.state,
                 cancel,

@@ -17,7 +17,8 @@ use herald_llm::{ClientConfig, ProviderKind, RetryPolicy};
 use serde::{Deserialize, Serialize};
 
 pub use crate::config_sections::{
-    CodeExecutionConfig, CompressionConfig, DelegationConfig, MemoryConfig, ServeConfig,
+    CodeExecutionConfig, CompressionConfig, DelegationConfig, MemoryConfig, PermissionsConfig,
+    ServeConfig,
 };
 pub use check::ConfigWarning;
 pub use show::EffectiveConfig;
@@ -126,7 +127,7 @@ impl Default for ToolsConfig {
 }
 
 /// The contents of `config.toml`. Unknown keys and the sections herald does
-/// not implement yet (`[permissions]`, `[mcp_servers]`, ...) are kept as raw
+/// not implement yet (`[mcp_servers]`, `[[hooks]]`, ...) are kept as raw
 /// tables in `other`, so a file written for a newer herald still loads; each
 /// one is reported in `warnings`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -160,6 +161,8 @@ pub struct Config {
     pub code_execution: CodeExecutionConfig,
     /// `[serve]`.
     pub serve: ServeConfig,
+    /// `[permissions]`.
+    pub permissions: PermissionsConfig,
     /// Every other key of the file, unread.
     #[serde(flatten)]
     pub other: toml::Table,
@@ -290,6 +293,8 @@ pub struct Settings {
     pub code_execution: CodeExecutionConfig,
     /// `[serve]`.
     pub serve: ServeConfig,
+    /// `[permissions]`, with `--mode` applied.
+    pub permissions: PermissionsConfig,
 }
 
 /// The model a provider uses when none is configured.
@@ -446,6 +451,7 @@ impl Settings {
             compression: config.compression.clone(),
             code_execution: config.code_execution.clone(),
             serve: config.serve.clone(),
+            permissions: config.permissions.clone(),
         })
     }
 
@@ -635,8 +641,22 @@ pub const DEFAULT_CONFIG: &str = r#"# herald configuration. Precedence: command-
 # max_body_bytes = 4194304     # 1024-1073741824; larger get HTTP 413
 # cors_origins = []            # browser origins allowed; empty = CORS off
 
-# Accepted but not implemented yet (a warning says so): [permissions],
-# [mcp_servers], [[hooks]], [[fallback]], [pricing].
+# What tools may do without asking (see README "Safety"). Project rules in
+# .herald/permissions.toml may add ask/deny only; approvals answered "always"
+# are saved to permissions.toml next to this file.
+[permissions]
+# mode = "workspace-write"     # read-only | workspace-write | full-access (--mode wins)
+# allow = []                   # e.g. ["terminal(cargo *)", "write_file(~/notes/**)"]
+# ask = []                     # e.g. ["terminal(git commit*)"]
+# deny = []                    # e.g. ["terminal(docker *)", "mcp__fs__delete*"]
+# writable_roots = []          # extra directories confined commands may write
+# network = false              # confined commands may use the network
+# env_keep = []                # variables kept although named like KEY/SECRET/TOKEN/PASSWORD
+# env_exclude = []             # variables tool processes never see
+# read_only_tools = []         # MCP tools that only read (run without asking)
+
+# Accepted but not implemented yet (a warning says so): [mcp_servers],
+# [[hooks]], [[fallback]], [pricing].
 "#;
 
 #[cfg(test)]
@@ -793,7 +813,7 @@ mod tests {
                 && text.contains("/h/config.toml"),
             "{text}"
         );
-        let config = parse("modle = \"x\"\n[permissions]\nmode = \"read-only\"\n").unwrap();
+        let config = parse("modle = \"x\"\n[pricing]\nx = 1\n").unwrap();
         assert_eq!(config.warnings.len(), 2, "{:?}", config.warnings);
         let flags = Overrides {
             max_iterations: Some(0),

@@ -169,6 +169,46 @@ impl Default for ServeConfig {
     }
 }
 
+/// `[permissions]` (SPEC §14): the mode, the user's rules, what confined
+/// commands may write and reach, and which variables tool processes keep.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PermissionsConfig {
+    /// `read-only`, `workspace-write` or `full-access` (`--mode` wins).
+    pub mode: String,
+    /// Rules as `tool(argument-glob)`: deny > ask > allow > mode.
+    pub allow: Vec<String>,
+    pub ask: Vec<String>,
+    pub deny: Vec<String>,
+    /// Directories confined commands may write besides the working
+    /// directory and temp directories.
+    pub writable_roots: Vec<String>,
+    /// Whether confined commands may use the network.
+    pub network: bool,
+    /// Variable names tool processes keep although they look secret.
+    pub env_keep: Vec<String>,
+    /// Variable names tool processes never see, besides the secret-looking ones.
+    pub env_exclude: Vec<String>,
+    /// Tools (MCP) that only read, so they run without asking.
+    pub read_only_tools: Vec<String>,
+}
+
+impl Default for PermissionsConfig {
+    fn default() -> Self {
+        Self {
+            mode: "workspace-write".to_owned(),
+            allow: Vec::new(),
+            ask: Vec::new(),
+            deny: Vec::new(),
+            writable_roots: Vec::new(),
+            network: false,
+            env_keep: Vec::new(),
+            env_exclude: Vec::new(),
+            read_only_tools: Vec::new(),
+        }
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {

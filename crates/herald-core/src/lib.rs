@@ -13,6 +13,7 @@ mod history;
 mod lease;
 mod nested_calls;
 mod orphans;
+mod permissions;
 mod persist;
 mod prompt;
 pub mod runtime;
@@ -30,6 +31,10 @@ pub use history::{
 };
 pub use lease::{LeaseError, LeaseWait, SessionLease};
 pub use orphans::{StoppedProcess, StoreProcessJournal, reap_orphans, remove_stale_temp_files};
+pub use permissions::{
+    ApprovalAnswer, ApprovalMode, PendingApproval, PermissionSetup, check_permission,
+    load_permission_setup, tool_sandbox,
+};
 pub use persist::{StoreGone, StoreHandle};
 pub use prompt::{
     ContextFile, PromptBudgets, PromptInputs, build_system_prompt, find_context_files,

@@ -8,7 +8,9 @@ use std::time::{Duration, Instant};
 use futures_util::future::join_all;
 use herald_protocol::{EventKind, Message, ToolCall, ToolStatus};
 use herald_store::PendingResult;
-use herald_tools::{AgentState, CallObserver, ToolContext, ToolRegistry, ToolResult};
+use herald_tools::{
+    AgentState, CallObserver, PermissionGate, ToolContext, ToolRegistry, ToolResult,
+};
 use tokio_util::sync::CancellationToken;
 
 use crate::{EventSink, Recorder, nested_calls};
@@ -28,6 +30,7 @@ fn not_started(call: &ToolCall) -> Message {
 /// Runs `calls` and returns their result messages in call order.
 pub(crate) async fn run_tool_calls(
     registry: &Arc<ToolRegistry>,
+    gate: Option<&Arc<dyn PermissionGate>>,
     calls: &[ToolCall],
     state: &Arc<AgentState>,
     cancel: &CancellationToken,
@@ -40,7 +43,7 @@ pub(crate) async fn run_tool_calls(
     // as its call ends, so a crash before the batch is stored loses none.
     let keeper = recorder.filter(|_| calls.len() > 1);
     let run = |call| async move {
-        let result = run_one(registry, call, state, cancel, events, observer).await;
+        let result = run_one(registry, gate, call, state, cancel, events, observer).await;
         if let Some(recorder) = keeper {
             keep_result(recorder, &result).await;
         }
@@ -107,6 +110,7 @@ fn append_todo_nudge(calls: &[ToolCall], results: &mut [Message], state: &AgentS
 
 async fn run_one(
     registry: &Arc<ToolRegistry>,
+    gate: Option<&Arc<dyn PermissionGate>>,
     call: &ToolCall,
     state: &Arc<AgentState>,
     cancel: &CancellationToken,
@@ -121,7 +125,8 @@ async fn run_one(
     let started = Instant::now();
     let ctx = ToolContext::new(Arc::clone(state), cancel.child_token())
         .with_call(&call.id, Arc::clone(registry))
-        .with_observer(Arc::clone(observer));
+        .with_observer(Arc::clone(observer))
+        .with_gate(gate.cloned());
     let execution = registry.execute(call, &ctx);
     tokio::pin!(execution);
     let result = tokio::select! {

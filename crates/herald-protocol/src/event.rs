@@ -177,6 +177,30 @@ pub enum EventKind {
         choices: Vec<String>,
         allow_freetext: bool,
     },
+    /// A tool call needs a human's approval before it runs (SPEC §14): a
+    /// front end answers with the `ApprovalDecision` operation naming
+    /// `request_id`. The event's `agent_id` is the agent that asks.
+    #[serde(rename = "approval.requested")]
+    ApprovalRequested {
+        request_id: String,
+        /// The tool and its arguments as the model sent them.
+        tool: String,
+        arguments: String,
+        /// Why the call needs approval.
+        reason: String,
+        /// The rule or built-in check that asked (`mode:workspace-write`).
+        rule: Option<String>,
+        /// A rule that would allow such calls, saved by an "always" answer.
+        allow_rule: Option<String>,
+    },
+    /// An approval request was answered: `decision` is `once`, `session`,
+    /// `always` or `deny`; `by` says who (`user`, `headless`, `interrupt`).
+    #[serde(rename = "approval.resolved")]
+    ApprovalResolved {
+        request_id: String,
+        decision: String,
+        by: String,
+    },
     #[serde(rename = "error")]
     Error { message: String, fatal: bool },
 }

@@ -26,6 +26,8 @@ use crate::{api, error, openai};
         api::events::follow,
         api::control::interrupt,
         api::control::clarify,
+        api::control::approvals,
+        api::control::approve,
         api::control::agents,
         api::control::cancel_agent,
         document,
@@ -46,6 +48,8 @@ use crate::{api, error, openai};
         api::turns::TurnResultView,
         api::control::Interrupted,
         api::control::ClarifyAnswer,
+        api::control::ApprovalDecision,
+        api::control::ApprovalList,
         api::control::AgentList,
         api::control::Done,
     )),
@@ -55,7 +59,7 @@ use crate::{api, error, openai};
         (name = "sessions", description = "stored and open sessions"),
         (name = "turns", description = "running turns"),
         (name = "events", description = "a session's event stream"),
-        (name = "control", description = "interrupt, clarify, subagents"),
+        (name = "control", description = "interrupt, clarify, approvals, subagents"),
         (name = "meta", description = "this document")
     )
 )]

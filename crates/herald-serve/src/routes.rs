@@ -36,6 +36,11 @@ pub(crate) fn router(state: Arc<AppState>) -> Router {
             "/api/sessions/{id}/clarify/{request_id}",
             post(api::control::clarify),
         )
+        .route("/api/sessions/{id}/approvals", get(api::control::approvals))
+        .route(
+            "/api/sessions/{id}/approvals/{request_id}",
+            post(api::control::approve),
+        )
         .route("/api/sessions/{id}/agents", get(api::control::agents))
         .route(
             "/api/sessions/{id}/agents/{agent_id}/cancel",

@@ -44,6 +44,9 @@ pub struct ServeConfig {
     pub max_open_sessions: usize,
     /// Browser origins allowed by CORS; empty = CORS off.
     pub cors_origins: Vec<String>,
+    /// `--yolo`: calls the permission policy asks about run without an
+    /// approval request (the floor and deny rules still hold).
+    pub yolo: bool,
 }
 
 impl ServeConfig {
@@ -61,6 +64,7 @@ impl ServeConfig {
             body_limit: DEFAULT_BODY_LIMIT,
             max_open_sessions: DEFAULT_MAX_OPEN_SESSIONS,
             cors_origins: Vec::new(),
+            yolo: false,
         }
     }
 }
@@ -121,6 +125,7 @@ impl Server {
             config.store,
             config.max_concurrent_turns,
             config.max_open_sessions,
+            config.yolo,
         ));
         let token: Arc<str> = Arc::from(config.token);
         let mut router = crate::routes::router(Arc::clone(&state))

@@ -8,7 +8,7 @@ use std::time::Instant;
 use herald_core::runtime::{
     ClarifyPolicy, OpenMode, Session, SessionOptions, TurnResult, open_session,
 };
-use herald_core::{LeaseWait, Settings, StoreHandle};
+use herald_core::{ApprovalMode, LeaseWait, Settings, StoreHandle};
 use herald_store::SessionSource;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
 use tokio::task::JoinHandle;
@@ -38,6 +38,8 @@ pub(crate) struct AppState {
     closing: Arc<Mutex<HashMap<String, watch::Receiver<bool>>>>,
     turns: Arc<Semaphore>,
     pub(crate) max_turns: usize,
+    /// `--yolo`: asks are allowed without a request.
+    yolo: bool,
 }
 
 /// An open session and when a request last named it.
@@ -51,7 +53,12 @@ impl OpenSession {
     fn is_idle(&self) -> bool {
         !self.session.is_busy()
             && self.session.open_questions().is_empty()
-            && self.session.agents().iter().all(|a| a.status != "running")
+            && self.session.pending_approvals().is_empty()
+            && self
+                .session
+                .agents()
+                .iter()
+                .all(|a| a.status != "running" && a.status != "awaiting_approval")
     }
 }
 
@@ -88,6 +95,7 @@ impl AppState {
         store: StoreHandle,
         max_turns: usize,
         max_open: usize,
+        yolo: bool,
     ) -> Self {
         let max_turns = max_turns.max(1);
         let client = herald_core::LlmClient::new(settings.client_config())
@@ -99,6 +107,7 @@ impl AppState {
             client,
             sessions: Mutex::new(HashMap::new()),
             max_open: max_open.max(1),
+            yolo,
             opening: tokio::sync::Mutex::new(()),
             closing: Arc::new(Mutex::new(HashMap::new())),
             turns: Arc::new(Semaphore::new(max_turns)),
@@ -199,6 +208,15 @@ impl AppState {
         options.source = SessionSource::Api;
         options.stream_deltas = true;
         options.clarify = clarify;
+        // Whoever can answer a question can answer an approval request;
+        // chat completions cannot, so their asks are denied.
+        options.approvals = if self.yolo {
+            ApprovalMode::Yolo
+        } else if clarify == ClarifyPolicy::Ask {
+            ApprovalMode::Ask
+        } else {
+            ApprovalMode::Headless
+        };
         options.one_shot = false;
         options.client = self.client.clone();
         let session = open_session(options).await?;

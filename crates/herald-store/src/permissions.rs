@@ -118,9 +118,8 @@ impl Store {
                     .map_err(sql(&self.path, CTX))?
             }
             None => {
-                let query = format!(
-                    "SELECT {COLUMNS} FROM permission_decisions ORDER BY id DESC LIMIT ?1"
-                );
+                let query =
+                    format!("SELECT {COLUMNS} FROM permission_decisions ORDER BY id DESC LIMIT ?1");
                 let mut stmt = self.conn.prepare(&query).map_err(sql(&self.path, CTX))?;
                 stmt.query_map(params![limit], read)
                     .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
@@ -155,7 +154,10 @@ mod tests {
     fn decisions_are_read_back_per_session_oldest_first() {
         let mut store = Store::open_in_memory().unwrap();
         store
-            .record_decisions(&[decision("a", "terminal", "allow"), decision("b", "x", "deny")])
+            .record_decisions(&[
+                decision("a", "terminal", "allow"),
+                decision("b", "x", "deny"),
+            ])
             .unwrap();
         store
             .record_decisions(&[decision("a", "write_file", "deny")])

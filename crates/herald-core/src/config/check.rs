@@ -323,15 +323,60 @@ pub(crate) const TOP: &[Key] = &[
     key("compression", Kind::Section(COMPRESSION), "", ""),
     key("code_execution", Kind::Section(CODE_EXECUTION), "", ""),
     key("serve", Kind::Section(SERVE), "", ""),
+    key("permissions", Kind::Section(PERMISSIONS), "", ""),
+];
+
+/// `[permissions]`.
+pub(crate) const PERMISSIONS: &[Key] = &[
+    key(
+        "mode",
+        Kind::Str,
+        "read-only, workspace-write or full-access",
+        "\"workspace-write\"",
+    ),
+    key(
+        "allow",
+        Kind::StrList,
+        "rules that run without asking",
+        "[]",
+    ),
+    key("ask", Kind::StrList, "rules that ask first", "[]"),
+    key("deny", Kind::StrList, "rules that never run", "[]"),
+    key(
+        "writable_roots",
+        Kind::StrList,
+        "extra directories confined commands may write",
+        "[]",
+    ),
+    key(
+        "network",
+        Kind::Bool,
+        "confined commands may use the network",
+        "false",
+    ),
+    key(
+        "env_keep",
+        Kind::StrList,
+        "variables tool processes keep although named like secrets",
+        "[]",
+    ),
+    key(
+        "env_exclude",
+        Kind::StrList,
+        "variables tool processes never see",
+        "[]",
+    ),
+    key(
+        "read_only_tools",
+        Kind::StrList,
+        "MCP tools that only read",
+        "[]",
+    ),
 ];
 
 /// Sections of SPEC §3 herald accepts but does not act on yet, with what
 /// that means for the user.
 pub(crate) const NOT_IMPLEMENTED: &[(&str, &str)] = &[
-    (
-        "permissions",
-        "its rules are NOT enforced: every tool call runs without these allow/ask/deny restrictions",
-    ),
     (
         "mcp_servers",
         "no MCP server is started and their tools are not available",
@@ -691,14 +736,9 @@ mod tests {
             "[permissions]\nmode = \"read-only\"\n[mcp_servers.fs]\ncommand = \"npx\"\n",
         ))
         .unwrap();
-        assert_eq!(warnings.len(), 2, "{warnings:?}");
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
         assert!(warnings.iter().all(|w| !w.is_unknown_key()));
         let text: Vec<String> = warnings.iter().map(ToString::to_string).collect();
-        assert!(
-            text.iter()
-                .any(|t| t.contains("[permissions]") && t.contains("NOT enforced")),
-            "{text:?}"
-        );
         assert!(
             text.iter()
                 .any(|t| t.contains("[mcp_servers]") && t.contains("not implemented")),

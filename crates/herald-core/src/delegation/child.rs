@@ -236,6 +236,9 @@ impl Delegation {
             await_background: true,
         });
         agent.set_compression(self.settings.compression.clone());
+        if let Some(gate) = self.gate_for(agent.events()) {
+            agent.set_gate(gate);
+        }
         if let Some(store) = &self.store {
             agent
                 .state()

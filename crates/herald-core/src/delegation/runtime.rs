@@ -107,6 +107,8 @@ pub struct Delegation {
     /// Set by [`Delegation::suspend`]: interrupted agents keep their
     /// journal entry as running, so `--resume` restarts them.
     pub(crate) suspending: std::sync::atomic::AtomicBool,
+    /// The session's permission layer; children's calls pass its gate.
+    permissions: std::sync::OnceLock<Arc<crate::permissions::Permissions>>,
 }
 
 impl std::fmt::Debug for Delegation {
@@ -133,7 +135,31 @@ impl Delegation {
             inboxes: Mutex::default(),
             finished: Notify::new(),
             suspending: std::sync::atomic::AtomicBool::new(false),
+            permissions: std::sync::OnceLock::new(),
         }))
+    }
+
+    /// Sets the session's permission layer (once); subagents started
+    /// afterwards have their calls judged by it.
+    pub(crate) fn set_permissions(&self, permissions: Arc<crate::permissions::Permissions>) {
+        let _ = self.permissions.set(permissions);
+    }
+
+    /// A gate for the agent whose events go to `events`, when the session
+    /// has a permission layer.
+    pub(crate) fn gate_for(
+        &self,
+        events: &EventSink,
+    ) -> Option<Arc<dyn herald_tools::PermissionGate>> {
+        self.permissions.get().map(|p| p.gate_for(events.clone()))
+    }
+
+    /// `awaiting_approval` while agent `id` waits for a human, else `running`.
+    pub(crate) fn running_status(&self, id: &str) -> &'static str {
+        match self.permissions.get() {
+            Some(p) if p.approvals.is_waiting(id) => "awaiting_approval",
+            _ => "running",
+        }
     }
 
     /// Starts watching the store for `herald agents cancel` run from another
@@ -216,9 +242,10 @@ impl Delegation {
                     depth: a.depth,
                     goal: a.goal.clone(),
                     background: a.background,
-                    status: result
-                        .as_ref()
-                        .map_or_else(|| "running".to_owned(), |r| r.status.clone()),
+                    status: result.as_ref().map_or_else(
+                        || self.running_status(&a.id).to_owned(),
+                        |r| r.status.clone(),
+                    ),
                     seconds: result
                         .as_ref()
                         .map_or_else(|| a.progress.elapsed_seconds(), |r| r.duration_seconds),

@@ -187,11 +187,11 @@ not one quick step. background=true returns agent_ids at once; results are appen
 }
 
 /// A live agent's status, or a stored record's, as the model reads it.
-fn live_status(agent: &LiveAgent) -> serde_json::Value {
+fn live_status(rt: &Delegation, agent: &LiveAgent) -> serde_json::Value {
     let result = agent.result();
     let status = result
         .as_ref()
-        .map_or("running", |r| r.status.as_str())
+        .map_or_else(|| rt.running_status(&agent.id), |r| r.status.as_str())
         .to_owned();
     let tokens = result
         .as_ref()
@@ -293,7 +293,7 @@ Do not poll: agent_wait blocks until agents finish.";
 
     async fn run(&self, args: AgentIdArgs, _ctx: &ToolContext) -> Result<String, ToolError> {
         if let Some(agent) = self.rt.live_agent(&args.agent_id) {
-            return Ok(json_text(&live_status(&agent)));
+            return Ok(json_text(&live_status(&self.rt, &agent)));
         }
         match self.rt.stored_agent(&args.agent_id).await {
             Some(record) => Ok(json_text(&record_status(&record))),
@@ -340,7 +340,8 @@ impl TypedTool for AgentList {
                 .total_cmp(&a.progress.elapsed_seconds())
                 .reverse()
         });
-        let mut rows: Vec<serde_json::Value> = live.iter().map(|a| live_status(a)).collect();
+        let mut rows: Vec<serde_json::Value> =
+            live.iter().map(|a| live_status(&self.rt, a)).collect();
         let stored = self
             .rt
             .stored_agents(AgentFilter {
@@ -435,7 +436,7 @@ and those still running. Costs no tokens while waiting.";
             if let Some(agent) = self.rt.live_agent(id) {
                 match agent.result() {
                     Some(result) => finished.push(result),
-                    None => running.push(live_status(&agent)),
+                    None => running.push(live_status(&self.rt, &agent)),
                 }
             } else if let Some(record) = stored_only.iter().find(|r| &r.id == id) {
                 if record.is_unfinished() {

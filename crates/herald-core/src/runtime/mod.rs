@@ -94,6 +94,8 @@ pub struct SessionOptions {
     /// Whether `assistant.delta` events are emitted.
     pub stream_deltas: bool,
     pub clarify: ClarifyPolicy,
+    /// What happens to a tool call the permission policy asks about.
+    pub approvals: crate::ApprovalMode,
     /// One turn and done (`herald run`): the turn waits for background
     /// agents, and when it ends every agent of the tree is stopped, the
     /// stream closes with `run.completed` and the session is ended.
@@ -119,6 +121,7 @@ impl SessionOptions {
             source: herald_store::SessionSource::Cli,
             stream_deltas: false,
             clarify: ClarifyPolicy::Unavailable,
+            approvals: crate::ApprovalMode::Headless,
             one_shot: false,
             observer: None,
             client: None,
@@ -139,11 +142,13 @@ pub enum Op {
     CancelAgent { id: String },
     /// Answers the open question `request_id` (see [`ClarifyPolicy::Ask`]).
     ClarifyAnswer { request_id: String, answer: String },
-    /// Reserved for approvals (the permissions layer); no request asks for
-    /// one yet, so every decision names an unknown request.
+    /// Answers the approval request `request_id` (an `approval.requested`
+    /// event): `once`, `session`, `always` or `deny` (with an optional
+    /// message for the model).
     ApprovalDecision {
         request_id: String,
         decision: String,
+        message: Option<String>,
     },
     /// Ends the session: background agents are suspended (a resume
     /// restarts them), the session is marked ended and its lease released.
@@ -226,6 +231,7 @@ struct Shared {
     store: StoreHandle,
     delegation: Arc<Delegation>,
     questions: Arc<clarify::OpenQuestions>,
+    permissions: Arc<crate::permissions::Permissions>,
     /// Set while a turn runs, with the token that stops it.
     turn: Mutex<Option<CancellationToken>>,
     /// Cancelled when the session ends: stops every agent of the tree.
@@ -421,6 +427,29 @@ impl Session {
         self.shared.questions.open_ids()
     }
 
+    /// Answers the approval request `request_id`.
+    pub fn answer_approval(
+        &self,
+        request_id: &str,
+        answer: crate::ApprovalAnswer,
+    ) -> Result<(), RuntimeError> {
+        self.shared
+            .permissions
+            .approvals
+            .answer(request_id, answer)
+            .map_err(RuntimeError::UnknownRequest)
+    }
+
+    /// The approval requests waiting for an answer, oldest first.
+    pub fn pending_approvals(&self) -> Vec<crate::PendingApproval> {
+        self.shared.permissions.approvals.pending()
+    }
+
+    /// The permission mode the session applies.
+    pub fn permission_mode(&self) -> herald_permissions::Mode {
+        self.shared.permissions.mode()
+    }
+
     /// Ends the session (see [`Op::Shutdown`]); returns how many background
     /// agents were suspended. Waits for a running turn to be interrupted.
     pub async fn shutdown(&self) -> usize {
@@ -444,9 +473,15 @@ impl Session {
             Op::Compact => self.compact().await.map(drop),
             Op::CancelAgent { id } => self.cancel_agent(&id),
             Op::ClarifyAnswer { request_id, answer } => self.answer_clarify(&request_id, &answer),
-            Op::ApprovalDecision { request_id, .. } => Err(RuntimeError::UnknownRequest(format!(
-                "no open approval request '{request_id}' (this build asks for none)"
-            ))),
+            Op::ApprovalDecision {
+                request_id,
+                decision,
+                message,
+            } => {
+                let answer = crate::ApprovalAnswer::parse(&decision, message)
+                    .map_err(RuntimeError::Invalid)?;
+                self.answer_approval(&request_id, answer)
+            }
             Op::Shutdown => {
                 self.shutdown().await;
                 Ok(())

@@ -97,8 +97,25 @@ pub async fn open_session(mut options: SessionOptions) -> Result<Session, Runtim
     .map_err(|e| RuntimeError::Config(e.to_string()))?;
     let root_scope = AgentScope::root(&session_id);
     let questions = Arc::new(OpenQuestions::default());
+    let permission_setup = crate::load_permission_setup(settings).map_err(RuntimeError::Config)?;
+    let setup_warnings = permission_setup.warnings.clone();
+    let (tool_env, redactor) = (
+        Arc::clone(&permission_setup.env),
+        Arc::clone(&permission_setup.redactor),
+    );
+    let permissions = Arc::new(
+        crate::permissions::Permissions::new(
+            permission_setup,
+            options.approvals,
+            settings.cwd.clone(),
+            settings.config_path.clone(),
+            Some(store.clone()),
+        )
+        .map_err(RuntimeError::Config)?,
+    );
+    delegation.set_permissions(Arc::clone(&permissions));
     // Built before anything is written, so a bad --toolsets changes nothing.
-    let registry = build_registry_with(settings, Some((store, &session_id)), |registry| {
+    let mut registry = build_registry_with(settings, Some((store, &session_id)), |registry| {
         delegation.register_tools(registry, &root_scope);
         if options.clarify == ClarifyPolicy::Ask {
             registry.register(herald_knowledge::clarify_tool(Some(Arc::new(
@@ -110,6 +127,7 @@ pub async fn open_session(mut options: SessionOptions) -> Result<Session, Runtim
         }
     })
     .map_err(|e| RuntimeError::Config(e.to_string()))?;
+    registry.set_secrets(tool_env, redactor);
     let resumed = existing.is_some();
     let (system_prompt, history) = match existing {
         Some(record) => {
@@ -140,6 +158,7 @@ pub async fn open_session(mut options: SessionOptions) -> Result<Session, Runtim
         await_background: options.one_shot,
     });
     agent.set_compression(settings.compression.clone());
+    agent.set_gate(permissions.gate_for(events.clone()));
     agent
         .state()
         .set_process_journal(Arc::new(StoreProcessJournal::new(
@@ -150,7 +169,7 @@ pub async fn open_session(mut options: SessionOptions) -> Result<Session, Runtim
     // Files a killed run left in the temp directory; nobody waits for this.
     let cwd = settings.cwd.clone();
     tokio::task::spawn_blocking(move || crate::remove_stale_temp_files(&cwd));
-    let mut warnings = Vec::new();
+    let mut warnings = setup_warnings;
     if resumed {
         if let Some(warning) = restore_todos(store, &session_id, &agent).await? {
             warnings.push(warning);
@@ -181,6 +200,7 @@ pub async fn open_session(mut options: SessionOptions) -> Result<Session, Runtim
         store: store.clone(),
         delegation,
         questions,
+        permissions,
         turn: Mutex::new(None),
         cancel,
         live,

@@ -30,6 +30,27 @@ pub struct ClarifyAnswer {
     pub answer: String,
 }
 
+/// An answer to an approval request.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ApprovalDecision {
+    /// `once` (run this call), `session` (and calls matching its rule for
+    /// the rest of the session), `always` (and save that rule) or `deny`.
+    pub decision: String,
+    /// With `deny`: why, passed to the model.
+    #[serde(default)]
+    pub message: Option<String>,
+}
+
+/// The approval requests a session waits on.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ApprovalList {
+    /// Each with `request_id, agent_id, tool, arguments, reason, rule,
+    /// allow_rule`, oldest first.
+    #[schema(value_type = Vec<Object>)]
+    pub approvals: Vec<herald_core::PendingApproval>,
+}
+
 /// The subagents of a session.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct AgentList {
@@ -105,6 +126,67 @@ pub(crate) async fn clarify(
         ));
     };
     session.answer_clarify(&request_id, &body.answer)?;
+    Ok(Json(Done { ok: true }))
+}
+
+/// The approval requests waiting for an answer (`approval.requested`
+/// events not yet answered); empty for a session not open here.
+#[utoipa::path(
+    get,
+    path = "/api/sessions/{id}/approvals",
+    tag = "control",
+    params(("id" = String, Path, description = "session id")),
+    responses(
+        (status = 200, description = "the waiting requests", body = ApprovalList),
+        (status = 404, description = "no such session", body = ErrorBody)
+    ),
+    security(("bearer" = []))
+)]
+pub(crate) async fn approvals(
+    State(state): State<Arc<AppState>>,
+    Path(id): Path<String>,
+) -> Result<Json<ApprovalList>, ApiError> {
+    let session = open_or_stored(&state, &id).await?;
+    Ok(Json(ApprovalList {
+        approvals: session.map(|s| s.pending_approvals()).unwrap_or_default(),
+    }))
+}
+
+/// Answers the approval request `request_id`.
+#[utoipa::path(
+    post,
+    path = "/api/sessions/{id}/approvals/{request_id}",
+    tag = "control",
+    params(
+        ("id" = String, Path, description = "session id"),
+        ("request_id" = String, Path, description = "the `request_id` of the `approval.requested` event")
+    ),
+    request_body = ApprovalDecision,
+    responses(
+        (status = 200, description = "answered", body = Done),
+        (status = 400, description = "an unknown decision word", body = ErrorBody),
+        (status = 404, description = "no such session or waiting request", body = ErrorBody)
+    ),
+    security(("bearer" = []))
+)]
+pub(crate) async fn approve(
+    State(state): State<Arc<AppState>>,
+    Path((id, request_id)): Path<(String, String)>,
+    ApiJson(body): ApiJson<ApprovalDecision>,
+) -> Result<Json<Done>, ApiError> {
+    let Some(session) = open_or_stored(&state, &id).await? else {
+        return Err(ApiError::not_found(
+            "request_not_found",
+            format!("no waiting approval request '{request_id}': session {id} is not running"),
+        ));
+    };
+    session
+        .submit(herald_core::runtime::Op::ApprovalDecision {
+            request_id,
+            decision: body.decision,
+            message: body.message,
+        })
+        .await?;
     Ok(Json(Done { ok: true }))
 }
 

@@ -1,0 +1,83 @@
+//! Puts an `approval.requested` event to the person at the terminal and
+//! sends their answer back to the session.
+
+use herald_core::ApprovalAnswer;
+use herald_core::runtime::Session;
+use herald_protocol::{Event, EventKind};
+use tokio::io::{AsyncBufRead, Lines};
+
+/// Invalid answers tolerated before the request is denied.
+const ATTEMPTS: usize = 3;
+
+/// The prompt for one request (without the input line).
+pub(crate) fn render(event: &Event) -> Option<String> {
+    let EventKind::ApprovalRequested {
+        tool,
+        arguments,
+        reason,
+        rule,
+        allow_rule,
+        ..
+    } = &event.kind
+    else {
+        return None;
+    };
+    let who = if event.agent_id == "root" {
+        String::new()
+    } else {
+        format!(" (asked by subagent {})", event.agent_id)
+    };
+    let args: String = arguments.chars().take(400).collect();
+    let mut text = format!("\n⚠ approval needed{who}: {tool} {args}\n  why: {reason}");
+    if let Some(rule) = rule {
+        text.push_str(&format!(" [{rule}]"));
+    }
+    let always = allow_rule
+        .as_deref()
+        .map(|r| format!("  a = always (saves allow rule \"{r}\")\n"))
+        .unwrap_or_else(|| "  a = always\n".to_owned());
+    text.push_str(&format!(
+        "\n  y = run once   s = allow for this session\n{always}  n = deny (\"n <message>\" tells the model why)\n"
+    ));
+    Some(text)
+}
+
+/// Reads `y`/`s`/`a`/`n [message]` and answers request `request_id`.
+/// False when the input ended (the request is then denied).
+pub(crate) async fn answer<R: AsyncBufRead + Unpin>(
+    session: &Session,
+    request_id: &str,
+    lines: &mut Lines<R>,
+) -> bool {
+    for _ in 0..ATTEMPTS {
+        eprint!("approve [y/s/a/n]> ");
+        let line = match lines.next_line().await {
+            Ok(Some(line)) => line,
+            Ok(None) | Err(_) => break,
+        };
+        let line = line.trim();
+        let (word, rest) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
+        let message = Some(rest.trim().to_owned()).filter(|m| !m.is_empty());
+        let parsed = match word.to_ascii_lowercase().as_str() {
+            "n" | "no" | "deny" => Ok(ApprovalAnswer::Deny { message }),
+            other => ApprovalAnswer::parse(other, None),
+        };
+        match parsed {
+            Ok(decision) => match session.answer_approval(request_id, decision) {
+                Ok(()) => return true,
+                Err(err) => {
+                    eprintln!("({err})");
+                    return false;
+                }
+            },
+            Err(err) => eprintln!("({err})"),
+        }
+    }
+    let _ = session.answer_approval(
+        request_id,
+        ApprovalAnswer::Deny {
+            message: Some("no answer came from the terminal".to_owned()),
+        },
+    );
+    false
+}

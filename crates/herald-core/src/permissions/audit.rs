@@ -1,0 +1,101 @@
+//! Stores every permission decision (`herald permissions log`).
+
+use herald_sandbox::Redactor;
+use herald_store::NewDecision;
+use sha2::{Digest, Sha256};
+
+use crate::StoreHandle;
+
+/// Longest argument preview kept in the log.
+const SUMMARY_CHARS: usize = 300;
+
+/// Where decisions go; without a store they are only traced.
+#[derive(Clone)]
+pub(crate) struct Audit {
+    pub(crate) store: Option<StoreHandle>,
+}
+
+/// One decision, as the gate reached it.
+pub(crate) struct Entry<'a> {
+    pub(crate) session_id: &'a str,
+    pub(crate) agent_id: &'a str,
+    pub(crate) tool: &'a str,
+    pub(crate) args: &'a serde_json::Value,
+    pub(crate) decision: &'a str,
+    pub(crate) rule: Option<&'a str>,
+    pub(crate) reason: &'a str,
+    pub(crate) decided_by: &'a str,
+}
+
+impl Audit {
+    /// Records `entry`. A store failure costs only this row, so it is
+    /// logged rather than failing the call.
+    pub(crate) async fn record(&self, entry: Entry<'_>, redactor: &Redactor) {
+        let row = NewDecision {
+            session_id: entry.session_id.to_owned(),
+            agent_id: entry.agent_id.to_owned(),
+            tool: entry.tool.to_owned(),
+            arguments_digest: digest(entry.args),
+            summary: redactor.redact(&summary(entry.args)).into_owned(),
+            decision: entry.decision.to_owned(),
+            rule: entry.rule.map(str::to_owned),
+            reason: redactor.redact(entry.reason).into_owned(),
+            decided_by: entry.decided_by.to_owned(),
+        };
+        tracing::debug!(
+            tool = %row.tool,
+            decision = %row.decision,
+            rule = row.rule.as_deref().unwrap_or(""),
+            by = %row.decided_by,
+            "permission decision"
+        );
+        let Some(store) = &self.store else {
+            return;
+        };
+        match store.call(move |s| s.record_decisions(&[row])).await {
+            Ok(Ok(())) => {}
+            Ok(Err(err)) => tracing::warn!(%err, "cannot record a permission decision"),
+            Err(err) => tracing::warn!(%err, "cannot record a permission decision"),
+        }
+    }
+}
+
+/// SHA-256 of the arguments' JSON text, hex.
+pub(crate) fn digest(args: &serde_json::Value) -> String {
+    let hash = Sha256::digest(args.to_string().as_bytes());
+    hash.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// What the call was about in one line: the command, the path, or the
+/// arguments' JSON, cut to a preview.
+pub(crate) fn summary(args: &serde_json::Value) -> String {
+    let text = ["command", "path", "code", "url"]
+        .iter()
+        .find_map(|key| args.get(key).and_then(|v| v.as_str()).map(str::to_owned))
+        .unwrap_or_else(|| args.to_string());
+    match text.char_indices().nth(SUMMARY_CHARS) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text,
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn summaries_name_the_command_or_path_and_stay_short() {
+        assert_eq!(summary(&serde_json::json!({"command": "ls -la"})), "ls -la");
+        assert_eq!(summary(&serde_json::json!({"path": "/etc/x"})), "/etc/x");
+        assert_eq!(summary(&serde_json::json!({"n": 1})), "{\"n\":1}");
+        let long = "x".repeat(1000);
+        assert_eq!(
+            summary(&serde_json::json!({ "command": long }))
+                .chars()
+                .count(),
+            SUMMARY_CHARS + 1
+        );
+        assert_eq!(digest(&serde_json::json!({"a": 1})).len(), 64);
+    }
+}

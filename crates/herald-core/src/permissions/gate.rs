@@ -1,0 +1,461 @@
+//! The session's [`PermissionGate`]: judges each call with the policy,
+//! resolves `ask` by the session's [`ApprovalMode`], and audits the result.
+
+use std::path::PathBuf;
+use std::sync::{Arc, PoisonError, RwLock};
+
+use futures_util::future::BoxFuture;
+use herald_permissions::{CallInfo, Decision, Mode, Policy, PolicyConfig, Verdict};
+use herald_protocol::EventKind;
+use herald_sandbox::{Redactor, SandboxPolicy};
+use herald_tools::{GateOutcome, PermissionGate, Tool, ToolContext};
+
+use super::ApprovalMode;
+use super::approvals::{ApprovalAnswer, Approvals, PendingApproval};
+use super::audit::{Audit, Entry, summary};
+use super::setup::{PermissionSetup, save_approved_rule, tool_sandbox};
+use crate::{EventSink, StoreHandle};
+
+/// The permission state of one session, shared by the gates of its agents.
+pub(crate) struct Permissions {
+    policy: Policy,
+    /// Rules the user approved (this session, or "always" before): a call
+    /// the policy would ask about runs unconfined when one matches.
+    approved: RwLock<Approved>,
+    /// Configured ask rules, which an approval never overrides.
+    ask_rules: Vec<String>,
+    pub(crate) approvals: Arc<Approvals>,
+    mode: ApprovalMode,
+    approved_file: PathBuf,
+    sandbox: SandboxPolicy,
+    /// The session's working directory: the workspace confined calls may write.
+    workspace: PathBuf,
+    config_path: PathBuf,
+    audit: Audit,
+    redactor: Arc<Redactor>,
+}
+
+/// Approved rules, compiled as a policy that allows exactly them.
+struct Approved {
+    rules: Vec<String>,
+    policy: Option<Policy>,
+    template: PolicyConfig,
+}
+
+impl Approved {
+    fn new(template: PolicyConfig, rules: Vec<String>) -> Result<Self, String> {
+        let mut approved = Self {
+            rules: Vec::new(),
+            policy: None,
+            template,
+        };
+        for rule in rules {
+            approved.add(&rule)?;
+        }
+        Ok(approved)
+    }
+
+    fn add(&mut self, rule: &str) -> Result<(), String> {
+        if self.rules.iter().any(|r| r == rule) {
+            return Ok(());
+        }
+        let mut rules = self.rules.clone();
+        rules.push(rule.to_owned());
+        let config = PolicyConfig {
+            mode: Mode::ReadOnly,
+            allow: rules.clone(),
+            ask: Vec::new(),
+            deny: Vec::new(),
+            project_ask: Vec::new(),
+            project_deny: Vec::new(),
+            ..self.template.clone()
+        };
+        self.policy = Some(Policy::new(config).map_err(|e| e.to_string())?);
+        self.rules = rules;
+        Ok(())
+    }
+
+    /// The approved rule that allows `call`, if any.
+    fn matching(&self, call: &CallInfo<'_>) -> Option<String> {
+        let verdict = self.policy.as_ref()?.check(call);
+        let rule = verdict.rule?;
+        (verdict.decision == Decision::Allow && self.rules.contains(&rule)).then_some(rule)
+    }
+}
+
+impl Permissions {
+    /// Builds the session's permission state. Fails on a rule that does not
+    /// parse, naming it.
+    pub(crate) fn new(
+        setup: PermissionSetup,
+        mode: ApprovalMode,
+        workspace: PathBuf,
+        config_path: PathBuf,
+        store: Option<StoreHandle>,
+    ) -> Result<Self, String> {
+        let mut ask_rules = setup.policy.ask.clone();
+        ask_rules.extend(setup.policy.project_ask.iter().cloned());
+        let approved = Approved::new(setup.policy.clone(), setup.approved)
+            .map_err(|e| format!("{}: {e}", setup.approved_file.display()))?;
+        let policy = Policy::new(setup.policy).map_err(|e| e.to_string())?;
+        Ok(Self {
+            policy,
+            approved: RwLock::new(approved),
+            ask_rules,
+            approvals: Arc::new(Approvals::default()),
+            mode,
+            approved_file: setup.approved_file,
+            sandbox: setup.sandbox,
+            workspace,
+            config_path,
+            audit: Audit { store },
+            redactor: setup.redactor,
+        })
+    }
+
+    /// A gate judging the calls of the agent whose events go to `events`.
+    pub(crate) fn gate_for(self: &Arc<Self>, events: EventSink) -> Arc<dyn PermissionGate> {
+        Arc::new(AgentGate {
+            permissions: Arc::clone(self),
+            events,
+        })
+    }
+
+    /// The mode the policy applies.
+    pub(crate) fn mode(&self) -> Mode {
+        self.policy.mode()
+    }
+
+    /// The policy's verdict on `call`, with an `ask` turned into `allow`
+    /// when a rule the user approved matches (then `true`: the call runs
+    /// unconfined, as approved).
+    pub(crate) fn judge(&self, call: &CallInfo<'_>) -> (Verdict, bool) {
+        let mut verdict = self.policy.check(call);
+        if verdict.decision == Decision::Ask
+            && let Some(rule) = self.approved_rule(call, &verdict)
+        {
+            verdict.reason = format!("approved by the user earlier ({})", verdict.reason);
+            verdict.decision = Decision::Allow;
+            verdict.rule = Some(rule);
+            verdict.confine = false;
+            return (verdict, true);
+        }
+        (verdict, false)
+    }
+
+    fn approved_rule(&self, call: &CallInfo<'_>, verdict: &Verdict) -> Option<String> {
+        if verdict
+            .rule
+            .as_ref()
+            .is_some_and(|rule| self.ask_rules.contains(rule))
+        {
+            return None;
+        }
+        self.approved
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .matching(call)
+    }
+
+    /// Remembers `rule` for the session; with `save`, also in the
+    /// "always" file. Returns a note for the model when saving failed.
+    fn approve(&self, rule: &str, save: bool) -> Option<String> {
+        let added = self
+            .approved
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .add(rule);
+        if let Err(err) = added {
+            return Some(format!("(the approved rule could not be kept: {err})"));
+        }
+        if save && let Err(err) = save_approved_rule(&self.approved_file, rule) {
+            tracing::warn!(%err, "cannot save an approved rule");
+            return Some(format!(
+                "(the rule could not be saved for later sessions: {err})"
+            ));
+        }
+        None
+    }
+}
+
+/// The gate of one agent: the session's permissions plus who is asking.
+struct AgentGate {
+    permissions: Arc<Permissions>,
+    events: EventSink,
+}
+
+impl PermissionGate for AgentGate {
+    fn check<'a>(
+        &'a self,
+        tool: &'a dyn Tool,
+        args: &'a serde_json::Value,
+        ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, GateOutcome> {
+        Box::pin(self.decide(tool, args, ctx))
+    }
+}
+
+impl AgentGate {
+    async fn decide(
+        &self,
+        tool: &dyn Tool,
+        args: &serde_json::Value,
+        ctx: &ToolContext,
+    ) -> GateOutcome {
+        let p = &self.permissions;
+        let name = tool.spec().name.as_str();
+        let cwd = ctx.state.cwd();
+        let call = CallInfo {
+            tool: name,
+            args,
+            cwd: &cwd,
+            read_only: tool.read_only(),
+        };
+        let (verdict, approved) = p.judge(&call);
+        let what = describe(name, args);
+        match verdict.decision {
+            Decision::Allow => {
+                let by = if approved { "approval" } else { "policy" };
+                self.record(
+                    name,
+                    args,
+                    "allow",
+                    verdict.rule.as_deref(),
+                    &verdict.reason,
+                    by,
+                )
+                .await;
+                GateOutcome::Run {
+                    sandbox: verdict
+                        .confine
+                        .then(|| Arc::new(tool_sandbox(&p.sandbox, &p.workspace))),
+                }
+            }
+            Decision::Deny => {
+                self.record(
+                    name,
+                    args,
+                    "deny",
+                    verdict.rule.as_deref(),
+                    &verdict.reason,
+                    "policy",
+                )
+                .await;
+                GateOutcome::Refuse(denied_by_policy(&what, &verdict, &p.config_path))
+            }
+            Decision::Ask => match p.mode {
+                ApprovalMode::Yolo => {
+                    self.record(
+                        name,
+                        args,
+                        "allow",
+                        verdict.rule.as_deref(),
+                        &verdict.reason,
+                        "yolo",
+                    )
+                    .await;
+                    GateOutcome::Run { sandbox: None }
+                }
+                ApprovalMode::Headless => {
+                    self.record(
+                        name,
+                        args,
+                        "deny",
+                        verdict.rule.as_deref(),
+                        &verdict.reason,
+                        "headless",
+                    )
+                    .await;
+                    GateOutcome::Refuse(denied_headless(&what, &verdict, &p.config_path))
+                }
+                ApprovalMode::Ask => self.ask(name, args, ctx, &what, verdict).await,
+            },
+        }
+    }
+
+    /// Asks the front end and waits for the answer (or the interrupt).
+    async fn ask(
+        &self,
+        name: &str,
+        args: &serde_json::Value,
+        ctx: &ToolContext,
+        what: &str,
+        verdict: Verdict,
+    ) -> GateOutcome {
+        let p = &self.permissions;
+        let arguments = p.redactor.redact(&args.to_string()).into_owned();
+        let (request, answer) = p.approvals.open(PendingApproval {
+            request_id: String::new(),
+            agent_id: self.events.agent_id().to_owned(),
+            tool: name.to_owned(),
+            arguments: arguments.clone(),
+            reason: verdict.reason.clone(),
+            rule: verdict.rule.clone(),
+            allow_rule: verdict.allow_rule.clone(),
+        });
+        let id = request.request_id;
+        self.events.emit(EventKind::ApprovalRequested {
+            request_id: id.clone(),
+            tool: name.to_owned(),
+            arguments,
+            reason: verdict.reason.clone(),
+            rule: verdict.rule.clone(),
+            allow_rule: verdict.allow_rule.clone(),
+        });
+        let answer = tokio::select! {
+            answer = answer => answer.ok(),
+            () = ctx.cancel.cancelled() => None,
+        };
+        p.approvals.close(&id);
+        let Some(answer) = answer else {
+            self.events.emit(EventKind::ApprovalResolved {
+                request_id: id,
+                decision: "deny".to_owned(),
+                by: "interrupt".to_owned(),
+            });
+            self.record(
+                name,
+                args,
+                "deny",
+                verdict.rule.as_deref(),
+                "interrupted while waiting for approval",
+                "interrupt",
+            )
+            .await;
+            return GateOutcome::Refuse(format!(
+                "interrupted: the turn was stopped while {what} waited for approval; it did not run"
+            ));
+        };
+        self.events.emit(EventKind::ApprovalResolved {
+            request_id: id,
+            decision: answer.as_str().to_owned(),
+            by: "user".to_owned(),
+        });
+        let by = format!("user:{}", answer.as_str());
+        match answer {
+            ApprovalAnswer::Deny { message } => {
+                self.record(
+                    name,
+                    args,
+                    "deny",
+                    verdict.rule.as_deref(),
+                    &verdict.reason,
+                    &by,
+                )
+                .await;
+                let mut text = format!("denied: the user refused {what} ({}).", verdict.reason);
+                if let Some(message) = message.filter(|m| !m.trim().is_empty()) {
+                    text.push_str(" The user says: ");
+                    text.push_str(message.trim());
+                } else {
+                    text.push_str(" Do not retry it; ask the user how to proceed if you need it.");
+                }
+                GateOutcome::Refuse(text)
+            }
+            ApprovalAnswer::Once => {
+                self.record(
+                    name,
+                    args,
+                    "allow",
+                    verdict.rule.as_deref(),
+                    &verdict.reason,
+                    &by,
+                )
+                .await;
+                GateOutcome::Run { sandbox: None }
+            }
+            ApprovalAnswer::Session | ApprovalAnswer::Always => {
+                let save = answer == ApprovalAnswer::Always;
+                let rule = verdict
+                    .allow_rule
+                    .clone()
+                    .unwrap_or_else(|| name.to_owned());
+                if let Some(note) = p.approve(&rule, save) {
+                    tracing::warn!("{note}");
+                }
+                self.record(name, args, "allow", Some(&rule), &verdict.reason, &by)
+                    .await;
+                GateOutcome::Run { sandbox: None }
+            }
+        }
+    }
+
+    async fn record(
+        &self,
+        tool: &str,
+        args: &serde_json::Value,
+        decision: &str,
+        rule: Option<&str>,
+        reason: &str,
+        by: &str,
+    ) {
+        self.permissions
+            .audit
+            .record(
+                Entry {
+                    session_id: self.events.session_id(),
+                    agent_id: self.events.agent_id(),
+                    tool,
+                    args,
+                    decision,
+                    rule,
+                    reason,
+                    decided_by: by,
+                },
+                &self.permissions.redactor,
+            )
+            .await;
+    }
+}
+
+/// `terminal `rm -rf build`` — the call in a few words.
+fn describe(tool: &str, args: &serde_json::Value) -> String {
+    let text = summary(args);
+    let short: String = text.chars().take(160).collect();
+    if short.len() < text.len() {
+        format!("{tool} `{short}…`")
+    } else {
+        format!("{tool} `{short}`")
+    }
+}
+
+fn denied_by_policy(what: &str, verdict: &Verdict, config: &std::path::Path) -> String {
+    if verdict.rule.as_deref() == Some("floor") {
+        return format!(
+            "denied: {what}: {}. This is on herald's catastrophic floor: no mode, rule or \
+             approval can allow it. Do not retry it in another form; tell the user what you \
+             wanted to achieve.",
+            verdict.reason
+        );
+    }
+    let rule = verdict
+        .rule
+        .as_deref()
+        .map(|r| format!(" (rule `{r}`)"))
+        .unwrap_or_default();
+    format!(
+        "denied: {what}: {}{rule}. A user can change the deny rules under [permissions] in {} \
+         or in .herald/permissions.toml.",
+        verdict.reason,
+        config.display()
+    )
+}
+
+fn denied_headless(what: &str, verdict: &Verdict, config: &std::path::Path) -> String {
+    let allow = verdict
+        .allow_rule
+        .as_deref()
+        .map(|rule| {
+            format!(
+                "adding \"{rule}\" to `allow` under [permissions] in {}, ",
+                config.display()
+            )
+        })
+        .unwrap_or_default();
+    format!(
+        "denied: {what} needs approval ({}) and this run cannot ask anyone. It did not run. \
+         A user could allow it by {allow}running with --mode full-access or --yolo, or running \
+         herald interactively where it asks.",
+        verdict.reason
+    )
+}

@@ -1,0 +1,55 @@
+//! The permission layer of a session (SPEC §14): builds the policy from the
+//! configuration, judges every tool call through a [`PermissionGate`] bound
+//! to the calling agent, turns `ask` into an `approval.requested` event
+//! answered by an operation (or denies it headless, or allows it with
+//! `--yolo`), and records every decision in the store.
+
+mod approvals;
+mod audit;
+mod gate;
+mod setup;
+
+pub use approvals::{ApprovalAnswer, PendingApproval};
+pub use setup::{PermissionSetup, load_permission_setup, tool_sandbox};
+
+pub(crate) use gate::Permissions;
+
+/// What happens to a call the policy says to ask about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ApprovalMode {
+    /// An `approval.requested` event; the call waits for the answer.
+    Ask,
+    /// Nobody can answer (`herald run`, chat completions): the call is
+    /// denied with a result that says how a user could allow it.
+    #[default]
+    Headless,
+    /// `--yolo`: asks are allowed without a prompt (the floor and deny
+    /// rules still hold).
+    Yolo,
+}
+
+/// Judges one call without running it (`herald permissions check`): the
+/// session's policy for `settings` (mode, user, project and approved
+/// rules), in the settings' working directory.
+pub fn check_permission(
+    settings: &crate::Settings,
+    tool: &str,
+    args: &serde_json::Value,
+) -> Result<herald_permissions::Verdict, String> {
+    let setup = load_permission_setup(settings)?;
+    let registry = crate::build_registry(settings, None).map_err(|e| e.to_string())?;
+    let permissions = Permissions::new(
+        setup,
+        ApprovalMode::Headless,
+        settings.cwd.clone(),
+        settings.config_path.clone(),
+        None,
+    )?;
+    let call = herald_permissions::CallInfo {
+        tool,
+        args,
+        cwd: &settings.cwd,
+        read_only: registry.is_read_only(tool),
+    };
+    Ok(permissions.judge(&call).0)
+}
