@@ -7,6 +7,7 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use herald_sandbox::{EnvFilter, Prepared};
 use nix::sys::signal::Signal;
 use tokio::io::AsyncWriteExt;
 use tokio::process::ChildStdin;
@@ -63,25 +64,29 @@ impl Drop for ProcessTable {
 
 impl ProcessTable {
     /// Starts `command` under `bash -c` in `cwd` with piped stdin, collecting
-    /// its combined output. Must be called inside a tokio runtime.
+    /// its combined output; unconfined, with the default environment filter
+    /// (no secret-named variables). Must be called inside a tokio runtime.
     pub fn spawn(&self, command: &str, cwd: &Path) -> Result<Arc<BackgroundProcess>, ToolError> {
-        self.spawn_journaled(command, cwd, None)
+        self.spawn_journaled(command, cwd, None, None, &EnvFilter::default())
     }
 
     /// [`ProcessTable::spawn`] that tells `journal` about the process group
     /// and copies its output to the journal's log file, so both outlive a
-    /// killed herald.
+    /// killed herald. The process runs confined by `sandbox` when given,
+    /// with herald's environment as `env` filters it.
     pub fn spawn_journaled(
         &self,
         command: &str,
         cwd: &Path,
         journal: Option<Arc<dyn ProcessJournal>>,
+        sandbox: Option<&Prepared>,
+        env: &EnvFilter,
     ) -> Result<Arc<BackgroundProcess>, ToolError> {
         let Spawned {
             mut child,
             pid,
             output,
-        } = spawn_bash(&format!("{command}\n"), cwd, Stdio::piped())?;
+        } = spawn_bash(&format!("{command}\n"), cwd, Stdio::piped(), sandbox, env)?;
         let stdin = child.stdin.take();
         let proc = {
             let mut entries = lock(&self.inner);
@@ -95,6 +100,7 @@ impl ProcessTable {
                 polled: Mutex::new(0),
                 exit: watch::Sender::new(None),
                 stdin: tokio::sync::Mutex::new(stdin),
+                sandbox: sandbox.cloned(),
             });
             entries.procs.push(Arc::clone(&proc));
             while entries.procs.len() > MAX_ENTRIES {
@@ -152,6 +158,7 @@ impl ProcessTable {
                 at: now,
             })),
             stdin: tokio::sync::Mutex::new(None),
+            sandbox: None,
         });
         entries.procs.push(Arc::clone(&proc));
         proc
@@ -250,6 +257,8 @@ pub struct BackgroundProcess {
     polled: Mutex<u64>,
     exit: watch::Sender<Option<Exit>>,
     stdin: tokio::sync::Mutex<Option<ChildStdin>>,
+    /// The sandbox it runs in, if confined.
+    sandbox: Option<Prepared>,
 }
 
 /// What [`BackgroundProcess::wait`] observed.
@@ -267,6 +276,23 @@ impl BackgroundProcess {
     /// The exit, once the process has ended.
     pub fn exit(&self) -> Option<Exit> {
         *self.exit.borrow()
+    }
+
+    /// Whether it runs in the sandbox.
+    pub fn confined(&self) -> bool {
+        self.sandbox.is_some()
+    }
+
+    /// The `sandbox:` note for a confined process that exited non-zero with
+    /// `output` that looks like the sandbox stopped it.
+    pub fn sandbox_note(&self, output: &str) -> Option<String> {
+        let failed = self.exit()?.code != Some(0);
+        let sandbox = self.sandbox.as_ref()?;
+        if failed {
+            sandbox.denial_note(output)
+        } else {
+            None
+        }
     }
 
     /// Time since start, up to the exit if it has ended.

@@ -150,15 +150,24 @@ fn status(proc: &BackgroundProcess) -> serde_json::Map<String, Value> {
     map
 }
 
+/// A process's status with `output` and `note`. A confined process that
+/// failed on what looks like the sandbox gets a `sandbox:` line after the
+/// JSON.
 fn report(proc: &BackgroundProcess, output: Option<String>, note: Option<&str>) -> String {
     let mut map = status(proc);
     if let Some(note) = note {
         map.insert("note".into(), json!(note));
     }
+    let sandbox_note = output.as_deref().and_then(|o| proc.sandbox_note(o));
     if let Some(output) = output {
         map.insert("output".into(), json!(output));
     }
-    Value::Object(map).to_string()
+    let mut text = Value::Object(map).to_string();
+    if let Some(sandbox_note) = sandbox_note {
+        text.push('\n');
+        text.push_str(&sandbox_note);
+    }
+    text
 }
 
 fn list(procs: &[Arc<BackgroundProcess>]) -> String {

@@ -9,6 +9,7 @@ use std::process::{ExitStatus, Stdio};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use herald_sandbox::{EnvFilter, Prepared};
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 use tokio::io::AsyncReadExt;
@@ -16,7 +17,7 @@ use tokio::net::unix::pipe;
 use tokio::process::{Child, Command};
 
 use super::ansi::strip_ansi;
-use crate::ToolError;
+use crate::{ToolContext, ToolError};
 
 /// How long a group gets between SIGTERM and SIGKILL.
 const KILL_GRACE: Duration = Duration::from_secs(1);
@@ -32,9 +33,35 @@ pub struct Spawned {
     pub output: pipe::Receiver,
 }
 
+/// The sandbox a call's processes must run in: `None` when the call is not
+/// confined (`ctx.sandbox` unset), an error when it is but the kernel cannot
+/// enforce it; the command must then not run at all.
+pub fn prepare_sandbox(
+    ctx: &ToolContext,
+    extra_writable: &[&Path],
+) -> Result<Option<Prepared>, ToolError> {
+    let Some(policy) = &ctx.sandbox else {
+        return Ok(None);
+    };
+    policy.prepare(extra_writable).map(Some).map_err(|err| {
+        ToolError::new(format!(
+            "the command did not run: it must run in the sandbox, which this system cannot provide ({err}). \
+             It was not run unconfined. Ask the user to allow it outside the sandbox, or to change the permission mode"
+        ))
+    })
+}
+
 /// Starts `bash -c script` in `cwd` as the leader of a new process group.
 /// stdout and stderr share one pipe, so their lines interleave as written.
-pub fn spawn_bash(script: &str, cwd: &Path, stdin: Stdio) -> Result<Spawned, ToolError> {
+/// The shell inherits herald's environment as `env` filters it, and runs
+/// confined by `sandbox` when given.
+pub fn spawn_bash(
+    script: &str,
+    cwd: &Path,
+    stdin: Stdio,
+    sandbox: Option<&Prepared>,
+    env: &EnvFilter,
+) -> Result<Spawned, ToolError> {
     let io_err = |what: &str, err: std::io::Error| {
         ToolError::new(format!("could not {what} for the command: {err}"))
     };
@@ -49,6 +76,10 @@ pub fn spawn_bash(script: &str, cwd: &Path, stdin: Stdio) -> Result<Spawned, Too
         .stderr(writer_err)
         .process_group(0)
         .kill_on_drop(true);
+    env.apply(&mut cmd);
+    if let Some(sandbox) = sandbox {
+        sandbox.apply(&mut cmd);
+    }
     let child = cmd.spawn().map_err(|e| io_err("start bash", e))?;
     // The command holds the pipe's write ends; drop it so EOF arrives when the
     // shell and its children are done.

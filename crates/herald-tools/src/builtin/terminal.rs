@@ -10,7 +10,11 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::shell::{OutputBuffer, exit_code, lock, pump, shell_quote, spawn_bash, terminate};
+use herald_sandbox::Prepared;
+
+use super::shell::{
+    OutputBuffer, exit_code, lock, prepare_sandbox, pump, shell_quote, spawn_bash, terminate,
+};
 use crate::{AgentState, ToolContext, ToolError, TypedTool, track_group};
 
 /// Default seconds before a foreground command is killed.
@@ -38,6 +42,8 @@ pub struct TerminalArgs {
     pub workdir: Option<String>,
     /// Start in the background and return a process_id at once.
     pub background: Option<bool>,
+    /// Run outside the sandbox; the user is asked for approval first. Use only after a command failed because of the sandbox.
+    pub unsandboxed: Option<bool>,
 }
 
 impl TypedTool for Terminal {
@@ -57,11 +63,16 @@ Prefer read_file/search_files/patch over cat/grep/sed.";
             ));
         }
         let (dir, note) = working_dir(&ctx.state, args.workdir.as_deref()).await?;
+        // `unsandboxed` is for the permission layer: it asks the user and
+        // then runs the call without `ctx.sandbox`. Here only that counts.
+        let sandbox = prepare_sandbox(ctx, &[])?;
         if args.background.unwrap_or(false) {
             let proc = ctx.state.processes.spawn_journaled(
                 &args.command,
                 &dir,
                 ctx.state.process_journal(),
+                sandbox.as_ref(),
+                &ctx.env,
             )?;
             let mut result = json!({ "process_id": proc.id, "pid": proc.pid });
             add_note(&mut result, note);
@@ -74,11 +85,21 @@ Prefer read_file/search_files/patch over cat/grep/sed.";
             ));
         }
         let persist = args.workdir.is_none();
-        run_foreground(&args.command, &dir, timeout, persist, ctx)
+        let sandbox_note = |result: &Value| {
+            let failed = result["exit_code"].as_i64() != Some(0);
+            let output = result["output"].as_str().unwrap_or_default();
+            sandbox.as_ref().filter(|_| failed)?.denial_note(output)
+        };
+        run_foreground(&args.command, &dir, timeout, persist, ctx, sandbox.as_ref())
             .await
             .map(|mut result| {
                 add_note(&mut result, note);
-                result.to_string()
+                let mut text = result.to_string();
+                if let Some(sandbox_note) = sandbox_note(&result) {
+                    text.push('\n');
+                    text.push_str(&sandbox_note);
+                }
+                text
             })
     }
 }
@@ -158,6 +179,7 @@ async fn run_foreground(
     timeout: u64,
     persist_cwd: bool,
     ctx: &ToolContext,
+    sandbox: Option<&Prepared>,
 ) -> Result<Value, ToolError> {
     let cwd_file = tokio::task::spawn_blocking(|| {
         tempfile::Builder::new()
@@ -174,7 +196,7 @@ async fn run_foreground(
          trap __herald_exit EXIT\n{command}\n",
         shell_quote(&cwd_file.to_string_lossy())
     );
-    let spawned = spawn_bash(&script, dir, Stdio::null())?;
+    let spawned = spawn_bash(&script, dir, Stdio::null(), sandbox, &ctx.env)?;
     let (mut child, pid) = (spawned.child, spawned.pid);
     // Known until the command is done, so no exit of herald leaves it running.
     let _group = track_group(pid, false, command, None, ctx.state.process_journal());
@@ -247,6 +269,7 @@ mod tests {
             timeout: None,
             workdir: None,
             background: None,
+            unsandboxed: None,
         };
         let out = Terminal.run(args, ctx).await.unwrap();
         serde_json::from_str(&out).unwrap()
@@ -302,6 +325,7 @@ mod tests {
             timeout: None,
             workdir: Some("w".into()),
             background: None,
+            unsandboxed: None,
         };
         let out: Value = serde_json::from_str(&Terminal.run(args, &ctx).await.unwrap()).unwrap();
         assert!(out["output"].as_str().unwrap().trim().ends_with("/w"));
@@ -311,6 +335,7 @@ mod tests {
             timeout: None,
             workdir: Some("missing".into()),
             background: None,
+            unsandboxed: None,
         };
         let err = Terminal.run(args, &ctx).await.unwrap_err();
         assert!(err.0.contains("not an existing directory"), "{err}");
@@ -326,6 +351,7 @@ mod tests {
             timeout: Some(1),
             workdir: None,
             background: None,
+            unsandboxed: None,
         };
         let err = Terminal.run(args, &ctx).await.unwrap_err();
         assert!(
