@@ -13,8 +13,9 @@ use nix::unistd::Pid;
 use tokio::process::{Child, Command};
 use tokio_util::sync::CancellationToken;
 
+use herald_sandbox::Prepared;
+
 use crate::capture::{Capture, pump};
-use crate::confine::{self, Confinement};
 
 /// stdout kept for the model: 50 KB, 60% head and 40% tail.
 const STDOUT_LIMIT: usize = 50 * 1024;
@@ -33,7 +34,7 @@ pub(crate) struct Launch<'a> {
     pub script: &'a Path,
     pub cwd: &'a Path,
     pub env: Vec<(String, String)>,
-    pub confinement: Option<&'a Confinement>,
+    pub confinement: Option<&'a Prepared>,
 }
 
 /// Why the script stopped.
@@ -94,7 +95,7 @@ pub(crate) fn spawn(launch: Launch<'_>) -> std::io::Result<Child> {
         .process_group(0)
         .kill_on_drop(true);
     if let Some(confinement) = launch.confinement {
-        confine::apply(&mut cmd, confinement);
+        confinement.apply(&mut cmd);
     }
     cmd.spawn()
 }

@@ -1,9 +1,13 @@
 //! The script's environment: built from nothing, so only variables known to
 //! be harmless reach the child, and never one whose name suggests a secret.
 //! API keys stay in herald; tools that need them run in herald, not the script.
+//! The configured [`EnvFilter`] applies on top: its `exclude` drops even a
+//! harmless name, its `keep` passes a name the user wants the script to see.
 
 use std::ffi::OsString;
 use std::path::Path;
+
+use herald_sandbox::EnvFilter;
 
 /// Variables passed through by exact name.
 const PASS_EXACT: &[&str] = &[
@@ -65,16 +69,23 @@ pub fn looks_secret(name: &str) -> bool {
     SECRET_MARKERS.iter().any(|marker| upper.contains(marker))
 }
 
-/// The subset of `vars` a script may see: known-harmless names only, minus
-/// anything that [`looks_secret`]. Names or values that are not UTF-8 are
-/// dropped.
-pub fn scrubbed_env(vars: impl IntoIterator<Item = (OsString, OsString)>) -> Vec<(String, String)> {
+/// The subset of `vars` a script may see: names in `filter.keep`, and
+/// known-harmless names that do not [`looks_secret`]; never a name in
+/// `filter.exclude` or one herald sets itself. Names or values that are not
+/// UTF-8 are dropped.
+pub fn scrubbed_env(
+    vars: impl IntoIterator<Item = (OsString, OsString)>,
+    filter: &EnvFilter,
+) -> Vec<(String, String)> {
     vars.into_iter()
         .filter_map(|(name, value)| Some((name.into_string().ok()?, value.into_string().ok()?)))
         .filter(|(name, _)| {
+            if PYTHON_OWN.contains(&name.as_str()) || filter.excludes(name) {
+                return false;
+            }
             let passes = PASS_EXACT.contains(&name.as_str())
                 || PASS_PREFIX.iter().any(|prefix| name.starts_with(prefix));
-            passes && !PYTHON_OWN.contains(&name.as_str()) && !looks_secret(name)
+            filter.keeps(name) || (passes && !looks_secret(name))
         })
         .collect()
 }
@@ -113,24 +124,48 @@ mod tests {
 
     #[test]
     fn secrets_and_unknown_variables_are_dropped() {
-        let kept = scrubbed_env(vars(&[
-            ("PATH", "/usr/bin"),
-            ("HOME", "/home/me"),
-            ("LC_ALL", "C.UTF-8"),
-            ("PYTHONHASHSEED", "0"),
-            ("OPENAI_API_KEY", "sk-1"),
-            ("ANTHROPIC_API_KEY", "sk-2"),
-            ("GITHUB_TOKEN", "ghp"),
-            ("AWS_SECRET_ACCESS_KEY", "x"),
-            ("DB_PASSWORD", "x"),
-            ("PYTHON_AUTH_HELPER", "x"),
-            ("HERALD_HOME", "/h"),
-            ("HTTPS_PROXY", "http://user:pw@proxy"),
-            ("PYTHONPATH", "/elsewhere"),
-            ("PYTHONINSPECT", "1"),
-        ]));
+        let kept = scrubbed_env(
+            vars(&[
+                ("PATH", "/usr/bin"),
+                ("HOME", "/home/me"),
+                ("LC_ALL", "C.UTF-8"),
+                ("PYTHONHASHSEED", "0"),
+                ("OPENAI_API_KEY", "sk-1"),
+                ("ANTHROPIC_API_KEY", "sk-2"),
+                ("GITHUB_TOKEN", "ghp"),
+                ("AWS_SECRET_ACCESS_KEY", "x"),
+                ("DB_PASSWORD", "x"),
+                ("PYTHON_AUTH_HELPER", "x"),
+                ("HERALD_HOME", "/h"),
+                ("HTTPS_PROXY", "http://user:pw@proxy"),
+                ("PYTHONPATH", "/elsewhere"),
+                ("PYTHONINSPECT", "1"),
+            ]),
+            &EnvFilter::default(),
+        );
         let names: Vec<&str> = kept.iter().map(|(k, _)| k.as_str()).collect();
         assert_eq!(names, ["PATH", "HOME", "LC_ALL", "PYTHONHASHSEED"]);
+    }
+
+    #[test]
+    fn keep_and_exclude_of_the_filter_apply() {
+        let filter = EnvFilter {
+            keep: vec!["GH_TOKEN".into(), "PYTHONPATH".into(), "MY_TOOL_*".into()],
+            exclude: vec!["HOME".into()],
+        };
+        let kept = scrubbed_env(
+            vars(&[
+                ("PATH", "/usr/bin"),
+                ("HOME", "/home/me"),
+                ("GH_TOKEN", "ghp"),
+                ("OTHER_TOKEN", "x"),
+                ("MY_TOOL_HOME", "/opt"),
+                ("PYTHONPATH", "/elsewhere"),
+            ]),
+            &filter,
+        );
+        let names: Vec<&str> = kept.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(names, ["PATH", "GH_TOKEN", "MY_TOOL_HOME"]);
     }
 
     #[test]

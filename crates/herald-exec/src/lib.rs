@@ -14,12 +14,12 @@
 //! `workspace` (private directory and socket), `token`, `rpc` (the socket
 //! server), `child` (process, limits, timeout and interrupt), `capture`
 //! (bounded output), `outcome` (the result JSON), `python` (finding the
-//! interpreter), `confine` (Landlock).
+//! interpreter). Confinement (Landlock, the network filter) and the
+//! environment filter come from `herald-sandbox`.
 
 mod allow;
 mod capture;
 mod child;
-mod confine;
 mod env;
 mod outcome;
 mod python;
@@ -30,8 +30,8 @@ mod tool;
 mod workspace;
 
 pub use allow::{SANDBOX_TOOLS, allowed_tools};
-pub use confine::{LandlockSupport, landlock_support};
 pub use env::{looks_secret, scrubbed_env};
+pub use herald_sandbox::{LandlockSupport, landlock_support};
 pub use python::{PythonError, PythonInfo, find_python, probe_python};
 pub use stubs::generate_stubs;
 pub use tool::{ExecConfig, ExecuteCode, ExecuteCodeArgs};

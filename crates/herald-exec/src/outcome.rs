@@ -39,6 +39,10 @@ pub(crate) struct Outcome {
     pub stderr: Option<String>,
     pub tool_calls_made: u32,
     pub duration_seconds: f64,
+    /// Said after the JSON (on its own line, `sandbox: ...`) when a
+    /// confined script failed on what looks like the sandbox.
+    #[serde(skip)]
+    pub sandbox_note: Option<String>,
 }
 
 impl Outcome {
@@ -52,6 +56,7 @@ impl Outcome {
             stderr: None,
             tool_calls_made: 0,
             duration_seconds: seconds(elapsed),
+            sandbox_note: None,
         }
     }
 
@@ -108,6 +113,7 @@ mod tests {
             stderr: None,
             tool_calls_made: 2,
             duration_seconds: 0.25,
+            sandbox_note: None,
         }
     }
 

@@ -91,7 +91,10 @@ pub async fn probe_python(path: &Path, cwd: &Path) -> Result<PythonInfo, PythonE
         .args(["-S", "-c", PROBE_SCRIPT])
         .current_dir(cwd)
         .env_clear()
-        .envs(scrubbed_env(std::env::vars_os()))
+        .envs(scrubbed_env(
+            std::env::vars_os(),
+            &herald_sandbox::EnvFilter::default(),
+        ))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

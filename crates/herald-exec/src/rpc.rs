@@ -47,6 +47,10 @@ pub(crate) struct Dispatcher {
     /// The permission gate of the `execute_code` call: the script's calls
     /// meet the same checks as the model's.
     gate: Option<Arc<dyn herald_tools::PermissionGate>>,
+    /// The sandbox of the `execute_code` call: without a gate (which
+    /// decides per call) the script's calls run under it too, so a confined
+    /// script cannot escape through `terminal`.
+    sandbox: Option<Arc<herald_sandbox::SandboxPolicy>>,
     parent_call_id: String,
     token: Token,
     allowed: Vec<String>,
@@ -69,6 +73,7 @@ impl Dispatcher {
             cancel: ctx.cancel.clone(),
             observer: ctx.observer.clone(),
             gate: ctx.gate.clone(),
+            sandbox: ctx.sandbox.clone(),
             parent_call_id: ctx.call_id.clone(),
             token,
             allowed,
@@ -165,9 +170,10 @@ impl Dispatcher {
             name: tool.to_owned(),
             arguments,
         };
-        let ctx = ToolContext::new(Arc::clone(&self.state), self.cancel.clone())
+        let mut ctx = ToolContext::new(Arc::clone(&self.state), self.cancel.clone())
             .with_call(&call.id, Arc::clone(&self.registry))
             .with_gate(self.gate.clone());
+        ctx.sandbox = self.sandbox.clone();
         let result = self.registry.execute(&call, &ctx).await;
         (call.arguments, result)
     }

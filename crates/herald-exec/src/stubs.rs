@@ -25,7 +25,9 @@ const RUNTIME: &str = r#""""Tools of the herald agent for this execute_code run 
 
 Each function sends one tool call to herald and returns its result: parsed
 JSON when the tool answers with JSON (terminal gives {"output", "exit_code"}),
-otherwise the text. A failed or refused call raises HeraldToolError with the
+otherwise the text. A "sandbox: ..." line herald adds after a JSON answer
+(the command may have failed because it ran confined) arrives as the
+dict's "sandbox" entry. A failed or refused call raises HeraldToolError with the
 tool's message. The functions may be called from several threads at once.
 """
 import json as _json
@@ -56,10 +58,16 @@ def _connection():
 
 def _decode(text):
     if text[:1] in ("{", "["):
+        body, sep, note = text.partition("\nsandbox: ")
         try:
-            return _json.loads(text)
+            value = _json.loads(body)
         except ValueError:
-            pass
+            return text
+        if sep and isinstance(value, dict):
+            value["sandbox"] = "sandbox: " + note
+        elif sep:
+            return text
+        return value
     return text
 
 

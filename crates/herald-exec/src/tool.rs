@@ -3,6 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use herald_sandbox::{Prepared, SandboxPolicy};
 use herald_tools::{ToolContext, ToolError, TypedTool};
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -10,7 +11,6 @@ use tokio::sync::OnceCell;
 
 use crate::allow::allowed_tools;
 use crate::child::{self, Ending, Finished, Launch};
-use crate::confine::{self, Confinement};
 use crate::env::{run_env, scrubbed_env};
 use crate::outcome::{Outcome, Status, seconds};
 use crate::python::probe_python;
@@ -28,7 +28,10 @@ pub struct ExecConfig {
     pub timeout: Duration,
     /// Tool calls per run; later calls get an error.
     pub max_tool_calls: u32,
-    /// Confine scripts with Landlock; runs fail when the kernel cannot.
+    /// Confine scripts with Landlock (writes: working directory, run
+    /// directory, temp) even when the permission layer does not; runs fail
+    /// when the kernel cannot. A call with `ctx.sandbox` set is confined by
+    /// that policy whatever this says.
     pub landlock: bool,
     /// The registry's output limit, so the result JSON is cut cleanly
     /// (0 = no limit).
@@ -77,9 +80,20 @@ Returns JSON {status, output, error?, tool_calls_made, duration_seconds}.";
 
     async fn run(&self, args: ExecuteCodeArgs, ctx: &ToolContext) -> Result<String, ToolError> {
         let started = Instant::now();
-        let outcome = self.execute(args, ctx, started).await;
+        let mut outcome = self.execute(args, ctx, started).await;
         let failed = outcome.status != Status::Success;
-        let text = outcome.render(self.config.result_limit_chars);
+        let sandbox_note = outcome.sandbox_note.take();
+        // Room for the note, so the registry's cut never splits the JSON.
+        let limit = match (&sandbox_note, self.config.result_limit_chars) {
+            (_, 0) => 0,
+            (Some(note), limit) => limit.saturating_sub(note.chars().count() + 1).max(1),
+            (None, limit) => limit,
+        };
+        let mut text = outcome.render(limit);
+        if let Some(note) = &sandbox_note {
+            text.push('\n');
+            text.push_str(note);
+        }
         if failed {
             Err(ToolError::new(text))
         } else {
@@ -130,9 +144,9 @@ impl ExecuteCode {
         let (workspace, listener) = Workspace::create(&args.code, &generate_stubs(&specs))?;
         let token = Token::generate()
             .map_err(|err| format!("cannot read /dev/urandom for the run's token: {err}"))?;
-        let confinement = self.confinement(&cwd, workspace.dir())?;
+        let confinement = self.confinement(ctx, &cwd, workspace.dir())?;
         let env = run_env(
-            scrubbed_env(std::env::vars_os()),
+            scrubbed_env(std::env::vars_os(), &ctx.env),
             &workspace.socket,
             token.as_str(),
             workspace.dir(),
@@ -145,20 +159,23 @@ impl ExecuteCode {
             confinement: confinement.as_ref(),
         })
         .map_err(|err| format!("cannot start {}: {err}", python.display()))?;
-        drop(confinement);
         let dispatcher = Dispatcher::new(ctx, registry, token, allowed, self.config.max_tool_calls);
         let finished = tokio::select! {
             finished = child::supervise(child, timeout, &ctx.cancel) => finished,
             never = rpc::serve(&listener, &dispatcher) => match never {},
         };
         let run_dir = format!("{}/", workspace.dir().display());
-        Ok(summarize(
+        let mut outcome = summarize(
             finished,
             dispatcher.calls_made(),
             timeout,
             started.elapsed(),
             &run_dir,
-        ))
+        );
+        if let Some(confinement) = &confinement {
+            outcome.sandbox_note = sandbox_note(&outcome, confinement);
+        }
+        Ok(outcome)
     }
 
     /// The real interpreter, probed once per tool (skipping launcher shims).
@@ -174,19 +191,59 @@ impl ExecuteCode {
             .map_err(|err| err.to_string())
     }
 
-    /// The Landlock ruleset when confinement is on; refusing to run
-    /// unconfined when the kernel cannot enforce it.
-    fn confinement(&self, cwd: &Path, run_dir: &Path) -> Result<Option<Confinement>, String> {
+    /// The sandbox of the script: the call's (`ctx.sandbox`, from the
+    /// permission layer) or, with `code_execution.landlock`, writes limited
+    /// to the working directory. The run directory is writable in both.
+    /// Refuses to run unconfined when the kernel cannot enforce it.
+    fn confinement(
+        &self,
+        ctx: &ToolContext,
+        cwd: &Path,
+        run_dir: &Path,
+    ) -> Result<Option<Prepared>, String> {
+        if let Some(policy) = &ctx.sandbox {
+            return policy.prepare(&[run_dir]).map(Some).map_err(|reason| {
+                format!(
+                    "the script must run in the sandbox, which this system cannot provide ({reason}). \
+                     It did not run, and was not run unconfined; ask the user to allow it outside the sandbox \
+                     or to change the permission mode, or use normal tool calls"
+                )
+            });
+        }
         if !self.config.landlock {
             return Ok(None);
         }
-        confine::prepare(&[cwd, run_dir]).map(Some).map_err(|reason| {
+        let policy = SandboxPolicy {
+            writable_roots: vec![cwd.to_owned()],
+            network: true,
+        };
+        policy.prepare(&[run_dir]).map(Some).map_err(|reason| {
             format!(
                 "code_execution.landlock is on but scripts cannot be confined: {reason}. \
                  The script did not run; ask the user to turn landlock off in config.toml or use normal tool calls"
             )
         })
     }
+}
+
+/// The `sandbox:` note for a confined script that failed with output that
+/// looks like the sandbox stopped it.
+fn sandbox_note(outcome: &Outcome, confinement: &Prepared) -> Option<String> {
+    if outcome.status != Status::Error {
+        return None;
+    }
+    let text = format!(
+        "{}\n{}",
+        outcome.output,
+        outcome.error.as_deref().unwrap_or_default()
+    );
+    herald_sandbox::looks_denied(&text, confinement.network()).then(|| {
+        format!(
+            "sandbox: the script ran confined ({}). If it failed because of that, \
+             run that step with terminal and unsandboxed: true to ask the user to run it outside the sandbox.",
+            confinement.describe()
+        )
+    })
 }
 
 /// The outcome of a script that ran. `run_dir` is cut from tracebacks so
@@ -242,5 +299,6 @@ fn summarize(
         stderr,
         tool_calls_made: calls,
         duration_seconds: seconds(elapsed),
+        sandbox_note: None,
     }
 }

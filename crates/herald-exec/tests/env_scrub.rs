@@ -30,6 +30,8 @@ from herald_tools import terminal
 names = sorted(os.environ)
 print(",".join(names))
 print(subprocess.run(["env"], capture_output=True, text=True).stdout.count("fake"))
+env = terminal("env")["output"]
+print(env.count("fake"), "HERALD_EXEC_TEST_PLAIN=plain" in env)
 "#;
     let r = runtime.block_on(run(
         config(py),
@@ -61,4 +63,10 @@ print(subprocess.run(["env"], capture_output=True, text=True).stdout.count("fake
         assert!(names.contains(&expected), "{expected} missing: {names:?}");
     }
     assert_eq!(lines.next(), Some("0"), "a child process saw a secret");
+    // terminal runs in herald, with herald's environment minus secrets.
+    assert_eq!(
+        lines.next(),
+        Some("0 True"),
+        "the script's terminal call saw a secret"
+    );
 }

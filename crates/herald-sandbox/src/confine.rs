@@ -17,7 +17,6 @@ use crate::{SandboxError, SandboxPolicy};
 /// temp directories and the devices ordinary programs write to.
 const SHARED_WRITABLE: &[&str] = &[
     "/tmp",
-    "/var/tmp",
     "/dev/shm",
     "/dev/null",
     "/dev/zero",
@@ -28,7 +27,7 @@ const SHARED_WRITABLE: &[&str] = &[
 ];
 
 /// The temp directories named in notes (the devices are not worth naming).
-const NAMED_TEMP: &[&str] = &["/tmp", "/var/tmp", "/dev/shm"];
+const NAMED_TEMP: &[&str] = &["/tmp", "/dev/shm"];
 
 /// A policy made ready for the kernel: apply it to as many commands as
 /// needed (each spawn confines its own child). Cheap to clone.
@@ -97,7 +96,7 @@ impl Prepared {
         &self.roots
     }
 
-    /// "writes only in /work, /tmp, /var/tmp and /dev/shm; network blocked".
+    /// "writes only in /work, /tmp, /dev/shm; network blocked".
     pub fn describe(&self) -> String {
         let mut places: Vec<String> = self.roots.iter().map(|p| p.display().to_string()).collect();
         places.extend(NAMED_TEMP.iter().map(|t| (*t).to_owned()));

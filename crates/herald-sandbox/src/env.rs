@@ -33,10 +33,17 @@ impl EnvFilter {
     /// excluded, and either kept or not named like a secret. Exclusion wins
     /// over `keep`.
     pub fn allows(&self, name: &str) -> bool {
-        if self.exclude.iter().any(|p| matches(p, name)) {
-            return false;
-        }
-        self.keep.iter().any(|p| matches(p, name)) || !looks_secret(name)
+        !self.excludes(name) && (self.keeps(name) || !looks_secret(name))
+    }
+
+    /// Whether `name` is in `keep` (passed on even if it looks secret).
+    pub fn keeps(&self, name: &str) -> bool {
+        self.keep.iter().any(|p| matches(p, name))
+    }
+
+    /// Whether `name` is in `exclude` (never passed on).
+    pub fn excludes(&self, name: &str) -> bool {
+        self.exclude.iter().any(|p| matches(p, name))
     }
 
     /// [`EnvFilter::allows`] for a name that may not be UTF-8 (judged on

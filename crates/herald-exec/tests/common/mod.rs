@@ -61,6 +61,8 @@ impl CallObserver for Seen {
 /// One finished execute_code call.
 pub struct Run {
     pub json: Value,
+    /// The `sandbox: ...` line after the JSON, if any.
+    pub sandbox_note: Option<String>,
     pub is_error: bool,
     pub seen: Arc<Seen>,
     pub wall: Duration,
@@ -99,11 +101,24 @@ pub async fn run(
     timeout: Option<u64>,
     cancel: CancellationToken,
 ) -> Run {
+    run_confined(config, cwd, code, timeout, cancel, None).await
+}
+
+/// [`run`] with `ctx.sandbox` set to `sandbox`.
+pub async fn run_confined(
+    config: ExecConfig,
+    cwd: &Path,
+    code: &str,
+    timeout: Option<u64>,
+    cancel: CancellationToken,
+    sandbox: Option<herald_sandbox::SandboxPolicy>,
+) -> Run {
     let registry = registry(config);
     let seen = Arc::new(Seen::default());
-    let ctx = ToolContext::new(AgentState::new(cwd.to_owned()), cancel)
+    let mut ctx = ToolContext::new(AgentState::new(cwd.to_owned()), cancel)
         .with_call("call_1", Arc::clone(&registry))
         .with_observer(seen.clone());
+    ctx.sandbox = sandbox.map(Arc::new);
     let mut args = json!({ "code": code });
     if let Some(timeout) = timeout {
         args["timeout"] = json!(timeout);
@@ -116,10 +131,15 @@ pub async fn run(
     let started = std::time::Instant::now();
     let result = registry.execute(&call, &ctx).await;
     let wall = started.elapsed();
-    let json: Value = serde_json::from_str(&result.content)
+    let (body, sandbox_note) = match result.content.split_once("\nsandbox: ") {
+        Some((body, note)) => (body, Some(format!("sandbox: {note}"))),
+        None => (result.content.as_str(), None),
+    };
+    let json: Value = serde_json::from_str(body)
         .unwrap_or_else(|e| panic!("result is not JSON ({e}): {}", result.content));
     Run {
         json,
+        sandbox_note,
         is_error: result.is_error,
         seen,
         wall,
