@@ -1,6 +1,6 @@
 //! `herald doctor`: one line per check (config, credentials, provider, the
 //! `[delegation]` child provider when set, store, Python for `execute_code`,
-//! Landlock), each `ok`, `warn` or `fail`. Exits 1 when a check fails
+//! the sandbox: Landlock and the seccomp network filter), each `ok`, `warn` or `fail`. Exits 1 when a check fails
 //! (unknown config keys included), 2 when the config file is invalid (it
 //! does not parse or a number is out of range). Never prints a key.
 
@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use herald_core::config::ChildProvider;
 use herald_core::{Config, ProviderKind, Settings};
-use herald_exec::LandlockSupport;
+use herald_exec::{LandlockSupport, SandboxSupport, SeccompSupport};
 use serde::Serialize;
 
 use crate::args::{CommonArgs, DoctorArgs};
@@ -354,26 +354,101 @@ async fn python_check(configured: &str, cwd: &Path) -> Check {
 }
 
 fn landlock_check(enabled: bool) -> Check {
+    sandbox_check(&herald_exec::sandbox_support(), enabled)
+}
+
+/// One line for both halves of the sandbox: Landlock (writes) and the
+/// seccomp network filter.
+fn sandbox_check(support: &SandboxSupport, enabled: bool) -> Check {
     let setting = if enabled { "on" } else { "off" };
-    match herald_exec::landlock_support() {
+    let network = match &support.seccomp {
+        SeccompSupport::Available => {
+            "seccomp network filter available (confined commands have no network unless [permissions] network = true)"
+                .to_owned()
+        }
+        SeccompSupport::Unavailable { reason } => format!(
+            "seccomp network filter unavailable ({reason}): unless [permissions] network = true, \
+             commands that would run confined ask for approval instead"
+        ),
+    };
+    let seccomp_ok = support.seccomp == SeccompSupport::Available;
+    match &support.landlock {
         LandlockSupport::Available { abi } => check(
             "landlock",
-            Level::Ok,
-            format!("supported, ABI v{abi} (code_execution.landlock = {setting})"),
+            if seccomp_ok { Level::Ok } else { Level::Warn },
+            format!(
+                "Landlock ABI {abi}: commands in workspace-write run confined; {network} \
+                 (code_execution.landlock = {setting})"
+            ),
         ),
         LandlockSupport::Unavailable { reason } if enabled => check(
             "landlock",
             Level::Fail,
             format!(
-                "code_execution.landlock is on but {reason}; execute_code will refuse to run scripts. Turn it off or use a kernel with Landlock"
+                "code_execution.landlock is on but Landlock is unavailable ({reason}); execute_code will refuse to run scripts. \
+                 Turn it off or use a kernel with Landlock"
             ),
         ),
         LandlockSupport::Unavailable { reason } => check(
             "landlock",
             Level::Warn,
             format!(
-                "not available: {reason} (code_execution.landlock is off; scripts run unconfined)"
+                "Landlock unavailable ({reason}): in workspace-write every non-read-only command asks for approval \
+                 instead of running unconfined (code_execution.landlock is off)"
             ),
         ),
+    }
+}
+
+#[cfg(test)]
+mod sandbox_tests {
+    use super::*;
+
+    fn support(landlock: LandlockSupport, seccomp: SeccompSupport) -> SandboxSupport {
+        SandboxSupport { landlock, seccomp }
+    }
+
+    #[test]
+    fn both_halves_are_reported() {
+        let ok = sandbox_check(
+            &support(
+                LandlockSupport::Available { abi: 6 },
+                SeccompSupport::Available,
+            ),
+            false,
+        );
+        assert_eq!(ok.status, Level::Ok);
+        assert!(
+            ok.detail
+                .starts_with("Landlock ABI 6: commands in workspace-write run confined")
+        );
+        assert!(ok.detail.contains("seccomp network filter available"));
+
+        let no_seccomp = sandbox_check(
+            &support(
+                LandlockSupport::Available { abi: 3 },
+                SeccompSupport::Unavailable {
+                    reason: "no filters".into(),
+                },
+            ),
+            false,
+        );
+        assert_eq!(no_seccomp.status, Level::Warn);
+        assert!(
+            no_seccomp
+                .detail
+                .contains("seccomp network filter unavailable (no filters)")
+        );
+
+        let missing = || LandlockSupport::Unavailable {
+            reason: "disabled".into(),
+        };
+        let warn = sandbox_check(&support(missing(), SeccompSupport::Available), false);
+        assert_eq!(warn.status, Level::Warn);
+        assert!(warn.detail.starts_with(
+            "Landlock unavailable (disabled): in workspace-write every non-read-only command asks for approval"
+        ));
+        let fail = sandbox_check(&support(missing(), SeccompSupport::Available), true);
+        assert_eq!(fail.status, Level::Fail);
     }
 }

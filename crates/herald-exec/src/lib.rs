@@ -31,7 +31,9 @@ mod workspace;
 
 pub use allow::{SANDBOX_TOOLS, allowed_tools};
 pub use env::{looks_secret, scrubbed_env};
-pub use herald_sandbox::{LandlockSupport, landlock_support};
+pub use herald_sandbox::{
+    LandlockSupport, SandboxSupport, SeccompSupport, landlock_support, sandbox_support,
+};
 pub use python::{PythonError, PythonInfo, find_python, probe_python};
 pub use stubs::generate_stubs;
 pub use tool::{ExecConfig, ExecuteCode, ExecuteCodeArgs};
