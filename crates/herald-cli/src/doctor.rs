@@ -1,8 +1,9 @@
 //! `herald doctor`: one line per check (config, credentials, provider, the
 //! `[delegation]` child provider when set, store, Python for `execute_code`,
-//! the sandbox: Landlock and the seccomp network filter), each `ok`, `warn` or `fail`. Exits 1 when a check fails
-//! (unknown config keys included), 2 when the config file is invalid (it
-//! does not parse or a number is out of range). Never prints a key.
+//! the sandbox: Landlock and the seccomp network filter), each `ok`, `warn`
+//! or `fail`. Exits 1 when a check fails (unknown config keys included), 2
+//! when the config file is invalid (it does not parse or a number is out of
+//! range). Never prints a key.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
