@@ -7,6 +7,7 @@
 mod child;
 mod delegation_bench;
 mod exec;
+mod permissions_bench;
 mod prompt;
 mod serve_bench;
 mod stats;
@@ -198,6 +199,9 @@ fn main() -> Result<()> {
     }
     if part.is_empty() || part == "serve" {
         serve_bench::run(&herald_binary()?)?;
+    }
+    if part.is_empty() || part == "permissions" {
+        permissions_bench::run()?;
     }
     Ok(())
 }

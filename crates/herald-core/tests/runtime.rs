@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use herald_core::runtime::{
-    ClarifyPolicy, OpenMode, RuntimeError, Session, SessionOptions, Subscription, open_session,
+    ClarifyPolicy, Op, OpenMode, RuntimeError, Session, SessionOptions, Subscription, open_session,
 };
 use herald_core::{Config, ExitReason, Overrides, Settings, StoreHandle};
 use herald_protocol::{Event, EventKind, RunStatus};
@@ -328,4 +328,107 @@ async fn sessions_resume_fork_and_refuse_a_second_holder() {
         .await,
         Err(RuntimeError::UnknownSession(_))
     ));
+}
+
+/// The ids a `delegate_task(background=true)` result dispatched.
+fn dispatched_ids(view: &herald_testkit::RequestView) -> Vec<String> {
+    view.messages
+        .iter()
+        .flat_map(|m| m.tool_results.iter())
+        .find_map(|(_, content)| {
+            let value: serde_json::Value =
+                serde_json::from_str(content.split("\n\n").next()?).ok()?;
+            (value["status"] == "dispatched").then(|| {
+                value["agent_ids"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|v| v.as_str().unwrap().to_owned())
+                    .collect()
+            })
+        })
+        .unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_background_agent_awaiting_approval_says_so_and_runs_once_approved() {
+    let env = Env::new(
+        Script::new()
+            .conversation(
+                "bg asker",
+                vec![
+                    Reply::tool("terminal", json!({"command": "rm -rf child_dir"})),
+                    Reply::text("child removed it"),
+                ],
+            )
+            .responder(|view| match view.turn {
+                0 => Reply::tool(
+                    "delegate_task",
+                    json!({"background": true, "tasks": [{"goal": "bg asker: remove child_dir"}]}),
+                ),
+                1 => Reply::tool(
+                    "agent_wait",
+                    json!({"agent_ids": dispatched_ids(view), "timeout_seconds": 30}),
+                ),
+                _ => Reply::text("all done"),
+            }),
+    )
+    .await;
+    std::fs::create_dir(env.work.path().join("child_dir")).unwrap();
+    let mut options = SessionOptions::new(env.settings(), env.store.clone());
+    options.approvals = herald_core::ApprovalMode::Ask;
+    let session = tokio::spawn(open_session(options)).await.unwrap().unwrap();
+    let mut live = session.subscribe().unwrap();
+    let turn = session.start_turn("delegate the removal".into()).unwrap();
+    let request = loop {
+        let event = tokio::time::timeout(Duration::from_secs(20), live.next())
+            .await
+            .expect("no approval request within 20 s")
+            .unwrap();
+        if let EventKind::ApprovalRequested {
+            request_id, tool, ..
+        } = &event.kind
+        {
+            assert_eq!(tool, "terminal");
+            assert_ne!(event.agent_id, "root", "the child asks");
+            break (request_id.clone(), event.agent_id.clone());
+        }
+    };
+    let (request_id, child) = request;
+    let pending = session.pending_approvals();
+    assert_eq!(pending.len(), 1);
+    assert_eq!(pending[0].agent_id, child);
+    let status = session
+        .agents()
+        .into_iter()
+        .find(|a| a.id == child)
+        .unwrap()
+        .status;
+    assert_eq!(status, "awaiting_approval");
+    assert!(env.work.path().join("child_dir").exists());
+    // A wrong id is refused and changes nothing.
+    assert!(matches!(
+        session
+            .submit(Op::ApprovalDecision {
+                request_id: "apr_999".into(),
+                decision: "once".into(),
+                message: None,
+            })
+            .await,
+        Err(RuntimeError::UnknownRequest(_))
+    ));
+    assert_eq!(session.pending_approvals().len(), 1);
+    session
+        .submit(Op::ApprovalDecision {
+            request_id,
+            decision: "once".into(),
+            message: None,
+        })
+        .await
+        .unwrap();
+    let result = turn.finished().await.unwrap();
+    assert_eq!(result.final_response, "all done");
+    assert!(!env.work.path().join("child_dir").exists());
+    assert!(session.pending_approvals().is_empty());
+    session.shutdown().await;
 }

@@ -382,6 +382,100 @@ async fn a_clarify_question_is_answered_over_the_api() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approval_request_is_listed_and_answered_over_the_api() {
+    let serve = Serve::start(Script::new().conversation(
+        "clear the build",
+        vec![
+            Reply::tool("terminal", json!({"command": "rm -rf build_dir"})),
+            Reply::tool("terminal", json!({"command": "rm -rf other_dir"})),
+            Reply::text("cleared"),
+        ],
+    ))
+    .await;
+    let work = serve.work_path();
+    std::fs::create_dir(work.join("build_dir")).unwrap();
+    std::fs::create_dir(work.join("other_dir")).unwrap();
+    let (_, _, created) = serve.post_json("/api/sessions", &json!({})).await;
+    let id = created["id"].as_str().unwrap().to_owned();
+    let events = serve
+        .get(&format!("/api/sessions/{id}/events?after=0"))
+        .send()
+        .await
+        .unwrap();
+    let mut events = SseReader::new(events);
+    let (status, _, _) = serve
+        .post_json(
+            &format!("/api/sessions/{id}/turns"),
+            &json!({"input": "clear the build"}),
+        )
+        .await;
+    assert_eq!(status, 202);
+    let seen = events.until_type("approval.requested").await;
+    let request = seen.last().unwrap().1.clone();
+    let request_id = request["request_id"].as_str().unwrap().to_owned();
+    assert_eq!(request["tool"], "terminal");
+    assert!(
+        request["arguments"]
+            .as_str()
+            .unwrap()
+            .contains("rm -rf build_dir")
+    );
+    assert!(
+        work.join("build_dir").exists(),
+        "it must wait for the answer"
+    );
+    let (status, listed) = serve
+        .get_json(&format!("/api/sessions/{id}/approvals"))
+        .await;
+    assert_eq!(status, 200);
+    assert_eq!(listed["approvals"][0]["request_id"], request_id.as_str());
+    assert_eq!(listed["approvals"][0]["agent_id"], "root");
+    // A bad decision word is 400 and leaves the request waiting.
+    let path = format!("/api/sessions/{id}/approvals/{request_id}");
+    let (status, _, body) = serve
+        .post_json(&path, &json!({"decision": "perhaps"}))
+        .await;
+    assert_error(status, &body, 400);
+    let (status, _, body) = serve
+        .post_json(
+            &format!("/api/sessions/{id}/approvals/apr_999"),
+            &json!({"decision": "once"}),
+        )
+        .await;
+    assert_error(status, &body, 404);
+    let (status, _, body) = serve.post_json(&path, &json!({"decision": "once"})).await;
+    assert_eq!(status, 200, "{body}");
+    // The second call asks again (once is once); deny it with a message.
+    let seen = events.until_type("approval.requested").await;
+    let second = seen.last().unwrap().1["request_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let (status, _, body) = serve
+        .post_json(
+            &format!("/api/sessions/{id}/approvals/{second}"),
+            &json!({"decision": "deny", "message": "keep that one"}),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let seen = events.until_type("run.completed").await;
+    assert_eq!(seen.last().unwrap().1["final_response"], "cleared");
+    assert!(!work.join("build_dir").exists());
+    assert!(work.join("other_dir").exists());
+    let last = serve.upstream.requests().pop().unwrap();
+    assert!(
+        last.body.to_string().contains("keep that one"),
+        "{}",
+        last.body
+    );
+    let (_, listed) = serve
+        .get_json(&format!("/api/sessions/{id}/approvals"))
+        .await;
+    assert_eq!(listed["approvals"], json!([]));
+    serve.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn agents_of_a_session_are_listed_and_unknown_ones_cannot_be_cancelled() {
     let serve = Serve::start(Script::new()).await;
     let (_, _, created) = serve.post_json("/api/sessions", &json!({})).await;

@@ -73,11 +73,8 @@ pub fn load_permission_setup(settings: &Settings) -> Result<PermissionSetup, Str
         keep: section.env_keep.clone(),
         exclude: section.env_exclude.clone(),
     });
-    let redactor = Arc::new(Redactor::new(known_secrets(settings, &env)));
-    let sandbox_available = matches!(
-        herald_sandbox::landlock_support(),
-        herald_sandbox::LandlockSupport::Available { .. }
-    );
+    let redactor = Arc::new(Redactor::from_env(configured_keys(settings)));
+    let sandbox_available = herald_sandbox::sandbox_support().can_confine(section.network);
     let mut roots = vec![PathBuf::from("/tmp"), PathBuf::from("/dev/shm")];
     if let Some(tmp) = std::env::var_os("TMPDIR").filter(|t| !t.is_empty()) {
         roots.push(PathBuf::from(tmp));
@@ -215,25 +212,14 @@ fn expand(path: &str, home: Option<&Path>, cwd: &Path) -> PathBuf {
     }
 }
 
-/// Secret values herald knows: its provider keys, and the values of its
-/// own variables named like secrets.
-fn known_secrets(settings: &Settings, env: &EnvFilter) -> Vec<String> {
+/// The provider keys of the configuration (the environment's secret
+/// values are added by [`Redactor::from_env`]).
+fn configured_keys(settings: &Settings) -> Vec<String> {
     let mut values: Vec<String> = Vec::new();
     values.extend(settings.api_key.clone());
     if let Some(child) = &settings.child {
         values.extend(child.api_key.clone());
     }
-    for (name, value) in std::env::vars_os() {
-        let (Some(name), Some(value)) = (name.to_str(), value.to_str()) else {
-            continue;
-        };
-        if !env.allows(name) && !env.keep.iter().any(|k| k == name) {
-            values.push(value.to_owned());
-        }
-    }
-    values.retain(|v| v.len() >= 8);
-    values.sort_unstable();
-    values.dedup();
     values
 }
 
