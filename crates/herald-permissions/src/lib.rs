@@ -5,8 +5,13 @@
 //! pure function of a call and the working directory, cheap enough to run on
 //! every call (SPEC §14, target < 50 µs for a 200-character command).
 
+mod commands;
 mod mode;
+mod paths;
 mod policy;
+mod rules;
+mod shell;
+mod text;
 mod verdict;
 
 pub use mode::{Mode, ParseModeError};

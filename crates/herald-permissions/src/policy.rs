@@ -1,5 +1,8 @@
 use std::path::{Path, PathBuf};
 
+use crate::paths::{self, Resolved, Workspace, WriteClass};
+use crate::rules::{Rule, Source};
+use crate::shell::{self, Env, Finding, Severity, short};
 use crate::{Decision, Mode, Verdict};
 
 /// Everything a [`Policy`] is built from.
@@ -51,12 +54,79 @@ pub struct CallInfo<'a> {
 #[derive(Debug, Clone)]
 pub struct Policy {
     config: PolicyConfig,
+    allow: Vec<Rule>,
+    ask: Vec<Rule>,
+    deny: Vec<Rule>,
+    writable_roots: Vec<Resolved>,
+}
+
+/// Tools that only touch herald's own state (or ask the user): they run in
+/// every mode. Knowledge tools write only herald's own store.
+const ALWAYS_ALLOWED: &[&str] = &[
+    "process",
+    "delegate_task",
+    "agent_status",
+    "agent_list",
+    "agent_wait",
+    "agent_cancel",
+    "todo_write",
+    "todo_read",
+    "memory",
+    "skills_list",
+    "skill_view",
+    "skill_manage",
+    "session_search",
+    "clarify",
+];
+
+fn verdict(
+    decision: Decision,
+    rule: impl Into<String>,
+    reason: impl Into<String>,
+    allow_rule: Option<String>,
+    confine: bool,
+) -> Verdict {
+    Verdict {
+        decision,
+        reason: reason.into(),
+        rule: Some(rule.into()),
+        allow_rule,
+        confine,
+    }
+}
+
+fn strictness(d: Decision) -> u8 {
+    match d {
+        Decision::Allow => 0,
+        Decision::Ask => 1,
+        Decision::Deny => 2,
+    }
 }
 
 impl Policy {
     /// Compiles the rules; fails on the first rule that does not parse.
     pub fn new(config: PolicyConfig) -> Result<Self, RuleError> {
-        Ok(Self { config })
+        let home = config.home.as_deref();
+        let compile = |rules: &[String], source: Source| -> Result<Vec<Rule>, RuleError> {
+            rules.iter().map(|r| Rule::parse(r, source, home)).collect()
+        };
+        let allow = compile(&config.allow, Source::User)?;
+        let mut ask = compile(&config.ask, Source::User)?;
+        ask.extend(compile(&config.project_ask, Source::Project)?);
+        let mut deny = compile(&config.deny, Source::User)?;
+        deny.extend(compile(&config.project_deny, Source::Project)?);
+        let writable_roots = config
+            .writable_roots
+            .iter()
+            .filter_map(|r| paths::resolve(None, &r.to_string_lossy(), home))
+            .collect();
+        Ok(Self {
+            config,
+            allow,
+            ask,
+            deny,
+            writable_roots,
+        })
     }
 
     /// The mode this policy applies.
@@ -64,9 +134,17 @@ impl Policy {
         self.config.mode
     }
 
+    /// The configuration the policy was built from (rules added with
+    /// [`Policy::add_allow`] included).
+    pub fn config(&self) -> &PolicyConfig {
+        &self.config
+    }
+
     /// Adds an allow rule for the rest of the session (an approval given
     /// "for this session").
     pub fn add_allow(&mut self, rule: &str) -> Result<(), RuleError> {
+        let r = Rule::parse(rule, Source::Session, self.config.home.as_deref())?;
+        self.allow.push(r);
         self.config.allow.push(rule.to_owned());
         Ok(())
     }
@@ -74,13 +152,522 @@ impl Policy {
     /// Decides on one call. Pure: touches the filesystem only to resolve
     /// symlinks of the paths it judges.
     pub fn check(&self, call: &CallInfo<'_>) -> Verdict {
-        let _ = call;
-        Verdict {
-            decision: Decision::Ask,
-            reason: "not implemented".into(),
-            rule: None,
-            allow_rule: None,
-            confine: false,
+        match call.tool {
+            "terminal" => self.check_terminal(call),
+            "read_file" | "search_files" => self.check_paths(call, false),
+            "write_file" | "patch" => self.check_paths(call, true),
+            _ => self.check_other(call),
         }
+    }
+
+    fn rules_for<'r>(rules: &'r [Rule], tool: &'r str) -> impl Iterator<Item = &'r Rule> + 'r {
+        rules.iter().filter(move |r| r.matches_tool(tool))
+    }
+
+    fn workspace(&self, cwd: &Path) -> Workspace {
+        Workspace::new(cwd, &self.writable_roots)
+    }
+
+    fn home(&self) -> Option<&Path> {
+        self.config.home.as_deref()
+    }
+
+    fn mode_rule(&self) -> String {
+        format!("mode:{}", self.config.mode)
+    }
+
+    /// Deny and ask rules matched by `matches`; `None` when neither.
+    fn deny_or_ask(
+        &self,
+        tool: &str,
+        what: &str,
+        matches: impl Fn(&Rule) -> bool,
+    ) -> Option<Verdict> {
+        if let Some(r) = Self::rules_for(&self.deny, tool).find(|r| matches(r)) {
+            return Some(verdict(
+                Decision::Deny,
+                r.text.clone(),
+                format!(
+                    "{what} is denied by the rule `{}` in {}",
+                    r.text,
+                    r.source.describe()
+                ),
+                None,
+                false,
+            ));
+        }
+        if let Some(r) = Self::rules_for(&self.ask, tool).find(|r| matches(r)) {
+            return Some(verdict(
+                Decision::Ask,
+                r.text.clone(),
+                format!(
+                    "{what} needs approval by the rule `{}` in {}",
+                    r.text,
+                    r.source.describe()
+                ),
+                None,
+                false,
+            ));
+        }
+        None
+    }
+
+    fn check_terminal(&self, call: &CallInfo<'_>) -> Verdict {
+        let mode = self.config.mode;
+        let Some(command) = call.args.get("command").and_then(|c| c.as_str()) else {
+            return verdict(
+                Decision::Ask,
+                "unresolved",
+                "the terminal call has no `command` string to check",
+                None,
+                false,
+            );
+        };
+        let unsandboxed = call.args.get("unsandboxed").and_then(|v| v.as_bool()) == Some(true);
+        let home = self.home();
+        let base = match call.args.get("workdir").and_then(|w| w.as_str()) {
+            Some(w) => paths::resolve(Some(call.cwd), w, home)
+                .map(|r| r.lexical)
+                .unwrap_or_else(|| call.cwd.to_path_buf()),
+            None => call.cwd.to_path_buf(),
+        };
+        let ws = self.workspace(call.cwd);
+        let env = Env { home, ws: &ws };
+        let findings = shell::analyse(command, &base, &env);
+        let whole = command.trim();
+
+        // 1. The floor.
+        if let Some(f) = findings.iter().find(|f| f.severity == Severity::Floor) {
+            return verdict(
+                Decision::Deny,
+                "floor",
+                format!(
+                    "{} — this is never allowed, in any mode or by any rule",
+                    f.reason
+                ),
+                None,
+                false,
+            );
+        }
+        // 2–3. Deny, then ask rules: the whole command or any simple command.
+        let matches_any = |r: &Rule| {
+            r.matches_text(whole)
+                || findings
+                    .iter()
+                    .any(|f| r.matches_text(&f.text) || r.matches_text(&f.full_text))
+        };
+        if let Some(v) = self.deny_or_ask("terminal", &format!("`{}`", short(whole)), matches_any) {
+            return v;
+        }
+        // 4. What cannot be checked asks, whatever the rules and mode.
+        if let Some(f) = findings.iter().find(|f| f.severity == Severity::Unresolved) {
+            return verdict(
+                Decision::Ask,
+                "unresolved",
+                format!("{}; approve only if you know what it runs", f.reason),
+                None,
+                false,
+            );
+        }
+        // 5. Each simple command: allow rule, else the mode's default.
+        let mut rule_allowed: Option<&Rule> = None;
+        let mut any_write = false;
+        let mut first_safe: Option<&Finding> = None;
+        for f in &findings {
+            if f.severity == Severity::ReadOnly {
+                continue;
+            }
+            any_write = true;
+            let allow = Self::rules_for(&self.allow, "terminal").find(|r| {
+                r.matches_text(&f.full_text) || (!f.privileged && r.matches_text(&f.text))
+            });
+            if let Some(r) = allow {
+                rule_allowed.get_or_insert(r);
+                continue;
+            }
+            match mode {
+                Mode::FullAccess => {}
+                Mode::ReadOnly => {
+                    return verdict(
+                        Decision::Ask,
+                        "mode:read-only",
+                        format!(
+                            "read-only mode runs only read-only commands; {}",
+                            lower_first(&f.reason)
+                        ),
+                        f.suggest.clone(),
+                        false,
+                    );
+                }
+                Mode::WorkspaceWrite => {
+                    if f.severity == Severity::Risky {
+                        return verdict(
+                            Decision::Ask,
+                            f.rule,
+                            f.reason.clone(),
+                            f.suggest.clone(),
+                            false,
+                        );
+                    }
+                    if !self.config.sandbox_available {
+                        return verdict(
+                            Decision::Ask,
+                            "sandbox-unavailable",
+                            format!(
+                                "the sandbox is unavailable on this machine, so `{}` would run unconfined",
+                                short(&f.text)
+                            ),
+                            f.suggest.clone(),
+                            false,
+                        );
+                    }
+                    first_safe.get_or_insert(f);
+                }
+            }
+        }
+        if !any_write {
+            return verdict(
+                Decision::Allow,
+                "read-only-command",
+                format!("`{}` only reads", short(whole)),
+                None,
+                false,
+            );
+        }
+        if unsandboxed && mode != Mode::FullAccess {
+            return verdict(
+                Decision::Ask,
+                "unsandboxed",
+                format!(
+                    "`{}` asks to run outside the sandbox (unsandboxed: true), without the workspace-write limits",
+                    short(whole)
+                ),
+                None,
+                false,
+            );
+        }
+        let confine = mode != Mode::FullAccess && self.config.sandbox_available;
+        if let Some(r) = rule_allowed {
+            return verdict(
+                Decision::Allow,
+                r.text.clone(),
+                format!(
+                    "`{}` is allowed by the rule `{}` in {}",
+                    short(whole),
+                    r.text,
+                    r.source.describe()
+                ),
+                None,
+                confine,
+            );
+        }
+        match mode {
+            Mode::FullAccess => verdict(
+                Decision::Allow,
+                "mode:full-access",
+                format!("full-access mode runs `{}`", short(whole)),
+                None,
+                false,
+            ),
+            _ => {
+                let reason = first_safe
+                    .map(|f| f.reason.clone())
+                    .unwrap_or_else(|| format!("`{}` runs confined", short(whole)));
+                verdict(
+                    Decision::Allow,
+                    "safe-list",
+                    format!("{reason}; it runs confined to the working directory"),
+                    None,
+                    true,
+                )
+            }
+        }
+    }
+
+    /// read_file / search_files (`write == false`), write_file / patch.
+    fn check_paths(&self, call: &CallInfo<'_>, write: bool) -> Verdict {
+        let mut raw: Vec<String> = Vec::new();
+        if let Some(p) = call.args.get("path").and_then(|p| p.as_str()) {
+            raw.push(p.to_owned());
+        }
+        if let Some(list) = call.args.get("paths").and_then(|p| p.as_array()) {
+            raw.extend(list.iter().filter_map(|p| p.as_str()).map(str::to_owned));
+        }
+        if raw.is_empty() {
+            if write {
+                return verdict(
+                    Decision::Ask,
+                    "unresolved",
+                    format!("the {} call names no path to check", call.tool),
+                    None,
+                    false,
+                );
+            }
+            raw.push(".".into());
+        }
+        let ws = self.workspace(call.cwd);
+        let mut worst: Option<Verdict> = None;
+        for p in &raw {
+            let v = self.check_one_path(call, p, write, &ws);
+            if worst
+                .as_ref()
+                .is_none_or(|w| strictness(v.decision) > strictness(w.decision))
+            {
+                worst = Some(v);
+            }
+        }
+        worst.unwrap_or_else(|| verdict(Decision::Ask, "unresolved", "no path", None, false))
+    }
+
+    fn check_one_path(
+        &self,
+        call: &CallInfo<'_>,
+        raw: &str,
+        write: bool,
+        ws: &Workspace,
+    ) -> Verdict {
+        let mode = self.config.mode;
+        let home = self.home();
+        let tool = call.tool;
+        let Some(r) = paths::resolve(Some(call.cwd), raw, home) else {
+            return verdict(
+                Decision::Ask,
+                "unresolved",
+                format!("{tool} path `{raw}` cannot be resolved (unknown `~user`)"),
+                None,
+                false,
+            );
+        };
+        let shown = r.display();
+        let spellings: Vec<&Path> = r.spellings().collect();
+        let cwd_lex = ws
+            .cwd_root()
+            .map(|c| c.lexical.clone())
+            .unwrap_or_else(|| call.cwd.to_path_buf());
+        let suggest = Some(format!(
+            "{tool}({}/**)",
+            r.lexical
+                .parent()
+                .unwrap_or(Path::new("/"))
+                .display()
+                .to_string()
+                .trim_end_matches('/')
+        ));
+        let class = write.then(|| paths::classify_write(&r, ws, home));
+        if let Some(WriteClass::Floor(why)) = &class {
+            return verdict(
+                Decision::Deny,
+                "floor",
+                format!(
+                    "{tool} {shown}: {why} — this is never allowed, in any mode or by any rule"
+                ),
+                None,
+                false,
+            );
+        }
+        let matches = |rule: &Rule| rule.matches_path(&spellings, &cwd_lex);
+        if let Some(v) = self.deny_or_ask(tool, &format!("{tool} {shown}"), matches) {
+            return v;
+        }
+        if let Some(rule) = Self::rules_for(&self.allow, tool).find(|rule| matches(rule)) {
+            return verdict(
+                Decision::Allow,
+                rule.text.clone(),
+                format!(
+                    "{tool} {shown} is allowed by the rule `{}` in {}",
+                    rule.text,
+                    rule.source.describe()
+                ),
+                None,
+                false,
+            );
+        }
+        if !write {
+            if let Some(why) = paths::credential(&r, home, ws) {
+                if mode != Mode::FullAccess {
+                    return verdict(
+                        Decision::Ask,
+                        "credentials",
+                        format!("{tool} {shown}: {why}"),
+                        suggest,
+                        false,
+                    );
+                }
+            }
+            return verdict(
+                Decision::Allow,
+                self.mode_rule(),
+                format!("{tool} only reads {shown}"),
+                None,
+                false,
+            );
+        }
+        match (mode, class) {
+            (Mode::FullAccess, _) => verdict(
+                Decision::Allow,
+                "mode:full-access",
+                format!("full-access mode lets {tool} write {shown}"),
+                None,
+                false,
+            ),
+            (Mode::ReadOnly, _) => verdict(
+                Decision::Ask,
+                "mode:read-only",
+                format!("read-only mode: {tool} would write {shown}"),
+                suggest,
+                false,
+            ),
+            (_, Some(WriteClass::Protected(why))) => verdict(
+                Decision::Ask,
+                "protected-path",
+                format!("{tool} {shown}: {why}"),
+                suggest,
+                false,
+            ),
+            (_, Some(WriteClass::Outside)) => verdict(
+                Decision::Ask,
+                "outside-workspace",
+                format!(
+                    "{tool} would write {shown}, outside the working directory ({}) and the writable roots",
+                    cwd_lex.display()
+                ),
+                suggest,
+                false,
+            ),
+            _ => verdict(
+                Decision::Allow,
+                "mode:workspace-write",
+                format!("{tool} writes {shown} inside the working directory"),
+                None,
+                false,
+            ),
+        }
+    }
+
+    fn check_other(&self, call: &CallInfo<'_>) -> Verdict {
+        let mode = self.config.mode;
+        let tool = call.tool;
+        let text = if tool == "execute_code" {
+            call.args
+                .get("code")
+                .and_then(|c| c.as_str())
+                .map(str::to_owned)
+                .unwrap_or_default()
+        } else {
+            call.args.to_string()
+        };
+        if let Some(v) = self.deny_or_ask(tool, tool, |r| r.matches_text(&text)) {
+            return v;
+        }
+        let confine_code = tool == "execute_code" && mode != Mode::FullAccess;
+        if let Some(r) = Self::rules_for(&self.allow, tool).find(|r| r.matches_text(&text)) {
+            return verdict(
+                Decision::Allow,
+                r.text.clone(),
+                format!(
+                    "{tool} is allowed by the rule `{}` in {}",
+                    r.text,
+                    r.source.describe()
+                ),
+                None,
+                confine_code && self.config.sandbox_available,
+            );
+        }
+        let bare = Some(tool.to_owned());
+        if ALWAYS_ALLOWED.contains(&tool) {
+            return verdict(
+                Decision::Allow,
+                "safe-list",
+                format!("{tool} only touches herald's own state"),
+                None,
+                false,
+            );
+        }
+        if tool == "execute_code" {
+            return match mode {
+                Mode::ReadOnly => verdict(
+                    Decision::Ask,
+                    "mode:read-only",
+                    "read-only mode: execute_code runs a script that can write and run commands",
+                    bare,
+                    false,
+                ),
+                Mode::WorkspaceWrite if !self.config.sandbox_available => verdict(
+                    Decision::Ask,
+                    "sandbox-unavailable",
+                    "the sandbox is unavailable on this machine, so execute_code would run unconfined",
+                    bare,
+                    false,
+                ),
+                Mode::WorkspaceWrite => verdict(
+                    Decision::Allow,
+                    "mode:workspace-write",
+                    "execute_code runs confined to the working directory",
+                    None,
+                    true,
+                ),
+                Mode::FullAccess => verdict(
+                    Decision::Allow,
+                    "mode:full-access",
+                    "full-access mode runs execute_code",
+                    None,
+                    false,
+                ),
+            };
+        }
+        if mode == Mode::FullAccess {
+            return verdict(
+                Decision::Allow,
+                "mode:full-access",
+                format!("full-access mode runs {tool}"),
+                None,
+                false,
+            );
+        }
+        if tool.starts_with("mcp__") {
+            if self.config.read_only_tools.iter().any(|t| t == tool) {
+                return verdict(
+                    Decision::Allow,
+                    "read-only-tool",
+                    format!("{tool} is marked read-only by its server's configuration"),
+                    None,
+                    false,
+                );
+            }
+            return verdict(
+                Decision::Ask,
+                self.mode_rule(),
+                format!(
+                    "{tool} is an MCP tool not marked read-only; {} mode asks before running it",
+                    mode
+                ),
+                bare,
+                false,
+            );
+        }
+        if call.read_only {
+            return verdict(
+                Decision::Allow,
+                "read-only-tool",
+                format!("{tool} only reads"),
+                None,
+                false,
+            );
+        }
+        verdict(
+            Decision::Ask,
+            self.mode_rule(),
+            format!("{tool} is not read-only; {mode} mode asks before running it"),
+            bare,
+            false,
+        )
+    }
+}
+
+fn lower_first(s: &str) -> String {
+    let mut c = s.chars();
+    match c.next() {
+        Some(f) => f.to_lowercase().chain(c).collect(),
+        None => String::new(),
     }
 }

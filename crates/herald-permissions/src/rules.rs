@@ -1,0 +1,259 @@
+//! Permission rules: `tool`, `tool-glob` or `tool(argument-glob)`.
+//!
+//! * `terminal(GLOB)`: GLOB is a command-string glob; `*` matches any
+//!   characters, `/` and spaces included. It is matched against each simple
+//!   command's normalised text and against the whole command.
+//! * `read_file(GLOB)`, `write_file(GLOB)`, `patch(GLOB)`,
+//!   `search_files(GLOB)`: a path glob (`**` any depth, `*` within one
+//!   segment, leading `~` expanded) matched against the normalised absolute
+//!   path; a relative GLOB is matched against the path relative to the
+//!   working directory.
+//! * `execute_code(GLOB)`: matched against the script text.
+//! * any other `tool(GLOB)`: matched against the arguments as compact JSON.
+//! * `tool` alone, or a tool-name glob (`mcp__fs__*`), matches any
+//!   arguments.
+
+use std::path::Path;
+
+use globset::{GlobBuilder, GlobMatcher};
+
+use crate::RuleError;
+
+pub(crate) const PATH_TOOLS: &[&str] = &["read_file", "write_file", "patch", "search_files"];
+
+#[derive(Debug, Clone)]
+enum ToolPattern {
+    Exact(String),
+    Glob(GlobMatcher),
+}
+
+#[derive(Debug, Clone)]
+pub(crate) enum ArgPattern {
+    /// No argument pattern: any arguments.
+    Any,
+    /// A command-string glob (terminal), or text glob (execute_code, JSON).
+    Text(GlobMatcher),
+    /// A path glob; `relative` ones match the path relative to the cwd.
+    Path { glob: GlobMatcher, relative: bool },
+}
+
+/// Where a rule came from (named in reasons).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Source {
+    User,
+    Project,
+    Session,
+}
+
+impl Source {
+    pub fn describe(self) -> &'static str {
+        match self {
+            Self::User => "your permission rules",
+            Self::Project => "the project's .herald/permissions.toml",
+            Self::Session => "an approval for this session",
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Rule {
+    pub text: String,
+    pub source: Source,
+    tool: ToolPattern,
+    pub arg: ArgPattern,
+}
+
+fn err(rule: &str, why: impl Into<String>) -> RuleError {
+    RuleError {
+        rule: rule.to_owned(),
+        why: why.into(),
+    }
+}
+
+impl Rule {
+    pub fn parse(text: &str, source: Source, home: Option<&Path>) -> Result<Self, RuleError> {
+        let t = text.trim();
+        if t.is_empty() {
+            return Err(err(
+                text,
+                "the rule is empty; write `tool` or `tool(pattern)`",
+            ));
+        }
+        let (name, arg) = match t.find('(') {
+            Some(open) => {
+                let Some(inner) = t[open + 1..].strip_suffix(')') else {
+                    return Err(err(
+                        text,
+                        "a rule with `(` must end with `)`, as in `terminal(git push*)`",
+                    ));
+                };
+                if inner.trim().is_empty() {
+                    return Err(err(
+                        text,
+                        "the argument pattern is empty; write the tool name alone to match any arguments",
+                    ));
+                }
+                (&t[..open], Some(inner))
+            }
+            None => {
+                if t.contains(')') {
+                    return Err(err(text, "unbalanced `)`"));
+                }
+                (t, None)
+            }
+        };
+        let name = name.trim();
+        if name.is_empty() {
+            return Err(err(text, "the tool name is missing before `(`"));
+        }
+        if let Some(bad) = name
+            .chars()
+            .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '*' | '?')))
+        {
+            return Err(err(
+                text,
+                format!(
+                    "the tool name contains `{bad}`; it may contain letters, digits, `_`, `-`, `.` and the globs `*` `?`"
+                ),
+            ));
+        }
+        let tool = if name.contains(['*', '?']) {
+            let g = GlobBuilder::new(name)
+                .literal_separator(false)
+                .build()
+                .map_err(|e| err(text, format!("bad tool-name glob: {e}")))?;
+            ToolPattern::Glob(g.compile_matcher())
+        } else {
+            ToolPattern::Exact(name.to_owned())
+        };
+        let arg = match arg {
+            None => ArgPattern::Any,
+            Some(a) if PATH_TOOLS.contains(&name) => {
+                let expanded = crate::paths::expand_tilde(a.trim(), home).ok_or_else(|| {
+                    err(
+                        text,
+                        "`~` in the pattern needs a known home directory (and only `~` or `~/…` is supported)",
+                    )
+                })?;
+                let relative = !expanded.starts_with('/') && !expanded.starts_with("**");
+                let g = GlobBuilder::new(&expanded)
+                    .literal_separator(true)
+                    .backslash_escape(true)
+                    .build()
+                    .map_err(|e| err(text, format!("bad path glob: {e}")))?;
+                ArgPattern::Path {
+                    glob: g.compile_matcher(),
+                    relative,
+                }
+            }
+            Some(a) => {
+                let g = GlobBuilder::new(a)
+                    .literal_separator(false)
+                    .backslash_escape(false)
+                    .build()
+                    .map_err(|e| err(text, format!("bad pattern: {e}")))?;
+                ArgPattern::Text(g.compile_matcher())
+            }
+        };
+        Ok(Self {
+            text: t.to_owned(),
+            source,
+            tool,
+            arg,
+        })
+    }
+
+    pub fn matches_tool(&self, tool: &str) -> bool {
+        match &self.tool {
+            ToolPattern::Exact(n) => n == tool,
+            ToolPattern::Glob(g) => g.is_match(tool),
+        }
+    }
+
+    /// Matches a text argument (command, script, JSON).
+    pub fn matches_text(&self, text: &str) -> bool {
+        match &self.arg {
+            ArgPattern::Any => true,
+            ArgPattern::Text(g) => g.is_match(text),
+            ArgPattern::Path { glob, .. } => glob.is_match(text),
+        }
+    }
+
+    /// Matches a path argument in any of its spellings.
+    pub fn matches_path(&self, spellings: &[&Path], cwd: &Path) -> bool {
+        match &self.arg {
+            ArgPattern::Any => true,
+            ArgPattern::Text(g) => spellings.iter().any(|p| g.is_match(p)),
+            ArgPattern::Path { glob, relative } => spellings.iter().any(|p| {
+                if *relative {
+                    p.strip_prefix(cwd).is_ok_and(|r| glob.is_match(r))
+                } else {
+                    glob.is_match(p)
+                }
+            }),
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    fn rule(t: &str) -> Rule {
+        Rule::parse(t, Source::User, Some(Path::new("/home/user"))).unwrap()
+    }
+
+    #[test]
+    fn parses_and_matches_terminal_globs() {
+        let r = rule("terminal(git push*)");
+        assert!(r.matches_tool("terminal"));
+        assert!(r.matches_text("git push"));
+        assert!(r.matches_text("git push --force origin main"));
+        assert!(!r.matches_text("git pull"));
+        let r = rule("terminal(rm -rf /tmp/*)");
+        assert!(r.matches_text("rm -rf /tmp/a/b c"));
+    }
+
+    #[test]
+    fn path_globs() {
+        let r = rule("write_file(/etc/**)");
+        assert!(r.matches_path(&[Path::new("/etc/hosts")], Path::new("/w")));
+        assert!(r.matches_path(&[Path::new("/etc/a/b")], Path::new("/w")));
+        assert!(!r.matches_path(&[Path::new("/etcx")], Path::new("/w")));
+        let r = rule("write_file(/w/*.rs)");
+        assert!(!r.matches_path(&[Path::new("/w/a/b.rs")], Path::new("/w")));
+        let r = rule("read_file(~/.ssh/*)");
+        assert!(r.matches_path(&[Path::new("/home/user/.ssh/id_rsa")], Path::new("/w")));
+        let r = rule("write_file(src/**)");
+        assert!(r.matches_path(&[Path::new("/w/src/a.rs")], Path::new("/w")));
+        assert!(!r.matches_path(&[Path::new("/x/src/a.rs")], Path::new("/w")));
+    }
+
+    #[test]
+    fn tool_name_globs_and_bare_names() {
+        let r = rule("mcp__fs__*");
+        assert!(r.matches_tool("mcp__fs__read"));
+        assert!(!r.matches_tool("mcp__git__log"));
+        assert!(r.matches_text("anything"));
+        assert!(rule("execute_code").matches_tool("execute_code"));
+    }
+
+    #[test]
+    fn invalid_rules_name_the_rule_and_why() {
+        for (bad, why) in [
+            ("", "empty"),
+            ("terminal(", "must end with"),
+            ("terminal()", "empty"),
+            ("(x)", "missing"),
+            ("ter minal", "contains"),
+            ("write_file([)", "bad path glob"),
+            ("terminal(a[)", "bad pattern"),
+        ] {
+            let e = Rule::parse(bad, Source::User, None).unwrap_err();
+            assert_eq!(e.rule, bad);
+            assert!(e.why.contains(why), "{bad}: {}", e.why);
+            assert!(e.to_string().contains("invalid permission rule"));
+        }
+    }
+}
