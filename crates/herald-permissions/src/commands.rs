@@ -627,10 +627,12 @@ fn has_flag(args: &[Word], short: &[char], long: &[&str]) -> bool {
             if long.iter().any(|x| x.trim_start_matches('-') == l) {
                 return true;
             }
-        } else if a.text.starts_with('-') && a.text.len() > 1 && !a.dynamic {
-            if a.text[1..].chars().any(|c| short.contains(&c)) {
-                return true;
-            }
+        } else if a.text.starts_with('-')
+            && a.text.len() > 1
+            && !a.dynamic
+            && a.text[1..].chars().any(|c| short.contains(&c))
+        {
+            return true;
         }
     }
     false
@@ -638,7 +640,7 @@ fn has_flag(args: &[Word], short: &[char], long: &[&str]) -> bool {
 
 /// The value of an option given as `-o V`, `-oV`, `--output V` or
 /// `--output=V`.
-fn opt_value<'w>(args: &'w [Word], short: Option<&str>, long: &[&str]) -> Option<Word> {
+fn opt_value(args: &[Word], short: Option<&str>, long: &[&str]) -> Option<Word> {
     let mut i = 0;
     while i < args.len() {
         let t = &args[i].text;
@@ -688,14 +690,13 @@ fn suggest(prefix_words: &[Word], rest: &[Word]) -> Option<String> {
     let mut parts: Vec<&str> = prefix_words.iter().map(|w| w.text.as_str()).collect();
     parts.push(&name.text);
     let base = basename(&name.text);
-    if SUBCOMMAND_TOOLS.contains(&base) {
-        if let Some(sub) = rest[1..]
+    if SUBCOMMAND_TOOLS.contains(&base)
+        && let Some(sub) = rest[1..]
             .iter()
             .find(|a| !a.text.starts_with('-') && !a.dynamic)
-        {
-            parts.push(&sub.text);
-            return Some(format!("terminal({}*)", parts.join(" ")));
-        }
+    {
+        parts.push(&sub.text);
+        return Some(format!("terminal({}*)", parts.join(" ")));
     }
     Some(format!("terminal({} *)", parts.join(" ")))
 }
@@ -814,6 +815,18 @@ impl Analyzer<'_> {
             let Some(first) = un.words.first() else {
                 return Stream::default();
             };
+            if let Some(d) = &first.download {
+                j.raise(
+                    Severity::Floor,
+                    "floor",
+                    format!(
+                        "`{}` runs a command name taken from a download (`{}`)",
+                        short(full_text),
+                        short(d)
+                    ),
+                );
+                return Stream::default();
+            }
             if first.dynamic {
                 j.raise(
                     Severity::Unresolved,
@@ -1139,7 +1152,17 @@ impl Analyzer<'_> {
 
     /// `bash -c STRING`-like: a string run by a shell.
     fn shell_string(&mut self, j: &mut Judge, w: &Word, full_text: &str) {
-        if w.dynamic {
+        if let Some(d) = &w.download {
+            j.raise(
+                Severity::Floor,
+                "floor",
+                format!(
+                    "`{}` runs a download (`{}`) as shell code",
+                    short(full_text),
+                    short(d)
+                ),
+            );
+        } else if w.dynamic {
             j.raise(
                 Severity::Unresolved,
                 "unresolved",
@@ -1235,9 +1258,12 @@ impl Analyzer<'_> {
             let w = Word {
                 text: join(args),
                 dynamic: args.iter().any(|w| w.dynamic),
+                download: args.iter().find_map(|w| w.download.clone()),
                 ..Word::default()
             };
-            if w.dynamic {
+            if w.download.is_some() {
+                self.shell_string(j, &w, &cmd_text);
+            } else if w.dynamic {
                 j.raise(
                     Severity::Unresolved,
                     "unresolved",
@@ -1366,17 +1392,17 @@ impl Analyzer<'_> {
                         "unresolved",
                         format!("`{c}` formats or wipes a device only known at run time"),
                     );
-                } else if let Some(r) = paths::resolve(cwd, &t.text, self.env.home) {
-                    if r.spellings().any(paths::is_device) {
-                        j.raise(
-                            Severity::Floor,
-                            "floor",
-                            format!(
-                                "`{c}` formats, partitions or wipes the device {}",
-                                r.display()
-                            ),
-                        );
-                    }
+                } else if let Some(r) = paths::resolve(cwd, &t.text, self.env.home)
+                    && r.spellings().any(paths::is_device)
+                {
+                    j.raise(
+                        Severity::Floor,
+                        "floor",
+                        format!(
+                            "`{c}` formats, partitions or wipes the device {}",
+                            r.display()
+                        ),
+                    );
                 }
             }
             j.raise(
@@ -1561,15 +1587,14 @@ impl Analyzer<'_> {
         } else if n == "base64" || n == "base32" || n == "basenc" {
             if has_flag(args, &['d', 'D'], &["--decode"])
                 && positionals(args, &["-w", "--wrap"]).is_empty()
+                && n == "base64"
             {
-                if n == "base64" {
-                    out.known = self
-                        .stdin
-                        .known
-                        .as_deref()
-                        .and_then(text::base64_decode)
-                        .map(|b| String::from_utf8_lossy(&b).into_owned());
-                }
+                out.known = self
+                    .stdin
+                    .known
+                    .as_deref()
+                    .and_then(text::base64_decode)
+                    .map(|b| String::from_utf8_lossy(&b).into_owned());
             }
             out.download = self.stdin.download.clone();
         } else if n == "echo" || n == "printf" {
@@ -1799,28 +1824,28 @@ impl Analyzer<'_> {
             self.sed(n, args, j, cmd_text, cwd);
             return;
         }
-        if n.starts_with("py") {
-            if let Some(m) = opt_value(args, Some("-m"), &[]) {
-                if matches!(m.text.as_str(), "pip" | "pip3" | "ensurepip" | "pipx") {
-                    let idx = args
-                        .iter()
-                        .position(|a| a.text == "-m" || a.text.starts_with("-m"))
-                        .unwrap_or(0);
-                    let rest: Vec<Word> = args[idx + 1..]
-                        .iter()
-                        .skip(if args[idx].text == "-m" { 1 } else { 0 })
-                        .cloned()
-                        .collect();
-                    self.lang_pm("pip", &rest, j, cmd_text);
-                    return;
-                }
-                j.raise(
-                    Severity::Safe,
-                    "safe-list",
-                    format!("`{c}` runs the {} module (confined)", m.text),
-                );
+        if n.starts_with("py")
+            && let Some(m) = opt_value(args, Some("-m"), &[])
+        {
+            if matches!(m.text.as_str(), "pip" | "pip3" | "ensurepip" | "pipx") {
+                let idx = args
+                    .iter()
+                    .position(|a| a.text == "-m" || a.text.starts_with("-m"))
+                    .unwrap_or(0);
+                let rest: Vec<Word> = args[idx + 1..]
+                    .iter()
+                    .skip(if args[idx].text == "-m" { 1 } else { 0 })
+                    .cloned()
+                    .collect();
+                self.lang_pm("pip", &rest, j, cmd_text);
                 return;
             }
+            j.raise(
+                Severity::Safe,
+                "safe-list",
+                format!("`{c}` runs the {} module (confined)", m.text),
+            );
+            return;
         }
         let script = positionals(
             args,
@@ -1839,15 +1864,15 @@ impl Analyzer<'_> {
         .next();
         match script {
             Some(s) if s.text != "-" => {
-                if let Some(st) = s.stream.as_deref() {
-                    if let Some(d) = &st.download {
-                        j.raise(
-                            Severity::Floor,
-                            "floor",
-                            format!("`{c}` runs a download (`{}`) with {n}", short(d)),
-                        );
-                        return;
-                    }
+                if let Some(st) = s.stream.as_deref()
+                    && let Some(d) = &st.download
+                {
+                    j.raise(
+                        Severity::Floor,
+                        "floor",
+                        format!("`{c}` runs a download (`{}`) with {n}", short(d)),
+                    );
+                    return;
                 }
                 j.raise(
                     Severity::Safe,
@@ -1886,19 +1911,19 @@ impl Analyzer<'_> {
             args,
             &["-n", "--iterations", "-s", "--size", "--interactive"],
         );
-        for t in &targets {
-            if recursive {
-                self.recursive_target(j, t, cwd, cmd_text, "deletes recursively");
-            } else {
-                self.write_target(j, t, cwd, cmd_text, "deletes");
-            }
-        }
         if recursive && !targets.is_empty() {
             j.raise(
                 Severity::Risky,
                 "recursive-delete",
                 format!("`{c}` deletes a directory tree recursively"),
             );
+        }
+        for t in &targets {
+            if recursive {
+                self.recursive_target(j, t, cwd, cmd_text, "deletes recursively");
+            } else {
+                self.write_target(j, t, cwd, cmd_text, "deletes");
+            }
         }
         j.raise(
             Severity::Safe,
@@ -2067,16 +2092,15 @@ impl Analyzer<'_> {
         for s in &pos {
             if n == "mv" {
                 // Moving a source away deletes it there.
-                if !s.dynamic {
-                    if let Some(r) = paths::resolve(cwd, &s.text, self.env.home) {
-                        if paths::is_floor_dir(&r, self.env.home) {
-                            j.raise(
-                                Severity::Floor,
-                                "floor",
-                                format!("`{c}` moves away {}", r.display()),
-                            );
-                        }
-                    }
+                if !s.dynamic
+                    && let Some(r) = paths::resolve(cwd, &s.text, self.env.home)
+                    && paths::is_floor_dir(&r, self.env.home)
+                {
+                    j.raise(
+                        Severity::Floor,
+                        "floor",
+                        format!("`{c}` moves away {}", r.display()),
+                    );
                 }
                 self.write_target(j, s, cwd, cmd_text, "moves away");
             }
@@ -2181,10 +2205,8 @@ impl Analyzer<'_> {
                 None => self.write_cwd(j, cwd, cmd_text),
             }
         }
-        if create {
-            if let Some(f) = file.filter(|f| f.text != "-") {
-                self.write_target(j, &f, cwd, cmd_text, "writes the archive");
-            }
+        if create && let Some(f) = file.filter(|f| f.text != "-") {
+            self.write_target(j, &f, cwd, cmd_text, "writes the archive");
         }
         if extract || create {
             j.raise(
@@ -2250,10 +2272,10 @@ impl Analyzer<'_> {
                 self.read_target(j, &w, cwd, cmd_text);
             }
         }
-        if n == "wget" {
-            if let Some(p) = opt_value(args, Some("-P"), &["--directory-prefix"]) {
-                self.write_target(j, &p, cwd, cmd_text, "downloads into");
-            }
+        if n == "wget"
+            && let Some(p) = opt_value(args, Some("-P"), &["--directory-prefix"])
+        {
+            self.write_target(j, &p, cwd, cmd_text, "downloads into");
         }
     }
 
@@ -2285,19 +2307,13 @@ impl Analyzer<'_> {
                 format!("`{c}` copies over the network"),
             );
         }
-        if let Some(dest) = pos.last().filter(|_| pos.len() >= 2) {
-            if !remote(dest) {
-                if args.iter().any(|a| a.text.starts_with("--delete")) {
-                    self.recursive_target(
-                        j,
-                        dest,
-                        cwd,
-                        cmd_text,
-                        "deletes (rsync --delete) inside",
-                    );
-                }
-                self.write_target(j, dest, cwd, cmd_text, "writes to");
+        if let Some(dest) = pos.last().filter(|_| pos.len() >= 2)
+            && !remote(dest)
+        {
+            if args.iter().any(|a| a.text.starts_with("--delete")) {
+                self.recursive_target(j, dest, cwd, cmd_text, "deletes (rsync --delete) inside");
             }
+            self.write_target(j, dest, cwd, cmd_text, "writes to");
         }
         for s in pos.iter().take(pos.len().saturating_sub(1)) {
             if !remote(s) {
@@ -2343,10 +2359,10 @@ impl Analyzer<'_> {
             | "whatchanged" | "show-ref" | "for-each-ref" | "verify-commit" | "verify-tag"
             | "cherry" | "range-diff" | "diff-tree" | "diff-files" | "diff-index" | "var"
             | "fsck" | "show-branch" | "check-ref-format" | "hash-object" | "difftool" => {
-                if sub == "diff" || sub == "log" || sub == "show" {
-                    if let Some(o) = opt_value(rest, None, &["--output"]) {
-                        self.write_target(j, &o, cwd, cmd_text, "writes");
-                    }
+                if (sub == "diff" || sub == "log" || sub == "show")
+                    && let Some(o) = opt_value(rest, None, &["--output"])
+                {
+                    self.write_target(j, &o, cwd, cmd_text, "writes");
                 }
             }
             "branch" => {
@@ -2473,14 +2489,15 @@ impl Analyzer<'_> {
                     format!("`{c}` changes worktrees"),
                 ),
             },
-            "reflog" => match rest_pos.first().map(|w| w.text.as_str()) {
-                Some("expire" | "delete") => j.raise(
-                    Severity::Risky,
-                    "destructive-git",
-                    format!("`{c}` deletes reflog entries (the safety net for lost commits)"),
-                ),
-                _ => {}
-            },
+            "reflog" => {
+                if let Some("expire" | "delete") = rest_pos.first().map(|w| w.text.as_str()) {
+                    j.raise(
+                        Severity::Risky,
+                        "destructive-git",
+                        format!("`{c}` deletes reflog entries (the safety net for lost commits)"),
+                    )
+                }
+            }
             "notes" => match rest_pos.first().map(|w| w.text.as_str()) {
                 None | Some("list" | "show") => {}
                 _ => j.raise(Severity::Safe, "safe-list", format!("`{c}` changes notes")),
@@ -2580,10 +2597,10 @@ impl Analyzer<'_> {
             | "bisect" | "gc" | "sparse-checkout" | "maintenance" | "bundle" | "mergetool"
             | "citool" | "commit-tree" | "read-tree" | "write-tree" | "update-index"
             | "pack-refs" | "repack" | "rerere" | "archive" | "lfs" | "stage" | "symbolic-ref" => {
-                if sub == "archive" {
-                    if let Some(o) = opt_value(rest, Some("-o"), &["--output"]) {
-                        self.write_target(j, &o, cwd, cmd_text, "writes");
-                    }
+                if sub == "archive"
+                    && let Some(o) = opt_value(rest, Some("-o"), &["--output"])
+                {
+                    self.write_target(j, &o, cwd, cmd_text, "writes");
                 }
                 if sub == "lfs"
                     && matches!(
@@ -2976,6 +2993,9 @@ impl Analyzer<'_> {
                 );
                 continue;
             };
+            if paths::is_harmless_device(&r.lexical) {
+                continue;
+            }
             match paths::classify_write(&r, self.env.ws, self.env.home) {
                 WriteClass::Floor(why) => j.raise(
                     Severity::Floor,
@@ -3205,14 +3225,14 @@ impl Analyzer<'_> {
         if w.dynamic || w.stream.is_some() {
             return;
         }
-        if let Some(r) = paths::resolve(cwd, &w.text, self.env.home) {
-            if let Some(why) = paths::credential(&r, self.env.home, self.env.ws) {
-                j.raise(
-                    Severity::Risky,
-                    "credentials",
-                    format!("`{}` reads {why}", short(cmd_text)),
-                );
-            }
+        if let Some(r) = paths::resolve(cwd, &w.text, self.env.home)
+            && let Some(why) = paths::credential(&r, self.env.home, self.env.ws)
+        {
+            j.raise(
+                Severity::Risky,
+                "credentials",
+                format!("`{}` reads {why}", short(cmd_text)),
+            );
         }
     }
 }

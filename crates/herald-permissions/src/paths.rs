@@ -227,7 +227,7 @@ pub(crate) fn is_device(p: &Path) -> bool {
         && !p.starts_with("/dev/pts")
 }
 
-fn is_harmless_device(p: &Path) -> bool {
+pub(crate) fn is_harmless_device(p: &Path) -> bool {
     HARMLESS_DEVICES.iter().any(|d| p == Path::new(d))
         || p.starts_with("/dev/fd")
         || p.starts_with("/dev/pts")
@@ -256,35 +256,35 @@ const STARTUP_FILES: &[&str] = &[
 /// (workspace-write), if it does. Full-access lets these run.
 pub(crate) fn protected_write(r: &Resolved, home: Option<&Path>) -> Option<String> {
     for p in r.spellings() {
-        if let Some(h) = home {
-            if let Ok(rel) = p.strip_prefix(h) {
-                if STARTUP_FILES.iter().any(|f| rel == Path::new(f)) {
-                    return Some(format!(
-                        "{} is a shell start-up file (runs in every new shell)",
-                        p.display()
-                    ));
-                }
-                if rel.starts_with(".ssh") {
-                    return Some(format!("{} is inside ~/.ssh", p.display()));
-                }
-                if rel.starts_with(".herald") {
-                    return Some(format!("{} is herald's own configuration", p.display()));
-                }
-                if rel == Path::new(".gitconfig") || rel.starts_with(".config/git") {
-                    return Some(format!("{} is the global git configuration", p.display()));
-                }
+        if let Some(h) = home
+            && let Ok(rel) = p.strip_prefix(h)
+        {
+            if STARTUP_FILES.iter().any(|f| rel == Path::new(f)) {
+                return Some(format!(
+                    "{} is a shell start-up file (runs in every new shell)",
+                    p.display()
+                ));
+            }
+            if rel.starts_with(".ssh") {
+                return Some(format!("{} is inside ~/.ssh", p.display()));
+            }
+            if rel.starts_with(".herald") {
+                return Some(format!("{} is herald's own configuration", p.display()));
+            }
+            if rel == Path::new(".gitconfig") || rel.starts_with(".config/git") {
+                return Some(format!("{} is the global git configuration", p.display()));
             }
         }
         if p.starts_with("/etc") {
             return Some(format!("{} is system configuration", p.display()));
         }
-        if let Some(i) = p.components().position(|c| c.as_os_str() == ".git") {
-            if p.components().count() > i + 1 {
-                return Some(format!(
-                    "{} is inside git's internals (.git/: hooks and config can run code)",
-                    p.display()
-                ));
-            }
+        if let Some(i) = p.components().position(|c| c.as_os_str() == ".git")
+            && p.components().count() > i + 1
+        {
+            return Some(format!(
+                "{} is inside git's internals (.git/: hooks and config can run code)",
+                p.display()
+            ));
         }
     }
     None
@@ -296,41 +296,41 @@ pub(crate) fn protected_write(r: &Resolved, home: Option<&Path>) -> Option<Strin
 pub(crate) fn credential(r: &Resolved, home: Option<&Path>, ws: &Workspace) -> Option<String> {
     for p in r.spellings() {
         let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
-        if let Some(h) = home {
-            if let Ok(rel) = p.strip_prefix(h) {
-                let rel_s = rel.to_str().unwrap_or("");
-                if let Ok(ssh) = rel.strip_prefix(".ssh") {
-                    let file = ssh.to_str().unwrap_or("");
-                    let public = file.is_empty()
-                        || file.ends_with(".pub")
-                        || file.starts_with("known_hosts")
-                        || file == "config"
-                        || file == "authorized_keys";
-                    if !public || file.is_empty() {
-                        return Some(format!("{} holds SSH keys", p.display()));
-                    }
+        if let Some(h) = home
+            && let Ok(rel) = p.strip_prefix(h)
+        {
+            let rel_s = rel.to_str().unwrap_or("");
+            if let Ok(ssh) = rel.strip_prefix(".ssh") {
+                let file = ssh.to_str().unwrap_or("");
+                let public = file.is_empty()
+                    || file.ends_with(".pub")
+                    || file.starts_with("known_hosts")
+                    || file == "config"
+                    || file == "authorized_keys";
+                if !public || file.is_empty() {
+                    return Some(format!("{} holds SSH keys", p.display()));
                 }
-                const HOME_SECRETS: &[&str] = &[
-                    ".aws/credentials",
-                    ".netrc",
-                    ".config/gh/hosts.yml",
-                    ".docker/config.json",
-                    ".kube/config",
-                    ".git-credentials",
-                    ".pgpass",
-                    ".pypirc",
-                    ".npmrc",
-                    ".cargo/credentials",
-                    ".cargo/credentials.toml",
-                    ".config/gcloud/credentials.db",
-                    ".config/gcloud/application_default_credentials.json",
-                ];
-                if HOME_SECRETS.contains(&rel_s) {
-                    return Some(format!("{} holds credentials", p.display()));
-                }
-                if rel.starts_with(".gnupg") || rel.starts_with(".password-store") {
-                    return Some(format!("{} holds private keys", p.display()));
-                }
+            }
+            const HOME_SECRETS: &[&str] = &[
+                ".aws/credentials",
+                ".netrc",
+                ".config/gh/hosts.yml",
+                ".docker/config.json",
+                ".kube/config",
+                ".git-credentials",
+                ".pgpass",
+                ".pypirc",
+                ".npmrc",
+                ".cargo/credentials",
+                ".cargo/credentials.toml",
+                ".config/gcloud/credentials.db",
+                ".config/gcloud/application_default_credentials.json",
+            ];
+            if HOME_SECRETS.contains(&rel_s) {
+                return Some(format!("{} holds credentials", p.display()));
+            }
+            if rel.starts_with(".gnupg") || rel.starts_with(".password-store") {
+                return Some(format!("{} holds private keys", p.display()));
             }
         }
         if p == Path::new("/etc/shadow") || p == Path::new("/etc/gshadow") {

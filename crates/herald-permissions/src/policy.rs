@@ -288,9 +288,14 @@ impl Policy {
             match mode {
                 Mode::FullAccess => {}
                 Mode::ReadOnly => {
+                    let rule = if f.rule == "credentials" {
+                        "credentials"
+                    } else {
+                        "mode:read-only"
+                    };
                     return verdict(
                         Decision::Ask,
-                        "mode:read-only",
+                        rule,
                         format!(
                             "read-only mode runs only read-only commands; {}",
                             lower_first(&f.reason)
@@ -483,16 +488,16 @@ impl Policy {
             );
         }
         if !write {
-            if let Some(why) = paths::credential(&r, home, ws) {
-                if mode != Mode::FullAccess {
-                    return verdict(
-                        Decision::Ask,
-                        "credentials",
-                        format!("{tool} {shown}: {why}"),
-                        suggest,
-                        false,
-                    );
-                }
+            if let Some(why) = paths::credential(&r, home, ws)
+                && mode != Mode::FullAccess
+            {
+                return verdict(
+                    Decision::Ask,
+                    "credentials",
+                    format!("{tool} {shown}: {why}"),
+                    suggest,
+                    false,
+                );
             }
             return verdict(
                 Decision::Allow,

@@ -103,6 +103,9 @@ pub(crate) struct Word {
     pub braces: bool,
     /// A process substitution (`<(…)`): what it produces.
     pub stream: Option<Box<Stream>>,
+    /// Part of it comes from the network (`"$(curl …)"`): names the
+    /// downloader.
+    pub download: Option<String>,
 }
 
 impl Word {
@@ -365,9 +368,9 @@ impl<'e> Analyzer<'e> {
             };
             let out = self.node(*stage, src);
             // Downloaded data stays downloaded through any filter.
-            let download =
-                out.download
-                    .or_else(|| if i == 0 { None } else { cur.download.clone() });
+            let download = out
+                .download
+                .or_else(|| if i == 0 { None } else { cur.download.clone() });
             cur = Stream {
                 download,
                 piped: true,
@@ -742,6 +745,9 @@ impl<'e> Analyzer<'e> {
                 let saved = (self.cwd.clone(), self.vars.clone());
                 let out = self.children(n, src);
                 (self.cwd, self.vars) = saved;
+                if out.download.is_some() {
+                    w.download = out.download.clone();
+                }
                 match out.known {
                     Some(t) => w.text.push_str(t.trim_end_matches('\n')),
                     None => {
@@ -864,12 +870,11 @@ fn fork_bomb(name: &str, body: Node<'_>, src: &str) -> bool {
     while let Some(n) = stack.pop() {
         match n.kind() {
             "pipeline" => multiplies = true,
-            "command" => {
+            "command"
                 if n.child_by_field_name("name")
-                    .is_some_and(|x| text_of(x, src) == name)
-                {
-                    calls_self = true;
-                }
+                    .is_some_and(|x| text_of(x, src) == name) =>
+            {
+                calls_self = true;
             }
             _ => {}
         }
