@@ -1214,7 +1214,13 @@ impl Analyzer<'_> {
         if w.dynamic {
             return None;
         }
-        paths::resolve(cwd, &w.text, self.env.home).map(|r| r.lexical)
+        let expanded = paths::expand_tilde(&w.text, self.env.home)?;
+        let p = Path::new(&expanded);
+        if p.is_absolute() {
+            Some(paths::lexical(Path::new("/"), p))
+        } else {
+            cwd.map(|c| paths::lexical(c, p))
+        }
     }
 
     fn classify(
@@ -3225,9 +3231,28 @@ impl Analyzer<'_> {
         if w.dynamic || w.stream.is_some() {
             return;
         }
-        if let Some(r) = paths::resolve(cwd, &w.text, self.env.home)
-            && let Some(why) = paths::credential(&r, self.env.home, self.env.ws)
-        {
+        // Lexical spelling first; the kernel's only when the path itself is
+        // a symlink (a read through a symlinked parent directory is not
+        // followed here; read_file resolves fully).
+        let Some(expanded) = paths::expand_tilde(&w.text, self.env.home) else {
+            return;
+        };
+        let p = Path::new(&expanded);
+        let lexical = match (p.is_absolute(), cwd) {
+            (true, _) => paths::lexical(Path::new("/"), p),
+            (false, Some(c)) => paths::lexical(c, p),
+            (false, None) => return,
+        };
+        let is_link = std::fs::symlink_metadata(&lexical).is_ok_and(|m| m.file_type().is_symlink());
+        let r = paths::Resolved {
+            canonical: if is_link {
+                paths::canonical(&lexical)
+            } else {
+                lexical.clone()
+            },
+            lexical,
+        };
+        if let Some(why) = paths::credential(&r, self.env.home, self.env.ws) {
             j.raise(
                 Severity::Risky,
                 "credentials",

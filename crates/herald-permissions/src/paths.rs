@@ -361,18 +361,14 @@ pub(crate) struct Workspace {
 }
 
 impl Workspace {
-    pub fn new(cwd: &Path, writable_roots: &[Resolved]) -> Self {
-        let mut roots = Vec::with_capacity(writable_roots.len() + 4);
+    /// `extra_roots`: the writable roots and temp directories, resolved
+    /// once by the policy ([`temp_roots`]).
+    pub fn new(cwd: &Path, extra_roots: &[Resolved]) -> Self {
+        let mut roots = Vec::with_capacity(extra_roots.len() + 1);
         if let Some(c) = resolve(None, &cwd.to_string_lossy(), None) {
             roots.push(c);
         }
-        roots.extend(writable_roots.iter().cloned());
-        for t in ["/tmp", "/var/tmp", "/dev/shm"] {
-            roots.push(Resolved {
-                lexical: PathBuf::from(t),
-                canonical: canonical(Path::new(t)),
-            });
-        }
+        roots.extend(extra_roots.iter().cloned());
         Self { roots }
     }
 
@@ -392,6 +388,17 @@ impl Workspace {
     pub fn cwd_root(&self) -> Option<&Resolved> {
         self.roots.first()
     }
+}
+
+/// The temp directories, writable in every mode that writes.
+pub(crate) fn temp_roots() -> Vec<Resolved> {
+    ["/tmp", "/var/tmp", "/dev/shm"]
+        .iter()
+        .map(|t| Resolved {
+            lexical: PathBuf::from(t),
+            canonical: canonical(Path::new(t)),
+        })
+        .collect()
 }
 
 /// How a write to one path is judged.
@@ -518,7 +525,7 @@ mod tests {
     #[test]
     fn protected_and_credentials() {
         let h = Some(Path::new("/home/user"));
-        let ws = Workspace::new(Path::new("/work/p"), &[]);
+        let ws = Workspace::new(Path::new("/work/p"), &temp_roots());
         let r = |p: &str| resolve(Some(Path::new("/work/p")), p, h).unwrap();
         assert!(protected_write(&r("~/.bashrc"), h).is_some());
         assert!(protected_write(&r(".git/hooks/pre-commit"), h).is_some());

@@ -57,6 +57,7 @@ pub struct Policy {
     allow: Vec<Rule>,
     ask: Vec<Rule>,
     deny: Vec<Rule>,
+    /// `writable_roots` and the temp directories, resolved once.
     writable_roots: Vec<Resolved>,
 }
 
@@ -115,11 +116,12 @@ impl Policy {
         ask.extend(compile(&config.project_ask, Source::Project)?);
         let mut deny = compile(&config.deny, Source::User)?;
         deny.extend(compile(&config.project_deny, Source::Project)?);
-        let writable_roots = config
+        let mut writable_roots: Vec<Resolved> = config
             .writable_roots
             .iter()
             .filter_map(|r| paths::resolve(None, &r.to_string_lossy(), home))
             .collect();
+        writable_roots.extend(paths::temp_roots());
         Ok(Self {
             config,
             allow,

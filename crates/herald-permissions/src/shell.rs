@@ -23,13 +23,32 @@ const MAX_NODE_DEPTH: u32 = 150;
 /// Longer command lines are not parsed (they ask).
 const MAX_SCRIPT_LEN: usize = 100_000;
 
+/// How many recent parse trees each thread keeps (agents repeat commands:
+/// `cargo test`, `git status`). Parsing is a pure function of the text, so
+/// memoising it changes no decision; everything after the parse (paths,
+/// symlinks, rules) is judged afresh on every call.
+const PARSE_CACHE: usize = 32;
+
 thread_local! {
     static PARSER: RefCell<Option<Parser>> = const { RefCell::new(None) };
+    static TREES: RefCell<Vec<(String, Tree)>> = const { RefCell::new(Vec::new()) };
 }
 
-/// Parses with this thread's parser (created on first use).
+/// Parses with this thread's parser (created on first use), through a small
+/// most-recently-used cache of trees.
 fn parse(src: &str) -> Option<Tree> {
-    PARSER.with(|cell| {
+    let hit = TREES.with(|cache| {
+        let mut cache = cache.borrow_mut();
+        let i = cache.iter().position(|(s, _)| s == src)?;
+        let entry = cache.remove(i);
+        let tree = entry.1.clone();
+        cache.insert(0, entry);
+        Some(tree)
+    });
+    if hit.is_some() {
+        return hit;
+    }
+    let tree = PARSER.with(|cell| {
         let mut slot = cell.borrow_mut();
         if slot.is_none() {
             let mut p = Parser::new();
@@ -39,7 +58,13 @@ fn parse(src: &str) -> Option<Tree> {
         let parser = slot.as_mut()?;
         parser.reset();
         parser.parse(src, None)
-    })
+    })?;
+    TREES.with(|cache| {
+        let mut cache = cache.borrow_mut();
+        cache.truncate(PARSE_CACHE - 1);
+        cache.insert(0, (src.to_owned(), tree.clone()));
+    });
+    Some(tree)
 }
 
 /// How strict one simple command's judgement is, least strict first.
@@ -173,6 +198,9 @@ pub(crate) fn text_of<'s>(n: Node<'_>, src: &'s str) -> &'s str {
 
 /// Shortens a command or path for a reason sentence.
 pub(crate) fn short(s: &str) -> String {
+    if s.len() <= 80 && !s.contains(['\n', '\t', '\r']) && !s.contains("  ") && s.trim() == s {
+        return s.to_owned();
+    }
     let one_line: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
     if one_line.chars().count() > 80 {
         let cut: String = one_line.chars().take(77).collect();
@@ -382,14 +410,11 @@ impl<'e> Analyzer<'e> {
     }
 
     fn redirected(&mut self, n: Node<'_>, src: &str) -> Stream {
-        let mut redirects = Vec::new();
-        let mut c = n.walk();
-        for (i, child) in n.children(&mut c).enumerate() {
-            let field = n.field_name_for_child(i as u32);
-            if field == Some("redirect") {
-                redirects.push(child);
-            }
-        }
+        let redirects: Vec<Node<'_>> = with_fields(n)
+            .into_iter()
+            .filter(|(f, _)| *f == Some("redirect"))
+            .map(|(_, c)| c)
+            .collect();
         match n.child_by_field_name("body") {
             Some(body) if body.kind() == "command" => self.command(body, src, &redirects),
             body => {
@@ -511,9 +536,7 @@ impl<'e> Analyzer<'e> {
         let mut words: Vec<Word> = Vec::new();
         let mut redirect_nodes: Vec<Node<'_>> = extra.to_vec();
         let mut tainted = self.path_tainted;
-        let mut c = n.walk();
-        for (i, child) in n.children(&mut c).enumerate() {
-            let field = n.field_name_for_child(i as u32);
+        for (field, child) in with_fields(n) {
             match (field, child.kind()) {
                 (_, "variable_assignment") => {
                     // `X=1 cmd`: for this command only.
@@ -821,6 +844,22 @@ impl<'e> Analyzer<'e> {
     }
 }
 
+/// The children of `n` with their field names (one cursor pass; asking
+/// each child's field name separately is quadratic).
+fn with_fields<'t>(n: Node<'t>) -> Vec<(Option<&'t str>, Node<'t>)> {
+    let mut out = Vec::with_capacity(n.child_count() as usize);
+    let mut c = n.walk();
+    if c.goto_first_child() {
+        loop {
+            out.push((c.field_name(), c.node()));
+            if !c.goto_next_sibling() {
+                break;
+            }
+        }
+    }
+    out
+}
+
 /// PATH-like variables: changing them changes what a command name runs.
 fn is_taint_var(name: &str) -> bool {
     matches!(
@@ -1031,9 +1070,16 @@ mod tests {
     }
 
     #[test]
-    fn parser_is_reused_per_thread() {
+    fn parser_is_reused_per_thread_and_trees_are_memoised() {
         assert!(parse("ls").is_some());
         assert!(parse("echo hi | wc").is_some());
         PARSER.with(|p| assert!(p.borrow().is_some()));
+        let a = parse("echo memo").unwrap();
+        let b = parse("echo memo").unwrap();
+        assert_eq!(a.root_node().to_sexp(), b.root_node().to_sexp());
+        for i in 0..(PARSE_CACHE * 2) {
+            parse(&format!("echo {i}")).unwrap();
+        }
+        TREES.with(|c| assert_eq!(c.borrow().len(), PARSE_CACHE));
     }
 }
