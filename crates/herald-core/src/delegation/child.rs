@@ -422,6 +422,10 @@ impl Delegation {
                         .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(message.clone());
                 }
                 EventKind::AssistantMessage { .. } => progress.touch(),
+                // A human must see (and answer) what a subagent asks.
+                EventKind::ApprovalRequested { .. } | EventKind::ApprovalResolved { .. } => {
+                    out.emit(event.kind.clone());
+                }
                 _ => {}
             }
         });
