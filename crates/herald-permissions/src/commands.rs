@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::paths::{self, WriteClass};
-use crate::shell::{Analyzer, Finding, Redirect, Severity, Stream, Word, short};
+use crate::shell::{Analyzer, Finding, Redirect, Severity, Stream, Word, Written, short};
 use crate::text;
 
 /// The strictest judgement seen so far for one simple command.
@@ -690,13 +690,45 @@ fn suggest(prefix_words: &[Word], rest: &[Word]) -> Option<String> {
     let mut parts: Vec<&str> = prefix_words.iter().map(|w| w.text.as_str()).collect();
     parts.push(&name.text);
     let base = basename(&name.text);
-    if SUBCOMMAND_TOOLS.contains(&base)
-        && let Some(sub) = rest[1..]
-            .iter()
-            .find(|a| !a.text.starts_with('-') && !a.dynamic)
-    {
-        parts.push(&sub.text);
-        return Some(format!("terminal({}*)", parts.join(" ")));
+    if SUBCOMMAND_TOOLS.contains(&base) {
+        // Up to and including the subcommand, global options (and their
+        // values) included, so the rule matches this command's text.
+        let with_value = [
+            "-C",
+            "-c",
+            "--git-dir",
+            "--work-tree",
+            "--namespace",
+            "--color",
+            "-Z",
+            "--config",
+            "--manifest-path",
+            "-u",
+            "--user",
+            "-H",
+            "--host",
+        ];
+        let mut i = 1;
+        while i < rest.len() {
+            let w = &rest[i];
+            if w.dynamic {
+                break;
+            }
+            if w.text.starts_with('-') || w.text.starts_with('+') {
+                parts.push(&w.text);
+                if with_value.contains(&w.text.as_str()) {
+                    if let Some(v) = rest.get(i + 1) {
+                        parts.push(&v.text);
+                    }
+                    i += 1;
+                }
+                i += 1;
+                continue;
+            }
+            parts.push(&w.text);
+            return Some(format!("terminal({}*)", parts.join(" ")));
+        }
+        parts.truncate(prefix_words.len() + 1);
     }
     Some(format!("terminal({} *)", parts.join(" ")))
 }
@@ -743,6 +775,14 @@ impl Analyzer<'_> {
         };
         if !full.is_empty() {
             out = self.unwrap_and_classify(&mut un, &mut j, &full_text, depth);
+        }
+        for r in redirects.iter().filter(|r| r.write) {
+            let content = match (&out.download, &out.known, r.stdout) {
+                (Some(d), _, true) => Written::Download(d.clone()),
+                (None, Some(k), true) => Written::Known(k.clone()),
+                _ => Written::Unknown,
+            };
+            self.record_written(&r.target, content, r.append);
         }
         if let Some(p) = &un.privileged {
             j.raise(
@@ -1289,6 +1329,7 @@ impl Analyzer<'_> {
                     "unresolved",
                     format!("`{c}` sources a file only known at run time"),
                 ),
+                Some(a) if self.run_written(j, &a.clone(), &cmd_text) => {}
                 _ => j.raise(
                     Severity::Safe,
                     "safe-list",
@@ -1436,6 +1477,15 @@ impl Analyzer<'_> {
             if n == "tee" {
                 out.known = self.stdin.known.clone();
                 out.download = self.stdin.download.clone();
+                let append = has_flag(args, &['a'], &["--append"]);
+                for t in positionals(args, &["--output-error"]) {
+                    let content = match (&self.stdin.download, &self.stdin.known) {
+                        (Some(d), _) => Written::Download(d.clone()),
+                        (None, Some(k)) => Written::Known(k.clone()),
+                        _ => Written::Unknown,
+                    };
+                    self.record_written(t, content, append);
+                }
             }
         } else if n == "sed" || n == "perl" && has_flag(args, &['i'], &[]) {
             self.sed(n, args, j, &cmd_text, cwd);
@@ -1646,6 +1696,8 @@ impl Analyzer<'_> {
                 "safe-list",
                 format!("`{c}` is on the safe list (runs confined to the working directory)"),
             );
+        } else if by_path && self.run_written(j, &words[0].clone(), &cmd_text) {
+            // A script written earlier in this line: judged by its content.
         } else if by_path {
             let inside = paths::resolve(cwd, &invoked, self.env.home)
                 .is_some_and(|r| self.env.ws.contains(&r));
@@ -1750,6 +1802,8 @@ impl Analyzer<'_> {
                 if let Some(st) = s.stream.as_deref() {
                     let st = st.clone();
                     self.shell_stream(j, &st, cmd_text, "a shell");
+                } else if self.run_written(j, &s.clone(), cmd_text) {
+                    // Judged by the content written earlier in this line.
                 } else if s.dynamic {
                     j.raise(
                         Severity::Unresolved,
@@ -2264,7 +2318,10 @@ impl Analyzer<'_> {
             _ => opt_value(args, Some("-o"), &["--output"]).map(Some),
         };
         match to_file {
-            Some(Some(f)) => self.write_target(j, &f, cwd, cmd_text, "downloads to"),
+            Some(Some(f)) => {
+                self.write_target(j, &f, cwd, cmd_text, "downloads to");
+                self.record_written(&f, Written::Download(cmd_text.to_owned()), false);
+            }
             Some(None) => self.write_cwd(j, cwd, cmd_text),
             None => out.download = Some(cmd_text.to_owned()),
         }
@@ -2944,6 +3001,82 @@ impl Analyzer<'_> {
         }
     }
 
+    /// Remembers a file this command line writes (and its content, when
+    /// known) so running it later in the same line is judged by content.
+    fn record_written(&mut self, target: &Word, content: Written, append: bool) {
+        if target.dynamic {
+            return;
+        }
+        let Some(lex) = self.lexical_of(&target.text) else {
+            return;
+        };
+        if paths::is_harmless_device(&lex) {
+            return;
+        }
+        let content = match (append, self.written.get(&lex).cloned(), content) {
+            (true, Some(Written::Known(a)), Written::Known(b)) => Written::Known(a + &b),
+            (true, Some(Written::Download(d)), _) | (true, _, Written::Download(d)) => {
+                Written::Download(d)
+            }
+            (true, Some(_), _) => Written::Unknown,
+            (_, _, c) => c,
+        };
+        self.written.insert(lex, content);
+    }
+
+    fn lexical_of(&self, raw: &str) -> Option<PathBuf> {
+        let expanded = paths::expand_tilde(raw, self.env.home)?;
+        let p = Path::new(&expanded);
+        if p.is_absolute() {
+            Some(paths::lexical(Path::new("/"), p))
+        } else {
+            self.cwd.as_deref().map(|c| paths::lexical(c, p))
+        }
+    }
+
+    /// Running a script this command line wrote: judged by its content.
+    /// `true` when handled.
+    fn run_written(&mut self, j: &mut Judge, script: &Word, cmd_text: &str) -> bool {
+        if script.dynamic || self.written.is_empty() {
+            return false;
+        }
+        let Some(lex) = self.lexical_of(&script.text) else {
+            return false;
+        };
+        match self.written.get(&lex).cloned() {
+            None => false,
+            Some(Written::Known(text)) => {
+                self.nested_script(&text, cmd_text);
+                true
+            }
+            Some(Written::Download(d)) => {
+                j.raise(
+                    Severity::Floor,
+                    "floor",
+                    format!(
+                        "`{}` runs {}, downloaded earlier in this command (`{}`)",
+                        short(cmd_text),
+                        lex.display(),
+                        short(&d)
+                    ),
+                );
+                true
+            }
+            Some(Written::Unknown) => {
+                j.raise(
+                    Severity::Unresolved,
+                    "unresolved",
+                    format!(
+                        "`{}` runs {}, written earlier in this command with content the check cannot see",
+                        short(cmd_text),
+                        lex.display()
+                    ),
+                );
+                true
+            }
+        }
+    }
+
     /// A write to the working directory (`tar x`, `unzip`, `patch`).
     fn write_cwd(&mut self, j: &mut Judge, cwd: Option<&Path>, cmd_text: &str) {
         let w = match cwd {
@@ -3000,6 +3133,14 @@ impl Analyzer<'_> {
                 continue;
             };
             if paths::is_harmless_device(&r.lexical) {
+                continue;
+            }
+            if paths::is_net_pseudo_device(&r.lexical) {
+                j.raise(
+                    Severity::Risky,
+                    "network",
+                    format!("`{c}` {verb} {}, a network connection", r.display()),
+                );
                 continue;
             }
             match paths::classify_write(&r, self.env.ws, self.env.home) {

@@ -220,11 +220,17 @@ pub(crate) fn floor_write(r: &Resolved) -> Option<&'static str> {
 /// A device node other than the harmless ones (`/dev/null`, `/dev/tty`, …).
 pub(crate) fn is_device(p: &Path) -> bool {
     p.starts_with("/dev")
+        && !is_net_pseudo_device(p)
         && p != Path::new("/dev")
         && !HARMLESS_DEVICES.iter().any(|d| p == Path::new(d))
         && !p.starts_with("/dev/fd")
         && !p.starts_with("/dev/shm")
         && !p.starts_with("/dev/pts")
+}
+
+/// bash's `/dev/tcp/host/port` and `/dev/udp/…`: network, not a device.
+pub(crate) fn is_net_pseudo_device(p: &Path) -> bool {
+    p.starts_with("/dev/tcp") || p.starts_with("/dev/udp")
 }
 
 pub(crate) fn is_harmless_device(p: &Path) -> bool {

@@ -153,6 +153,10 @@ pub(crate) struct Env<'a> {
 pub(crate) struct Redirect {
     pub write: bool,
     pub target: Word,
+    /// It receives the command's stdout (`>`, `1>`, `&>`).
+    pub stdout: bool,
+    /// It appends (`>>`).
+    pub append: bool,
 }
 
 /// Analyses a whole command line run in `cwd`.
@@ -167,6 +171,7 @@ pub(crate) fn analyse(command: &str, cwd: &Path, env: &Env<'_>) -> Vec<Finding> 
         stdin: Stream::default(),
         path_tainted: false,
         functions: Vec::new(),
+        written: HashMap::new(),
     };
     a.script(command);
     a.findings
@@ -190,6 +195,18 @@ pub(crate) struct Analyzer<'e> {
     pub path_tainted: bool,
     /// Functions defined so far (calls to them are not external commands).
     pub functions: Vec<String>,
+    /// Files this command line writes before it may run them, with their
+    /// content when known (`echo 'rm -rf /' > x.sh && bash x.sh`).
+    pub written: HashMap<PathBuf, Written>,
+}
+
+/// What the check knows of a file written earlier in the command line.
+#[derive(Debug, Clone)]
+pub(crate) enum Written {
+    Known(String),
+    Unknown,
+    /// Downloaded by this command (names the downloader).
+    Download(String),
 }
 
 pub(crate) fn text_of<'s>(n: Node<'_>, src: &'s str) -> &'s str {
@@ -420,7 +437,7 @@ impl<'e> Analyzer<'e> {
             body => {
                 // A compound statement or bare redirection: judge the
                 // redirections on their own, with the body's stdin.
-                let (redirs, stdin) = self.redirects(&redirects, src);
+                let (redirs, stdin, trailing) = self.redirects(&redirects, src);
                 let saved = self.stdin.clone();
                 if let Some(s) = stdin {
                     self.stdin = s;
@@ -434,14 +451,19 @@ impl<'e> Analyzer<'e> {
                     let text = short(text_of(n, src));
                     self.judge_redirects_only(&redirs, &text);
                 }
-                out
+                self.trailing(&trailing, out, src)
             }
         }
     }
 
     /// Unquotes redirection targets; returns the write/read targets and
     /// the stdin they set (here-strings, here-documents, `< file`).
-    pub fn redirects(&mut self, nodes: &[Node<'_>], src: &str) -> (Vec<Redirect>, Option<Stream>) {
+    pub fn redirects<'t>(
+        &mut self,
+        nodes: &[Node<'t>],
+        src: &str,
+    ) -> (Vec<Redirect>, Option<Stream>, Vec<Node<'t>>) {
+        let mut trailing = Vec::new();
         let mut out = Vec::new();
         let mut stdin = None;
         let mut stack: Vec<Node<'_>> = nodes.to_vec();
@@ -479,7 +501,14 @@ impl<'e> Analyzer<'e> {
                             });
                         }
                         if write || op == "<" || op == "<>" {
-                            out.push(Redirect { write, target: w });
+                            let fd = r.child_by_field_name("descriptor").map(|d| text_of(d, src));
+                            out.push(Redirect {
+                                write,
+                                target: w,
+                                stdout: matches!(fd, None | Some("1"))
+                                    && matches!(op, ">" | ">>" | ">|" | "&>" | "&>>"),
+                                append: matches!(op, ">>" | "&>>"),
+                            });
                         }
                     }
                 }
@@ -517,7 +546,12 @@ impl<'e> Analyzer<'e> {
                                 }
                             }
                             "file_redirect" | "herestring_redirect" => stack.push(child),
-                            _ => {}
+                            "heredoc_start" | "heredoc_end" => {}
+                            // tree-sitter-bash nests what follows the
+                            // here-document operator on its line (`| bash`,
+                            // `&& rm …`) inside this node: run it after the
+                            // command.
+                            _ => trailing.push(child),
                         }
                     }
                     stdin = Some(Stream {
@@ -529,7 +563,30 @@ impl<'e> Analyzer<'e> {
                 _ => {}
             }
         }
-        (out, stdin)
+        (out, stdin, trailing)
+    }
+
+    /// Statements that tree-sitter nested inside a here-document redirect:
+    /// a pipeline continues from the command's output; anything else runs
+    /// after it.
+    fn trailing(&mut self, trailing: &[Node<'_>], out: Stream, src: &str) -> Stream {
+        let mut last = out.clone();
+        for t in trailing {
+            if t.kind() == "pipeline" {
+                let saved = std::mem::replace(
+                    &mut self.stdin,
+                    Stream {
+                        piped: true,
+                        ..out.clone()
+                    },
+                );
+                last = self.node(*t, src);
+                self.stdin = saved;
+            } else {
+                last = self.node(*t, src);
+            }
+        }
+        last
     }
 
     fn command(&mut self, n: Node<'_>, src: &str, extra: &[Node<'_>]) -> Stream {
@@ -550,11 +607,13 @@ impl<'e> Analyzer<'e> {
                 (Some("name"), _) => {
                     let mut c2 = child.walk();
                     let inner: Vec<Node<'_>> = child.named_children(&mut c2).collect();
-                    let w = match inner.as_slice() {
-                        [one] => self.word(*one, src),
-                        _ => self.word(child, src),
-                    };
-                    words.push(w);
+                    match inner.as_slice() {
+                        [one] => self.argument(*one, src, &mut words),
+                        _ => {
+                            let w = self.word(child, src);
+                            words.push(w);
+                        }
+                    }
                 }
                 (Some("argument"), _) if child.is_named() => {
                     self.argument(child, src, &mut words);
@@ -566,7 +625,7 @@ impl<'e> Analyzer<'e> {
                 _ => {}
             }
         }
-        let (redirects, stdin) = self.redirects(&redirect_nodes, src);
+        let (redirects, stdin, trailing) = self.redirects(&redirect_nodes, src);
         let saved = self.stdin.clone();
         if let Some(s) = stdin {
             self.stdin = s;
@@ -576,7 +635,7 @@ impl<'e> Analyzer<'e> {
         let out = self.simple(words, &redirects, 0);
         self.path_tainted = saved_taint;
         self.stdin = saved;
-        out
+        self.trailing(&trailing, out, src)
     }
 
     /// Unquotes one argument, splitting unquoted expansions with known
