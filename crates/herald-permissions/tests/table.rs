@@ -188,6 +188,19 @@ fn suggested_rules_have_the_documented_shape() {
     );
     assert_eq!(v.allow_rule.as_deref(), Some("terminal(curl *)"));
     let v = check(
+        "terminal",
+        serde_json::json!({"command": "git -C sub push"}),
+    );
+    assert_eq!(v.allow_rule.as_deref(), Some("terminal(git -C sub push*)"));
+    let v = check(
+        "terminal",
+        serde_json::json!({"command": "sudo apt-get install -y jq"}),
+    );
+    assert_eq!(
+        v.allow_rule.as_deref(),
+        Some("terminal(sudo apt-get install*)")
+    );
+    let v = check(
         "write_file",
         serde_json::json!({"path": "/opt/app/config.toml"}),
     );
