@@ -1631,6 +1631,17 @@ impl Analyzer<'_> {
             if let Some(t) = target {
                 self.write_target(j, &t, cwd, &cmd_text, "writes");
             }
+            if n == "sort"
+                && args
+                    .iter()
+                    .any(|a| a.text.starts_with("--compress-program"))
+            {
+                j.raise(
+                    Severity::Safe,
+                    "safe-list",
+                    format!("`{c}` runs a helper program named in its options"),
+                );
+            }
             out.known = None;
         } else if n == "date" && has_flag(args, &['s'], &["--set"])
             || n == "hostname" && first_positional(args).is_some()
@@ -1680,6 +1691,19 @@ impl Analyzer<'_> {
                 out.download = s.download.clone();
                 out.known = s.known.clone();
             }
+        } else if (matches!(n, "rg" | "ripgrep")
+            && args.iter().any(|a| a.text.starts_with("--pre")))
+            || (n == "sort"
+                && args
+                    .iter()
+                    .any(|a| a.text.starts_with("--compress-program")))
+            || (matches!(n, "less" | "more") && args.iter().any(|a| a.text.starts_with("+!")))
+        {
+            j.raise(
+                Severity::Safe,
+                "safe-list",
+                format!("`{c}` runs a helper program named in its options"),
+            );
         } else if n == "mktemp" {
             j.raise(
                 Severity::Safe,
@@ -2185,6 +2209,32 @@ impl Analyzer<'_> {
         });
         if !in_place {
             if n == "sed" {
+                // `e` runs commands, `w`/`W` write files: a script using
+                // them is not read-only (judged loosely: any such letter
+                // after a command separator or address).
+                let script: String = args
+                    .iter()
+                    .filter(|a| !is_opt(a))
+                    .take(1)
+                    .chain(args.iter().filter(|a| a.text.starts_with("--expression")))
+                    .map(|a| a.text.clone())
+                    .collect();
+                let runs_or_writes = script.split([';', '\n', '}']).any(|cmd| {
+                    let t = cmd
+                        .trim_start_matches(|ch: char| ch.is_ascii_digit() || " ,$!{".contains(ch));
+                    t.starts_with('e') || t.starts_with('w') || t.starts_with('W')
+                }) || script.contains("/w ")
+                    || script.contains("/e")
+                    || args
+                        .iter()
+                        .any(|a| a.text == "-f" || a.text.starts_with("--file"));
+                if runs_or_writes {
+                    j.raise(
+                        Severity::Safe,
+                        "safe-list",
+                        format!("`{c}` runs a sed script that can write files or run commands"),
+                    );
+                }
                 return;
             }
             j.raise(
@@ -2401,7 +2451,20 @@ impl Analyzer<'_> {
                     dir = args.get(i + 1).and_then(|w| self.dir_of(w, dir.as_deref()));
                     i += 2;
                 }
-                "-c" | "--git-dir" | "--work-tree" | "--namespace" | "--exec-path" => i += 2,
+                "-c" | "--config-env" | "--exec-path" => {
+                    // Configuration on the command line can name programs
+                    // git runs (core.pager, core.sshCommand, aliases).
+                    j.raise(
+                        Severity::Safe,
+                        "safe-list",
+                        format!(
+                            "`{}` passes git configuration that can run programs",
+                            short(cmd_text)
+                        ),
+                    );
+                    i += 2;
+                }
+                "--git-dir" | "--work-tree" | "--namespace" => i += 2,
                 _ if t.starts_with('-') => i += 1,
                 _ => break,
             }
