@@ -104,7 +104,8 @@ async fn unimplemented_sections_warn_on_every_run() {
     assert!(output.status.success(), "{}", stderr(&output));
     let err = stderr(&output);
     assert!(
-        err.contains("warning") && err.contains("[mcp_servers] is accepted but not implemented yet"),
+        err.contains("warning")
+            && err.contains("[mcp_servers] is accepted but not implemented yet"),
         "{err}"
     );
     assert!(!err.contains("[permissions]"), "{err}");
@@ -116,13 +117,28 @@ async fn unimplemented_sections_warn_on_every_run() {
 async fn bad_permission_settings_exit_2_before_any_request_and_change_nothing() {
     let h = Harness::new(hello_script()).await;
     for (config, expected) in [
-        ("[permissions]\nmode = \"readonly\"\n", "unknown permission mode 'readonly'"),
-        ("[permissions]\nallow = [\"terminal(git push*\"]\n", "terminal(git push*"),
+        (
+            "[permissions]\nmode = \"readonly\"\n",
+            "unknown permission mode 'readonly'",
+        ),
+        (
+            "[permissions]\nallow = [\"terminal(git push*\"]\n",
+            "terminal(git push*",
+        ),
     ] {
         h.config(config);
         let (output, _) = h.run_json(Wire::OpenAi, &[], "hello").await;
-        assert_eq!(output.status.code(), Some(2), "{config}: {}", stderr(&output));
-        assert!(stderr(&output).contains(expected), "{config}: {}", stderr(&output));
+        assert_eq!(
+            output.status.code(),
+            Some(2),
+            "{config}: {}",
+            stderr(&output)
+        );
+        assert!(
+            stderr(&output).contains(expected),
+            "{config}: {}",
+            stderr(&output)
+        );
     }
     std::fs::create_dir_all(h.work.path().join(".herald")).unwrap();
     std::fs::write(
@@ -133,12 +149,23 @@ async fn bad_permission_settings_exit_2_before_any_request_and_change_nothing() 
     h.config("");
     let (output, _) = h.run_json(Wire::OpenAi, &[], "hello").await;
     assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
-    assert!(stderr(&output).contains("unknown key `grant`"), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("unknown key `grant`"),
+        "{}",
+        stderr(&output)
+    );
     assert!(h.server.requests().is_empty(), "no request may be made");
-    assert!(!h.home.path().join("state.db").exists() || {
-        let out = h.bare_command().args(["sessions", "list", "--json"]).output().await.unwrap();
-        !String::from_utf8_lossy(&out.stdout).contains("ses_")
-    });
+    assert!(
+        !h.home.path().join("state.db").exists() || {
+            let out = h
+                .bare_command()
+                .args(["sessions", "list", "--json"])
+                .output()
+                .await
+                .unwrap();
+            !String::from_utf8_lossy(&out.stdout).contains("ses_")
+        }
+    );
     // A project file that grants itself permissions is ignored, with a warning.
     std::fs::write(
         h.work.path().join(".herald/permissions.toml"),
@@ -147,9 +174,13 @@ async fn bad_permission_settings_exit_2_before_any_request_and_change_nothing() 
     .unwrap();
     let (output, events) = h.run_json(Wire::OpenAi, &[], "hello").await;
     assert!(output.status.success(), "{}", stderr(&output));
-    let warned = events
-        .iter()
-        .any(|e| e["type"] == "error" && e["message"].as_str().unwrap_or("").contains("a project may only add ask and deny"));
+    let warned = events.iter().any(|e| {
+        e["type"] == "error"
+            && e["message"]
+                .as_str()
+                .unwrap_or("")
+                .contains("a project may only add ask and deny")
+    });
     assert!(warned, "{events:?}");
 }
 

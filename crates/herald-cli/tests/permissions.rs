@@ -368,3 +368,74 @@ async fn keys_never_reach_tool_processes_the_model_or_the_store() {
         }
     }
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn permissions_check_refuses_bad_input_with_exit_2_and_writes_nothing() {
+    let h = Harness::new(Script::new()).await;
+    for (args, expected) in [
+        (
+            vec!["permissions", "check", "terminal", "not json"],
+            "not valid JSON",
+        ),
+        (
+            vec!["permissions", "check", "terminal", "[1]"],
+            "must be a JSON object",
+        ),
+        (
+            vec!["--mode", "root", "permissions", "check", "terminal", "{}"],
+            "invalid value 'root'",
+        ),
+        (
+            vec![
+                "--mode",
+                "read-only",
+                "--yolo",
+                "permissions",
+                "check",
+                "terminal",
+                "{}",
+            ],
+            "cannot be used with",
+        ),
+    ] {
+        let output = h.bare_command().args(&args).output().await.unwrap();
+        assert_eq!(
+            output.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            stderr(&output)
+        );
+        assert!(
+            stderr(&output).contains(expected),
+            "{args:?}: {}",
+            stderr(&output)
+        );
+    }
+    // Only the log directory every command sets up; no store, no rules.
+    let written: Vec<String> = std::fs::read_dir(h.home.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name != "logs")
+        .collect();
+    assert!(written.is_empty(), "{written:?}");
+    // A good call prints the decision and runs nothing.
+    let work = h.work_path();
+    std::fs::create_dir(work.join("keep")).unwrap();
+    let output = h
+        .bare_command()
+        .args([
+            "permissions",
+            "check",
+            "terminal",
+            r#"{"command":"rm -rf keep"}"#,
+            "--json",
+        ])
+        .output()
+        .await
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let verdict: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(verdict["decision"], "ask");
+    assert!(verdict["reason"].as_str().unwrap().contains("rm -rf keep"));
+    assert!(work.join("keep").exists());
+}
