@@ -439,3 +439,92 @@ async fn permissions_check_refuses_bad_input_with_exit_2_and_writes_nothing() {
     assert!(verdict["reason"].as_str().unwrap().contains("rm -rf keep"));
     assert!(work.join("keep").exists());
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_symlink_in_the_project_is_judged_by_where_it_points() {
+    let outside = outside_dir("symlink");
+    let target = outside.join("hosts");
+    std::fs::write(&target, "original").unwrap();
+    let h = Harness::new(Script::new().conversation(
+        "edit the link",
+        vec![
+            Reply::tool("write_file", json!({"path": "hosts_link", "content": "pwned"})),
+            Reply::tool("write_file", json!({"path": "sub/../escape_link/x.txt", "content": "y"})),
+            Reply::text("edited"),
+        ],
+    ))
+    .await;
+    let work = h.work_path();
+    std::os::unix::fs::symlink(&target, work.join("hosts_link")).unwrap();
+    std::os::unix::fs::symlink(&outside, work.join("escape_link")).unwrap();
+    let (output, _) = h.run_json(Wire::OpenAi, &[], "Please edit the link").await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    let results = results_of(&h, "edit the link");
+    for result in &results {
+        assert!(result.starts_with("denied:"), "{result}");
+    }
+    assert!(results[0].contains("hosts"), "{}", results[0]);
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "original");
+    assert!(!outside.join("x.txt").exists());
+}
+
+/// Runs the interactive loop with `input` on stdin; returns stderr.
+async fn interactive(h: &Harness, extra: &[&str], input: &[u8]) -> String {
+    let mut cmd = h.command(Wire::OpenAi);
+    cmd.args(extra)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(input).await.unwrap();
+    drop(stdin);
+    let output = tokio::time::timeout(std::time::Duration::from_secs(60), child.wait_with_output())
+        .await
+        .expect("the interactive session did not finish")
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    stderr(&output)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn read_only_and_full_access_ask_interactively_for_what_they_cannot_decide() {
+    let h = Harness::new(
+        Script::new()
+            .conversation(
+                "note it down",
+                vec![
+                    Reply::tool("write_file", json!({"path": "note.txt", "content": "n"})),
+                    terminal("ls"),
+                    Reply::text("noted"),
+                ],
+            )
+            .conversation(
+                "run the computed command",
+                vec![terminal("cmd=\"$(cat next.txt)\"; $cmd"), Reply::text("skipped")],
+            ),
+    )
+    .await;
+    let work = h.work_path();
+    std::fs::write(work.join("next.txt"), "touch computed.txt").unwrap();
+    // read-only: the edit asks (approved once); `ls` does not ask.
+    let shown = interactive(&h, &["--mode", "read-only"], b"please note it down\ny\n").await;
+    assert_eq!(shown.matches("approval needed").count(), 1, "{shown}");
+    assert_eq!(std::fs::read_to_string(work.join("note.txt")).unwrap(), "n");
+    // full-access: a command name the check cannot see asks; denied here.
+    let shown = interactive(
+        &h,
+        &["--mode", "full-access"],
+        b"please run the computed command\nn not without reading it first\n",
+    )
+    .await;
+    assert!(shown.contains("approval needed"), "{shown}");
+    assert!(!work.join("computed.txt").exists());
+    let results = results_of(&h, "run the computed command");
+    assert!(
+        results[0].starts_with("denied: the user refused")
+            && results[0].contains("not without reading it first"),
+        "{}",
+        results[0]
+    );
+}
