@@ -238,24 +238,8 @@ async fn the_interactive_loop_asks_and_always_is_remembered_by_later_sessions() 
     for dir in ["first_dir", "second_dir", "third_dir"] {
         std::fs::create_dir(work.join(dir)).unwrap();
     }
-    let mut cmd = h.command(Wire::OpenAi);
-    cmd.stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = cmd.spawn().unwrap();
-    let mut stdin = child.stdin.take().unwrap();
     // y: once; a: always (saves the rule); n with a message.
-    stdin
-        .write_all(b"please remove things\ny\na\nn not today\n")
-        .await
-        .unwrap();
-    drop(stdin);
-    let output = tokio::time::timeout(std::time::Duration::from_secs(60), child.wait_with_output())
-        .await
-        .expect("the interactive session did not finish")
-        .unwrap();
-    assert!(output.status.success(), "{}", stderr(&output));
-    let shown = stderr(&output);
+    let shown = interactive(&h, &[], b"please remove things\ny\na\nn not today\n").await;
     assert!(shown.contains("approval needed"), "{shown}");
     assert!(shown.contains("rm -rf first_dir"), "{shown}");
     assert!(!work.join("first_dir").exists());
@@ -448,8 +432,14 @@ async fn a_symlink_in_the_project_is_judged_by_where_it_points() {
     let h = Harness::new(Script::new().conversation(
         "edit the link",
         vec![
-            Reply::tool("write_file", json!({"path": "hosts_link", "content": "pwned"})),
-            Reply::tool("write_file", json!({"path": "sub/../escape_link/x.txt", "content": "y"})),
+            Reply::tool(
+                "write_file",
+                json!({"path": "hosts_link", "content": "pwned"}),
+            ),
+            Reply::tool(
+                "write_file",
+                json!({"path": "sub/../escape_link/x.txt", "content": "y"}),
+            ),
             Reply::text("edited"),
         ],
     ))
@@ -501,7 +491,10 @@ async fn read_only_and_full_access_ask_interactively_for_what_they_cannot_decide
             )
             .conversation(
                 "run the computed command",
-                vec![terminal("cmd=\"$(cat next.txt)\"; $cmd"), Reply::text("skipped")],
+                vec![
+                    terminal("cmd=\"$(cat next.txt)\"; $cmd"),
+                    Reply::text("skipped"),
+                ],
             ),
     )
     .await;
