@@ -75,7 +75,52 @@ pub(crate) fn lexical(base: &Path, raw: &Path) -> PathBuf {
 /// Canonicalises the longest existing prefix of the raw absolute path (the
 /// kernel resolves symlinks and `..` physically there) and appends the rest
 /// lexically.
+///
+/// Without `..`, one `readlink` per component finds that prefix: a
+/// component that exists and is no symlink extends the resolved path as
+/// written, a symlink is resolved by the kernel (`realpath`), and the first
+/// component that does not exist (or cannot be looked up) ends the prefix.
+/// That is what `realpath` of each prefix, longest first, computes, in a
+/// linear number of system calls instead of a quadratic one.
 pub(crate) fn canonical(abs_raw: &Path) -> PathBuf {
+    if !abs_raw.has_root()
+        || abs_raw
+            .components()
+            .any(|c| matches!(c, Component::ParentDir | Component::Prefix(_)))
+    {
+        return canonical_by_prefixes(abs_raw);
+    }
+    let mut out = PathBuf::with_capacity(abs_raw.as_os_str().len() + 8);
+    out.push("/");
+    let mut parts = abs_raw.components().filter_map(|c| match c {
+        Component::Normal(s) => Some(s),
+        _ => None,
+    });
+    while let Some(name) = parts.next() {
+        out.push(name);
+        let exists = match std::fs::read_link(&out) {
+            // EINVAL: it exists and is not a symlink.
+            Err(e) => e.kind() == std::io::ErrorKind::InvalidInput && e.raw_os_error().is_some(),
+            Ok(_) => match std::fs::canonicalize(&out) {
+                Ok(c) => {
+                    out = c;
+                    true
+                }
+                // A dangling or looping symlink: the prefix ends before it.
+                Err(_) => false,
+            },
+        };
+        if !exists {
+            out.extend(parts);
+            return out;
+        }
+    }
+    out
+}
+
+/// [`canonical`] for paths with `..`: `realpath` of each prefix, longest
+/// first.
+fn canonical_by_prefixes(abs_raw: &Path) -> PathBuf {
     let mut prefix = abs_raw.to_path_buf();
     let mut rest: Vec<std::ffi::OsString> = Vec::new();
     loop {
@@ -120,6 +165,29 @@ pub(crate) fn resolve(base: Option<&Path>, raw: &str, home: Option<&Path>) -> Op
     let lexical = lexical(Path::new("/"), &abs_raw);
     let canonical = canonical(&abs_raw);
     Some(Resolved { lexical, canonical })
+}
+
+/// The bytes of `p` spelled so that comparing bytes compares components
+/// (no empty or `.` components, no trailing separator): `p` itself when it
+/// is already (every [`Resolved`] spelling is), else re-joined components.
+fn clean_bytes(p: &Path) -> std::borrow::Cow<'_, [u8]> {
+    let b = p.as_os_str().as_encoded_bytes();
+    let clean = !(b.windows(2).any(|w| w == b"//")
+        || b.windows(3).any(|w| w == b"/./")
+        || (b.len() > 1 && b.ends_with(b"/"))
+        || b.ends_with(b"/."));
+    if clean {
+        std::borrow::Cow::Borrowed(b)
+    } else {
+        let joined: PathBuf = p.components().collect();
+        std::borrow::Cow::Owned(joined.into_os_string().into_encoded_bytes())
+    }
+}
+
+/// `Path::starts_with` on clean bytes, for a clean `dir` other than `/`.
+fn bytes_under(p: &[u8], dir: &str) -> bool {
+    p.strip_prefix(dir.as_bytes())
+        .is_some_and(|rest| rest.is_empty() || rest.first() == Some(&b'/'))
 }
 
 /// Top-level (and a few second-level) system directories whose recursive
@@ -171,8 +239,9 @@ const SYSTEM_DIRS: &[&str] = &[
 /// floor: `/`, a system directory, the home directory or any ancestor of it.
 pub(crate) fn is_floor_dir(r: &Resolved, home: Option<&Path>) -> bool {
     r.spellings().any(|p| {
-        p == Path::new("/")
-            || SYSTEM_DIRS.iter().any(|d| p == Path::new(d))
+        let b = clean_bytes(p);
+        *b == *b"/"
+            || SYSTEM_DIRS.iter().any(|d| *b == *d.as_bytes())
             || home.is_some_and(|h| h.starts_with(p))
     })
 }
@@ -204,10 +273,11 @@ const HARMLESS_DEVICES: &[&str] = &[
 /// Why a write to `r` is on the floor, if it is.
 pub(crate) fn floor_write(r: &Resolved) -> Option<&'static str> {
     for p in r.spellings() {
-        if FLOOR_FILES.iter().any(|f| p == Path::new(f)) {
+        let b = clean_bytes(p);
+        if FLOOR_FILES.iter().any(|f| *b == *f.as_bytes()) {
             return Some("overwrites a system account or sudo file");
         }
-        if FLOOR_TREES.iter().any(|t| p.starts_with(t)) {
+        if FLOOR_TREES.iter().any(|t| bytes_under(&b, t)) {
             return Some("writes into the boot or sudoers configuration");
         }
         if is_device(p) {
@@ -219,24 +289,31 @@ pub(crate) fn floor_write(r: &Resolved) -> Option<&'static str> {
 
 /// A device node other than the harmless ones (`/dev/null`, `/dev/tty`, …).
 pub(crate) fn is_device(p: &Path) -> bool {
-    p.starts_with("/dev")
-        && !is_net_pseudo_device(p)
-        && p != Path::new("/dev")
-        && !HARMLESS_DEVICES.iter().any(|d| p == Path::new(d))
-        && !p.starts_with("/dev/fd")
-        && !p.starts_with("/dev/shm")
-        && !p.starts_with("/dev/pts")
+    let b = clean_bytes(p);
+    bytes_under(&b, "/dev")
+        && !net_pseudo_device(&b)
+        && *b != *b"/dev"
+        && !HARMLESS_DEVICES.iter().any(|d| *b == *d.as_bytes())
+        && !bytes_under(&b, "/dev/fd")
+        && !bytes_under(&b, "/dev/shm")
+        && !bytes_under(&b, "/dev/pts")
 }
 
 /// bash's `/dev/tcp/host/port` and `/dev/udp/…`: network, not a device.
 pub(crate) fn is_net_pseudo_device(p: &Path) -> bool {
-    p.starts_with("/dev/tcp") || p.starts_with("/dev/udp")
+    net_pseudo_device(&clean_bytes(p))
+}
+
+fn net_pseudo_device(b: &[u8]) -> bool {
+    bytes_under(b, "/dev/tcp") || bytes_under(b, "/dev/udp")
 }
 
 pub(crate) fn is_harmless_device(p: &Path) -> bool {
-    HARMLESS_DEVICES.iter().any(|d| p == Path::new(d))
-        || p.starts_with("/dev/fd")
-        || p.starts_with("/dev/pts")
+    let b = clean_bytes(p);
+    bytes_under(&b, "/dev")
+        && (HARMLESS_DEVICES.iter().any(|d| *b == *d.as_bytes())
+            || bytes_under(&b, "/dev/fd")
+            || bytes_under(&b, "/dev/pts"))
 }
 
 /// Shell start-up files (relative to home): writing them plants code that
@@ -498,6 +575,108 @@ mod tests {
         let r = resolve(Some(&ws), "link/sub/..", None).unwrap();
         assert_eq!(r.canonical, outside);
         assert_eq!(r.lexical, ws.join("link"));
+    }
+
+    #[test]
+    fn linear_canonical_agrees_with_realpath_of_each_prefix() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::create_dir_all(root.join("a/b")).unwrap();
+        std::fs::write(root.join("a/file"), "x").unwrap();
+        std::os::unix::fs::symlink(root.join("a/b"), root.join("link")).unwrap();
+        std::os::unix::fs::symlink("a/file", root.join("flink")).unwrap();
+        std::os::unix::fs::symlink(root.join("nowhere"), root.join("dangling")).unwrap();
+        std::os::unix::fs::symlink(root.join("loop"), root.join("loop")).unwrap();
+        std::os::unix::fs::symlink("link/c", root.join("rel")).unwrap();
+        for p in [
+            "",
+            "a",
+            "a/b",
+            "a/b/new/deeper",
+            "a/file",
+            "a/file/x",
+            "link",
+            "link/new/x.txt",
+            "flink",
+            "flink/x",
+            "dangling",
+            "dangling/x",
+            "loop/x",
+            "rel/y",
+            "a/./b//c/",
+            "missing/a/b",
+        ] {
+            let abs = root.join(p);
+            assert_eq!(canonical(&abs), canonical_by_prefixes(&abs), "{p}");
+        }
+        for p in [
+            "/",
+            "/tmp",
+            "/usr/bin/env",
+            "/proc/self/cwd/x",
+            "/nonexistent/x/y",
+        ] {
+            assert_eq!(
+                canonical(Path::new(p)),
+                canonical_by_prefixes(Path::new(p)),
+                "{p}"
+            );
+        }
+    }
+
+    #[test]
+    fn byte_comparisons_agree_with_component_comparisons() {
+        let paths = [
+            "/dev",
+            "/dev/",
+            "/dev/.",
+            "/dev//sda",
+            "/dev/./null",
+            "//dev/null",
+            "/dev/null/",
+            "/dev/nullx",
+            "/devx",
+            "/dev/fd/3",
+            "/dev/fdx",
+            "/dev/pts",
+            "/dev/tcp/h/80",
+            "dev/sda",
+            "/etc/passwd",
+            "/etc//passwd/",
+            "/etc/passwdx",
+            "/boot",
+            "/boot/",
+            "/bootx",
+            "/usr/.",
+            "/",
+            "//",
+            "/.",
+            "",
+        ];
+        for p in paths {
+            let p = Path::new(p);
+            let harmless = HARMLESS_DEVICES.iter().any(|d| p == Path::new(d))
+                || p.starts_with("/dev/fd")
+                || p.starts_with("/dev/pts");
+            assert_eq!(is_harmless_device(p), harmless, "{p:?}");
+            let net = p.starts_with("/dev/tcp") || p.starts_with("/dev/udp");
+            assert_eq!(is_net_pseudo_device(p), net, "{p:?}");
+            let device = p.starts_with("/dev")
+                && !net
+                && p != Path::new("/dev")
+                && !HARMLESS_DEVICES.iter().any(|d| p == Path::new(d))
+                && !p.starts_with("/dev/fd")
+                && !p.starts_with("/dev/shm")
+                && !p.starts_with("/dev/pts");
+            assert_eq!(is_device(p), device, "{p:?}");
+            let b = clean_bytes(p);
+            for d in SYSTEM_DIRS.iter().chain(FLOOR_FILES).chain(["/"].iter()) {
+                assert_eq!(*b == *d.as_bytes(), p == Path::new(d), "{p:?} {d}");
+            }
+            for t in FLOOR_TREES {
+                assert_eq!(bytes_under(&b, t), p.starts_with(t), "{p:?} {t}");
+            }
+        }
     }
 
     #[test]

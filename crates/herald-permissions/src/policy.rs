@@ -182,7 +182,7 @@ impl Policy {
     fn deny_or_ask(
         &self,
         tool: &str,
-        what: &str,
+        what: impl Fn() -> String,
         matches: impl Fn(&Rule) -> bool,
     ) -> Option<Verdict> {
         if let Some(r) = Self::rules_for(&self.deny, tool).find(|r| matches(r)) {
@@ -190,7 +190,8 @@ impl Policy {
                 Decision::Deny,
                 r.text.clone(),
                 format!(
-                    "{what} is denied by the rule `{}` in {}",
+                    "{} is denied by the rule `{}` in {}",
+                    what(),
                     r.text,
                     r.source.describe()
                 ),
@@ -203,7 +204,8 @@ impl Policy {
                 Decision::Ask,
                 r.text.clone(),
                 format!(
-                    "{what} needs approval by the rule `{}` in {}",
+                    "{} needs approval by the rule `{}` in {}",
+                    what(),
                     r.text,
                     r.source.describe()
                 ),
@@ -258,7 +260,8 @@ impl Policy {
                     .iter()
                     .any(|f| r.matches_text(&f.text) || r.matches_text(&f.full_text))
         };
-        if let Some(v) = self.deny_or_ask("terminal", &format!("`{}`", short(whole)), matches_any) {
+        if let Some(v) = self.deny_or_ask("terminal", || format!("`{}`", short(whole)), matches_any)
+        {
             return v;
         }
         // 4. What cannot be checked asks, whatever the rules and mode.
@@ -473,7 +476,7 @@ impl Policy {
             );
         }
         let matches = |rule: &Rule| rule.matches_path(&spellings, &cwd_lex);
-        if let Some(v) = self.deny_or_ask(tool, &format!("{tool} {shown}"), matches) {
+        if let Some(v) = self.deny_or_ask(tool, || format!("{tool} {shown}"), matches) {
             return v;
         }
         if let Some(rule) = Self::rules_for(&self.allow, tool).find(|rule| matches(rule)) {
@@ -563,7 +566,7 @@ impl Policy {
         } else {
             call.args.to_string()
         };
-        if let Some(v) = self.deny_or_ask(tool, tool, |r| r.matches_text(&text)) {
+        if let Some(v) = self.deny_or_ask(tool, || tool.to_owned(), |r| r.matches_text(&text)) {
             return v;
         }
         let confine_code = tool == "execute_code" && mode != Mode::FullAccess;

@@ -31,8 +31,10 @@ enum ToolPattern {
 pub(crate) enum ArgPattern {
     /// No argument pattern: any arguments.
     Any,
-    /// A command-string glob (terminal), or text glob (execute_code, JSON).
-    Text(GlobMatcher),
+    /// A command-string glob (terminal), or text glob (execute_code, JSON),
+    /// with the literal text every match starts with (checked first: most
+    /// texts fail there without running the glob).
+    Text(GlobMatcher, String),
     /// A path glob; `relative` ones match the path relative to the cwd.
     Path { glob: GlobMatcher, relative: bool },
 }
@@ -152,7 +154,7 @@ impl Rule {
                     .backslash_escape(false)
                     .build()
                     .map_err(|e| err(text, format!("bad pattern: {e}")))?;
-                ArgPattern::Text(g.compile_matcher())
+                ArgPattern::Text(g.compile_matcher(), literal_prefix(a))
             }
         };
         Ok(Self {
@@ -174,7 +176,7 @@ impl Rule {
     pub fn matches_text(&self, text: &str) -> bool {
         match &self.arg {
             ArgPattern::Any => true,
-            ArgPattern::Text(g) => g.is_match(text),
+            ArgPattern::Text(g, prefix) => text.starts_with(prefix.as_str()) && g.is_match(text),
             ArgPattern::Path { glob, .. } => glob.is_match(text),
         }
     }
@@ -183,7 +185,7 @@ impl Rule {
     pub fn matches_path(&self, spellings: &[&Path], cwd: &Path) -> bool {
         match &self.arg {
             ArgPattern::Any => true,
-            ArgPattern::Text(g) => spellings.iter().any(|p| g.is_match(p)),
+            ArgPattern::Text(g, _) => spellings.iter().any(|p| g.is_match(p)),
             ArgPattern::Path { glob, relative } => spellings.iter().any(|p| {
                 if *relative {
                     p.strip_prefix(cwd).is_ok_and(|r| glob.is_match(r))
@@ -193,6 +195,16 @@ impl Rule {
             }),
         }
     }
+}
+
+/// The leading characters of a text glob that only match themselves
+/// (stops at anything with a meaning in a glob, conservatively).
+fn literal_prefix(glob: &str) -> String {
+    glob.chars()
+        .take_while(|c| {
+            c.is_alphanumeric() || matches!(c, ' ' | '-' | '_' | '.' | '/' | '=' | ':' | '@')
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -218,13 +218,29 @@ pub(crate) fn short(s: &str) -> String {
     if s.len() <= 80 && !s.contains(['\n', '\t', '\r']) && !s.contains("  ") && s.trim() == s {
         return s.to_owned();
     }
-    let one_line: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
-    if one_line.chars().count() > 80 {
-        let cut: String = one_line.chars().take(77).collect();
-        format!("{cut}...")
-    } else {
-        one_line
+    // The words joined by single spaces, cut to 77 characters and `...`
+    // when longer than 80, built without joining the whole text.
+    let mut out = String::with_capacity(84);
+    let mut chars = 0usize;
+    let mut cut = 0usize;
+    let mut push = |out: &mut String, c: char| -> bool {
+        out.push(c);
+        chars += 1;
+        if chars == 77 {
+            cut = out.len();
+        }
+        chars > 80
+    };
+    for (i, word) in s.split_whitespace().enumerate() {
+        for c in (i > 0).then_some(' ').into_iter().chain(word.chars()) {
+            if push(&mut out, c) {
+                out.truncate(cut);
+                out.push_str("...");
+                return out;
+            }
+        }
     }
+    out
 }
 
 impl<'e> Analyzer<'e> {
@@ -1107,6 +1123,34 @@ mod tests {
         };
         let f = analyse("echo \"unterminated", Path::new("/w"), &env);
         assert!(f.iter().any(|f| f.severity == Severity::Unresolved));
+    }
+
+    #[test]
+    fn short_matches_the_joined_and_cut_spelling() {
+        fn reference(s: &str) -> String {
+            let one_line: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
+            if one_line.chars().count() > 80 {
+                let cut: String = one_line.chars().take(77).collect();
+                format!("{cut}...")
+            } else {
+                one_line
+            }
+        }
+        let long = "é".repeat(79);
+        for s in [
+            "",
+            "  ",
+            " a  b ",
+            "ls\n-la",
+            &"x".repeat(80),
+            &"x".repeat(81),
+            &format!("{} {}", "a".repeat(76), "bcdef"),
+            &format!("{}  {}", "a".repeat(40), "b".repeat(45)),
+            &format!("{long} \t z"),
+            &format!("{}\n", "y".repeat(100)),
+        ] {
+            assert_eq!(short(s), reference(s), "{s:?}");
+        }
     }
 
     #[test]
