@@ -9,6 +9,7 @@
 //! canonical spelling inside a canonical root, so a symlink cannot lead a
 //! write out of the workspace.
 
+use std::cell::RefCell;
 use std::path::{Component, Path, PathBuf};
 
 /// A path in both spellings.
@@ -98,24 +99,81 @@ pub(crate) fn canonical(abs_raw: &Path) -> PathBuf {
     });
     while let Some(name) = parts.next() {
         out.push(name);
-        let exists = match std::fs::read_link(&out) {
-            // EINVAL: it exists and is not a symlink.
-            Err(e) => e.kind() == std::io::ErrorKind::InvalidInput && e.raw_os_error().is_some(),
-            Ok(_) => match std::fs::canonicalize(&out) {
-                Ok(c) => {
-                    out = c;
-                    true
-                }
-                // A dangling or looping symlink: the prefix ends before it.
-                Err(_) => false,
-            },
-        };
-        if !exists {
-            out.extend(parts);
-            return out;
+        match look(&out) {
+            Looked::Plain => {}
+            Looked::Link(c) => out = c,
+            Looked::Missing => {
+                out.extend(parts);
+                return out;
+            }
         }
     }
     out
+}
+
+/// What the kernel says about one absolute, clean path.
+#[derive(Debug, Clone)]
+enum Looked {
+    /// It exists and is not a symlink.
+    Plain,
+    /// A symlink, resolved.
+    Link(PathBuf),
+    /// It does not exist, cannot be looked up, or is a dangling or looping
+    /// symlink.
+    Missing,
+}
+
+thread_local! {
+    /// Lookups made during the current check ([`remembering`]); `None`
+    /// outside one.
+    static LOOKED: RefCell<Option<Vec<(PathBuf, Looked)>>> = const { RefCell::new(None) };
+}
+
+/// Runs `f` (one check) remembering path lookups, so that a directory
+/// looked up for several paths of the same call (the working directory and
+/// everything under it) costs one system call. Nothing is remembered
+/// across checks: every call sees the filesystem afresh.
+pub(crate) fn remembering<T>(f: impl FnOnce() -> T) -> T {
+    struct Forget;
+    impl Drop for Forget {
+        fn drop(&mut self) {
+            LOOKED.with(|l| *l.borrow_mut() = None);
+        }
+    }
+    LOOKED.with(|l| *l.borrow_mut() = Some(Vec::new()));
+    let _forget = Forget;
+    f()
+}
+
+fn look(p: &Path) -> Looked {
+    let key = p.as_os_str();
+    let hit = LOOKED.with(|l| {
+        l.borrow()
+            .as_ref()?
+            .iter()
+            .find(|(k, _)| k.as_os_str() == key)
+            .map(|(_, v)| v.clone())
+    });
+    if let Some(v) = hit {
+        return v;
+    }
+    let v = match std::fs::read_link(p) {
+        // EINVAL: it exists and is not a symlink.
+        Err(e) if e.kind() == std::io::ErrorKind::InvalidInput && e.raw_os_error().is_some() => {
+            Looked::Plain
+        }
+        Err(_) => Looked::Missing,
+        Ok(_) => match std::fs::canonicalize(p) {
+            Ok(c) => Looked::Link(c),
+            Err(_) => Looked::Missing,
+        },
+    };
+    LOOKED.with(|l| {
+        if let Some(seen) = l.borrow_mut().as_mut() {
+            seen.push((p.to_path_buf(), v.clone()));
+        }
+    });
+    v
 }
 
 /// [`canonical`] for paths with `..`: `realpath` of each prefix, longest
@@ -376,7 +434,7 @@ pub(crate) fn protected_write(r: &Resolved, home: Option<&Path>) -> Option<Strin
 /// Why reading `r` asks, if it does: private keys and credential files.
 /// `.env` files inside the workspace are deliberately readable (the agent
 /// works on that project and its configuration); one outside asks.
-pub(crate) fn credential(r: &Resolved, home: Option<&Path>, ws: &Workspace) -> Option<String> {
+pub(crate) fn credential(r: &Resolved, home: Option<&Path>, ws: &Workspace<'_>) -> Option<String> {
     for p in r.spellings() {
         let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
         if let Some(h) = home
@@ -439,20 +497,21 @@ pub(crate) fn credential(r: &Resolved, home: Option<&Path>, ws: &Workspace) -> O
 /// Where writes run without asking in workspace-write: the working
 /// directory, the configured writable roots and the temp directories.
 #[derive(Debug, Clone)]
-pub(crate) struct Workspace {
-    roots: Vec<Resolved>,
+pub(crate) struct Workspace<'a> {
+    /// The working directory, resolved for this call.
+    cwd: Option<Resolved>,
+    /// The writable roots and temp directories, resolved once by the policy.
+    extra: &'a [Resolved],
 }
 
-impl Workspace {
+impl<'a> Workspace<'a> {
     /// `extra_roots`: the writable roots and temp directories, resolved
     /// once by the policy ([`temp_roots`]).
-    pub fn new(cwd: &Path, extra_roots: &[Resolved]) -> Self {
-        let mut roots = Vec::with_capacity(extra_roots.len() + 1);
-        if let Some(c) = resolve(None, &cwd.to_string_lossy(), None) {
-            roots.push(c);
+    pub fn new(cwd: &Path, extra_roots: &'a [Resolved]) -> Self {
+        Self {
+            cwd: resolve(None, &cwd.to_string_lossy(), None),
+            extra: extra_roots,
         }
-        roots.extend(extra_roots.iter().cloned());
-        Self { roots }
     }
 
     /// Whether a write to `r` stays inside the workspace (canonical spelling
@@ -461,7 +520,7 @@ impl Workspace {
         if is_harmless_device(&r.lexical) {
             return true;
         }
-        self.roots.iter().any(|root| {
+        self.cwd.iter().chain(self.extra).any(|root| {
             r.canonical.starts_with(&root.canonical)
                 || (r.canonical == r.lexical && r.lexical.starts_with(&root.lexical))
         })
@@ -469,7 +528,7 @@ impl Workspace {
 
     /// The working directory root (first root).
     pub fn cwd_root(&self) -> Option<&Resolved> {
-        self.roots.first()
+        self.cwd.as_ref()
     }
 }
 
@@ -497,7 +556,7 @@ pub(crate) enum WriteClass {
     Inside,
 }
 
-pub(crate) fn classify_write(r: &Resolved, ws: &Workspace, home: Option<&Path>) -> WriteClass {
+pub(crate) fn classify_write(r: &Resolved, ws: &Workspace<'_>, home: Option<&Path>) -> WriteClass {
     if let Some(why) = floor_write(r) {
         return WriteClass::Floor(why);
     }
@@ -564,7 +623,8 @@ mod tests {
         // The tempdir lives under /tmp, itself a workspace root: keep only
         // the working directory here.
         let w = Workspace {
-            roots: vec![resolve(None, &ws.to_string_lossy(), None).unwrap()],
+            cwd: Some(resolve(None, &ws.to_string_lossy(), None).unwrap()),
+            extra: &[],
         };
         assert!(!w.contains(&r), "a symlink must not lead a write out");
         let inside = resolve(Some(&ws), "src/../x.rs", None).unwrap();
@@ -710,7 +770,8 @@ mod tests {
     #[test]
     fn protected_and_credentials() {
         let h = Some(Path::new("/home/user"));
-        let ws = Workspace::new(Path::new("/work/p"), &temp_roots());
+        let temp = temp_roots();
+        let ws = Workspace::new(Path::new("/work/p"), &temp);
         let r = |p: &str| resolve(Some(Path::new("/work/p")), p, h).unwrap();
         assert!(protected_write(&r("~/.bashrc"), h).is_some());
         assert!(protected_write(&r(".git/hooks/pre-commit"), h).is_some());

@@ -154,6 +154,10 @@ impl Policy {
     /// Decides on one call. Pure: touches the filesystem only to resolve
     /// symlinks of the paths it judges.
     pub fn check(&self, call: &CallInfo<'_>) -> Verdict {
+        paths::remembering(|| self.decide(call))
+    }
+
+    fn decide(&self, call: &CallInfo<'_>) -> Verdict {
         match call.tool {
             "terminal" => self.check_terminal(call),
             "read_file" | "search_files" => self.check_paths(call, false),
@@ -166,7 +170,7 @@ impl Policy {
         rules.iter().filter(move |r| r.matches_tool(tool))
     }
 
-    fn workspace(&self, cwd: &Path) -> Workspace {
+    fn workspace(&self, cwd: &Path) -> Workspace<'_> {
         Workspace::new(cwd, &self.writable_roots)
     }
 
@@ -434,7 +438,7 @@ impl Policy {
         call: &CallInfo<'_>,
         raw: &str,
         write: bool,
-        ws: &Workspace,
+        ws: &Workspace<'_>,
     ) -> Verdict {
         let mode = self.config.mode;
         let home = self.home();

@@ -145,7 +145,7 @@ impl Word {
 /// Facts the walk needs that do not change within a call.
 pub(crate) struct Env<'a> {
     pub home: Option<&'a Path>,
-    pub ws: &'a Workspace,
+    pub ws: &'a Workspace<'a>,
 }
 
 /// A redirection of one simple command.
@@ -1057,7 +1057,7 @@ fn unescape_dquoted(raw: &str) -> String {
 mod tests {
     use super::*;
 
-    fn env_ws() -> Workspace {
+    fn env_ws() -> Workspace<'static> {
         Workspace::new(Path::new("/work/project"), &[])
     }
 
