@@ -87,25 +87,36 @@ pub(crate) fn canonical(abs_raw: &Path) -> PathBuf {
     if !abs_raw.has_root()
         || abs_raw
             .components()
-            .any(|c| matches!(c, Component::ParentDir | Component::Prefix(_)))
+            .any(|c| matches!(c, Component::Prefix(_)))
     {
         return canonical_by_prefixes(abs_raw);
     }
     let mut out = PathBuf::with_capacity(abs_raw.as_os_str().len() + 8);
     out.push("/");
-    let mut parts = abs_raw.components().filter_map(|c| match c {
-        Component::Normal(s) => Some(s),
-        _ => None,
-    });
-    while let Some(name) = parts.next() {
-        out.push(name);
-        match look(&out) {
-            Looked::Plain => {}
-            Looked::Link(c) => out = c,
-            Looked::Missing => {
-                out.extend(parts);
-                return out;
+    // How many trailing components of `out` do not exist. While it is 0,
+    // `out` is the real, symlink-free path of an existing entry, so `..`
+    // is resolved physically, as the kernel does: `missing/../link/x`
+    // follows `link` (a write tool creates `missing` first).
+    let mut missing = 0usize;
+    for component in abs_raw.components() {
+        match component {
+            Component::Normal(name) => {
+                out.push(name);
+                if missing > 0 {
+                    missing += 1;
+                    continue;
+                }
+                match look(&out) {
+                    Looked::Plain => {}
+                    Looked::Link(c) => out = c,
+                    Looked::Missing => missing = 1,
+                }
             }
+            Component::ParentDir => {
+                out.pop();
+                missing = missing.saturating_sub(1);
+            }
+            Component::RootDir | Component::CurDir | Component::Prefix(_) => {}
         }
     }
     out
@@ -682,6 +693,30 @@ mod tests {
                 "{p}"
             );
         }
+    }
+
+    #[test]
+    fn dot_dot_after_a_missing_directory_still_follows_the_link_behind_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let outside = root.join("outside");
+        let ws = root.join("ws");
+        std::fs::create_dir_all(&outside).unwrap();
+        std::fs::create_dir_all(ws.join("real")).unwrap();
+        std::os::unix::fs::symlink(&outside, ws.join("escape")).unwrap();
+        // What a write tool reaches: it creates `sub`, then the kernel
+        // resolves `sub/..` to `ws` and follows `escape`.
+        assert_eq!(
+            canonical(&ws.join("sub/../escape/x.txt")),
+            outside.join("x.txt")
+        );
+        assert_eq!(canonical(&ws.join("a/b/../../escape/x")), outside.join("x"));
+        assert_eq!(canonical(&ws.join("real/../escape")), outside);
+        assert_eq!(
+            canonical(&ws.join("escape/../ws/real")),
+            root.join("ws/real")
+        );
+        assert_eq!(canonical(&ws.join("new/../other/y")), ws.join("other/y"));
     }
 
     #[test]
