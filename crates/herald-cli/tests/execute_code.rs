@@ -156,3 +156,70 @@ async fn inner_calls_are_events_and_records_but_not_context() {
             .contains("out/result.txt")
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_scripts_tool_calls_meet_the_same_permission_checks_as_the_models() {
+    if !have_python() {
+        return;
+    }
+    const GUARDED: &str = r#"
+from herald_tools import terminal, write_file
+for name, call in [
+    ("rm", lambda: terminal(command="rm -rf victim_dir")),
+    ("ls", lambda: terminal(command="ls")),
+]:
+    try:
+        print(name, "->", str(call())[:200].replace("\n", " "))
+    except Exception as err:
+        print(name, "raised", str(err)[:200].replace("\n", " "))
+"#;
+    let script = Script::new()
+        .conversation(
+            "guarded script",
+            vec![
+                Reply::tool("execute_code", json!({ "code": GUARDED })),
+                Reply::text("Done."),
+            ],
+        )
+        .conversation(
+            "read-only script",
+            vec![
+                Reply::tool("execute_code", json!({ "code": "print(1)" })),
+                Reply::text("Done."),
+            ],
+        );
+    let h = Harness::new(script).await;
+    let work = h.work_path();
+    std::fs::create_dir(work.join("victim_dir")).unwrap();
+    let (output, _) = h
+        .run_json(Wire::OpenAi, &[], "run the guarded script")
+        .await;
+    assert!(output.status.success(), "stderr: {}", stderr(&output));
+    assert!(
+        work.join("victim_dir").exists(),
+        "the script's rm -rf ran unasked"
+    );
+    let results = tool_results(&h.requests_of("guarded script")[1].body);
+    let result: Value =
+        serde_json::from_str(results[0].split("\nsandbox: ").next().unwrap()).unwrap();
+    let printed = result["output"].as_str().unwrap();
+    let rm = printed.lines().find(|l| l.starts_with("rm ")).unwrap();
+    assert!(rm.contains("denied:"), "{printed}");
+    let ls = printed.lines().find(|l| l.starts_with("ls ")).unwrap();
+    assert!(
+        ls.contains("victim_dir") && !ls.contains("denied:"),
+        "{printed}"
+    );
+
+    // In read-only mode execute_code itself asks, so headless it is denied.
+    let (output, _) = h
+        .run_json(
+            Wire::OpenAi,
+            &["--mode", "read-only"],
+            "run the read-only script",
+        )
+        .await;
+    assert!(output.status.success(), "stderr: {}", stderr(&output));
+    let results = tool_results(&h.requests_of("read-only script")[1].body);
+    assert!(results[0].starts_with("denied:"), "{}", results[0]);
+}
