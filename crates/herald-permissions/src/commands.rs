@@ -16,6 +16,15 @@ struct Judge {
 }
 
 impl Judge {
+    /// [`Judge::raise`] formatting the reason only when it is kept.
+    fn raise_with(&mut self, sev: Severity, rule: &'static str, reason: impl FnOnce() -> String) {
+        if sev > self.sev || (sev == self.sev && self.reason.is_empty()) {
+            self.sev = sev;
+            self.rule = rule;
+            self.reason = reason();
+        }
+    }
+
     fn raise(&mut self, sev: Severity, rule: &'static str, reason: impl Into<String>) {
         if sev > self.sev || (sev == self.sev && self.reason.is_empty()) {
             self.sev = sev;
@@ -785,20 +794,17 @@ impl Analyzer<'_> {
             self.record_written(&r.target, content, r.append);
         }
         if let Some(p) = &un.privileged {
-            j.raise(
-                Severity::Risky,
-                "privileged",
-                format!("`{}` runs as root through {p}", short(&full_text)),
-            );
+            j.raise_with(Severity::Risky, "privileged", || {
+                format!("`{}` runs as root through {p}", short(&full_text))
+            });
         }
         let text = if un.words.is_empty() {
             full_text.clone()
         } else {
             join(&un.words)
         };
-        if j.reason.is_empty() {
-            j.reason = format!("`{}` only reads", short(&text));
-        }
+        // An empty reason reads "`text` only reads", formatted only if it
+        // becomes the verdict (see [`Finding::reason`]).
         let prefix: Vec<Word> = if un.privileged.is_some() {
             full[..un.start.min(full.len())].to_vec()
         } else {
@@ -837,9 +843,6 @@ impl Analyzer<'_> {
                 self.read_target(&mut j, &r.target, cwd.as_deref(), text);
             }
         }
-        if j.reason.is_empty() {
-            j.reason = format!("`{}` only reads", short(text));
-        }
         self.push(j.sev, j.rule, j.reason, text);
     }
 
@@ -856,22 +859,20 @@ impl Analyzer<'_> {
                 return Stream::default();
             };
             if let Some(d) = &first.download {
-                j.raise(
-                    Severity::Floor,
-                    "floor",
+                j.raise_with(Severity::Floor, "floor", || {
                     format!(
                         "`{}` runs a command name taken from a download (`{}`)",
                         short(full_text),
                         short(d)
-                    ),
-                );
+                    )
+                });
                 return Stream::default();
             }
             if first.dynamic {
-                j.raise(
+                j.raise_with(
                     Severity::Unresolved,
                     "unresolved",
-                    format!(
+                    || format!(
                         "the command name `{}` is only known at run time, so `{}` cannot be checked",
                         short(&first.text),
                         short(full_text)
@@ -909,17 +910,13 @@ impl Analyzer<'_> {
                     let n = skip_options(args, &with_value);
                     if n == args.len() {
                         if has_flag(args, &['i', 's'], &["--login", "--shell"]) {
-                            j.raise(
-                                Severity::Risky,
-                                "privileged",
-                                format!("`{}` opens a root shell", short(full_text)),
-                            );
+                            j.raise_with(Severity::Risky, "privileged", || {
+                                format!("`{}` opens a root shell", short(full_text))
+                            });
                         } else if has_flag(args, &['e'], &["--edit"]) {
-                            j.raise(
-                                Severity::Risky,
-                                "privileged",
-                                format!("`{}` edits files as root", short(full_text)),
-                            );
+                            j.raise_with(Severity::Risky, "privileged", || {
+                                format!("`{}` edits files as root", short(full_text))
+                            });
                         }
                         un.start = un.words.len();
                         un.words.clear();
@@ -1193,25 +1190,21 @@ impl Analyzer<'_> {
     /// `bash -c STRING`-like: a string run by a shell.
     fn shell_string(&mut self, j: &mut Judge, w: &Word, full_text: &str) {
         if let Some(d) = &w.download {
-            j.raise(
-                Severity::Floor,
-                "floor",
+            j.raise_with(Severity::Floor, "floor", || {
                 format!(
                     "`{}` runs a download (`{}`) as shell code",
                     short(full_text),
                     short(d)
-                ),
-            );
+                )
+            });
         } else if w.dynamic {
-            j.raise(
-                Severity::Unresolved,
-                "unresolved",
+            j.raise_with(Severity::Unresolved, "unresolved", || {
                 format!(
                     "`{}` runs a command string only known at run time (`{}`)",
                     short(full_text),
                     short(&w.text)
-                ),
-            );
+                )
+            });
         } else {
             self.nested_script(&w.text, full_text);
         }
@@ -1220,32 +1213,26 @@ impl Analyzer<'_> {
     /// A shell or `source` given a stream as its script.
     fn shell_stream(&mut self, j: &mut Judge, s: &Stream, full_text: &str, interpreter: &str) {
         if let Some(d) = &s.download {
-            j.raise(
-                Severity::Floor,
-                "floor",
+            j.raise_with(Severity::Floor, "floor", || {
                 format!(
                     "`{}` runs a download (`{}`) with {interpreter}",
                     short(full_text),
                     short(d)
-                ),
-            );
+                )
+            });
         } else if let Some(k) = &s.known {
             self.nested_script(k, full_text);
         } else if let Some(files) = &s.files {
-            j.raise(
-                Severity::Safe,
-                "safe-list",
-                format!("`{}` runs the script {}", short(full_text), files.join(" ")),
-            );
+            j.raise_with(Severity::Safe, "safe-list", || {
+                format!("`{}` runs the script {}", short(full_text), files.join(" "))
+            });
         } else {
-            j.raise(
-                Severity::Unresolved,
-                "unresolved",
+            j.raise_with(Severity::Unresolved, "unresolved", || {
                 format!(
                     "`{}` feeds {interpreter} text the check cannot see",
                     short(full_text)
-                ),
-            );
+                )
+            });
         }
     }
 
@@ -1310,11 +1297,9 @@ impl Analyzer<'_> {
             if w.download.is_some() {
                 self.shell_string(j, &w, &cmd_text);
             } else if w.dynamic {
-                j.raise(
-                    Severity::Unresolved,
-                    "unresolved",
-                    format!("`{c}` evaluates text only known at run time"),
-                );
+                j.raise_with(Severity::Unresolved, "unresolved", || {
+                    format!("`{c}` evaluates text only known at run time")
+                });
             } else {
                 self.nested_script(&w.text, &cmd_text);
             }
@@ -1324,27 +1309,21 @@ impl Analyzer<'_> {
                     let s = a.stream.as_deref().cloned().unwrap_or_default();
                     self.shell_stream(j, &s, &cmd_text, "the current shell");
                 }
-                Some(a) if a.dynamic => j.raise(
-                    Severity::Unresolved,
-                    "unresolved",
-                    format!("`{c}` sources a file only known at run time"),
-                ),
+                Some(a) if a.dynamic => j.raise_with(Severity::Unresolved, "unresolved", || {
+                    format!("`{c}` sources a file only known at run time")
+                }),
                 Some(a) if self.run_written(j, &a.clone(), &cmd_text) => {}
-                _ => j.raise(
-                    Severity::Safe,
-                    "safe-list",
-                    format!("`{c}` runs a script in the shell"),
-                ),
+                _ => j.raise_with(Severity::Safe, "safe-list", || {
+                    format!("`{c}` runs a script in the shell")
+                }),
             }
         } else if n == "alias" {
             for a in args {
                 if let Some((_, v)) = a.text.split_once('=') {
                     if a.dynamic {
-                        j.raise(
-                            Severity::Unresolved,
-                            "unresolved",
-                            format!("`{c}` defines an alias only known at run time"),
-                        );
+                        j.raise_with(Severity::Unresolved, "unresolved", || {
+                            format!("`{c}` defines an alias only known at run time")
+                        });
                     } else {
                         self.nested_script(v, &cmd_text);
                     }
@@ -1368,11 +1347,9 @@ impl Analyzer<'_> {
             un.privileged = Some(n.to_owned());
             match opt_value(args, Some("-c"), &["--command"]) {
                 Some(s) => self.shell_string(j, &s, &cmd_text),
-                None => j.raise(
-                    Severity::Risky,
-                    "privileged",
-                    format!("`{c}` opens a shell as another user"),
-                ),
+                None => j.raise_with(Severity::Risky, "privileged", || {
+                    format!("`{c}` opens a shell as another user")
+                }),
             }
         } else if INTERPRETERS.contains(&n) {
             self.interpreter(n, args, j, &cmd_text, cwd);
@@ -1394,17 +1371,15 @@ impl Analyzer<'_> {
                         ..a.clone()
                     };
                     if w.dynamic {
-                        j.raise(
-                            Severity::Unresolved,
-                            "unresolved",
-                            format!("`{c}` writes to a device or file only known at run time"),
-                        );
+                        j.raise_with(Severity::Unresolved, "unresolved", || {
+                            format!("`{c}` writes to a device or file only known at run time")
+                        });
                     } else {
                         self.write_target(j, &w, cwd, &cmd_text, "writes to");
                     }
                 }
             }
-            j.raise(Severity::Safe, "safe-list", format!("`{c}` copies data"));
+            j.raise_with(Severity::Safe, "safe-list", || format!("`{c}` copies data"));
             if !args.iter().any(|a| a.text.starts_with("of=")) {
                 out.known = None;
             }
@@ -1434,29 +1409,23 @@ impl Analyzer<'_> {
             );
             for t in targets {
                 if t.dynamic {
-                    j.raise(
-                        Severity::Unresolved,
-                        "unresolved",
-                        format!("`{c}` formats or wipes a device only known at run time"),
-                    );
+                    j.raise_with(Severity::Unresolved, "unresolved", || {
+                        format!("`{c}` formats or wipes a device only known at run time")
+                    });
                 } else if let Some(r) = paths::resolve(cwd, &t.text, self.env.home)
                     && r.spellings().any(paths::is_device)
                 {
-                    j.raise(
-                        Severity::Floor,
-                        "floor",
+                    j.raise_with(Severity::Floor, "floor", || {
                         format!(
                             "`{c}` formats, partitions or wipes the device {}",
                             r.display()
-                        ),
-                    );
+                        )
+                    });
                 }
             }
-            j.raise(
-                Severity::Risky,
-                "mode:workspace-write",
-                format!("`{c}` formats or partitions a disk (image)"),
-            );
+            j.raise_with(Severity::Risky, "mode:workspace-write", || {
+                format!("`{c}` formats or partitions a disk (image)")
+            });
         } else if matches!(n, "cp" | "mv" | "install" | "ln") {
             self.copy_like(n, args, j, &cmd_text, cwd);
         } else if matches!(n, "touch" | "mkdir" | "truncate" | "tee") {
@@ -1469,11 +1438,9 @@ impl Analyzer<'_> {
             for t in positionals(args, with_value) {
                 self.write_target(j, t, cwd, &cmd_text, "writes");
             }
-            j.raise(
-                Severity::Safe,
-                "safe-list",
-                format!("`{c}` writes inside the working directory"),
-            );
+            j.raise_with(Severity::Safe, "safe-list", || {
+                format!("`{c}` writes inside the working directory")
+            });
             if n == "tee" {
                 out.known = self.stdin.known.clone();
                 out.download = self.stdin.download.clone();
@@ -1514,11 +1481,9 @@ impl Analyzer<'_> {
         } else if n == "rsync" || n == "scp" {
             self.rsync(n, args, j, &cmd_text, cwd);
         } else if NETWORK.contains(&n) {
-            j.raise(
-                Severity::Risky,
-                "network",
-                format!("`{c}` uses the network"),
-            );
+            j.raise_with(Severity::Risky, "network", || {
+                format!("`{c}` uses the network")
+            });
             if matches!(n, "nc" | "ncat" | "netcat" | "socat" | "telnet") {
                 out.download = Some(cmd_text.clone());
             }
@@ -1540,24 +1505,18 @@ impl Analyzer<'_> {
             ) || args.iter().any(|a| a.text == "--version" || a.text == "-V")
                 || (n == "dpkg" && has_flag(args, &['l', 'L', 's'], &["--list", "--status"]));
             if query {
-                j.raise(
-                    Severity::Safe,
-                    "safe-list",
-                    format!("`{c}` queries a package manager"),
-                );
+                j.raise_with(Severity::Safe, "safe-list", || {
+                    format!("`{c}` queries a package manager")
+                });
             } else {
-                j.raise(
-                    Severity::Risky,
-                    "package-install",
-                    format!("`{c}` installs or changes packages"),
-                );
+                j.raise_with(Severity::Risky, "package-install", || {
+                    format!("`{c}` installs or changes packages")
+                });
             }
         } else if SYSTEM.contains(&n) {
-            j.raise(
-                Severity::Risky,
-                "mode:workspace-write",
-                format!("`{c}` administers the system or other processes"),
-            );
+            j.raise_with(Severity::Risky, "mode:workspace-write", || {
+                format!("`{c}` administers the system or other processes")
+            });
         } else if matches!(n, "tar") {
             self.tar(args, j, &cmd_text, cwd);
         } else if matches!(n, "unzip" | "7z") {
@@ -1570,11 +1529,9 @@ impl Analyzer<'_> {
                     Some(d) => self.write_target(j, &d, cwd, &cmd_text, "extracts into"),
                     None => self.write_cwd(j, cwd, &cmd_text),
                 }
-                j.raise(
-                    Severity::Safe,
-                    "safe-list",
-                    format!("`{c}` extracts an archive"),
-                );
+                j.raise_with(Severity::Safe, "safe-list", || {
+                    format!("`{c}` extracts an archive")
+                });
             }
         } else if matches!(
             n,
@@ -1596,11 +1553,9 @@ impl Analyzer<'_> {
                 for t in positionals(args, &["-o", "-S", "--suffix"]) {
                     self.write_target(j, t, cwd, &cmd_text, "rewrites");
                 }
-                j.raise(
-                    Severity::Safe,
-                    "safe-list",
-                    format!("`{c}` compresses or converts files"),
-                );
+                j.raise_with(Severity::Safe, "safe-list", || {
+                    format!("`{c}` compresses or converts files")
+                });
             }
         } else if matches!(n, "patch" | "split" | "csplit" | "ed") {
             match opt_value(args, Some("-o"), &["--output"])
@@ -1609,13 +1564,11 @@ impl Analyzer<'_> {
                 Some(o) => self.write_target(j, &o, cwd, &cmd_text, "writes"),
                 None => self.write_cwd(j, cwd, &cmd_text),
             }
-            j.raise(Severity::Safe, "safe-list", format!("`{c}` edits files"));
+            j.raise_with(Severity::Safe, "safe-list", || format!("`{c}` edits files"));
         } else if matches!(n, "awk" | "gawk" | "mawk" | "nawk") {
-            j.raise(
-                Severity::Safe,
-                "safe-list",
-                format!("`{c}` runs an awk program (it can write files and run commands)"),
-            );
+            j.raise_with(Severity::Safe, "safe-list", || {
+                format!("`{c}` runs an awk program (it can write files and run commands)")
+            });
         } else if n == "sort" || n == "uniq" || n == "xxd" || n == "iconv" || n == "tree" {
             let target = match n {
                 "sort" => opt_value(args, Some("-o"), &["--output"]),
@@ -1636,21 +1589,17 @@ impl Analyzer<'_> {
                     .iter()
                     .any(|a| a.text.starts_with("--compress-program"))
             {
-                j.raise(
-                    Severity::Safe,
-                    "safe-list",
-                    format!("`{c}` runs a helper program named in its options"),
-                );
+                j.raise_with(Severity::Safe, "safe-list", || {
+                    format!("`{c}` runs a helper program named in its options")
+                });
             }
             out.known = None;
         } else if n == "date" && has_flag(args, &['s'], &["--set"])
             || n == "hostname" && first_positional(args).is_some()
         {
-            j.raise(
-                Severity::Risky,
-                "mode:workspace-write",
-                format!("`{c}` changes system settings"),
-            );
+            j.raise_with(Severity::Risky, "mode:workspace-write", || {
+                format!("`{c}` changes system settings")
+            });
         } else if n == "base64" || n == "base32" || n == "basenc" {
             if has_flag(args, &['d', 'D'], &["--decode"])
                 && positionals(args, &["-w", "--wrap"]).is_empty()
@@ -1699,51 +1648,39 @@ impl Analyzer<'_> {
                     .any(|a| a.text.starts_with("--compress-program")))
             || (matches!(n, "less" | "more") && args.iter().any(|a| a.text.starts_with("+!")))
         {
-            j.raise(
-                Severity::Safe,
-                "safe-list",
-                format!("`{c}` runs a helper program named in its options"),
-            );
+            j.raise_with(Severity::Safe, "safe-list", || {
+                format!("`{c}` runs a helper program named in its options")
+            });
         } else if n == "mktemp" {
-            j.raise(
-                Severity::Safe,
-                "safe-list",
-                format!("`{c}` creates a temporary file"),
-            );
+            j.raise_with(Severity::Safe, "safe-list", || {
+                format!("`{c}` creates a temporary file")
+            });
         } else if READ_ONLY.contains(&n) {
             // Reads only.
         } else if self.functions.iter().any(|f| f == n) {
             // A function defined in this command: its body was judged.
         } else if SAFE_TOOLS.contains(&n) {
-            j.raise(
-                Severity::Safe,
-                "safe-list",
-                format!("`{c}` is on the safe list (runs confined to the working directory)"),
-            );
+            j.raise_with(Severity::Safe, "safe-list", || {
+                format!("`{c}` is on the safe list (runs confined to the working directory)")
+            });
         } else if by_path && self.run_written(j, &words[0].clone(), &cmd_text) {
             // A script written earlier in this line: judged by its content.
         } else if by_path {
             let inside = paths::resolve(cwd, &invoked, self.env.home)
                 .is_some_and(|r| self.env.ws.contains(&r));
             if inside {
-                j.raise(
-                    Severity::Safe,
-                    "safe-list",
-                    format!("`{c}` runs a program from the working directory (confined)"),
-                );
+                j.raise_with(Severity::Safe, "safe-list", || {
+                    format!("`{c}` runs a program from the working directory (confined)")
+                });
             } else {
-                j.raise(
-                    Severity::Risky,
-                    "mode:workspace-write",
-                    format!("`{c}` runs the program {invoked}, which is not on the safe list"),
-                );
+                j.raise_with(Severity::Risky, "mode:workspace-write", || {
+                    format!("`{c}` runs the program {invoked}, which is not on the safe list")
+                });
             }
         } else {
-            j.raise(
-                Severity::Risky,
-                "mode:workspace-write",
-                format!("`{c}` is not a known command (not on the safe list)"),
-            );
+            j.raise_with(Severity::Risky, "mode:workspace-write", || {
+                format!("`{c}` is not a known command (not on the safe list)")
+            });
         }
 
         // A downloader's stdout, or data passing through a filter.
@@ -1760,11 +1697,9 @@ impl Analyzer<'_> {
             } else {
                 "it is invoked by a path outside the system directories"
             };
-            j.raise(
-                Severity::Safe,
-                "safe-list",
-                format!("`{c}` may not be the standard `{n}`: {why}"),
-            );
+            j.raise_with(Severity::Safe, "safe-list", || {
+                format!("`{c}` may not be the standard `{n}`: {why}")
+            });
         }
         let _ = full_text;
         out
@@ -1813,11 +1748,9 @@ impl Analyzer<'_> {
                     let s = s.clone();
                     self.shell_string(j, &s, cmd_text);
                 }
-                None => j.raise(
-                    Severity::Unresolved,
-                    "unresolved",
-                    format!("`{}` has -c without a command string", short(cmd_text)),
-                ),
+                None => j.raise_with(Severity::Unresolved, "unresolved", || {
+                    format!("`{}` has -c without a command string", short(cmd_text))
+                }),
             }
             return;
         }
@@ -1829,17 +1762,13 @@ impl Analyzer<'_> {
                 } else if self.run_written(j, &s.clone(), cmd_text) {
                     // Judged by the content written earlier in this line.
                 } else if s.dynamic {
-                    j.raise(
-                        Severity::Unresolved,
-                        "unresolved",
-                        format!("`{}` runs a script only known at run time", short(cmd_text)),
-                    );
+                    j.raise_with(Severity::Unresolved, "unresolved", || {
+                        format!("`{}` runs a script only known at run time", short(cmd_text))
+                    });
                 } else {
-                    j.raise(
-                        Severity::Safe,
-                        "safe-list",
-                        format!("`{}` runs the script {}", short(cmd_text), s.text),
-                    );
+                    j.raise_with(Severity::Safe, "safe-list", || {
+                        format!("`{}` runs the script {}", short(cmd_text), s.text)
+                    });
                 }
             }
             _ => {
@@ -1851,11 +1780,9 @@ impl Analyzer<'_> {
                 {
                     self.shell_stream(j, &stdin, cmd_text, "a shell");
                 } else {
-                    j.raise(
-                        Severity::Risky,
-                        "mode:workspace-write",
-                        format!("`{}` starts an interactive shell", short(cmd_text)),
-                    );
+                    j.raise_with(Severity::Risky, "mode:workspace-write", || {
+                        format!("`{}` starts an interactive shell", short(cmd_text))
+                    });
                 }
             }
         }
@@ -1895,13 +1822,11 @@ impl Analyzer<'_> {
         if let Some(code) = code {
             let compact: String = code.text.split_whitespace().collect();
             if compact.contains("forkwhilefork") || compact.contains("whileTrue:os.fork()") {
-                j.raise(Severity::Floor, "floor", format!("`{c}` is a fork bomb"));
+                j.raise_with(Severity::Floor, "floor", || format!("`{c}` is a fork bomb"));
             }
-            j.raise(
-                Severity::Safe,
-                "safe-list",
-                format!("`{c}` runs inline {n} code (confined)"),
-            );
+            j.raise_with(Severity::Safe, "safe-list", || {
+                format!("`{c}` runs inline {n} code (confined)")
+            });
             return;
         }
         if n == "perl" && has_flag(args, &['i'], &[]) {
@@ -1924,11 +1849,9 @@ impl Analyzer<'_> {
                 self.lang_pm("pip", &rest, j, cmd_text);
                 return;
             }
-            j.raise(
-                Severity::Safe,
-                "safe-list",
-                format!("`{c}` runs the {} module (confined)", m.text),
-            );
+            j.raise_with(Severity::Safe, "safe-list", || {
+                format!("`{c}` runs the {} module (confined)", m.text)
+            });
             return;
         }
         let script = positionals(
@@ -1951,38 +1874,28 @@ impl Analyzer<'_> {
                 if let Some(st) = s.stream.as_deref()
                     && let Some(d) = &st.download
                 {
-                    j.raise(
-                        Severity::Floor,
-                        "floor",
-                        format!("`{c}` runs a download (`{}`) with {n}", short(d)),
-                    );
+                    j.raise_with(Severity::Floor, "floor", || {
+                        format!("`{c}` runs a download (`{}`) with {n}", short(d))
+                    });
                     return;
                 }
-                j.raise(
-                    Severity::Safe,
-                    "safe-list",
-                    format!("`{c}` runs the {n} script {} (confined)", s.text),
-                );
+                j.raise_with(Severity::Safe, "safe-list", || {
+                    format!("`{c}` runs the {n} script {} (confined)", s.text)
+                });
             }
             _ => {
                 if let Some(d) = &self.stdin.download {
-                    j.raise(
-                        Severity::Floor,
-                        "floor",
-                        format!("`{c}` runs a download (`{}`) with {n}", short(d)),
-                    );
+                    j.raise_with(Severity::Floor, "floor", || {
+                        format!("`{c}` runs a download (`{}`) with {n}", short(d))
+                    });
                 } else if self.stdin.piped || self.stdin.known.is_some() {
-                    j.raise(
-                        Severity::Safe,
-                        "safe-list",
-                        format!("`{c}` runs {n} code from its input (confined)"),
-                    );
+                    j.raise_with(Severity::Safe, "safe-list", || {
+                        format!("`{c}` runs {n} code from its input (confined)")
+                    });
                 } else {
-                    j.raise(
-                        Severity::Risky,
-                        "mode:workspace-write",
-                        format!("`{c}` starts an interactive {n}"),
-                    );
+                    j.raise_with(Severity::Risky, "mode:workspace-write", || {
+                        format!("`{c}` starts an interactive {n}")
+                    });
                 }
             }
         }
@@ -1996,11 +1909,9 @@ impl Analyzer<'_> {
             &["-n", "--iterations", "-s", "--size", "--interactive"],
         );
         if recursive && !targets.is_empty() {
-            j.raise(
-                Severity::Risky,
-                "recursive-delete",
-                format!("`{c}` deletes a directory tree recursively"),
-            );
+            j.raise_with(Severity::Risky, "recursive-delete", || {
+                format!("`{c}` deletes a directory tree recursively")
+            });
         }
         for t in &targets {
             if recursive {
@@ -2009,11 +1920,9 @@ impl Analyzer<'_> {
                 self.write_target(j, t, cwd, cmd_text, "deletes");
             }
         }
-        j.raise(
-            Severity::Safe,
-            "safe-list",
-            format!("`{c}` deletes files inside the working directory"),
-        );
+        j.raise_with(Severity::Safe, "safe-list", || {
+            format!("`{c}` deletes files inside the working directory")
+        });
     }
 
     fn chmod(&mut self, n: &str, args: &[Word], j: &mut Judge, cmd_text: &str, cwd: Option<&Path>) {
@@ -2037,11 +1946,9 @@ impl Analyzer<'_> {
                 self.write_target(j, t, cwd, cmd_text, "changes permissions of");
             }
         }
-        j.raise(
-            Severity::Safe,
-            "safe-list",
-            format!("`{c}` changes permissions inside the working directory"),
-        );
+        j.raise_with(Severity::Safe, "safe-list", || {
+            format!("`{c}` changes permissions inside the working directory")
+        });
     }
 
     fn find(
@@ -2110,11 +2017,9 @@ impl Analyzer<'_> {
                     for s in &starts {
                         self.recursive_target(j, s, cwd, cmd_text, "deletes what it finds under");
                     }
-                    j.raise(
-                        Severity::Risky,
-                        "recursive-delete",
-                        format!("`{c}` deletes files in a directory tree"),
-                    );
+                    j.raise_with(Severity::Risky, "recursive-delete", || {
+                        format!("`{c}` deletes files in a directory tree")
+                    });
                 }
                 "-fprint" | "-fprint0" | "-fprintf" | "-fls" => {
                     if let Some(f) = args.get(i + 1) {
@@ -2180,20 +2085,16 @@ impl Analyzer<'_> {
                     && let Some(r) = paths::resolve(cwd, &s.text, self.env.home)
                     && paths::is_floor_dir(&r, self.env.home)
                 {
-                    j.raise(
-                        Severity::Floor,
-                        "floor",
-                        format!("`{c}` moves away {}", r.display()),
-                    );
+                    j.raise_with(Severity::Floor, "floor", || {
+                        format!("`{c}` moves away {}", r.display())
+                    });
                 }
                 self.write_target(j, s, cwd, cmd_text, "moves away");
             }
         }
-        j.raise(
-            Severity::Safe,
-            "safe-list",
-            format!("`{c}` writes inside the working directory"),
-        );
+        j.raise_with(Severity::Safe, "safe-list", || {
+            format!("`{c}` writes inside the working directory")
+        });
     }
 
     fn sed(&mut self, n: &str, args: &[Word], j: &mut Judge, cmd_text: &str, cwd: Option<&Path>) {
@@ -2229,19 +2130,15 @@ impl Analyzer<'_> {
                         .iter()
                         .any(|a| a.text == "-f" || a.text.starts_with("--file"));
                 if runs_or_writes {
-                    j.raise(
-                        Severity::Safe,
-                        "safe-list",
-                        format!("`{c}` runs a sed script that can write files or run commands"),
-                    );
+                    j.raise_with(Severity::Safe, "safe-list", || {
+                        format!("`{c}` runs a sed script that can write files or run commands")
+                    });
                 }
                 return;
             }
-            j.raise(
-                Severity::Safe,
-                "safe-list",
-                format!("`{c}` runs a perl program (confined)"),
-            );
+            j.raise_with(Severity::Safe, "safe-list", || {
+                format!("`{c}` runs a perl program (confined)")
+            });
             return;
         }
         let explicit_script = args.iter().any(|a| {
@@ -2282,11 +2179,9 @@ impl Analyzer<'_> {
         for f in pos {
             self.write_target(j, f, cwd, cmd_text, "edits in place");
         }
-        j.raise(
-            Severity::Safe,
-            "safe-list",
-            format!("`{c}` edits files in place inside the working directory"),
-        );
+        j.raise_with(Severity::Safe, "safe-list", || {
+            format!("`{c}` edits files in place inside the working directory")
+        });
     }
 
     fn tar(&mut self, args: &[Word], j: &mut Judge, cmd_text: &str, cwd: Option<&Path>) {
@@ -2319,11 +2214,9 @@ impl Analyzer<'_> {
             self.write_target(j, &f, cwd, cmd_text, "writes the archive");
         }
         if extract || create {
-            j.raise(
-                Severity::Safe,
-                "safe-list",
-                format!("`{c}` works with an archive inside the working directory"),
-            );
+            j.raise_with(Severity::Safe, "safe-list", || {
+                format!("`{c}` works with an archive inside the working directory")
+            });
         }
     }
 
@@ -2337,11 +2230,9 @@ impl Analyzer<'_> {
         out: &mut Stream,
     ) {
         let c = short(cmd_text);
-        j.raise(
-            Severity::Risky,
-            "network",
-            format!("`{c}` downloads from the network"),
-        );
+        j.raise_with(Severity::Risky, "network", || {
+            format!("`{c}` downloads from the network")
+        });
         let to_file = match n {
             "curl" => opt_value(args, Some("-o"), &["--output"])
                 .filter(|o| o.text != "-")
@@ -2414,11 +2305,9 @@ impl Analyzer<'_> {
                     .is_some_and(|(h, _)| !h.is_empty() && !h.contains('/'))
         };
         if n == "scp" || pos.iter().any(|w| remote(w)) {
-            j.raise(
-                Severity::Risky,
-                "network",
-                format!("`{c}` copies over the network"),
-            );
+            j.raise_with(Severity::Risky, "network", || {
+                format!("`{c}` copies over the network")
+            });
         }
         if let Some(dest) = pos.last().filter(|_| pos.len() >= 2)
             && !remote(dest)
@@ -2433,11 +2322,9 @@ impl Analyzer<'_> {
                 self.read_target(j, s, cwd, cmd_text);
             }
         }
-        j.raise(
-            Severity::Safe,
-            "safe-list",
-            format!("`{c}` copies files inside the working directory"),
-        );
+        j.raise_with(Severity::Safe, "safe-list", || {
+            format!("`{c}` copies files inside the working directory")
+        });
     }
 
     fn git(&mut self, args: &[Word], j: &mut Judge, cmd_text: &str, cwd: Option<&Path>) {
@@ -2454,14 +2341,12 @@ impl Analyzer<'_> {
                 "-c" | "--config-env" | "--exec-path" => {
                     // Configuration on the command line can name programs
                     // git runs (core.pager, core.sshCommand, aliases).
-                    j.raise(
-                        Severity::Safe,
-                        "safe-list",
+                    j.raise_with(Severity::Safe, "safe-list", || {
                         format!(
                             "`{}` passes git configuration that can run programs",
                             short(cmd_text)
-                        ),
-                    );
+                        )
+                    });
                     i += 2;
                 }
                 "--git-dir" | "--work-tree" | "--namespace" => i += 2,
@@ -2511,11 +2396,9 @@ impl Analyzer<'_> {
                         .iter()
                         .any(|a| matches!(a.text.as_str(), "-D" | "-d" | "--delete"));
                 if deletes_forced {
-                    j.raise(
-                        Severity::Risky,
-                        "destructive-git",
-                        format!("`{c}` force-deletes a branch (unmerged work can be lost)"),
-                    );
+                    j.raise_with(Severity::Risky, "destructive-git", || {
+                        format!("`{c}` force-deletes a branch (unmerged work can be lost)")
+                    });
                 } else if rest_pos.is_empty()
                     && rest.iter().all(|a| {
                         listing_flags.contains(&a.text.as_str())
@@ -2531,35 +2414,27 @@ impl Analyzer<'_> {
                 {
                     // Lists branches.
                 } else {
-                    j.raise(
-                        Severity::Safe,
-                        "safe-list",
-                        format!("`{c}` changes branches in the repository"),
-                    );
+                    j.raise_with(Severity::Safe, "safe-list", || {
+                        format!("`{c}` changes branches in the repository")
+                    });
                 }
             }
             "tag" => {
                 if rest_pos.is_empty() || has("-l") || has("--list") {
                 } else {
-                    j.raise(
-                        Severity::Safe,
-                        "safe-list",
-                        format!("`{c}` changes tags in the repository"),
-                    );
+                    j.raise_with(Severity::Safe, "safe-list", || {
+                        format!("`{c}` changes tags in the repository")
+                    });
                 }
             }
             "remote" => match rest_pos.first().map(|w| w.text.as_str()) {
                 None | Some("show" | "get-url") => {}
-                Some("update") => j.raise(
-                    Severity::Risky,
-                    "network",
-                    format!("`{c}` fetches from remotes"),
-                ),
-                Some(_) => j.raise(
-                    Severity::Risky,
-                    "protected-path",
-                    format!("`{c}` changes the repository's remotes (.git/config)"),
-                ),
+                Some("update") => j.raise_with(Severity::Risky, "network", || {
+                    format!("`{c}` fetches from remotes")
+                }),
+                Some(_) => j.raise_with(Severity::Risky, "protected-path", || {
+                    format!("`{c}` changes the repository's remotes (.git/config)")
+                }),
             },
             "config" => {
                 let reading = rest.iter().any(|a| {
@@ -2591,57 +2466,47 @@ impl Analyzer<'_> {
                         )
                     }));
                 if !reading {
-                    j.raise(Severity::Risky, "protected-path", format!("`{c}` changes git configuration (hooks, aliases and filters in it can run code)"));
+                    j.raise_with(Severity::Risky, "protected-path", || format!("`{c}` changes git configuration (hooks, aliases and filters in it can run code)"));
                 }
             }
             "stash" => match rest_pos.first().map(|w| w.text.as_str()) {
                 Some("list" | "show") => {}
-                Some("drop" | "clear") => j.raise(
-                    Severity::Risky,
-                    "destructive-git",
-                    format!("`{c}` discards stashed changes"),
-                ),
-                _ => j.raise(
-                    Severity::Safe,
-                    "safe-list",
-                    format!("`{c}` stashes changes"),
-                ),
+                Some("drop" | "clear") => j.raise_with(Severity::Risky, "destructive-git", || {
+                    format!("`{c}` discards stashed changes")
+                }),
+                _ => j.raise_with(Severity::Safe, "safe-list", || {
+                    format!("`{c}` stashes changes")
+                }),
             },
             "worktree" => match rest_pos.first().map(|w| w.text.as_str()) {
                 Some("list") => {}
-                _ => j.raise(
-                    Severity::Safe,
-                    "safe-list",
-                    format!("`{c}` changes worktrees"),
-                ),
+                _ => j.raise_with(Severity::Safe, "safe-list", || {
+                    format!("`{c}` changes worktrees")
+                }),
             },
             "reflog" => {
                 if let Some("expire" | "delete") = rest_pos.first().map(|w| w.text.as_str()) {
-                    j.raise(
-                        Severity::Risky,
-                        "destructive-git",
-                        format!("`{c}` deletes reflog entries (the safety net for lost commits)"),
-                    )
+                    j.raise_with(Severity::Risky, "destructive-git", || {
+                        format!("`{c}` deletes reflog entries (the safety net for lost commits)")
+                    })
                 }
             }
             "notes" => match rest_pos.first().map(|w| w.text.as_str()) {
                 None | Some("list" | "show") => {}
-                _ => j.raise(Severity::Safe, "safe-list", format!("`{c}` changes notes")),
+                _ => j.raise_with(Severity::Safe, "safe-list", || {
+                    format!("`{c}` changes notes")
+                }),
             },
-            "push" => j.raise(
-                Severity::Risky,
-                "git-push",
-                format!("`{c}` pushes to a remote repository"),
-            ),
+            "push" => j.raise_with(Severity::Risky, "git-push", || {
+                format!("`{c}` pushes to a remote repository")
+            }),
             "fetch" | "pull" | "clone" | "ls-remote" | "request-pull" | "send-email"
             | "archive"
                 if sub != "archive" || has("--remote") =>
             {
-                j.raise(
-                    Severity::Risky,
-                    "network",
-                    format!("`{c}` talks to a remote repository"),
-                );
+                j.raise_with(Severity::Risky, "network", || {
+                    format!("`{c}` talks to a remote repository")
+                });
                 if sub == "clone" {
                     if let Some(d) = rest_pos.get(1) {
                         self.write_target(j, d, cwd, cmd_text, "clones into");
@@ -2654,30 +2519,22 @@ impl Analyzer<'_> {
                 None | Some("status" | "summary" | "foreach")
                     if sub == "submodule"
                         && rest_pos.first().map(|w| w.text.as_str()) != Some("foreach") => {}
-                Some("foreach") => j.raise(
-                    Severity::Risky,
-                    "mode:workspace-write",
-                    format!("`{c}` runs a command in every submodule"),
-                ),
-                _ => j.raise(
-                    Severity::Risky,
-                    "network",
-                    format!("`{c}` fetches submodules"),
-                ),
+                Some("foreach") => j.raise_with(Severity::Risky, "mode:workspace-write", || {
+                    format!("`{c}` runs a command in every submodule")
+                }),
+                _ => j.raise_with(Severity::Risky, "network", || {
+                    format!("`{c}` fetches submodules")
+                }),
             },
             "reset" => {
                 if has("--hard") || has("--merge") || has("--keep") {
-                    j.raise(
-                        Severity::Risky,
-                        "destructive-git",
-                        format!("`{c}` discards uncommitted changes"),
-                    );
+                    j.raise_with(Severity::Risky, "destructive-git", || {
+                        format!("`{c}` discards uncommitted changes")
+                    });
                 } else {
-                    j.raise(
-                        Severity::Safe,
-                        "safe-list",
-                        format!("`{c}` moves the branch head"),
-                    );
+                    j.raise_with(Severity::Safe, "safe-list", || {
+                        format!("`{c}` moves the branch head")
+                    });
                 }
             }
             "clean" => {
@@ -2690,33 +2547,25 @@ impl Analyzer<'_> {
                 });
                 if dry {
                 } else {
-                    j.raise(
-                        Severity::Risky,
-                        "destructive-git",
-                        format!("`{c}` deletes untracked files"),
-                    );
+                    j.raise_with(Severity::Risky, "destructive-git", || {
+                        format!("`{c}` deletes untracked files")
+                    });
                 }
             }
             "filter-branch" | "filter-repo" | "update-ref" | "replace" | "prune" => {
-                j.raise(
-                    Severity::Risky,
-                    "destructive-git",
-                    format!("`{c}` rewrites or deletes repository history"),
-                );
+                j.raise_with(Severity::Risky, "destructive-git", || {
+                    format!("`{c}` rewrites or deletes repository history")
+                });
             }
             "gc" if has("--prune") => {
-                j.raise(
-                    Severity::Risky,
-                    "destructive-git",
-                    format!("`{c}` prunes unreachable objects"),
-                );
+                j.raise_with(Severity::Risky, "destructive-git", || {
+                    format!("`{c}` prunes unreachable objects")
+                });
             }
             "checkout" | "restore" if has("-f") || has("--force") => {
-                j.raise(
-                    Severity::Risky,
-                    "destructive-git",
-                    format!("`{c}` discards local changes"),
-                );
+                j.raise_with(Severity::Risky, "destructive-git", || {
+                    format!("`{c}` discards local changes")
+                });
             }
             "add" | "commit" | "checkout" | "switch" | "restore" | "merge" | "rebase"
             | "cherry-pick" | "revert" | "mv" | "rm" | "init" | "apply" | "am" | "format-patch"
@@ -2734,23 +2583,17 @@ impl Analyzer<'_> {
                         Some("fetch" | "pull" | "push" | "clone")
                     )
                 {
-                    j.raise(
-                        Severity::Risky,
-                        "network",
-                        format!("`{c}` transfers LFS objects over the network"),
-                    );
+                    j.raise_with(Severity::Risky, "network", || {
+                        format!("`{c}` transfers LFS objects over the network")
+                    });
                 }
-                j.raise(
-                    Severity::Safe,
-                    "safe-list",
-                    format!("`{c}` changes the repository in the working directory"),
-                );
+                j.raise_with(Severity::Safe, "safe-list", || {
+                    format!("`{c}` changes the repository in the working directory")
+                });
             }
-            _ => j.raise(
-                Severity::Risky,
-                "mode:workspace-write",
-                format!("`{c}` runs an unknown git subcommand or alias"),
-            ),
+            _ => j.raise_with(Severity::Risky, "mode:workspace-write", || {
+                format!("`{c}` runs an unknown git subcommand or alias")
+            }),
         }
     }
 
@@ -2773,22 +2616,18 @@ impl Analyzer<'_> {
             _ if version_only && sub.is_empty() => {}
             "" | "version" | "metadata" | "tree" | "locate-project" | "pkgid"
             | "verify-project" | "read-manifest" | "help" | "--list" => {}
-            "install" | "uninstall" | "add" | "binstall" => j.raise(
-                Severity::Risky,
-                "package-install",
-                format!("`{c}` installs or adds packages"),
-            ),
+            "install" | "uninstall" | "add" | "binstall" => {
+                j.raise_with(Severity::Risky, "package-install", || {
+                    format!("`{c}` installs or adds packages")
+                })
+            }
             "publish" | "login" | "logout" | "owner" | "yank" | "search" | "fetch" | "update"
-            | "vendor" | "info" => j.raise(
-                Severity::Risky,
-                "network",
-                format!("`{c}` uses the network (crates.io)"),
-            ),
-            _ => j.raise(
-                Severity::Safe,
-                "safe-list",
-                format!("`{c}` is a cargo build/test command (confined)"),
-            ),
+            | "vendor" | "info" => j.raise_with(Severity::Risky, "network", || {
+                format!("`{c}` uses the network (crates.io)")
+            }),
+            _ => j.raise_with(Severity::Safe, "safe-list", || {
+                format!("`{c}` is a cargo build/test command (confined)")
+            }),
         }
     }
 
@@ -2922,24 +2761,18 @@ impl Analyzer<'_> {
                 | "version"
         );
         if install {
-            j.raise(
-                Severity::Risky,
-                "package-install",
-                format!("`{c}` installs or removes packages"),
-            );
+            j.raise_with(Severity::Risky, "package-install", || {
+                format!("`{c}` installs or removes packages")
+            });
         } else if network {
-            j.raise(
-                Severity::Risky,
-                "network",
-                format!("`{c}` uses the package registry over the network"),
-            );
+            j.raise_with(Severity::Risky, "network", || {
+                format!("`{c}` uses the package registry over the network")
+            });
         } else if query {
         } else {
-            j.raise(
-                Severity::Safe,
-                "safe-list",
-                format!("`{c}` runs a project script or tool (confined)"),
-            );
+            j.raise_with(Severity::Safe, "safe-list", || {
+                format!("`{c}` runs a project script or tool (confined)")
+            });
         }
     }
 
@@ -2951,23 +2784,19 @@ impl Analyzer<'_> {
         }
         match n {
             "pip" | "pip3" => match sub {
-                "install" | "uninstall" | "download" | "wheel" => j.raise(
-                    Severity::Risky,
-                    "package-install",
-                    format!("`{c}` installs or removes Python packages"),
-                ),
+                "install" | "uninstall" | "download" | "wheel" => {
+                    j.raise_with(Severity::Risky, "package-install", || {
+                        format!("`{c}` installs or removes Python packages")
+                    })
+                }
                 "list" | "show" | "freeze" | "check" | "help" | "" | "config" | "debug"
                 | "inspect" => {}
-                "search" | "index" => j.raise(
-                    Severity::Risky,
-                    "network",
-                    format!("`{c}` uses the network"),
-                ),
-                _ => j.raise(
-                    Severity::Safe,
-                    "safe-list",
-                    format!("`{c}` manages Python packages locally"),
-                ),
+                "search" | "index" => j.raise_with(Severity::Risky, "network", || {
+                    format!("`{c}` uses the network")
+                }),
+                _ => j.raise_with(Severity::Safe, "safe-list", || {
+                    format!("`{c}` manages Python packages locally")
+                }),
             },
             "uv" => {
                 let sub2 = args
@@ -2982,26 +2811,20 @@ impl Analyzer<'_> {
                         "add" | "remove" | "sync" | "lock" | "tool" | "python" | "self" | "publish"
                         | "venv",
                         _,
-                    ) => j.raise(
-                        Severity::Risky,
-                        "package-install",
-                        format!("`{c}` installs or changes Python packages"),
-                    ),
+                    ) => j.raise_with(Severity::Risky, "package-install", || {
+                        format!("`{c}` installs or changes Python packages")
+                    }),
                     ("pip", "list" | "show" | "freeze" | "check" | "tree")
                     | ("tree" | "version" | "help", _) => {}
-                    _ => j.raise(
-                        Severity::Safe,
-                        "safe-list",
-                        format!("`{c}` runs a project command (confined)"),
-                    ),
+                    _ => j.raise_with(Severity::Safe, "safe-list", || {
+                        format!("`{c}` runs a project command (confined)")
+                    }),
                 }
             }
             "go" => match sub {
-                "get" | "install" => j.raise(
-                    Severity::Risky,
-                    "package-install",
-                    format!("`{c}` installs Go packages"),
-                ),
+                "get" | "install" => j.raise_with(Severity::Risky, "package-install", || {
+                    format!("`{c}` installs Go packages")
+                }),
                 "mod"
                     if matches!(
                         args.iter()
@@ -3011,56 +2834,44 @@ impl Analyzer<'_> {
                         Some("download")
                     ) =>
                 {
-                    j.raise(
-                        Severity::Risky,
-                        "network",
-                        format!("`{c}` downloads modules"),
-                    )
+                    j.raise_with(Severity::Risky, "network", || {
+                        format!("`{c}` downloads modules")
+                    })
                 }
                 "version" | "env" | "doc" | "help" | "list" => {
                     if sub == "env" && has_flag(args, &['w', 'u'], &[]) {
-                        j.raise(
-                            Severity::Safe,
-                            "safe-list",
-                            format!("`{c}` changes the Go environment"),
-                        );
+                        j.raise_with(Severity::Safe, "safe-list", || {
+                            format!("`{c}` changes the Go environment")
+                        });
                     }
                 }
-                _ => j.raise(
-                    Severity::Safe,
-                    "safe-list",
-                    format!("`{c}` is a Go build/test command (confined)"),
-                ),
+                _ => j.raise_with(Severity::Safe, "safe-list", || {
+                    format!("`{c}` is a Go build/test command (confined)")
+                }),
             },
             "bundle" => match sub {
-                "install" | "update" | "add" => j.raise(
-                    Severity::Risky,
-                    "package-install",
-                    format!("`{c}` installs gems"),
-                ),
-                _ => j.raise(
-                    Severity::Safe,
-                    "safe-list",
-                    format!("`{c}` runs a project command (confined)"),
-                ),
+                "install" | "update" | "add" => {
+                    j.raise_with(Severity::Risky, "package-install", || {
+                        format!("`{c}` installs gems")
+                    })
+                }
+                _ => j.raise_with(Severity::Safe, "safe-list", || {
+                    format!("`{c}` runs a project command (confined)")
+                }),
             },
             "dotnet" => match sub {
-                "add" | "tool" | "workload" | "nuget" | "restore" => j.raise(
-                    Severity::Risky,
-                    "package-install",
-                    format!("`{c}` installs packages"),
-                ),
-                _ => j.raise(
-                    Severity::Safe,
-                    "safe-list",
-                    format!("`{c}` is a .NET build/test command (confined)"),
-                ),
+                "add" | "tool" | "workload" | "nuget" | "restore" => {
+                    j.raise_with(Severity::Risky, "package-install", || {
+                        format!("`{c}` installs packages")
+                    })
+                }
+                _ => j.raise_with(Severity::Safe, "safe-list", || {
+                    format!("`{c}` is a .NET build/test command (confined)")
+                }),
             },
-            _ => j.raise(
-                Severity::Safe,
-                "safe-list",
-                format!("`{c}` is a build/test command (confined)"),
-            ),
+            _ => j.raise_with(Severity::Safe, "safe-list", || {
+                format!("`{c}` is a build/test command (confined)")
+            }),
         }
     }
 
@@ -3113,23 +2924,21 @@ impl Analyzer<'_> {
                 true
             }
             Some(Written::Download(d)) => {
-                j.raise(
-                    Severity::Floor,
-                    "floor",
+                j.raise_with(Severity::Floor, "floor", || {
                     format!(
                         "`{}` runs {}, downloaded earlier in this command (`{}`)",
                         short(cmd_text),
                         lex.display(),
                         short(&d)
-                    ),
-                );
+                    )
+                });
                 true
             }
             Some(Written::Unknown) => {
-                j.raise(
+                j.raise_with(
                     Severity::Unresolved,
                     "unresolved",
-                    format!(
+                    || format!(
                         "`{}` runs {}, written earlier in this command with content the check cannot see",
                         short(cmd_text),
                         lex.display()
@@ -3167,14 +2976,12 @@ impl Analyzer<'_> {
             return;
         }
         if w.dynamic {
-            j.raise(
-                Severity::Safe,
-                "safe-list",
+            j.raise_with(Severity::Safe, "safe-list", || {
                 format!(
                     "`{c}` {verb} `{}`, a path only known at run time (the sandbox confines it)",
                     short(&w.text)
-                ),
-            );
+                )
+            });
             return;
         }
         let texts = if w.braces {
@@ -3188,10 +2995,10 @@ impl Analyzer<'_> {
                 continue;
             }
             let Some(r) = paths::resolve(cwd, &t, self.env.home) else {
-                j.raise(
+                j.raise_with(
                     Severity::Safe,
                     "safe-list",
-                    format!("`{c}` {verb} `{t}`, which the check cannot place (after a `cd` it could not follow)"),
+                    || format!("`{c}` {verb} `{t}`, which the check cannot place (after a `cd` it could not follow)"),
                 );
                 continue;
             };
@@ -3199,37 +3006,29 @@ impl Analyzer<'_> {
                 continue;
             }
             if paths::is_net_pseudo_device(&r.lexical) {
-                j.raise(
-                    Severity::Risky,
-                    "network",
-                    format!("`{c}` {verb} {}, a network connection", r.display()),
-                );
+                j.raise_with(Severity::Risky, "network", || {
+                    format!("`{c}` {verb} {}, a network connection", r.display())
+                });
                 continue;
             }
             match paths::classify_write(&r, self.env.ws, self.env.home) {
-                WriteClass::Floor(why) => j.raise(
-                    Severity::Floor,
-                    "floor",
-                    format!("`{c}` {why}: {verb} {}", r.display()),
-                ),
-                WriteClass::Protected(why) => j.raise(
-                    Severity::Risky,
-                    "protected-path",
-                    format!("`{c}` {verb} {}: {why}", r.display()),
-                ),
-                WriteClass::Outside => j.raise(
-                    Severity::Risky,
-                    "outside-workspace",
+                WriteClass::Floor(why) => j.raise_with(Severity::Floor, "floor", || {
+                    format!("`{c}` {why}: {verb} {}", r.display())
+                }),
+                WriteClass::Protected(why) => {
+                    j.raise_with(Severity::Risky, "protected-path", || {
+                        format!("`{c}` {verb} {}: {why}", r.display())
+                    })
+                }
+                WriteClass::Outside => j.raise_with(Severity::Risky, "outside-workspace", || {
                     format!(
                         "`{c}` {verb} {}, outside the working directory and writable roots",
                         r.display()
-                    ),
-                ),
-                WriteClass::Inside => j.raise(
-                    Severity::Safe,
-                    "safe-list",
-                    format!("`{c}` {verb} {} inside the workspace", r.display()),
-                ),
+                    )
+                }),
+                WriteClass::Inside => j.raise_with(Severity::Safe, "safe-list", || {
+                    format!("`{c}` {verb} {} inside the workspace", r.display())
+                }),
             }
         }
     }
@@ -3249,20 +3048,16 @@ impl Analyzer<'_> {
             Some(p) => match cwd {
                 Some(d) => format!("{}/{p}", d.display()),
                 None => {
-                    j.raise(
-                        Severity::Safe,
-                        "safe-list",
-                        format!("`{c}` {verb} `{pattern}` (the sandbox confines it)"),
-                    );
+                    j.raise_with(Severity::Safe, "safe-list", || {
+                        format!("`{c}` {verb} `{pattern}` (the sandbox confines it)")
+                    });
                     return;
                 }
             },
             None => {
-                j.raise(
-                    Severity::Safe,
-                    "safe-list",
-                    format!("`{c}` {verb} `{pattern}` (the sandbox confines it)"),
-                );
+                j.raise_with(Severity::Safe, "safe-list", || {
+                    format!("`{c}` {verb} `{pattern}` (the sandbox confines it)")
+                });
                 return;
             }
         };
@@ -3280,11 +3075,9 @@ impl Analyzer<'_> {
             "/dev/mmcblk0",
         ] {
             if text::wild_match(&abs, floor) {
-                j.raise(
-                    Severity::Floor,
-                    "floor",
-                    format!("`{c}` {verb} `{pattern}`, which can name {floor}"),
-                );
+                j.raise_with(Severity::Floor, "floor", || {
+                    format!("`{c}` {verb} `{pattern}`, which can name {floor}")
+                });
                 return;
             }
         }
@@ -3307,11 +3100,9 @@ impl Analyzer<'_> {
             inner.sev
         });
         if sev == Severity::Safe {
-            j.raise(
-                Severity::Safe,
-                "safe-list",
-                format!("`{c}` {verb} `{pattern}` inside the workspace"),
-            );
+            j.raise_with(Severity::Safe, "safe-list", || {
+                format!("`{c}` {verb} `{pattern}` inside the workspace")
+            });
         } else {
             j.raise(inner.sev, inner.rule, inner.reason);
         }
@@ -3328,14 +3119,12 @@ impl Analyzer<'_> {
     ) {
         let c = short(cmd_text);
         if w.dynamic {
-            j.raise(
-                Severity::Unresolved,
-                "unresolved",
+            j.raise_with(Severity::Unresolved, "unresolved", || {
                 format!(
                     "`{c}` {verb} `{}`, a path only known at run time",
                     short(&w.text)
-                ),
-            );
+                )
+            });
             return;
         }
         let texts = if w.braces {
@@ -3351,11 +3140,9 @@ impl Analyzer<'_> {
                     None => None,
                 };
                 let Some(abs) = abs else {
-                    j.raise(
-                        Severity::Unresolved,
-                        "unresolved",
-                        format!("`{c}` {verb} `{t}`, which the check cannot place"),
-                    );
+                    j.raise_with(Severity::Unresolved, "unresolved", || {
+                        format!("`{c}` {verb} `{t}`, which the check cannot place")
+                    });
                     continue;
                 };
                 let abs_lex = paths::lexical(Path::new("/"), Path::new(&abs))
@@ -3387,9 +3174,7 @@ impl Analyzer<'_> {
                     && paths::resolve(None, parent, self.env.home)
                         .is_some_and(|r| paths::is_floor_dir(&r, self.env.home));
                 if names_floor || parent_floor {
-                    j.raise(
-                        Severity::Floor,
-                        "floor",
+                    j.raise_with(Severity::Floor, "floor", || {
                         format!(
                             "`{c}` {verb} `{t}`, which covers {}",
                             if parent_floor {
@@ -3397,27 +3182,23 @@ impl Analyzer<'_> {
                             } else {
                                 "a system or home directory"
                             }
-                        ),
-                    );
+                        )
+                    });
                 } else {
                     self.glob_write(j, &t, cwd, &c, verb);
                 }
                 continue;
             }
             let Some(r) = paths::resolve(cwd, &t, self.env.home) else {
-                j.raise(
-                    Severity::Unresolved,
-                    "unresolved",
-                    format!("`{c}` {verb} `{t}`, which the check cannot place"),
-                );
+                j.raise_with(Severity::Unresolved, "unresolved", || {
+                    format!("`{c}` {verb} `{t}`, which the check cannot place")
+                });
                 continue;
             };
             if paths::is_floor_dir(&r, self.env.home) {
-                j.raise(
-                    Severity::Floor,
-                    "floor",
-                    format!("`{c}` {verb} {}, a system or home directory", r.display()),
-                );
+                j.raise_with(Severity::Floor, "floor", || {
+                    format!("`{c}` {verb} {}, a system or home directory", r.display())
+                });
             } else {
                 self.write_target(
                     j,
@@ -3457,11 +3238,9 @@ impl Analyzer<'_> {
             lexical,
         };
         if let Some(why) = paths::credential(&r, self.env.home, self.env.ws) {
-            j.raise(
-                Severity::Risky,
-                "credentials",
-                format!("`{}` reads {why}", short(cmd_text)),
-            );
+            j.raise_with(Severity::Risky, "credentials", || {
+                format!("`{}` reads {why}", short(cmd_text))
+            });
         }
     }
 }

@@ -251,7 +251,7 @@ impl Policy {
                 "floor",
                 format!(
                     "{} — this is never allowed, in any mode or by any rule",
-                    f.reason
+                    f.reason()
                 ),
                 None,
                 false,
@@ -273,7 +273,7 @@ impl Policy {
             return verdict(
                 Decision::Ask,
                 "unresolved",
-                format!("{}; approve only if you know what it runs", f.reason),
+                format!("{}; approve only if you know what it runs", f.reason()),
                 None,
                 false,
             );
@@ -307,7 +307,7 @@ impl Policy {
                         rule,
                         format!(
                             "read-only mode runs only read-only commands; {}",
-                            lower_first(&f.reason)
+                            lower_first(&f.reason())
                         ),
                         f.suggest.clone(),
                         false,
@@ -318,7 +318,7 @@ impl Policy {
                         return verdict(
                             Decision::Ask,
                             f.rule,
-                            f.reason.clone(),
+                            f.reason().into_owned(),
                             f.suggest.clone(),
                             false,
                         );
@@ -385,7 +385,7 @@ impl Policy {
             ),
             _ => {
                 let reason = first_safe
-                    .map(|f| f.reason.clone())
+                    .map(|f| f.reason().into_owned())
                     .unwrap_or_else(|| format!("`{}` runs confined", short(whole)));
                 verdict(
                     Decision::Allow,

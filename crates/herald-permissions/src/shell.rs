@@ -90,6 +90,7 @@ pub(crate) struct Finding {
     pub severity: Severity,
     /// Built-in rule name (`floor`, `network`, `safe-list`, …).
     pub rule: &'static str,
+    /// Empty for "`text` only reads": see [`Finding::reason`].
     pub reason: String,
     /// Words after wrapper stripping, joined by single spaces.
     pub text: String,
@@ -99,6 +100,17 @@ pub(crate) struct Finding {
     pub privileged: bool,
     /// An allow rule that would let this command run (`terminal(git push*)`).
     pub suggest: Option<String>,
+}
+
+impl Finding {
+    /// The sentence for this judgement, formatted on demand.
+    pub fn reason(&self) -> std::borrow::Cow<'_, str> {
+        if self.reason.is_empty() {
+            format!("`{}` only reads", short(&self.text)).into()
+        } else {
+            self.reason.as_str().into()
+        }
+    }
 }
 
 /// What flows out of a statement on stdout, as far as the check can tell.
