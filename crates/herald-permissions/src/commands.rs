@@ -597,6 +597,19 @@ fn join(words: &[Word]) -> String {
     s
 }
 
+/// Some word may name a command that runs another as root (`sudo`, `su`, …),
+/// also inside a word split later (`env -S 'sudo x'`).
+fn may_elevate(words: &[Word]) -> bool {
+    words.iter().any(|w| {
+        w.text.split_whitespace().any(|t| {
+            matches!(
+                basename(t),
+                "sudo" | "doas" | "pkexec" | "run0" | "su" | "runuser"
+            )
+        })
+    })
+}
+
 fn basename(s: &str) -> &str {
     s.rsplit('/').next().unwrap_or(s)
 }
@@ -776,13 +789,16 @@ impl Analyzer<'_> {
             }
         }
         let mut out = Stream::default();
+        // The wrapper words are needed for the suggestion only when a
+        // command runs privileged: keep a copy only when one may.
+        let kept = may_elevate(&full).then(|| full.clone());
         let mut un = Unwrapped {
             start: 0,
-            words: full.clone(),
+            words: full,
             privileged: None,
             cwd,
         };
-        if !full.is_empty() {
+        if !un.words.is_empty() {
             out = self.unwrap_and_classify(&mut un, &mut j, &full_text, depth);
         }
         for r in redirects.iter().filter(|r| r.write) {
@@ -805,10 +821,9 @@ impl Analyzer<'_> {
         };
         // An empty reason reads "`text` only reads", formatted only if it
         // becomes the verdict (see [`Finding::reason`]).
-        let prefix: Vec<Word> = if un.privileged.is_some() {
-            full[..un.start.min(full.len())].to_vec()
-        } else {
-            Vec::new()
+        let prefix: &[Word] = match (&un.privileged, &kept) {
+            (Some(_), Some(full)) => &full[..un.start.min(full.len())],
+            _ => &[],
         };
         self.findings.push(Finding {
             severity: j.sev,
@@ -817,7 +832,7 @@ impl Analyzer<'_> {
             text,
             full_text,
             privileged: un.privileged.is_some(),
-            suggest: suggest(&prefix, &un.words),
+            suggest: suggest(prefix, &un.words),
         });
         out
     }

@@ -456,7 +456,6 @@ impl<'e> Analyzer<'e> {
 
     fn redirected(&mut self, n: Node<'_>, src: &str) -> Stream {
         let redirects: Vec<Node<'_>> = with_fields(n)
-            .into_iter()
             .filter(|(f, _)| *f == Some("redirect"))
             .map(|(_, c)| c)
             .collect();
@@ -933,18 +932,29 @@ impl<'e> Analyzer<'e> {
 
 /// The children of `n` with their field names (one cursor pass; asking
 /// each child's field name separately is quadratic).
-fn with_fields<'t>(n: Node<'t>) -> Vec<(Option<&'t str>, Node<'t>)> {
-    let mut out = Vec::with_capacity(n.child_count() as usize);
+fn with_fields<'t>(n: Node<'t>) -> WithFields<'t> {
     let mut c = n.walk();
-    if c.goto_first_child() {
-        loop {
-            out.push((c.field_name(), c.node()));
-            if !c.goto_next_sibling() {
-                break;
-            }
+    let more = c.goto_first_child();
+    WithFields { c, more }
+}
+
+/// Iterator of [`with_fields`].
+struct WithFields<'t> {
+    c: tree_sitter::TreeCursor<'t>,
+    more: bool,
+}
+
+impl<'t> Iterator for WithFields<'t> {
+    type Item = (Option<&'t str>, Node<'t>);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if !self.more {
+            return None;
         }
+        let item = (self.c.field_name(), self.c.node());
+        self.more = self.c.goto_next_sibling();
+        Some(item)
     }
-    out
 }
 
 /// PATH-like variables: changing them changes what a command name runs.
