@@ -3243,7 +3243,7 @@ impl Analyzer<'_> {
             (false, Some(c)) => paths::lexical(c, p),
             (false, None) => return,
         };
-        let is_link = std::fs::symlink_metadata(&lexical).is_ok_and(|m| m.file_type().is_symlink());
+        let is_link = paths::is_symlink(&lexical);
         let r = paths::Resolved {
             canonical: if is_link {
                 paths::canonical(&lexical)

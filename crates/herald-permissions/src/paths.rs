@@ -109,7 +109,7 @@ pub(crate) fn canonical(abs_raw: &Path) -> PathBuf {
                 match look(&out) {
                     Looked::Plain => {}
                     Looked::Link(c) => out = c,
-                    Looked::Missing => missing = 1,
+                    Looked::Missing | Looked::Dangling => missing = 1,
                 }
             }
             Component::ParentDir => {
@@ -129,9 +129,16 @@ enum Looked {
     Plain,
     /// A symlink, resolved.
     Link(PathBuf),
-    /// It does not exist, cannot be looked up, or is a dangling or looping
-    /// symlink.
+    /// It does not exist or cannot be looked up.
     Missing,
+    /// A dangling or looping symlink.
+    Dangling,
+}
+
+/// Whether `p` itself is a symlink (dangling or not), through the lookups
+/// remembered for this check.
+pub(crate) fn is_symlink(p: &Path) -> bool {
+    matches!(look(p), Looked::Link(_) | Looked::Dangling)
 }
 
 thread_local! {
@@ -176,7 +183,7 @@ fn look(p: &Path) -> Looked {
         Err(_) => Looked::Missing,
         Ok(_) => match std::fs::canonicalize(p) {
             Ok(c) => Looked::Link(c),
-            Err(_) => Looked::Missing,
+            Err(_) => Looked::Dangling,
         },
     };
     LOOKED.with(|l| {
