@@ -781,17 +781,13 @@ impl<'e> Analyzer<'e> {
         let raw = text_of(n, src);
         match n.kind() {
             "word" => {
-                let (s, glob, braces) = unescape_unquoted(raw);
-                if w.text.is_empty() && !quoted && s.starts_with('~') {
-                    match paths::expand_tilde(&s, self.env.home) {
-                        Some(e) => w.text.push_str(&e),
-                        None => {
-                            w.dynamic = true;
-                            w.text.push_str(&s);
-                        }
+                let first = w.text.is_empty();
+                let (glob, braces) = unescape_unquoted_into(raw, &mut w.text);
+                if first && !quoted && w.text.starts_with('~') {
+                    match paths::expand_tilde(&w.text, self.env.home) {
+                        Some(e) => w.text = e,
+                        None => w.dynamic = true,
                     }
-                } else {
-                    w.text.push_str(&s);
                 }
                 w.glob |= glob;
                 w.braces |= braces;
@@ -814,8 +810,7 @@ impl<'e> Analyzer<'e> {
             }
             "string" | "translated_string" => {
                 let mut c = n.walk();
-                let kids: Vec<Node<'_>> = n.named_children(&mut c).collect();
-                for k in kids {
+                for k in n.named_children(&mut c) {
                     if k.kind() == "string_content" {
                         w.text.push_str(&unescape_dquoted(text_of(k, src)));
                     } else {
@@ -825,8 +820,7 @@ impl<'e> Analyzer<'e> {
             }
             "concatenation" => {
                 let mut c = n.walk();
-                let kids: Vec<Node<'_>> = n.children(&mut c).collect();
-                for k in kids {
+                for k in n.children(&mut c) {
                     if k.is_named() {
                         self.word_into(k, src, w, quoted);
                     } else {
@@ -1025,10 +1019,10 @@ fn fork_bomb(name: &str, body: Node<'_>, src: &str) -> bool {
     calls_self && multiplies
 }
 
-/// Unquotes an unquoted word: backslash escapes; reports unescaped glob
-/// characters and braces.
-fn unescape_unquoted(raw: &str) -> (String, bool, bool) {
-    let mut out = String::with_capacity(raw.len());
+/// Unquotes an unquoted word onto `out`: backslash escapes; reports
+/// unescaped glob characters and braces.
+fn unescape_unquoted_into(raw: &str, out: &mut String) -> (bool, bool) {
+    out.reserve(raw.len());
     let mut glob = false;
     let mut braces = false;
     let mut chars = raw.chars();
@@ -1049,7 +1043,7 @@ fn unescape_unquoted(raw: &str) -> (String, bool, bool) {
             _ => out.push(c),
         }
     }
-    (out, glob, braces)
+    (glob, braces)
 }
 
 /// Unquotes the literal part of a double-quoted string.
