@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::paths::{self, WriteClass};
-use crate::shell::{Analyzer, Finding, Redirect, Severity, Stream, Word, Written, short};
+use crate::shell::{Analyzer, Finding, Redirect, Severity, Short, Stream, Word, Written, short};
 use crate::text;
 
 /// The strictest judgement seen so far for one simple command.
@@ -1274,7 +1274,7 @@ impl Analyzer<'_> {
     ) -> Stream {
         let words = un.words.clone();
         let cmd_text = join(&words);
-        let c = short(&cmd_text);
+        let c = Short(&cmd_text);
         let invoked = words[0].text.clone();
         let name = basename(&invoked).to_owned();
         let args = &words[1..];
@@ -1811,7 +1811,7 @@ impl Analyzer<'_> {
         cmd_text: &str,
         cwd: Option<&Path>,
     ) {
-        let c = short(cmd_text);
+        let c = Short(cmd_text);
         if args
             .iter()
             .any(|a| matches!(a.text.as_str(), "--version" | "-V" | "--help" | "-h" | "-v"))
@@ -1917,7 +1917,7 @@ impl Analyzer<'_> {
     }
 
     fn rm(&mut self, n: &str, args: &[Word], j: &mut Judge, cmd_text: &str, cwd: Option<&Path>) {
-        let c = short(cmd_text);
+        let c = Short(cmd_text);
         let recursive = n == "rm" && has_flag(args, &['r', 'R'], &["--recursive"]);
         let targets = positionals(
             args,
@@ -1941,7 +1941,7 @@ impl Analyzer<'_> {
     }
 
     fn chmod(&mut self, n: &str, args: &[Word], j: &mut Judge, cmd_text: &str, cwd: Option<&Path>) {
-        let c = short(cmd_text);
+        let c = Short(cmd_text);
         let recursive = has_flag(args, &['R'], &["--recursive"]);
         let reference = args.iter().any(|a| a.text.starts_with("--reference"));
         let mut pos = positionals(args, &["--reference", "--from"]);
@@ -1974,7 +1974,7 @@ impl Analyzer<'_> {
         cwd: Option<&Path>,
         depth: u32,
     ) {
-        let c = short(cmd_text);
+        let c = Short(cmd_text);
         let mut i = 0;
         while i < args.len() && matches!(args[i].text.as_str(), "-H" | "-L" | "-P")
             || i < args.len() && (args[i].text == "-D" || args[i].text.starts_with("-O"))
@@ -2056,7 +2056,7 @@ impl Analyzer<'_> {
         cmd_text: &str,
         cwd: Option<&Path>,
     ) {
-        let c = short(cmd_text);
+        let c = Short(cmd_text);
         let with_value = [
             "-t",
             "--target-directory",
@@ -2113,7 +2113,7 @@ impl Analyzer<'_> {
     }
 
     fn sed(&mut self, n: &str, args: &[Word], j: &mut Judge, cmd_text: &str, cwd: Option<&Path>) {
-        let c = short(cmd_text);
+        let c = Short(cmd_text);
         let in_place = args.iter().any(|a| {
             let t = a.text.as_str();
             t.starts_with("--in-place")
@@ -2200,7 +2200,7 @@ impl Analyzer<'_> {
     }
 
     fn tar(&mut self, args: &[Word], j: &mut Judge, cmd_text: &str, cwd: Option<&Path>) {
-        let c = short(cmd_text);
+        let c = Short(cmd_text);
         let first = args.first().map(|a| a.text.as_str()).unwrap_or("");
         let bundled = !first.starts_with('-') && !first.is_empty();
         let mode_has = |ch: char, long: &str| {
@@ -2244,7 +2244,7 @@ impl Analyzer<'_> {
         cwd: Option<&Path>,
         out: &mut Stream,
     ) {
-        let c = short(cmd_text);
+        let c = Short(cmd_text);
         j.raise_with(Severity::Risky, "network", || {
             format!("`{c}` downloads from the network")
         });
@@ -2299,7 +2299,7 @@ impl Analyzer<'_> {
     }
 
     fn rsync(&mut self, n: &str, args: &[Word], j: &mut Judge, cmd_text: &str, cwd: Option<&Path>) {
-        let c = short(cmd_text);
+        let c = Short(cmd_text);
         let pos = positionals(
             args,
             &[
@@ -2343,7 +2343,7 @@ impl Analyzer<'_> {
     }
 
     fn git(&mut self, args: &[Word], j: &mut Judge, cmd_text: &str, cwd: Option<&Path>) {
-        let c = short(cmd_text);
+        let c = Short(cmd_text);
         let mut i = 0;
         let mut dir = cwd.map(Path::to_path_buf);
         while i < args.len() {
@@ -2613,7 +2613,7 @@ impl Analyzer<'_> {
     }
 
     fn cargo(&mut self, args: &[Word], j: &mut Judge, cmd_text: &str) {
-        let c = short(cmd_text);
+        let c = Short(cmd_text);
         let mut i = 0;
         while i < args.len() {
             let t = args[i].text.as_str();
@@ -2647,7 +2647,7 @@ impl Analyzer<'_> {
     }
 
     fn node_pm(&mut self, n: &str, args: &[Word], j: &mut Judge, cmd_text: &str) {
-        let c = short(cmd_text);
+        let c = Short(cmd_text);
         let sub = first_positional(args).unwrap_or("");
         if args.len() == 1 && matches!(args[0].text.as_str(), "--version" | "-v" | "-V") {
             return;
@@ -2792,7 +2792,7 @@ impl Analyzer<'_> {
     }
 
     fn lang_pm(&mut self, n: &str, args: &[Word], j: &mut Judge, cmd_text: &str) {
-        let c = short(cmd_text);
+        let c = Short(cmd_text);
         let sub = first_positional(args).unwrap_or("");
         if args.len() == 1 && matches!(args[0].text.as_str(), "--version" | "-V" | "version") {
             return;
@@ -2985,7 +2985,7 @@ impl Analyzer<'_> {
         cmd_text: &str,
         verb: &str,
     ) {
-        let c = short(cmd_text);
+        let c = Short(cmd_text);
         if let Some(s) = w.stream.as_deref() {
             let _ = s;
             return;
@@ -3006,7 +3006,7 @@ impl Analyzer<'_> {
         };
         for t in texts {
             if w.glob && t.contains(['*', '?', '[']) {
-                self.glob_write(j, &t, cwd, &c, verb);
+                self.glob_write(j, &t, cwd, c, verb);
                 continue;
             }
             let Some(r) = paths::resolve(cwd, &t, self.env.home) else {
@@ -3055,7 +3055,7 @@ impl Analyzer<'_> {
         j: &mut Judge,
         pattern: &str,
         cwd: Option<&Path>,
-        c: &str,
+        c: Short<'_>,
         verb: &str,
     ) {
         let abs = match paths::expand_tilde(pattern, self.env.home) {
@@ -3108,7 +3108,7 @@ impl Analyzer<'_> {
             rule: "read-only-command",
             reason: String::new(),
         };
-        self.write_target(&mut inner, &w, cwd, c, verb);
+        self.write_target(&mut inner, &w, cwd, c.0, verb);
         let sev = inner.sev.max(if inner.sev == Severity::ReadOnly {
             Severity::Safe
         } else {
@@ -3132,7 +3132,7 @@ impl Analyzer<'_> {
         cmd_text: &str,
         verb: &str,
     ) {
-        let c = short(cmd_text);
+        let c = Short(cmd_text);
         if w.dynamic {
             j.raise_with(Severity::Unresolved, "unresolved", || {
                 format!(
@@ -3200,7 +3200,7 @@ impl Analyzer<'_> {
                         )
                     });
                 } else {
-                    self.glob_write(j, &t, cwd, &c, verb);
+                    self.glob_write(j, &t, cwd, c, verb);
                 }
                 continue;
             }

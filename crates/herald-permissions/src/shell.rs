@@ -225,6 +225,16 @@ pub(crate) fn text_of<'s>(n: Node<'_>, src: &'s str) -> &'s str {
     src.get(n.byte_range()).unwrap_or("")
 }
 
+/// [`short`] of a text, computed only when displayed.
+#[derive(Clone, Copy)]
+pub(crate) struct Short<'a>(pub &'a str);
+
+impl std::fmt::Display for Short<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&short(self.0))
+    }
+}
+
 /// Shortens a command or path for a reason sentence.
 pub(crate) fn short(s: &str) -> String {
     if s.len() <= 80 && !s.contains(['\n', '\t', '\r']) && !s.contains("  ") && s.trim() == s {
