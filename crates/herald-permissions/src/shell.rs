@@ -508,16 +508,21 @@ impl<'e> Analyzer<'e> {
         while let Some(r) = stack.pop() {
             match r.kind() {
                 "file_redirect" => {
+                    // One pass: the operator (last anonymous child), the
+                    // destinations and the descriptor.
                     let mut op = "";
-                    let mut c = r.walk();
-                    for child in r.children(&mut c) {
+                    let mut fd_node = None;
+                    let mut dests: Vec<Node<'_>> = Vec::new();
+                    for (field, child) in with_fields(r) {
+                        match field {
+                            Some("destination") => dests.push(child),
+                            Some("descriptor") if fd_node.is_none() => fd_node = Some(child),
+                            _ => {}
+                        }
                         if !child.is_named() {
                             op = child.kind();
                         }
                     }
-                    let mut c = r.walk();
-                    let dests: Vec<Node<'_>> =
-                        r.children_by_field_name("destination", &mut c).collect();
                     for d in dests {
                         let w = self.word(d, src);
                         let write = match op {
@@ -538,7 +543,7 @@ impl<'e> Analyzer<'e> {
                             });
                         }
                         if write || op == "<" || op == "<>" {
-                            let fd = r.child_by_field_name("descriptor").map(|d| text_of(d, src));
+                            let fd = fd_node.map(|d| text_of(d, src));
                             out.push(Redirect {
                                 write,
                                 target: w,
@@ -641,17 +646,15 @@ impl<'e> Analyzer<'e> {
                         let _ = self.word(v, src);
                     }
                 }
-                (Some("name"), _) => {
-                    let mut c2 = child.walk();
-                    let inner: Vec<Node<'_>> = child.named_children(&mut c2).collect();
-                    match inner.as_slice() {
-                        [one] => self.argument(*one, src, &mut words),
-                        _ => {
-                            let w = self.word(child, src);
-                            words.push(w);
-                        }
+                (Some("name"), _) => match child.named_child(0) {
+                    Some(one) if child.named_child_count() == 1 => {
+                        self.argument(one, src, &mut words)
                     }
-                }
+                    _ => {
+                        let w = self.word(child, src);
+                        words.push(w);
+                    }
+                },
                 (Some("argument"), _) if child.is_named() => {
                     self.argument(child, src, &mut words);
                 }
