@@ -418,10 +418,12 @@ impl<'e> Analyzer<'e> {
     /// is exactly one statement.
     fn children(&mut self, n: Node<'_>, src: &str) -> Stream {
         let mut c = n.walk();
-        let kids: Vec<Node<'_>> = n.named_children(&mut c).collect();
+        let statements = n
+            .named_children(&mut c)
+            .filter(|k| k.kind() != "comment")
+            .count();
         let mut out = Stream::default();
-        let statements = kids.iter().filter(|k| k.kind() != "comment").count();
-        for k in kids {
+        for k in n.named_children(&mut c) {
             let o = self.node(k, src);
             out = if statements == 1 {
                 o
@@ -435,12 +437,12 @@ impl<'e> Analyzer<'e> {
     fn pipeline(&mut self, n: Node<'_>, src: &str) -> Stream {
         let outer = self.stdin.clone();
         let mut c = n.walk();
-        let stages: Vec<Node<'_>> = n
+        let mut cur = outer.clone();
+        for (i, stage) in n
             .named_children(&mut c)
             .filter(|k| k.kind() != "comment")
-            .collect();
-        let mut cur = outer.clone();
-        for (i, stage) in stages.iter().enumerate() {
+            .enumerate()
+        {
             self.stdin = if i == 0 {
                 outer.clone()
             } else {
@@ -449,7 +451,7 @@ impl<'e> Analyzer<'e> {
                     ..cur.clone()
                 }
             };
-            let out = self.node(*stage, src);
+            let out = self.node(stage, src);
             // Downloaded data stays downloaded through any filter.
             let download = out
                 .download
@@ -465,11 +467,16 @@ impl<'e> Analyzer<'e> {
     }
 
     fn redirected(&mut self, n: Node<'_>, src: &str) -> Stream {
-        let redirects: Vec<Node<'_>> = with_fields(n)
-            .filter(|(f, _)| *f == Some("redirect"))
-            .map(|(_, c)| c)
-            .collect();
-        match n.child_by_field_name("body") {
+        let mut redirects: Vec<Node<'_>> = Vec::new();
+        let mut body = None;
+        for (field, child) in with_fields(n) {
+            match field {
+                Some("redirect") => redirects.push(child),
+                Some("body") if body.is_none() => body = Some(child),
+                _ => {}
+            }
+        }
+        match body {
             Some(body) if body.kind() == "command" => self.command(body, src, &redirects),
             body => {
                 // A compound statement or bare redirection: judge the
