@@ -1257,7 +1257,7 @@ impl Analyzer<'_> {
             return None;
         }
         let expanded = paths::expand_tilde(&w.text, self.env.home)?;
-        let p = Path::new(&expanded);
+        let p = Path::new(expanded.as_ref());
         if p.is_absolute() {
             Some(paths::lexical(Path::new("/"), p))
         } else {
@@ -2915,7 +2915,7 @@ impl Analyzer<'_> {
 
     fn lexical_of(&self, raw: &str) -> Option<PathBuf> {
         let expanded = paths::expand_tilde(raw, self.env.home)?;
-        let p = Path::new(&expanded);
+        let p = Path::new(expanded.as_ref());
         if p.is_absolute() {
             Some(paths::lexical(Path::new("/"), p))
         } else {
@@ -3059,7 +3059,7 @@ impl Analyzer<'_> {
         verb: &str,
     ) {
         let abs = match paths::expand_tilde(pattern, self.env.home) {
-            Some(p) if p.starts_with('/') => p,
+            Some(p) if p.starts_with('/') => p.into_owned(),
             Some(p) => match cwd {
                 Some(d) => format!("{}/{p}", d.display()),
                 None => {
@@ -3150,7 +3150,7 @@ impl Analyzer<'_> {
         for t in texts {
             if w.glob && t.contains(['*', '?', '[']) {
                 let abs = match paths::expand_tilde(&t, self.env.home) {
-                    Some(p) if p.starts_with('/') => Some(p),
+                    Some(p) if p.starts_with('/') => Some(p.into_owned()),
                     Some(p) => cwd.map(|d| format!("{}/{p}", d.display())),
                     None => None,
                 };
@@ -3237,7 +3237,7 @@ impl Analyzer<'_> {
         let Some(expanded) = paths::expand_tilde(&w.text, self.env.home) else {
             return;
         };
-        let p = Path::new(&expanded);
+        let p = Path::new(expanded.as_ref());
         let lexical = match (p.is_absolute(), cwd) {
             (true, _) => paths::lexical(Path::new("/"), p),
             (false, Some(c)) => paths::lexical(c, p),

@@ -34,9 +34,12 @@ impl Resolved {
 /// Expands a leading `~`, `~/…` or `~root` (the only other user whose home
 /// is known without I/O). Returns `None` for `~user` of another user, and
 /// for `~` when no home is configured.
-pub(crate) fn expand_tilde(raw: &str, home: Option<&Path>) -> Option<String> {
+pub(crate) fn expand_tilde<'r>(
+    raw: &'r str,
+    home: Option<&Path>,
+) -> Option<std::borrow::Cow<'r, str>> {
     let Some(rest) = raw.strip_prefix('~') else {
-        return Some(raw.to_owned());
+        return Some(raw.into());
     };
     let (user, tail) = match rest.find('/') {
         Some(i) => (&rest[..i], &rest[i..]),
@@ -47,7 +50,7 @@ pub(crate) fn expand_tilde(raw: &str, home: Option<&Path>) -> Option<String> {
         "root" => "/root".to_owned(),
         _ => return None,
     };
-    Some(format!("{base}{tail}"))
+    Some(format!("{base}{tail}").into())
 }
 
 /// Removes `.`, `..` and repeated separators without touching the
@@ -232,7 +235,7 @@ fn canonical_by_prefixes(abs_raw: &Path) -> PathBuf {
 /// relative path with no known base).
 pub(crate) fn resolve(base: Option<&Path>, raw: &str, home: Option<&Path>) -> Option<Resolved> {
     let expanded = expand_tilde(raw, home)?;
-    let p = Path::new(&expanded);
+    let p = Path::new(expanded.as_ref());
     let abs_raw = if p.is_absolute() {
         p.to_path_buf()
     } else {

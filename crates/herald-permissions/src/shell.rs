@@ -805,7 +805,7 @@ impl<'e> Analyzer<'e> {
                 let (glob, braces) = unescape_unquoted_into(raw, &mut w.text);
                 if first && !quoted && w.text.starts_with('~') {
                     match paths::expand_tilde(&w.text, self.env.home) {
-                        Some(e) => w.text = e,
+                        Some(e) => w.text = e.into_owned(),
                         None => w.dynamic = true,
                     }
                 }
