@@ -704,7 +704,7 @@ fn first_positional(args: &[Word]) -> Option<&str> {
 }
 
 /// Suggested allow rule for a command.
-fn suggest(prefix_words: &[Word], rest: &[Word]) -> Option<String> {
+pub(crate) fn suggest(prefix_words: &[Word], rest: &[Word]) -> Option<String> {
     let name = rest.first()?;
     if name.dynamic {
         return None;
@@ -821,9 +821,12 @@ impl Analyzer<'_> {
         };
         // An empty reason reads "`text` only reads", formatted only if it
         // becomes the verdict (see [`Finding::reason`]).
-        let prefix: &[Word] = match (&un.privileged, &kept) {
-            (Some(_), Some(full)) => &full[..un.start.min(full.len())],
-            _ => &[],
+        let prefix: Vec<Word> = match (&un.privileged, kept) {
+            (Some(_), Some(mut full)) => {
+                full.truncate(un.start);
+                full
+            }
+            _ => Vec::new(),
         };
         self.findings.push(Finding {
             severity: j.sev,
@@ -832,7 +835,8 @@ impl Analyzer<'_> {
             text,
             full_text,
             privileged: un.privileged.is_some(),
-            suggest: suggest(prefix, &un.words),
+            words: un.words,
+            prefix,
         });
         out
     }

@@ -309,7 +309,7 @@ impl Policy {
                             "read-only mode runs only read-only commands; {}",
                             lower_first(&f.reason())
                         ),
-                        f.suggest.clone(),
+                        f.suggest(),
                         false,
                     );
                 }
@@ -319,7 +319,7 @@ impl Policy {
                             Decision::Ask,
                             f.rule,
                             f.reason().into_owned(),
-                            f.suggest.clone(),
+                            f.suggest(),
                             false,
                         );
                     }
@@ -331,7 +331,7 @@ impl Policy {
                                 "the sandbox is unavailable on this machine, so `{}` would run unconfined",
                                 short(&f.text)
                             ),
-                            f.suggest.clone(),
+                            f.suggest(),
                             false,
                         );
                     }

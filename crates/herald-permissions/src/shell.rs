@@ -98,11 +98,19 @@ pub(crate) struct Finding {
     pub full_text: String,
     /// Run through sudo/doas: allow rules must match `full_text`.
     pub privileged: bool,
-    /// An allow rule that would let this command run (`terminal(git push*)`).
-    pub suggest: Option<String>,
+    /// The words after wrapper stripping and, for privileged commands, the
+    /// wrappers before them: what [`Finding::suggest`] is built from.
+    pub words: Vec<Word>,
+    pub prefix: Vec<Word>,
 }
 
 impl Finding {
+    /// An allow rule that would let this command run (`terminal(git push*)`),
+    /// built on demand.
+    pub fn suggest(&self) -> Option<String> {
+        crate::commands::suggest(&self.prefix, &self.words)
+    }
+
     /// The sentence for this judgement, formatted on demand.
     pub fn reason(&self) -> std::borrow::Cow<'_, str> {
         if self.reason.is_empty() {
@@ -274,7 +282,8 @@ impl<'e> Analyzer<'e> {
             text: text.to_owned(),
             full_text: text.to_owned(),
             privileged: false,
-            suggest: None,
+            words: Vec::new(),
+            prefix: Vec::new(),
         });
     }
 
