@@ -18,7 +18,7 @@ use tokio::io::AsyncWriteExt;
 /// A directory outside the workspace and outside every temp directory
 /// (those stay writable for confined commands).
 fn outside_dir(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+    let dir = herald_testkit::dir_outside_temp(Path::new(env!("CARGO_TARGET_TMPDIR")))
         .join("permissions-outside")
         .join(format!("{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);

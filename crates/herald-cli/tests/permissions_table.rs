@@ -27,7 +27,7 @@ struct Dirs {
 
 impl Dirs {
     fn new() -> Self {
-        let root = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        let root = herald_testkit::dir_outside_temp(Path::new(env!("CARGO_TARGET_TMPDIR")))
             .join(format!("permissions-table-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&root);
         let project = root.join("work/project");

@@ -229,7 +229,10 @@ fn invalid_rules_fail_policy_new() {
 
 #[test]
 fn symlinked_escape_from_the_workspace_asks() {
-    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let dir = tempfile::tempdir_in(herald_testkit::dir_outside_temp(Path::new(env!(
+        "CARGO_TARGET_TMPDIR"
+    ))))
+    .unwrap();
     let root = std::fs::canonicalize(dir.path()).unwrap();
     let ws = root.join("ws");
     let outside = root.join("outside");

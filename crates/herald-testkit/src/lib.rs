@@ -37,6 +37,7 @@ mod canonical;
 mod fault;
 mod invariants;
 mod normalize;
+mod outside_temp;
 mod processes;
 mod record;
 mod render;
@@ -53,6 +54,7 @@ pub use invariants::{
     pairing_violations, prefix_stability, prefix_violations, request_violations, violations,
 };
 pub use normalize::{Api, NormMessage, RequestView};
+pub use outside_temp::{dir_outside_temp, is_under_temp};
 pub use processes::{assert_gone_within, is_gone};
 pub use record::RecordedRequest;
 pub use script::{Lookup, Reply, Script, ScriptedCall};
