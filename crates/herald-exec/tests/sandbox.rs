@@ -8,7 +8,6 @@
 mod common;
 
 use std::net::TcpListener;
-use std::path::PathBuf;
 
 use common::{config, python, run_confined};
 use herald_sandbox::{LandlockSupport, SandboxPolicy, landlock_support};
