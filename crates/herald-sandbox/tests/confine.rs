@@ -7,7 +7,7 @@
 use std::io::Read;
 use std::net::TcpListener;
 use std::os::unix::net::UnixListener;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
 use herald_sandbox::{LandlockSupport, SandboxPolicy, SeccompSupport, sandbox_support};
