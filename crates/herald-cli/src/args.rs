@@ -86,6 +86,11 @@ pub(crate) enum Command {
         #[command(subcommand)]
         action: ConfigAction,
     },
+    /// Add, remove and show the MCP servers of the configuration.
+    Mcp {
+        #[command(subcommand)]
+        action: McpAction,
+    },
     /// Show or edit the agent's memory (MEMORY.md and USER.md).
     Memory {
         #[command(subcommand)]
@@ -182,6 +187,43 @@ pub(crate) enum AgentsAction {
     /// Mark an unfinished agent as cancelled so `--resume` does not restart it.
     Cancel {
         id: String,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum McpAction {
+    /// Add a server to [mcp_servers] in config.toml: a stdio server after
+    /// `--` (`herald mcp add fs -- npx -y @modelcontextprotocol/server-filesystem .`)
+    /// or a streamable HTTP server with --url. Its tools come in the next session.
+    Add {
+        /// Server name: letters, digits, `-` and `_` (tools become mcp__NAME__TOOL).
+        name: String,
+        /// Streamable HTTP endpoint instead of a command.
+        #[arg(long, conflicts_with = "command")]
+        url: Option<String>,
+        /// HTTP header `K=V` (repeatable; with --url).
+        #[arg(long = "header", requires = "url")]
+        headers: Vec<String>,
+        /// Variable whose value is sent as the bearer token (with --url).
+        #[arg(long, requires = "url")]
+        bearer_token_env_var: Option<String>,
+        /// Environment variable `K=V` for a stdio server (repeatable).
+        #[arg(long = "env")]
+        envs: Vec<String>,
+        /// Replace a server of the same name.
+        #[arg(long)]
+        force: bool,
+        /// The command and its arguments (after `--`).
+        #[arg(last = true)]
+        command: Vec<String>,
+    },
+    /// Remove a server from [mcp_servers].
+    Remove { name: String },
+    /// Show one server's configuration.
+    Get {
+        name: String,
         #[arg(long)]
         json: bool,
     },

@@ -8,6 +8,7 @@ mod config_cmd;
 mod doctor;
 mod events_view;
 mod logging;
+mod mcp_cmd;
 mod memory_cmd;
 mod permissions_cmd;
 mod render;
@@ -106,6 +107,7 @@ async fn dispatch(cli: Cli) -> Result<Exit, CliError> {
         Some(Command::Doctor(args)) => doctor::doctor(&cli.common, args).await,
         Some(Command::Sessions { action }) => sessions_cmd::sessions(&cli.common, action).await,
         Some(Command::Agents { action }) => agents_cmd::agents(&cli.common, action).await,
+        Some(Command::Mcp { action }) => mcp_cmd::mcp(&cli.common, action),
         Some(Command::Permissions { action }) => {
             permissions_cmd::permissions(&cli.common, action).await
         }
