@@ -1,0 +1,34 @@
+//! herald's Model Context Protocol client.
+//!
+//! - [`McpServerConfig`] / [`parse_servers`]: the `[mcp_servers.NAME]`
+//!   tables of `config.toml`.
+//! - [`McpServer::connect`]: one live connection (a stdio child process in
+//!   its own process group, or a streamable HTTP session), initialised and
+//!   with its tools listed within `startup_timeout_sec`.
+//! - [`McpServer::tools`]: the tools it offers, named `mcp__<server>__<tool>`
+//!   with normalised input schemas, filtered and sorted.
+//! - [`McpServer::call`]: a tool call with timeout, cancellation, content
+//!   mapping and one restart of a crashed server.
+//! - [`mcp_tools`]: the tools as [`herald_tools::Tool`]s (toolset
+//!   `mcp-<server>`).
+//!
+//! Not here yet: images passed to providers (they become a descriptive
+//! line), resources and prompts, elicitation and sampling (not declared to
+//! servers), legacy SSE servers (rmcp 3 has no client for them).
+
+mod config;
+mod content;
+mod names;
+mod schema;
+mod server;
+mod tool;
+
+pub use config::{
+    DEFAULT_STARTUP_TIMEOUT_SEC, DEFAULT_TOOL_TIMEOUT_SEC, McpConfigError, McpServerConfig,
+    parse_servers, valid_server_name,
+};
+pub use content::{McpCallResult, McpImage, map_call_result};
+pub use names::{MAX_TOOL_NAME_LEN, exposed_name, exposed_names};
+pub use schema::normalize_input_schema;
+pub use server::{McpError, McpServer, McpToolInfo, ProgressSink, ProgressUpdate, SkippedTool};
+pub use tool::mcp_tools;
