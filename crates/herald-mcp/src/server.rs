@@ -169,13 +169,13 @@ impl StderrTail {
         String::from_utf8_lossy(&bytes).trim().to_owned()
     }
 
-    /// `"; its stderr ended with: ..."` or nothing.
+    /// `"\nIts stderr ended with:\n..."` or nothing.
     fn suffix(&self) -> String {
         let text = self.text();
         if text.is_empty() {
             String::new()
         } else {
-            format!("; its stderr ended with:\n{text}")
+            format!("\nIts stderr ended with:\n{text}")
         }
     }
 
@@ -491,9 +491,10 @@ impl McpServer {
                 if let Some(stderr) = &conn.stderr {
                     stderr.wait_closed(Duration::from_millis(200)).await;
                 }
-                format!("its connection had closed{}", conn.stderr_suffix())
+                tracing::warn!(server = %self.name, "MCP server connection closed{}", conn.stderr_suffix());
+                "its connection had closed"
             }
-            None => "it was not connected".to_owned(),
+            None => "it was not connected",
         };
         if let Some(old) = old {
             old.close().await;
@@ -556,22 +557,21 @@ impl McpServer {
             ));
         }
         if state.restarted && state.generation == generation {
-            let reason =
-                format!("it stopped during a call to `{tool}` after being restarted once{stderr}");
+            let reason = format!("it stopped during a call to `{tool}` after being restarted once");
             state.down = Some(reason.clone());
             if let Some(conn) = state.conn.take() {
                 conn.close().await;
             }
             return McpCallResult::error(format!(
                 "MCP server `{}` stopped during this call and is now down: {reason}. Its tools \
-                 cannot be used in this session; continue without them.",
+                 cannot be used in this session; continue without them.{stderr}",
                 self.name
             ));
         }
         McpCallResult::error(format!(
-            "MCP server `{}` stopped during this call to `{tool}` (its connection closed{stderr}); \
-             the call's outcome is unknown. herald will restart the server once, on the next call \
-             to one of its tools.",
+            "MCP server `{}` stopped during this call to `{tool}` (its connection closed); the \
+             call's outcome is unknown. herald will restart the server once, on the next call to \
+             one of its tools.{stderr}",
             self.name
         ))
     }
