@@ -157,6 +157,7 @@ pub fn map_call_result(result: CallToolResult) -> McpCallResult {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
 

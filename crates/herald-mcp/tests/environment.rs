@@ -1,5 +1,6 @@
 //! A stdio server's environment: herald's, filtered, plus its `env` table.
 //! In a test binary of its own because it sets process variables.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 

@@ -1,5 +1,6 @@
 //! herald-mcp against the real `@modelcontextprotocol/server-everything`
 //! over stdio.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 

@@ -1,5 +1,6 @@
 //! Faulty servers (tests/fixtures/fault-server.mjs): startup failures,
 //! crashes, bad schemas, and what herald tells the server on cancel.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 

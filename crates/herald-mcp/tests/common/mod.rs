@@ -1,6 +1,6 @@
 //! Helpers for the tests against real MCP servers (installed by
 //! `.ci/install-mcp-servers` into `<repo>/.ci/mcp`).
-#![allow(dead_code)]
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
