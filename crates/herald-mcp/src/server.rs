@@ -208,6 +208,22 @@ impl Drop for ProcessGroup {
     }
 }
 
+/// Whether a child process has exited (also before rmcp has read the end
+/// of its output). Linux: a missing or zombie `/proc/<pid>`; elsewhere
+/// only rmcp's view counts.
+fn process_exited(pid: u32) -> bool {
+    if !cfg!(target_os = "linux") {
+        return false;
+    }
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().next())
+            .is_some_and(|state| state == "Z" || state == "X"),
+        Err(_) => true,
+    }
+}
+
 struct Connection {
     service: RunningService<RoleClient, Handler>,
     group: Option<ProcessGroup>,
@@ -216,7 +232,9 @@ struct Connection {
 
 impl Connection {
     fn closed(&self) -> bool {
-        self.service.is_closed() || self.service.peer().is_transport_closed()
+        self.service.is_closed()
+            || self.service.peer().is_transport_closed()
+            || self.group.as_ref().is_some_and(|g| process_exited(g.pid))
     }
 
     fn stderr_suffix(&self) -> String {

@@ -12,7 +12,6 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 fn fault(mode: &str) -> McpServerConfig {
-    common::server_js("server-everything"); // fails early with the install hint
     let mut config = McpServerConfig::stdio("node", [common::fixture("fault-server.mjs")]);
     config.env.insert("FAULT".into(), mode.into());
     config
@@ -332,4 +331,34 @@ async fn shutdown_kills_the_whole_process_group() {
         common::gone_within(grandchild, Duration::from_secs(3)).await,
         "grandchild survived drop"
     );
+}
+
+#[tokio::test]
+async fn server_killed_while_idle_is_restarted_on_the_next_call() {
+    let server = connect(&fault("probe")).await.unwrap();
+    let pid = server.pid().await.unwrap();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    assert!(common::gone_within(pid, Duration::from_secs(3)).await);
+    let result = server
+        .call("ok", json!({}), &CancellationToken::new())
+        .await;
+    assert!(!result.is_error, "{result:?}");
+    assert!(result.content.contains("had stopped"), "{}", result.content);
+    assert!(
+        result.content.contains("restarted it for this call"),
+        "{}",
+        result.content
+    );
+    let new_pid = server.pid().await.unwrap();
+    assert_ne!(new_pid, pid);
+    assert!(
+        result.content.ends_with(&format!("ok from pid {new_pid}")),
+        "{}",
+        result.content
+    );
+    server.shutdown().await;
 }
