@@ -432,3 +432,52 @@ async fn a_background_agent_awaiting_approval_says_so_and_runs_once_approved() {
     assert!(session.pending_approvals().is_empty());
     session.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_interrupt_while_a_call_awaits_approval_denies_it_and_runs_nothing() {
+    let env = Env::new(Script::new().responder(|view| match view.turn {
+        0 => Reply::tool("terminal", json!({"command": "rm -rf keep_dir"})),
+        _ => Reply::text("after the interrupt"),
+    }))
+    .await;
+    std::fs::create_dir(env.work.path().join("keep_dir")).unwrap();
+    let mut options = SessionOptions::new(env.settings(), env.store.clone());
+    options.approvals = herald_core::ApprovalMode::Ask;
+    let session = tokio::spawn(open_session(options)).await.unwrap().unwrap();
+    let mut live = session.subscribe().unwrap();
+    let turn = session.start_turn("remove keep_dir".into()).unwrap();
+    loop {
+        let event = tokio::time::timeout(Duration::from_secs(20), live.next())
+            .await
+            .expect("no approval request within 20 s")
+            .unwrap();
+        if matches!(event.kind, EventKind::ApprovalRequested { .. }) {
+            break;
+        }
+    }
+    assert!(session.interrupt());
+    let result = turn.finished().await.unwrap();
+    assert_eq!(result.exit_reason, ExitReason::Interrupted);
+    let resolved = loop {
+        let event = live.next().await.unwrap();
+        if let EventKind::ApprovalResolved { decision, by, .. } = &event.kind {
+            break (decision.clone(), by.clone());
+        }
+    };
+    assert_eq!(resolved, ("deny".to_owned(), "interrupt".to_owned()));
+    assert!(session.pending_approvals().is_empty());
+    assert!(env.work.path().join("keep_dir").exists());
+    let session_id = session.id().to_owned();
+    session.shutdown().await;
+    let log = env
+        .store
+        .call(move |s| s.load_decisions(Some(&session_id), 10))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(log.len(), 1, "{log:?}");
+    assert_eq!(
+        (log[0].decision.as_str(), log[0].decided_by.as_str()),
+        ("deny", "interrupt")
+    );
+}

@@ -158,7 +158,8 @@ impl Permissions {
     }
 
     /// Remembers `rule` for the session; with `save`, also in the
-    /// "always" file. Returns a note for the model when saving failed.
+    /// "always" file. Returns what failed (the call still runs: the user
+    /// approved it), for the log.
     fn approve(&self, rule: &str, save: bool) -> Option<String> {
         let added = self
             .approved
@@ -212,65 +213,52 @@ impl AgentGate {
             read_only: tool.read_only(),
         };
         let (verdict, approved) = p.judge(&call);
-        let what = describe(name, args);
-        match verdict.decision {
-            Decision::Allow => {
-                let by = if approved { "approval" } else { "policy" };
-                self.record(
-                    name,
-                    args,
-                    "allow",
-                    verdict.rule.as_deref(),
-                    &verdict.reason,
-                    by,
-                )
-                .await;
+        let (decision, by, outcome) = match (verdict.decision, p.mode) {
+            (Decision::Allow, _) => (
+                "allow",
+                if approved { "approval" } else { "policy" },
                 GateOutcome::Run {
                     sandbox: verdict
                         .confine
                         .then(|| Arc::new(tool_sandbox(&p.sandbox, &p.workspace))),
-                }
+                },
+            ),
+            (Decision::Deny, _) => (
+                "deny",
+                "policy",
+                GateOutcome::Refuse(denied_by_policy(
+                    &describe(name, args),
+                    &verdict,
+                    &p.config_path,
+                )),
+            ),
+            (Decision::Ask, ApprovalMode::Yolo) => {
+                ("allow", "yolo", GateOutcome::Run { sandbox: None })
             }
-            Decision::Deny => {
-                self.record(
-                    name,
-                    args,
-                    "deny",
-                    verdict.rule.as_deref(),
-                    &verdict.reason,
-                    "policy",
-                )
-                .await;
-                GateOutcome::Refuse(denied_by_policy(&what, &verdict, &p.config_path))
+            (Decision::Ask, ApprovalMode::Headless) => (
+                "deny",
+                "headless",
+                GateOutcome::Refuse(denied_headless(
+                    &describe(name, args),
+                    &verdict,
+                    &p.config_path,
+                )),
+            ),
+            (Decision::Ask, ApprovalMode::Ask) => {
+                let what = describe(name, args);
+                return self.ask(name, args, ctx, &what, verdict).await;
             }
-            Decision::Ask => match p.mode {
-                ApprovalMode::Yolo => {
-                    self.record(
-                        name,
-                        args,
-                        "allow",
-                        verdict.rule.as_deref(),
-                        &verdict.reason,
-                        "yolo",
-                    )
-                    .await;
-                    GateOutcome::Run { sandbox: None }
-                }
-                ApprovalMode::Headless => {
-                    self.record(
-                        name,
-                        args,
-                        "deny",
-                        verdict.rule.as_deref(),
-                        &verdict.reason,
-                        "headless",
-                    )
-                    .await;
-                    GateOutcome::Refuse(denied_headless(&what, &verdict, &p.config_path))
-                }
-                ApprovalMode::Ask => self.ask(name, args, ctx, &what, verdict).await,
-            },
-        }
+        };
+        self.record(
+            name,
+            args,
+            decision,
+            verdict.rule.as_deref(),
+            &verdict.reason,
+            by,
+        )
+        .await;
+        outcome
     }
 
     /// Asks the front end and waits for the answer (or the interrupt).

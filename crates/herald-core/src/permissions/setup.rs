@@ -261,6 +261,20 @@ mod tests {
     }
 
     #[test]
+    fn an_always_rule_that_cannot_be_saved_is_an_error_naming_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let blocker = dir.path().join("home");
+        std::fs::write(&blocker, "a file where the directory should be").unwrap();
+        let err =
+            save_approved_rule(&blocker.join("permissions.toml"), "terminal(x *)").unwrap_err();
+        assert!(err.contains("home"), "{err}");
+        assert_eq!(
+            std::fs::read_to_string(&blocker).unwrap(),
+            "a file where the directory should be"
+        );
+    }
+
+    #[test]
     fn paths_expand_home_and_cwd() {
         let home = Path::new("/home/u");
         let cwd = Path::new("/w");
