@@ -7,6 +7,9 @@
 //! - Native, under `/api`: sessions (create, list, search, get, delete),
 //!   turns, the event stream as SSE with replay (`Last-Event-ID`),
 //!   interrupt, clarify answers, subagents, and `GET /api/openapi.json`.
+//! - MCP, at `/mcp` (streamable HTTP): herald's agent as MCP tools (`run`,
+//!   `delegate`, `agent_status`, `agent_result`, `session_search`); the same
+//!   server runs over stdio as `herald mcp serve` ([`serve_mcp_stdio`]).
 //!
 //! Every route needs `Authorization: Bearer <token>` ([`resolve_token`]).
 //! Turns run on their sessions' tasks, not in the request: a client that
@@ -31,6 +34,7 @@
 
 mod api;
 mod error;
+mod mcp;
 mod openai;
 mod openapi;
 mod routes;
@@ -43,6 +47,7 @@ use std::future::Future;
 use std::io::Write;
 
 pub use error::ApiError;
+pub use mcp::{McpConfig, McpServeError, serve_mcp_stdio};
 pub use openai::{MODEL_ALIAS, SESSION_HEADER};
 pub use server::{
     DEFAULT_BODY_LIMIT, DEFAULT_MAX_OPEN_SESSIONS, DEFAULT_MAX_TURNS, DEFAULT_PORT, ServeConfig,

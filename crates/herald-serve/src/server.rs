@@ -105,6 +105,8 @@ pub struct Server {
     router: Router,
     state: Arc<AppState>,
     addr: SocketAddr,
+    /// Ends the `/mcp` streams at shutdown.
+    mcp_cancel: tokio_util::sync::CancellationToken,
 }
 
 impl Server {
@@ -128,7 +130,15 @@ impl Server {
             config.yolo,
         ));
         let token: Arc<str> = Arc::from(config.token);
+        let mcp_cancel = tokio_util::sync::CancellationToken::new();
+        let mcp = crate::mcp::http_service(
+            Arc::clone(&state),
+            mcp_cancel.clone(),
+            config.body_limit,
+            addr.ip().is_loopback(),
+        );
         let mut router = crate::routes::router(Arc::clone(&state))
+            .route_service("/mcp", mcp)
             .layer(DefaultBodyLimit::max(config.body_limit))
             .layer(middleware::from_fn_with_state(token, require_token));
         if let Some(cors) = cors {
@@ -140,6 +150,7 @@ impl Server {
             router,
             state,
             addr,
+            mcp_cancel,
         })
     }
 
@@ -156,11 +167,13 @@ impl Server {
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> Result<(), ServeError> {
         let state = Arc::clone(&self.state);
+        let mcp_cancel = self.mcp_cancel.clone();
         let (stopping_tx, stopping_rx) = tokio::sync::oneshot::channel::<()>();
         let graceful = async move {
             shutdown.await;
             tracing::info!(open = state.open_count(), "herald serve: shutting down");
             let _ = stopping_tx.send(());
+            mcp_cancel.cancel();
             // Ending the sessions closes their event streams, so streaming
             // responses end too.
             state.close_all().await;

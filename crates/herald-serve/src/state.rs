@@ -202,7 +202,18 @@ impl AppState {
         mode: OpenMode,
         clarify: ClarifyPolicy,
     ) -> Result<Session, ApiError> {
-        let mut options = SessionOptions::new(self.settings.clone(), self.store.clone());
+        self.open_with(mode, clarify, self.settings.clone()).await
+    }
+
+    /// [`AppState::open`] with other settings than the server's (an MCP
+    /// request's own toolsets).
+    pub(crate) async fn open_with(
+        &self,
+        mode: OpenMode,
+        clarify: ClarifyPolicy,
+        settings: Settings,
+    ) -> Result<Session, ApiError> {
+        let mut options = SessionOptions::new(settings, self.store.clone());
         options.open = mode;
         options.lease_wait = LeaseWait::No;
         options.source = SessionSource::Api;
