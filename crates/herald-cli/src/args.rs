@@ -227,6 +227,31 @@ pub(crate) enum McpAction {
         #[arg(long)]
         json: bool,
     },
+    /// Start every configured server (and an approved project .mcp.json)
+    /// and list each one's status, tool count and the tokens its tool
+    /// schemas add to every request.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Start one server, list its tools and stop it; calls no tool. Exit 1
+    /// when it does not start.
+    Test {
+        name: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Serve herald's agent to MCP clients on stdin/stdout: tools run,
+    /// delegate, agent_status, agent_result and session_search. Runs with
+    /// --mode (or --yolo); calls that need an approval are denied.
+    Serve,
+    /// Approve the servers of this project's .mcp.json (as the file is
+    /// now): they start in the next session. Shows what will run.
+    Approve {
+        /// Withdraw the approval instead.
+        #[arg(long)]
+        revoke: bool,
+    },
 }
 
 #[derive(Debug, Subcommand)]

@@ -9,6 +9,8 @@ mod doctor;
 mod events_view;
 mod logging;
 mod mcp_cmd;
+mod mcp_serve_cmd;
+mod mcp_status;
 mod memory_cmd;
 mod permissions_cmd;
 mod render;
@@ -107,7 +109,7 @@ async fn dispatch(cli: Cli) -> Result<Exit, CliError> {
         Some(Command::Doctor(args)) => doctor::doctor(&cli.common, args).await,
         Some(Command::Sessions { action }) => sessions_cmd::sessions(&cli.common, action).await,
         Some(Command::Agents { action }) => agents_cmd::agents(&cli.common, action).await,
-        Some(Command::Mcp { action }) => mcp_cmd::mcp(&cli.common, action),
+        Some(Command::Mcp { action }) => mcp_cmd::mcp(&cli.common, action).await,
         Some(Command::Permissions { action }) => {
             permissions_cmd::permissions(&cli.common, action).await
         }

@@ -8,7 +8,7 @@ use toml_edit::{Array, DocumentMut, InlineTable, Item, Table, value};
 use crate::args::{CommonArgs, McpAction};
 use crate::{CliError, Exit, setup};
 
-pub(crate) fn mcp(common: &CommonArgs, action: McpAction) -> Result<Exit, CliError> {
+pub(crate) async fn mcp(common: &CommonArgs, action: McpAction) -> Result<Exit, CliError> {
     let env = setup::environment();
     let (_, path) = setup::config_location(common, &env);
     match action {
@@ -32,6 +32,10 @@ pub(crate) fn mcp(common: &CommonArgs, action: McpAction) -> Result<Exit, CliErr
         }
         McpAction::Remove { name } => remove(&path, &name),
         McpAction::Get { name, json } => get(&path, &name, json),
+        McpAction::Serve => crate::mcp_serve_cmd::serve(common).await,
+        McpAction::List { json } => crate::mcp_status::list(common, json).await,
+        McpAction::Test { name, json } => crate::mcp_status::test(common, &name, json).await,
+        McpAction::Approve { revoke } => crate::mcp_status::approve(common, revoke),
     }
 }
 

@@ -91,6 +91,11 @@ fn write_json(receiver: mpsc::Receiver<Item>) {
     // `run.completed` is the last line of a run: nothing is written after it.
     let last = |event: &Event| matches!(event.kind, EventKind::RunCompleted { .. });
     while let Some(event) = next(&receiver) {
+        // A server that did not start is also said on stderr: a script
+        // reading stdout may not look for it.
+        if let Some(line) = mcp_problem(&event.kind) {
+            eprintln!("herald: {line}");
+        }
         if !write(&event, &mut out) || last(&event) {
             let _ = out.flush();
             return;
@@ -173,6 +178,10 @@ fn write_human(receiver: mpsc::Receiver<Item>, stream_text: bool) {
                 message,
                 fatal: false,
             } => writeln!(err, "  warning: {message}"),
+            kind @ EventKind::McpServer { .. } => match mcp_problem(kind) {
+                Some(line) => writeln!(err, "  warning: {line}"),
+                None => Ok(()),
+            },
             EventKind::Compaction {
                 tokens_before,
                 tokens_after,
@@ -186,6 +195,32 @@ fn write_human(receiver: mpsc::Receiver<Item>, stream_text: bool) {
             tree.draw(&mut err);
         }
     }
+}
+
+/// The line telling a person an MCP server is not (fully) there: it
+/// failed, was late, or changed its tools; `None` for a server that is up.
+fn mcp_problem(kind: &EventKind) -> Option<String> {
+    let EventKind::McpServer {
+        server,
+        status,
+        message,
+        ..
+    } = kind
+    else {
+        return None;
+    };
+    let what = match status.as_str() {
+        "failed" => "did not start",
+        "late" => "is not ready yet",
+        "changed" => "changed its tools",
+        _ => return None,
+    };
+    let detail = message.as_deref().unwrap_or("");
+    if detail.starts_with("MCP server `") {
+        // The message names the server already.
+        return Some(detail.to_owned());
+    }
+    Some(format!("MCP server `{server}` {what}: {detail}"))
 }
 
 /// `text` on one line (control characters as spaces), cut to `max` chars

@@ -411,6 +411,7 @@ impl Agent {
                 .map(|m| m.tool_calls.clone())
                 .unwrap_or_default();
             let results = run_tool_calls(
+                self.client.accepts_images(),
                 &self.registry,
                 self.gate.as_ref(),
                 &calls,

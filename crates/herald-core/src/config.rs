@@ -145,6 +145,9 @@ pub struct Config {
     pub max_iterations: Option<u32>,
     /// Output token cap per reply.
     pub max_tokens: Option<u32>,
+    /// The model takes images (tool results send theirs); `false` for
+    /// text-only models. Default true.
+    pub images: Option<bool>,
     /// Toolsets to enable; all when unset.
     pub toolsets: Option<Vec<String>>,
     /// `[network]`.
@@ -163,6 +166,9 @@ pub struct Config {
     pub serve: ServeConfig,
     /// `[permissions]`.
     pub permissions: PermissionsConfig,
+    /// `[mcp_servers]`, parsed and checked by `herald_mcp::parse_servers`
+    /// when settings are resolved.
+    pub mcp_servers: toml::Table,
     /// Every other key of the file, unread.
     #[serde(flatten)]
     pub other: toml::Table,
@@ -272,6 +278,8 @@ pub struct Settings {
     pub max_iterations: u32,
     /// Output token cap per reply.
     pub max_tokens: Option<u32>,
+    /// Top-level `images`: tool results send their images to the model.
+    pub images: bool,
     /// Toolsets to enable; all when `None`.
     pub toolsets: Option<Vec<String>>,
     /// The agent's working directory.
@@ -295,6 +303,60 @@ pub struct Settings {
     pub serve: ServeConfig,
     /// `[permissions]`, with `--mode` applied.
     pub permissions: PermissionsConfig,
+    /// `[mcp_servers]` (disabled ones included), by name.
+    pub mcp_servers: std::collections::BTreeMap<String, herald_mcp::McpServerConfig>,
+    /// The project's `.mcp.json`, if the working directory has one.
+    pub project_mcp: Option<ProjectMcp>,
+}
+
+/// A project's `.mcp.json` and whether the user approved it as it is.
+#[derive(Debug, Clone)]
+pub struct ProjectMcp {
+    /// Its servers (none, with the reason in `problems`, when unreadable).
+    pub servers: herald_mcp::ProjectServers,
+    /// Approved with `herald mcp approve`; until then nothing starts.
+    pub approved: bool,
+}
+
+impl ProjectMcp {
+    /// Finds and reads the `.mcp.json` that applies to `cwd`.
+    pub fn find(cwd: &Path, home: &Path, env: &HashMap<String, String>) -> Option<Self> {
+        let path = herald_mcp::find_project_file(cwd)?;
+        let path = path.canonicalize().unwrap_or(path);
+        let servers = herald_mcp::load_project_servers(&path, |name| env.get(name).cloned())
+            .unwrap_or_else(|err| herald_mcp::ProjectServers {
+                path: path.clone(),
+                digest: String::new(),
+                servers: std::collections::BTreeMap::new(),
+                problems: vec![err.to_string()],
+            });
+        let approved = !servers.servers.is_empty()
+            && herald_mcp::ProjectApprovals::in_home(home).is_approved(&servers);
+        Some(Self { servers, approved })
+    }
+
+    /// What the user should hear at session start: servers waiting for
+    /// approval, or entries that could not be used.
+    pub fn warnings(&self) -> Vec<String> {
+        let path = self.servers.path.display();
+        let mut warnings = Vec::new();
+        if !self.approved && !self.servers.servers.is_empty() {
+            let names: Vec<&str> = self.servers.servers.keys().map(String::as_str).collect();
+            let dir = self
+                .servers
+                .path
+                .parent()
+                .map_or_else(String::new, |d| d.display().to_string());
+            warnings.push(format!(
+                "{path} defines MCP servers ({}) that were not started: a project's servers run only after you approve them. Review the file, then run `herald mcp approve` in {dir}",
+                names.join(", ")
+            ));
+        }
+        for problem in &self.servers.problems {
+            warnings.push(format!("{path}: {problem}"));
+        }
+        warnings
+    }
 }
 
 /// The model a provider uses when none is configured.
@@ -432,6 +494,9 @@ impl Settings {
                     .filter(|s| !s.is_empty())
                     .collect()
             });
+        let mcp_servers = herald_mcp::parse_servers(&config.mcp_servers)
+            .map_err(|err| ConfigError::Invalid(format!("{}: {err}", config_path.display())))?;
+        let project_mcp = ProjectMcp::find(&cwd, &home, env);
         Ok(Self {
             home,
             config_path: config_path.to_owned(),
@@ -441,6 +506,7 @@ impl Settings {
             api_key,
             max_iterations,
             max_tokens: config.max_tokens,
+            images: config.images.unwrap_or(true),
             toolsets,
             cwd,
             output_limit_chars: config.tools.output_limit_chars,
@@ -452,6 +518,8 @@ impl Settings {
             code_execution: config.code_execution.clone(),
             serve: config.serve.clone(),
             permissions: config.permissions.clone(),
+            mcp_servers,
+            project_mcp,
         })
     }
 
@@ -470,6 +538,7 @@ impl Settings {
             },
             idle_timeout: Duration::from_secs(self.network.stream_idle_timeout.max(1)),
             connect_timeout: Duration::from_secs(self.network.connect_timeout.max(1)),
+            images: self.images,
         }
     }
 
@@ -586,6 +655,8 @@ pub const DEFAULT_CONFIG: &str = r#"# herald configuration. Precedence: command-
 # api_key = ""                 # prefer OPENAI_API_KEY / ANTHROPIC_API_KEY in the environment
 # max_iterations = 90          # 1-10000 model requests per turn before a final summary is requested
 # max_tokens = 8192            # 1-1000000 output tokens per reply (Anthropic default 8192)
+# images = true                # the model takes images: tool results (MCP screenshots) send
+#                              #   theirs; false for text-only models (only their text is sent)
 # toolsets = ["terminal", "file"]
 
 [network]
@@ -655,8 +726,21 @@ pub const DEFAULT_CONFIG: &str = r#"# herald configuration. Precedence: command-
 # env_exclude = []             # variables tool processes never see
 # read_only_tools = []         # MCP tools that only read (run without asking)
 
-# Accepted but not implemented yet (a warning says so): [mcp_servers],
-# [[hooks]], [[fallback]], [pricing].
+# MCP servers (`herald mcp add NAME -- COMMAND ARGS...` writes these):
+# [mcp_servers.fs]
+# command = "npx"
+# args = ["-y", "@modelcontextprotocol/server-filesystem", "/path/to/dir"]
+# env = {}                      # added to the filtered environment
+# startup_timeout_sec = 10
+# tool_timeout_sec = 60
+# include_tools = []            # globs of the server's tool names
+# exclude_tools = []
+# [mcp_servers.web]
+# url = "http://127.0.0.1:3001/mcp"
+# bearer_token_env_var = "WEB_MCP_TOKEN"
+
+# Accepted but not implemented yet (a warning says so): [[hooks]],
+# [[fallback]], [pricing].
 "#;
 
 #[cfg(test)]

@@ -86,6 +86,7 @@ mod tests {
             retry: RetryPolicy::default(),
             idle_timeout: Duration::from_secs(120),
             connect_timeout: Duration::from_secs(10),
+            images: true,
         };
         let line = client_settings(&config);
         assert!(!line.contains("sk-very-secret"), "{line}");

@@ -176,7 +176,12 @@ impl EventSink {
         }
         *closed = last;
         match &self.out.log {
-            Some(log) if !matches!(event.kind, EventKind::AssistantDelta { .. }) => {
+            Some(log)
+                if !matches!(
+                    event.kind,
+                    EventKind::AssistantDelta { .. } | EventKind::ToolProgress { .. }
+                ) =>
+            {
                 log.push_and_emit(event, last, &*self.out.emit);
             }
             _ => (self.out.emit)(event),

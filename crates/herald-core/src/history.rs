@@ -176,7 +176,7 @@ pub async fn restore_conversation(
     };
     let kept: HashMap<String, PendingResult> =
         kept.into_iter().map(|r| (r.call_id.clone(), r)).collect();
-    let repairs = plan_repairs(&history, |call| {
+    let mut repairs = plan_repairs(&history, |call| {
         if let Some(result) = kept.get(&call.id) {
             return Some((result.content.clone(), result.is_error));
         }
@@ -184,6 +184,12 @@ pub async fn restore_conversation(
             .get(&call.id)
             .map(|children| delegate_result_from_journal(children))
     });
+    // A kept result comes back with its images too.
+    for result in repairs.iter_mut().flat_map(|r| r.results.iter_mut()) {
+        if let Some(kept) = result.tool_call_id.as_ref().and_then(|id| kept.get(id)) {
+            result.images.clone_from(&kept.images);
+        }
+    }
     if repairs.is_empty() {
         return Ok(history);
     }

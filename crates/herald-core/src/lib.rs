@@ -11,6 +11,7 @@ mod diagnostics;
 mod events;
 mod history;
 mod lease;
+mod mcp;
 mod nested_calls;
 mod orphans;
 mod permissions;
@@ -22,7 +23,7 @@ mod tool_runner;
 
 pub use agent::{Agent, AgentSetup, ExitReason, Recorder, TurnOutcome};
 pub use compress::{CompressError, CompressionReport, live_history};
-pub use config::{Config, ConfigError, Overrides, Settings};
+pub use config::{Config, ConfigError, Overrides, ProjectMcp, Settings};
 pub use delegation::{AgentScope, Delegation, DelegationSetup};
 pub use events::{EventFlusher, EventSink};
 pub use herald_llm::{LlmClient, ProviderKind, error_chain};
@@ -30,6 +31,7 @@ pub use history::{
     Repair, answer_dangling_calls, apply_repairs, plan_repairs, restore_conversation,
 };
 pub use lease::{LeaseError, LeaseWait, SessionLease};
+pub use mcp::session_servers;
 pub use orphans::{StoppedProcess, StoreProcessJournal, reap_orphans, remove_stale_temp_files};
 pub use permissions::{
     ApprovalAnswer, ApprovalMode, PendingApproval, PermissionSetup, check_permission,

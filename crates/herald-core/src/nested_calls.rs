@@ -1,7 +1,8 @@
 //! What happens to tool calls an `execute_code` script makes: each becomes a
 //! `sandbox.call` event, stored with the session's event stream (tool,
 //! arguments, status, duration), and none enters the model's context
-//! (SPEC §12).
+//! (SPEC §12). The same observer turns progress reported by a running call
+//! into `tool.progress` events.
 
 use std::sync::Arc;
 
@@ -56,6 +57,16 @@ impl CallObserver for NestedCallLog {
             crate::events::store_event(&recorder.store, &recorder.session_id, event);
         }
         self.events.emit(kind);
+    }
+
+    fn progress(&self, update: &herald_tools::CallProgress<'_>) {
+        self.events.emit(EventKind::ToolProgress {
+            call_id: update.call_id.to_owned(),
+            name: update.name.to_owned(),
+            progress: update.progress,
+            total: update.total,
+            message: update.message.map(str::to_owned),
+        });
     }
 }
 

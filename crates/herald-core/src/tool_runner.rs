@@ -27,8 +27,12 @@ fn not_started(call: &ToolCall) -> Message {
     )
 }
 
-/// Runs `calls` and returns their result messages in call order.
+/// Runs `calls` and returns their result messages in call order. The
+/// results keep the images their tools returned only with `images` (the
+/// model takes images); otherwise only their text remains.
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn run_tool_calls(
+    images: bool,
     registry: &Arc<ToolRegistry>,
     gate: Option<&Arc<dyn PermissionGate>>,
     calls: &[ToolCall],
@@ -43,7 +47,10 @@ pub(crate) async fn run_tool_calls(
     // as its call ends, so a crash before the batch is stored loses none.
     let keeper = recorder.filter(|_| calls.len() > 1);
     let run = |call| async move {
-        let result = run_one(registry, gate, call, state, cancel, events, observer).await;
+        let mut result = run_one(registry, gate, call, state, cancel, events, observer).await;
+        if !images {
+            result.images = Vec::new();
+        }
         if let Some(recorder) = keeper {
             keep_result(recorder, &result).await;
         }
@@ -79,6 +86,8 @@ async fn keep_result(recorder: &Recorder, result: &Message) {
         call_id,
         content: result.content.clone(),
         is_error: result.is_error,
+        // Shared data: cloning the list copies no image.
+        images: result.images.clone(),
     };
     let session = recorder.session_id.clone();
     match recorder
@@ -140,7 +149,8 @@ async fn run_one(
                 Ok(result) => ToolResult::error(format!(
                     "interrupted: the user stopped the turn; the call had finished:\n{}",
                     result.content
-                )),
+                ))
+                .with_images(result.images),
                 Err(_) => ToolResult::error("interrupted: the user stopped this call before it finished"),
             }
         }
@@ -156,5 +166,5 @@ async fn run_one(
         output_bytes: result.content.len() as u64,
         duration_ms: started.elapsed().as_millis() as u64,
     });
-    Message::tool_result(call, result.content, result.is_error)
+    Message::tool_result(call, result.content, result.is_error).with_images(result.images)
 }

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use herald_protocol::{Message, Role, ToolCall, ToolSpec, Usage};
+use herald_protocol::{ImageData, Message, Role, ToolCall, ToolSpec, Usage};
 use serde::{Deserialize, Serialize};
 
 use crate::{AssistantReply, ChatRequest, EncodedTools, ErrorKind, LlmError, StreamUpdate};
@@ -59,7 +59,7 @@ enum Block<'a> {
     },
     ToolResult {
         tool_use_id: &'a str,
-        content: &'a str,
+        content: ResultContent<'a>,
         #[serde(skip_serializing_if = "std::ops::Not::not")]
         is_error: bool,
         #[serde(skip_serializing_if = "Option::is_none")]
@@ -78,6 +78,60 @@ impl Block<'_> {
     }
 }
 
+/// A `tool_result`'s content: a string, or (when the result carries images)
+/// its text block followed by one `image` block per image.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum ResultContent<'a> {
+    Text(&'a str),
+    Parts(Vec<ResultPart<'a>>),
+}
+
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum ResultPart<'a> {
+    Text { text: &'a str },
+    Image { source: ImageSource<'a> },
+}
+
+/// `{"type":"base64","media_type":...,"data":...}`.
+#[derive(Serialize)]
+struct ImageSource<'a> {
+    r#type: &'static str,
+    media_type: &'a str,
+    data: &'a str,
+}
+
+impl<'a> ResultContent<'a> {
+    /// The content of a tool result: its text as a string as long as no
+    /// image is sent (the shape every history had before images), else
+    /// the text block (left out when there is no text: empty text blocks
+    /// are refused) and the images.
+    fn of(message: &'a Message, images: bool) -> Self {
+        let text = message.content.as_str();
+        if !images || message.images.is_empty() {
+            return Self::Text(if text.is_empty() { "(no output)" } else { text });
+        }
+        let mut parts = Vec::with_capacity(1 + message.images.len());
+        if !text.trim().is_empty() {
+            parts.push(ResultPart::Text { text });
+        }
+        parts.extend(
+            message
+                .images
+                .iter()
+                .map(|image: &'a ImageData| ResultPart::Image {
+                    source: ImageSource {
+                        r#type: "base64",
+                        media_type: &image.mime_type,
+                        data: &image.data,
+                    },
+                }),
+        );
+        Self::Parts(parts)
+    }
+}
+
 #[derive(Serialize)]
 struct WireMessage<'a> {
     role: &'static str,
@@ -93,8 +147,9 @@ fn non_empty(text: &str) -> &str {
 }
 
 /// Groups the history into Anthropic turns: consecutive tool results become
-/// one user message of `tool_result` blocks.
-fn wire_messages(messages: &[Message]) -> Vec<WireMessage<'_>> {
+/// one user message of `tool_result` blocks (with their images when
+/// `images` is set).
+fn wire_messages(messages: &[Message], images: bool) -> Vec<WireMessage<'_>> {
     let mut out: Vec<WireMessage<'_>> = Vec::with_capacity(messages.len());
     let mut in_results = false;
     for message in messages {
@@ -102,11 +157,7 @@ fn wire_messages(messages: &[Message]) -> Vec<WireMessage<'_>> {
             Role::Tool => {
                 let block = Block::ToolResult {
                     tool_use_id: message.tool_call_id.as_deref().unwrap_or_default(),
-                    content: if message.content.is_empty() {
-                        "(no output)"
-                    } else {
-                        &message.content
-                    },
+                    content: ResultContent::of(message, images),
                     is_error: message.is_error,
                     cache_control: None,
                 };
@@ -165,10 +216,12 @@ fn tool_input(arguments: &str) -> serde_json::Value {
 }
 
 /// Writes the streaming request body with cache breakpoints on the system
-/// block and on the newest message.
+/// block and on the newest message. Tool results carry their images as
+/// `image` blocks when `images` is set, else only their text.
 pub(crate) fn encode_body(
     model: &str,
     max_tokens: u32,
+    images: bool,
     req: &ChatRequest<'_>,
 ) -> Result<Vec<u8>, serde_json::Error> {
     #[derive(Serialize)]
@@ -183,7 +236,7 @@ pub(crate) fn encode_body(
         tool_choice: Option<serde_json::Value>,
         messages: Vec<WireMessage<'a>>,
     }
-    let mut messages = wire_messages(req.messages);
+    let mut messages = wire_messages(req.messages, images);
     if let Some(block) = messages.last_mut().and_then(|m| m.content.last_mut()) {
         block.mark_cache();
     }
@@ -712,7 +765,7 @@ mod tests {
             forbid_tool_calls: true,
         };
         let body: serde_json::Value =
-            serde_json::from_slice(&encode_body("claude", 1024, &req).unwrap()).unwrap();
+            serde_json::from_slice(&encode_body("claude", 1024, true, &req).unwrap()).unwrap();
         assert_eq!(body["system"][0]["cache_control"]["type"], "ephemeral");
         assert_eq!(body["tool_choice"]["type"], "none");
         assert_eq!(body["tools"][0]["input_schema"]["type"], "object");
@@ -727,5 +780,77 @@ mod tests {
         assert_eq!(results[1]["is_error"], true);
         assert_eq!(results[1]["cache_control"]["type"], "ephemeral");
         assert!(results[0].get("cache_control").is_none());
+    }
+
+    fn body(messages: &[Message], images: bool) -> String {
+        let tools = encode_tools(&crate::types::golden_specs());
+        let req = ChatRequest {
+            system: "sys",
+            messages,
+            tools: &tools,
+            forbid_tool_calls: false,
+        };
+        String::from_utf8(encode_body("claude", 1024, images, &req).unwrap()).unwrap()
+    }
+
+    /// The bytes herald sent for this history before tool results could
+    /// carry images: a history without images must keep them exactly.
+    const GOLDEN: &str = r#"{"model":"claude","max_tokens":1024,"stream":true,"system":[{"type":"text","text":"sys","cache_control":{"type":"ephemeral"}}],"tools":[{"name":"read_file","description":"Reads a file.","input_schema":{"properties":{"path":{"type":"string"}},"type":"object"}}],"messages":[{"role":"user","content":[{"type":"text","text":"hi \"there\""}]},{"role":"assistant","content":[{"type":"text","text":"Let me look."},{"type":"tool_use","id":"call_a","name":"read_file","input":{"path":"a.txt"}},{"type":"tool_use","id":"call_b","name":"terminal","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"call_a","content":"line 1\nline 2"},{"type":"tool_result","tool_use_id":"call_b","content":"(no output)","is_error":true}]},{"role":"assistant","content":[{"type":"text","text":"(empty)"}]},{"role":"user","content":[{"type":"text","text":"thanks","cache_control":{"type":"ephemeral"}}]}]}"#;
+
+    #[test]
+    fn a_history_without_images_encodes_byte_for_byte_as_before() {
+        let history = crate::types::golden_history();
+        assert_eq!(body(&history, true), GOLDEN);
+        assert_eq!(body(&history, false), GOLDEN);
+    }
+
+    #[test]
+    fn tool_results_with_images_send_text_and_image_blocks() {
+        let history = crate::types::image_history();
+        let sent = body(&history[..5], true);
+        let value: serde_json::Value = serde_json::from_str(&sent).unwrap();
+        assert_eq!(
+            value["messages"][2],
+            serde_json::json!({"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": "call_a", "content": [
+                    {"type": "text", "text": "[image: image/png, 3 bytes]"},
+                    {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "QUJD"}}
+                ]},
+                {"type": "tool_result", "tool_use_id": "call_b", "content": "plain text"},
+                // No text: no (refused) empty text block, only the images.
+                {"type": "tool_result", "tool_use_id": "call_c", "content": [
+                    {"type": "image", "source": {"type": "base64", "media_type": "image/jpeg", "data": "/9j/"}},
+                    {"type": "image", "source": {"type": "base64", "media_type": "image/webp", "data": "UklG"}}
+                ], "cache_control": {"type": "ephemeral"}}
+            ]})
+        );
+        assert!(sent.contains(r#"{"type":"tool_result","tool_use_id":"call_a","content":[{"type":"text","text":"[image: image/png, 3 bytes]"},{"type":"image","source":{"type":"base64","media_type":"image/png","data":"QUJD"}}]},"#));
+        // The next request writes the same blocks (the breakpoint moves on).
+        let next = body(&history, true);
+        let next: serde_json::Value = serde_json::from_str(&next).unwrap();
+        let mut expected = value["messages"][2].clone();
+        expected["content"][2]
+            .as_object_mut()
+            .unwrap()
+            .remove("cache_control");
+        assert_eq!(next["messages"][2], expected);
+    }
+
+    #[test]
+    fn without_images_only_the_text_of_the_results_is_sent() {
+        let history = crate::types::image_history();
+        let stripped: Vec<Message> = history
+            .iter()
+            .cloned()
+            .map(|m| m.with_images(Vec::new()))
+            .collect();
+        let sent = body(&history, false);
+        assert_eq!(sent, body(&stripped, true));
+        assert!(!sent.contains(r#""type":"image""#));
+        assert!(
+            sent.contains(
+                r#"{"type":"tool_result","tool_use_id":"call_c","content":"(no output)"}"#
+            )
+        );
     }
 }

@@ -79,6 +79,10 @@ pub struct ClientConfig {
     /// A stream with no bytes for this long is an error that retries.
     pub idle_timeout: Duration,
     pub connect_timeout: Duration,
+    /// The model takes images: tool results send theirs (Anthropic as
+    /// `image` blocks, OpenAI as a `user` message after the results).
+    /// `false` for text-only models: only the results' text is sent.
+    pub images: bool,
 }
 
 /// A streaming client for one provider and model.
@@ -136,6 +140,12 @@ impl LlmClient {
         self.config.provider
     }
 
+    /// Whether tool results send their images to this model (see
+    /// [`ClientConfig::images`]).
+    pub fn accepts_images(&self) -> bool {
+        self.config.images
+    }
+
     /// The full URL requests go to.
     pub fn endpoint(&self) -> &str {
         &self.endpoint
@@ -152,12 +162,16 @@ impl LlmClient {
     /// The exact request body that [`complete`](Self::complete) would send.
     pub fn encode_body(&self, req: &ChatRequest<'_>) -> Result<Vec<u8>, LlmError> {
         let encoded = match self.config.provider {
-            ProviderKind::OpenAi => {
-                openai::encode_body(&self.config.model, self.config.max_tokens, req)
-            }
+            ProviderKind::OpenAi => openai::encode_body(
+                &self.config.model,
+                self.config.max_tokens,
+                self.config.images,
+                req,
+            ),
             ProviderKind::Anthropic => anthropic::encode_body(
                 &self.config.model,
                 self.config.max_tokens.unwrap_or(8192),
+                self.config.images,
                 req,
             ),
         };

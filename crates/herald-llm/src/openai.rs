@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 
-use herald_protocol::{Message, Role, ToolCall, ToolSpec, Usage};
+use herald_protocol::{DataUrl, Message, Role, ToolCall, ToolSpec, Usage};
 use serde::{Deserialize, Serialize};
 
 use crate::{AssistantReply, ChatRequest, EncodedTools, ErrorKind, LlmError, StreamUpdate};
@@ -95,11 +95,66 @@ fn wire_message(message: &Message) -> WireMessage<'_> {
     }
 }
 
+/// One content part of the user message that carries tool images.
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum ImagePart<'a> {
+    Text { text: String },
+    ImageUrl { image_url: ImageUrl<'a> },
+}
+
+#[derive(Serialize)]
+struct ImageUrl<'a> {
+    url: DataUrl<'a>,
+}
+
+#[derive(Serialize)]
+struct ImageMessage<'a> {
+    role: &'static str,
+    content: Vec<ImagePart<'a>>,
+}
+
+/// The `user` message that shows the images of a run of tool results
+/// (Chat Completions refuses images in `tool` messages): for each result
+/// with images, a text part naming its call, then its images as `data:`
+/// URLs. `None` when no result of the run has images.
+fn image_message(results: &[Message]) -> Option<ImageMessage<'_>> {
+    let with_images = results.iter().filter(|m| !m.images.is_empty());
+    let mut content = Vec::new();
+    for result in with_images {
+        let call = result.tool_call_id.as_deref().unwrap_or_default();
+        let text = match (result.tool_name.as_deref(), result.images.len()) {
+            (Some(name), 1) => format!("The result of tool call {call} ({name}) has this image:"),
+            (Some(name), n) => {
+                format!("The result of tool call {call} ({name}) has these {n} images:")
+            }
+            (None, 1) => format!("The result of tool call {call} has this image:"),
+            (None, n) => format!("The result of tool call {call} has these {n} images:"),
+        };
+        content.push(ImagePart::Text { text });
+        content.extend(result.images.iter().map(|image| ImagePart::ImageUrl {
+            image_url: ImageUrl {
+                url: image.data_url(),
+            },
+        }));
+    }
+    (!content.is_empty()).then_some(ImageMessage {
+        role: "user",
+        content,
+    })
+}
+
 /// Writes the streaming request body. Field order is fixed so two requests
 /// of one conversation share their bytes up to the first new message.
+///
+/// With `images`, the images of tool results follow each run of `tool`
+/// messages (the results of one assistant reply) as one `user` message
+/// (see [`image_message`]); the history decides where, so every request
+/// of a conversation writes it at the same place with the same bytes.
 pub(crate) fn encode_body(
     model: &str,
     max_tokens: Option<u32>,
+    images: bool,
     req: &ChatRequest<'_>,
 ) -> Result<Vec<u8>, serde_json::Error> {
     let mut out = Vec::with_capacity(4096 + req.tools.json.len() + req.messages.len() * 256);
@@ -124,9 +179,23 @@ pub(crate) fn encode_body(
         tool_call_id: None,
     };
     serde_json::to_writer(&mut out, &system)?;
-    for message in req.messages {
+    // Where the current run of tool results began.
+    let mut run_start = 0;
+    for (i, message) in req.messages.iter().enumerate() {
         out.push(b',');
         serde_json::to_writer(&mut out, &wire_message(message))?;
+        if message.role != Role::Tool {
+            run_start = i + 1;
+            continue;
+        }
+        let run_ends = req.messages.get(i + 1).is_none_or(|m| m.role != Role::Tool);
+        if images
+            && run_ends
+            && let Some(shown) = image_message(&req.messages[run_start..=i])
+        {
+            out.push(b',');
+            serde_json::to_writer(&mut out, &shown)?;
+        }
     }
     out.extend_from_slice(b"]}");
     Ok(out)
@@ -664,7 +733,7 @@ mod tests {
             tools: &tools,
             forbid_tool_calls: false,
         };
-        let first = encode_body("m", None, &req).unwrap();
+        let first = encode_body("m", None, true, &req).unwrap();
         let call = ToolCall {
             id: "c".into(),
             name: "t".into(),
@@ -678,7 +747,7 @@ mod tests {
             tools: &tools,
             forbid_tool_calls: false,
         };
-        let second = encode_body("m", None, &req).unwrap();
+        let second = encode_body("m", None, true, &req).unwrap();
         // Everything but the closing "]}" of the first body is a prefix of the second.
         assert!(second.starts_with(&first[..first.len() - 2]));
         let value: serde_json::Value = serde_json::from_slice(&second).unwrap();
@@ -691,5 +760,87 @@ mod tests {
         assert_eq!(value["messages"][3]["tool_call_id"], "c");
         assert_eq!(value["stream_options"]["include_usage"], true);
         assert!(value.get("tool_choice").is_none());
+    }
+
+    fn body(messages: &[Message], images: bool) -> String {
+        let tools = encode_tools(&crate::types::golden_specs());
+        let req = ChatRequest {
+            system: "sys",
+            messages,
+            tools: &tools,
+            forbid_tool_calls: false,
+        };
+        String::from_utf8(encode_body("m", Some(100), images, &req).unwrap()).unwrap()
+    }
+
+    /// The bytes herald sent for this history before tool results could
+    /// carry images: a history without images must keep them exactly (the
+    /// provider's prompt cache of stored sessions depends on it).
+    const GOLDEN: &str = r#"{"model":"m","stream":true,"stream_options":{"include_usage":true},"max_tokens":100,"tools":[{"type":"function","function":{"name":"read_file","description":"Reads a file.","parameters":{"properties":{"path":{"type":"string"}},"type":"object"}}}],"messages":[{"role":"system","content":"sys"},{"role":"user","content":"hi \"there\""},{"role":"assistant","content":"Let me look.","tool_calls":[{"id":"call_a","type":"function","function":{"name":"read_file","arguments":"{\"path\":\"a.txt\"}"}},{"id":"call_b","type":"function","function":{"name":"terminal","arguments":"not json"}}]},{"role":"tool","content":"line 1\nline 2","tool_call_id":"call_a"},{"role":"tool","content":"","tool_call_id":"call_b"},{"role":"assistant","content":""},{"role":"user","content":"thanks"}]}"#;
+
+    #[test]
+    fn a_history_without_images_encodes_byte_for_byte_as_before() {
+        let history = crate::types::golden_history();
+        assert_eq!(body(&history, true), GOLDEN);
+        assert_eq!(body(&history, false), GOLDEN);
+    }
+
+    #[test]
+    fn tool_images_follow_the_run_of_results_as_one_user_message() {
+        let history = crate::types::image_history();
+        let sent = body(&history, true);
+        let value: serde_json::Value = serde_json::from_str(&sent).unwrap();
+        assert_eq!(
+            value["messages"],
+            serde_json::json!([
+                {"role": "system", "content": "sys"},
+                {"role": "user", "content": "look"},
+                {"role": "assistant", "content": null, "tool_calls": [
+                    {"id": "call_a", "type": "function", "function": {"name": "screenshot", "arguments": "{}"}},
+                    {"id": "call_b", "type": "function", "function": {"name": "read_file", "arguments": "{}"}},
+                    {"id": "call_c", "type": "function", "function": {"name": "charts", "arguments": "{}"}}
+                ]},
+                {"role": "tool", "content": "[image: image/png, 3 bytes]", "tool_call_id": "call_a"},
+                {"role": "tool", "content": "plain text", "tool_call_id": "call_b"},
+                {"role": "tool", "content": "", "tool_call_id": "call_c"},
+                {"role": "user", "content": [
+                    {"type": "text", "text": "The result of tool call call_a (screenshot) has this image:"},
+                    {"type": "image_url", "image_url": {"url": "data:image/png;base64,QUJD"}},
+                    {"type": "text", "text": "The result of tool call call_c (charts) has these 2 images:"},
+                    {"type": "image_url", "image_url": {"url": "data:image/jpeg;base64,/9j/"}},
+                    {"type": "image_url", "image_url": {"url": "data:image/webp;base64,UklG"}}
+                ]},
+                {"role": "assistant", "content": "I see a chart."},
+                {"role": "user", "content": "and now?"}
+            ])
+        );
+        // The exact bytes of the image message, fields in this order.
+        assert!(sent.contains(r#"{"role":"tool","content":"","tool_call_id":"call_c"},{"role":"user","content":[{"type":"text","text":"The result of tool call call_a (screenshot) has this image:"},{"type":"image_url","image_url":{"url":"data:image/png;base64,QUJD"}},"#));
+    }
+
+    #[test]
+    fn the_image_message_is_written_alike_by_every_later_request() {
+        let history = crate::types::image_history();
+        // The request right after the tools ran ends with the image message;
+        // the next one (after the model's answer) starts with the same bytes.
+        let first = body(&history[..5], true);
+        let second = body(&history, true);
+        assert!(first.ends_with(r#""url":"data:image/webp;base64,UklG"}}]}]}"#));
+        assert!(second.starts_with(&first[..first.len() - 2]));
+        assert_eq!(body(&history, true), second);
+    }
+
+    #[test]
+    fn without_images_only_the_text_of_the_results_is_sent() {
+        let history = crate::types::image_history();
+        let stripped: Vec<Message> = history
+            .iter()
+            .cloned()
+            .map(|m| m.with_images(Vec::new()))
+            .collect();
+        let sent = body(&history, false);
+        assert_eq!(sent, body(&stripped, true));
+        assert!(!sent.contains("image_url"));
+        assert!(sent.contains(r#""content":"[image: image/png, 3 bytes]""#));
     }
 }

@@ -59,3 +59,72 @@ pub enum StreamUpdate<'a> {
         reason: &'a str,
     },
 }
+
+/// A history exercising every message shape without images: the golden
+/// encodings of both providers are written from it.
+#[cfg(test)]
+pub(crate) fn golden_history() -> Vec<Message> {
+    let a = ToolCall {
+        id: "call_a".into(),
+        name: "read_file".into(),
+        arguments: r#"{"path":"a.txt"}"#.into(),
+    };
+    let b = ToolCall {
+        id: "call_b".into(),
+        name: "terminal".into(),
+        arguments: "not json".into(),
+    };
+    vec![
+        Message::user("hi \"there\""),
+        Message::assistant("Let me look.", vec![a.clone(), b.clone()]),
+        Message::tool_result(&a, "line 1\nline 2", false),
+        Message::tool_result(&b, "", true),
+        Message::assistant("", vec![]),
+        Message::user("thanks"),
+    ]
+}
+
+/// A turn whose two tool results carry images (one and two), followed by
+/// the model's answer and the next user message.
+#[cfg(test)]
+pub(crate) fn image_history() -> Vec<Message> {
+    use herald_protocol::ImageData;
+    let a = ToolCall {
+        id: "call_a".into(),
+        name: "screenshot".into(),
+        arguments: "{}".into(),
+    };
+    let b = ToolCall {
+        id: "call_b".into(),
+        name: "read_file".into(),
+        arguments: "{}".into(),
+    };
+    let c = ToolCall {
+        id: "call_c".into(),
+        name: "charts".into(),
+        arguments: "{}".into(),
+    };
+    vec![
+        Message::user("look"),
+        Message::assistant("", vec![a.clone(), b.clone(), c.clone()]),
+        Message::tool_result(&a, "[image: image/png, 3 bytes]", false)
+            .with_images(vec![ImageData::new("image/png", "QUJD")]),
+        Message::tool_result(&b, "plain text", false),
+        Message::tool_result(&c, "", false).with_images(vec![
+            ImageData::new("image/jpeg", "/9j/"),
+            ImageData::new("image/webp", "UklG"),
+        ]),
+        Message::assistant("I see a chart.", vec![]),
+        Message::user("and now?"),
+    ]
+}
+
+/// The tool list of the golden encodings.
+#[cfg(test)]
+pub(crate) fn golden_specs() -> Vec<herald_protocol::ToolSpec> {
+    vec![herald_protocol::ToolSpec {
+        name: "read_file".into(),
+        description: "Reads a file.".into(),
+        parameters: serde_json::json!({"type":"object","properties":{"path":{"type":"string"}}}),
+    }]
+}

@@ -35,6 +35,7 @@ fn client(server: &ScriptedServer, provider: ProviderKind) -> LlmClient {
         },
         idle_timeout: IDLE,
         connect_timeout: Duration::from_secs(5),
+        images: true,
     })
     .unwrap()
 }

@@ -8,7 +8,7 @@ use serde::Deserialize;
 /// One configured MCP server: either a program started over stdio
 /// (`command`, `args`, `env`, `cwd`) or a streamable HTTP endpoint (`url`,
 /// `headers`, `bearer_token_env_var`). Exactly one of `command` and `url`.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct McpServerConfig {
     /// Program to start (stdio transport).

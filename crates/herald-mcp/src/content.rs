@@ -11,8 +11,9 @@ pub struct McpCallResult {
     /// The server flagged the result as an error (`isError`), or the call
     /// failed (timeout, cancellation, server down, protocol error).
     pub is_error: bool,
-    /// Images of the result (also described by a line in `content`). Passing
-    /// them to providers that accept images is not done yet.
+    /// Images of the result (also described by a line in `content`); the
+    /// tool adapter passes them on in `ToolResult::images`, for providers
+    /// that take images.
     pub images: Vec<McpImage>,
 }
 

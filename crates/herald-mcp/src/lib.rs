@@ -11,24 +11,39 @@
 //!   mapping and one restart of a crashed server.
 //! - [`mcp_tools`]: the tools as [`herald_tools::Tool`]s (toolset
 //!   `mcp-<server>`).
+//! - [`McpHub`]: the servers of one process, started concurrently in the
+//!   background and shared by every session and agent; it hands each new
+//!   session a fixed tool list ([`McpHub::session_tools`]), using the
+//!   [`ToolCache`] of the last start while a server is still starting.
 //!
 //! Not here yet: images passed to providers (they become a descriptive
 //! line), resources and prompts, elicitation and sampling (not declared to
 //! servers), legacy SSE servers (rmcp 3 has no client for them).
 
+mod cache;
 mod config;
 mod content;
+mod hub;
 mod names;
+mod project;
 mod schema;
 mod server;
 mod tool;
 
+pub use cache::{CachedServer, ToolCache, fingerprint};
 pub use config::{
     DEFAULT_STARTUP_TIMEOUT_SEC, DEFAULT_TOOL_TIMEOUT_SEC, McpConfigError, McpServerConfig,
     parse_servers, valid_server_name,
 };
 pub use content::{McpCallResult, McpImage, map_call_result};
+pub use hub::{
+    McpHub, PendingServer, ServerHandle, ServerReport, ServerState, ServerStatus, SessionTools,
+};
 pub use names::{MAX_TOOL_NAME_LEN, exposed_name, exposed_names};
+pub use project::{
+    PROJECT_FILE, ProjectApprovals, ProjectError, ProjectServers, find_project_file,
+    load_project_servers,
+};
 pub use schema::normalize_input_schema;
 pub use server::{McpError, McpServer, McpToolInfo, ProgressSink, ProgressUpdate, SkippedTool};
 pub use tool::mcp_tools;

@@ -25,7 +25,7 @@ use crate::names::exposed_names;
 use crate::schema::normalize_input_schema;
 
 /// One tool of a server, as herald offers it.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct McpToolInfo {
     /// The server's configured name.
     pub server: String,
@@ -38,6 +38,15 @@ pub struct McpToolInfo {
     pub input_schema: Value,
     /// The server annotated the tool `readOnlyHint: true`.
     pub read_only_hint: bool,
+}
+
+impl McpToolInfo {
+    /// About how many tokens listing this tool adds to every request (its
+    /// name, description and schema at ~4 characters a token).
+    pub fn schema_tokens(&self) -> usize {
+        let schema = serde_json::to_string(&self.input_schema).map_or(0, |s| s.len());
+        (self.exposed_name.len() + self.description.len() + schema).div_ceil(4)
+    }
 }
 
 /// A tool the server listed that herald does not offer, and why.
@@ -107,8 +116,8 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
 #[derive(Default)]
 struct Shared {
     sink: StdMutex<Option<ProgressSink>>,
-    /// Progress token of each call in flight -> (tool, call id).
-    calls: StdMutex<HashMap<ProgressToken, (String, String)>>,
+    /// Progress token of each call in flight -> who is told about it.
+    calls: StdMutex<HashMap<ProgressToken, CallWatch>>,
 }
 
 #[derive(Clone)]
@@ -129,12 +138,17 @@ impl ClientHandler for Handler {
             .lock()
             .ok()
             .and_then(|calls| calls.get(&params.progress_token).cloned());
-        let sink = self.shared.sink.lock().ok().and_then(|s| s.clone());
-        if let (Some((tool, call_id)), Some(sink)) = (call, sink) {
+        let Some(call) = call else {
+            return std::future::ready(());
+        };
+        let sink = call
+            .sink
+            .or_else(|| self.shared.sink.lock().ok().and_then(|s| s.clone()));
+        if let Some(sink) = sink {
             sink(ProgressUpdate {
                 server: self.server.clone(),
-                tool,
-                call_id,
+                tool: call.tool,
+                call_id: call.call_id,
                 progress: params.progress,
                 total: params.total,
                 message: params.message,
@@ -294,7 +308,7 @@ impl std::fmt::Debug for McpServer {
 /// `mcp-<server>`, leaked once per distinct server name in the process
 /// ([`herald_tools::Tool::toolset`] returns `&'static str`); the set of
 /// configured names is small and fixed, so this is bounded.
-fn toolset_name(server: &str) -> &'static str {
+pub(crate) fn toolset_name(server: &str) -> &'static str {
     static NAMES: StdMutex<Vec<&'static str>> = StdMutex::new(Vec::new());
     let wanted = format!("mcp-{server}");
     let mut names = match NAMES.lock() {
@@ -448,6 +462,19 @@ impl McpServer {
         args: Value,
         cancel: &CancellationToken,
     ) -> McpCallResult {
+        self.call_reporting(call_id, tool, args, cancel, None).await
+    }
+
+    /// [`McpServer::call_for`] whose progress notifications go to
+    /// `progress` (when given) instead of the server's sink.
+    pub async fn call_reporting(
+        &self,
+        call_id: &str,
+        tool: &str,
+        args: Value,
+        cancel: &CancellationToken,
+        progress: Option<ProgressSink>,
+    ) -> McpCallResult {
         let arguments = match args {
             Value::Object(map) => Some(map),
             Value::Null => None,
@@ -466,7 +493,12 @@ impl McpServer {
             params = params.with_arguments(arguments);
         }
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
-        let outcome = self.send_call(&peer, request, tool, call_id, cancel).await;
+        let watch = CallWatch {
+            tool: tool.to_owned(),
+            call_id: call_id.to_owned(),
+            sink: progress,
+        };
+        let outcome = self.send_call(&peer, request, watch, cancel).await;
         let mut result = match outcome {
             CallOutcome::Result(result) => result,
             CallOutcome::Closed => self.connection_lost(generation, tool).await,
@@ -598,10 +630,11 @@ impl McpServer {
         &self,
         peer: &Peer<RoleClient>,
         request: ClientRequest,
-        tool: &str,
-        call_id: &str,
+        watch: CallWatch,
         cancel: &CancellationToken,
     ) -> CallOutcome {
+        let tool = watch.tool.clone();
+        let tool = tool.as_str();
         let handle = match peer
             .send_request_with_option(request, rmcp::service::PeerRequestOptions::no_options())
             .await
@@ -609,12 +642,8 @@ impl McpServer {
             Ok(handle) => handle,
             Err(err) => return outcome_of_error(&self.name, tool, err),
         };
-        let registration = CallRegistration::new(
-            self.shared.clone(),
-            handle.progress_token.clone(),
-            tool,
-            call_id,
-        );
+        let registration =
+            CallRegistration::new(self.shared.clone(), handle.progress_token.clone(), watch);
         let mut guard = CancelGuard {
             peer: peer.clone(),
             id: Some(handle.id.clone()),
@@ -706,6 +735,15 @@ fn short_json(value: &impl serde::Serialize) -> String {
     text
 }
 
+/// Who hears about one call's progress.
+#[derive(Clone)]
+struct CallWatch {
+    tool: String,
+    call_id: String,
+    /// Overrides the server's sink for this call.
+    sink: Option<ProgressSink>,
+}
+
 /// Maps a call's progress token to its tool while it runs.
 struct CallRegistration {
     shared: Arc<Shared>,
@@ -713,9 +751,9 @@ struct CallRegistration {
 }
 
 impl CallRegistration {
-    fn new(shared: Arc<Shared>, token: ProgressToken, tool: &str, call_id: &str) -> Self {
+    fn new(shared: Arc<Shared>, token: ProgressToken, watch: CallWatch) -> Self {
         if let Ok(mut calls) = shared.calls.lock() {
-            calls.insert(token.clone(), (tool.to_owned(), call_id.to_owned()));
+            calls.insert(token.clone(), watch);
         }
         Self { shared, token }
     }

@@ -4,12 +4,13 @@ use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
 use herald_protocol::ToolSpec;
-use herald_tools::{Tool, ToolContext, ToolResult};
+use herald_tools::{CallProgress, Tool, ToolContext, ToolResult};
 
-use crate::server::McpServer;
+use crate::hub::ServerHandle;
+use crate::server::{McpServer, McpToolInfo, ProgressSink};
 
 struct McpTool {
-    server: Arc<McpServer>,
+    server: Arc<ServerHandle>,
     /// The tool's name on the server.
     tool: String,
     spec: ToolSpec,
@@ -19,10 +20,16 @@ struct McpTool {
 /// One herald tool per tool of `server` (in [`McpServer::tools`] order):
 /// named `mcp__<server>__<tool>`, in toolset `mcp-<server>`, read-only when
 /// the server annotates it `readOnlyHint`. Calls go through
-/// [`McpServer::call_for`] with the context's call id and cancel token.
+/// [`McpServer::call_reporting`] with the context's call id and cancel
+/// token; progress goes to the context's observer.
 pub fn mcp_tools(server: &Arc<McpServer>) -> Vec<Arc<dyn Tool>> {
-    server
-        .tools()
+    tools_of(&ServerHandle::ready(Arc::clone(server)), server.tools())
+}
+
+/// Tools for `infos`, served by `handle` (which may still be starting: a
+/// call waits for it).
+pub(crate) fn tools_of(handle: &Arc<ServerHandle>, infos: &[McpToolInfo]) -> Vec<Arc<dyn Tool>> {
+    infos
         .iter()
         .map(|info| {
             let description = if info.description.trim().is_empty() {
@@ -31,7 +38,7 @@ pub fn mcp_tools(server: &Arc<McpServer>) -> Vec<Arc<dyn Tool>> {
                 info.description.clone()
             };
             Arc::new(McpTool {
-                server: server.clone(),
+                server: Arc::clone(handle),
                 tool: info.name.clone(),
                 spec: ToolSpec {
                     name: info.exposed_name.clone(),
@@ -63,13 +70,49 @@ impl Tool for McpTool {
         ctx: &'a ToolContext,
     ) -> BoxFuture<'a, ToolResult> {
         Box::pin(async move {
-            let result = self
-                .server
-                .call_for(&ctx.call_id, &self.tool, args, &ctx.cancel)
+            let server = tokio::select! {
+                found = self.server.server() => found,
+                () = ctx.cancel.cancelled() => return ToolResult::error(format!(
+                    "Interrupted while MCP server `{}` was still starting.",
+                    self.server.name()
+                )),
+            };
+            let server = match server {
+                Ok(server) => server,
+                Err(reason) => {
+                    return ToolResult::error(format!(
+                        "MCP tool `{}` is unavailable: {reason}. Continue without it.",
+                        self.spec.name
+                    ));
+                }
+            };
+            let progress = ctx.observer.clone().map(|observer| {
+                let name = self.spec.name.clone();
+                Arc::new(move |update: crate::ProgressUpdate| {
+                    observer.progress(&CallProgress {
+                        call_id: &update.call_id,
+                        name: &name,
+                        progress: update.progress,
+                        total: update.total,
+                        message: update.message.as_deref(),
+                    });
+                }) as ProgressSink
+            });
+            let result = server
+                .call_reporting(&ctx.call_id, &self.tool, args, &ctx.cancel, progress)
                 .await;
+            let images = result
+                .images
+                .into_iter()
+                .map(|image| herald_protocol::ImageData {
+                    mime_type: image.mime_type,
+                    data: image.data.into(),
+                })
+                .collect();
             ToolResult {
                 content: result.content,
                 is_error: result.is_error,
+                images,
             }
         })
     }

@@ -643,7 +643,18 @@ impl Policy {
                 return verdict(
                     Decision::Allow,
                     "read-only-tool",
-                    format!("{tool} is marked read-only by its server's configuration"),
+                    format!("{tool} is listed in [permissions] read_only_tools"),
+                    None,
+                    false,
+                );
+            }
+            if call.read_only {
+                // Only servers the user configured (or approved) are
+                // connected, so their annotation is trusted like config.
+                return verdict(
+                    Decision::Allow,
+                    "read-only-tool",
+                    format!("{tool} is annotated readOnlyHint by its server"),
                     None,
                     false,
                 );

@@ -201,6 +201,31 @@ pub enum EventKind {
         decision: String,
         by: String,
     },
+    /// A running tool reported progress (an MCP server's progress
+    /// notification). Not stored: like `assistant.delta` it only matters
+    /// while the call runs.
+    #[serde(rename = "tool.progress")]
+    ToolProgress {
+        call_id: String,
+        name: String,
+        progress: f64,
+        total: Option<f64>,
+        message: Option<String>,
+    },
+    /// What became of an MCP server for this session. `status` is
+    /// `ready` (its tools are listed), `cached` (its tools are listed from
+    /// the list it had last time while it starts), `failed` (no tools;
+    /// `message` says why), `late` (not ready within `startup_timeout_sec`:
+    /// its tools come in the next session) or `changed` (it now lists
+    /// other tools than this session offers: the new list applies from the
+    /// next session, the prompt stays as it is).
+    #[serde(rename = "mcp.server")]
+    McpServer {
+        server: String,
+        status: String,
+        tools: u32,
+        message: Option<String>,
+    },
     #[serde(rename = "error")]
     Error { message: String, fatal: bool },
 }

@@ -2,9 +2,14 @@
 //! token usage and the event stream that front ends render.
 
 mod event;
+mod image;
 mod message;
 mod usage;
 
 pub use event::{Event, EventKind, RunStatus, ToolStatus, now_rfc3339};
+pub use image::{
+    DataUrl, IMAGE_TOKEN_ESTIMATE, ImageData, MAX_IMAGE_BYTES, MAX_RESULT_IMAGE_BYTES,
+    MAX_RESULT_IMAGES, admit_images,
+};
 pub use message::{Message, Role, ToolCall, ToolSpec};
 pub use usage::{TokenTotals, Usage};

@@ -1,5 +1,7 @@
 use serde::{Deserialize, Serialize};
 
+use crate::ImageData;
+
 /// Who wrote a message. The system prompt is kept apart from the history, so
 /// `System` only appears in wire formats that need it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -35,6 +37,11 @@ pub struct Message {
     pub tool_name: Option<String>,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub is_error: bool,
+    /// Images of a tool result (see [`Message::with_images`]). Absent from
+    /// the JSON when empty, so a history without images serialises exactly
+    /// as it did before images existed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<ImageData>,
 }
 
 impl Message {
@@ -61,6 +68,16 @@ impl Message {
         }
     }
 
+    /// This message with `images` attached: a tool result whose tool
+    /// returned images. Providers that take images send them after the
+    /// text; the text should still describe them for models that cannot
+    /// see them.
+    #[must_use]
+    pub fn with_images(mut self, images: Vec<ImageData>) -> Self {
+        self.images = images;
+        self
+    }
+
     fn plain(role: Role, content: String) -> Self {
         Self {
             role,
@@ -69,6 +86,7 @@ impl Message {
             tool_call_id: None,
             tool_name: None,
             is_error: false,
+            images: Vec::new(),
         }
     }
 }
@@ -80,4 +98,45 @@ pub struct ToolSpec {
     pub name: String,
     pub description: String,
     pub parameters: serde_json::Value,
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn call() -> ToolCall {
+        ToolCall {
+            id: "c1".into(),
+            name: "shot".into(),
+            arguments: "{}".into(),
+        }
+    }
+
+    #[test]
+    fn a_message_without_images_serialises_as_before_images_existed() {
+        let plain = Message::tool_result(&call(), "out", true);
+        let json = serde_json::to_string(&plain).unwrap();
+        assert_eq!(
+            json,
+            r#"{"role":"tool","content":"out","tool_call_id":"c1","tool_name":"shot","is_error":true}"#
+        );
+        // Stored JSON from before images existed reads back unchanged.
+        let back: Message = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, plain);
+        assert!(back.images.is_empty());
+    }
+
+    #[test]
+    fn images_round_trip_after_the_other_fields() {
+        let message = Message::tool_result(&call(), "[image: image/png, 3 bytes]", false)
+            .with_images(vec![ImageData::new("image/png", "QUJD")]);
+        let json = serde_json::to_string(&message).unwrap();
+        assert_eq!(
+            json,
+            r#"{"role":"tool","content":"[image: image/png, 3 bytes]","tool_call_id":"c1","tool_name":"shot","images":[{"mime_type":"image/png","data":"QUJD"}]}"#
+        );
+        let back: Message = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, message);
+    }
 }

@@ -235,7 +235,8 @@ fn cors_layer(origins: &[String]) -> Result<Option<tower_http::cors::CorsLayer>,
     ))
 }
 
-/// Refuses (401) a request without `Authorization: Bearer <token>`.
+/// Refuses (401) a request without `Authorization: Bearer <token>`. On
+/// `/mcp` the refusal is a JSON-RPC error, which MCP clients show.
 async fn require_token(State(token): State<Arc<str>>, request: Request, next: Next) -> Response {
     let given = request
         .headers()
@@ -246,15 +247,20 @@ async fn require_token(State(token): State<Arc<str>>, request: Request, next: Ne
                 .or_else(|| v.strip_prefix("bearer "))
         })
         .map(str::trim);
-    match given {
-        Some(given) if same_token(given.as_bytes(), token.as_bytes()) => next.run(request).await,
+    let refused = match given {
+        Some(given) if same_token(given.as_bytes(), token.as_bytes()) => {
+            return next.run(request).await;
+        }
         Some(_) => ApiError::unauthorized(
             "the bearer token is wrong; use the --token given to herald serve, HERALD_SERVE_TOKEN, or the one in $HERALD_HOME/serve.token",
-        )
-        .into_response(),
+        ),
         None => ApiError::unauthorized(
             "missing 'Authorization: Bearer <token>'; the token is the --token given to herald serve, HERALD_SERVE_TOKEN, or the one in $HERALD_HOME/serve.token",
-        )
-        .into_response(),
+        ),
+    };
+    if request.uri().path() == "/mcp" {
+        crate::mcp::unauthorized(&refused.message)
+    } else {
+        refused.into_response()
     }
 }

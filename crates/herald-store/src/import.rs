@@ -4,7 +4,7 @@
 use std::io::Write;
 use std::path::Path;
 
-use herald_protocol::{Message, Role, ToolCall};
+use herald_protocol::{ImageData, Message, Role, ToolCall};
 use rusqlite::TransactionBehavior;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
@@ -126,6 +126,15 @@ fn parse_line(text: &str, line: usize) -> Result<Line, String> {
         return Ok(Line::System(content));
     }
     let str_field = |key: &str| obj.get(key).and_then(Value::as_str).map(str::to_owned);
+    // A herald export carries the images of tool results; they are checked
+    // again, as a tool's are, so none a provider refuses comes in.
+    let mut content = content;
+    let mut images: Vec<ImageData> = match obj.get("images") {
+        Some(images) => serde_json::from_value(images.clone())
+            .map_err(|e| format!("\"images\" is not a list of {{mime_type, data}}: {e}"))?,
+        None => Vec::new(),
+    };
+    herald_protocol::admit_images(&mut images, &mut content);
     Ok(Line::Message(Message {
         role,
         content,
@@ -136,6 +145,7 @@ fn parse_line(text: &str, line: usize) -> Result<Line, String> {
             .get("is_error")
             .and_then(Value::as_bool)
             .unwrap_or(false),
+        images,
     }))
 }
 

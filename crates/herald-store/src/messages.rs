@@ -1,6 +1,6 @@
 //! Appending and reading conversation messages.
 
-use herald_protocol::{Message, Role, ToolCall};
+use herald_protocol::{IMAGE_TOKEN_ESTIMATE, ImageData, Message, Role, ToolCall};
 use rusqlite::{
     Connection, OptionalExtension, Row, Statement, ToSql, Transaction, TransactionBehavior, params,
     params_from_iter,
@@ -17,7 +17,7 @@ const TITLE_MAX_CHARS: usize = 80;
 
 /// Columns of `messages` in the order [`RawMessage::from_row`] reads them.
 pub(crate) const MESSAGE_COLUMNS: &str =
-    "id, seq, created_at, role, content, tool_calls, tool_call_id, tool_name, is_error";
+    "id, seq, created_at, role, content, tool_calls, tool_call_id, tool_name, is_error, images";
 
 /// A `messages` row before its role and tool calls are decoded. Decoding is a
 /// separate step so malformed rows become [`StoreError::Malformed`] naming the row.
@@ -31,6 +31,7 @@ pub(crate) struct RawMessage {
     tool_call_id: Option<String>,
     tool_name: Option<String>,
     is_error: bool,
+    images: Option<String>,
 }
 
 impl RawMessage {
@@ -45,6 +46,7 @@ impl RawMessage {
             tool_call_id: row.get(6)?,
             tool_name: row.get(7)?,
             is_error: row.get(8)?,
+            images: row.get(9)?,
         })
     }
 
@@ -60,6 +62,11 @@ impl RawMessage {
             Some(json) => serde_json::from_str(json)
                 .map_err(|e| malformed(format!("tool_calls is not valid JSON: {e}")))?,
         };
+        let images: Vec<ImageData> = match &self.images {
+            None => Vec::new(),
+            Some(json) => serde_json::from_str(json)
+                .map_err(|e| malformed(format!("images is not valid JSON: {e}")))?,
+        };
         Ok(StoredMessage {
             id: self.id,
             seq: self.seq,
@@ -71,6 +78,7 @@ impl RawMessage {
                 tool_call_id: self.tool_call_id,
                 tool_name: self.tool_name,
                 is_error: self.is_error,
+                images,
             },
         })
     }
@@ -109,11 +117,26 @@ pub(crate) fn derive_title(content: &str) -> Option<String> {
     Some(cut)
 }
 
-/// Rough token count (bytes / 4, rounded up) stored in `messages.tokens`, so
-/// compression and reports can size history without a tokenizer.
+/// Rough token count (bytes / 4, rounded up, plus a fixed count per image)
+/// stored in `messages.tokens`, so compression and reports can size history
+/// without a tokenizer.
 fn estimate_tokens(message: &Message, tool_calls_json: Option<&str>) -> i64 {
     let bytes = message.content.len() + tool_calls_json.map_or(0, str::len);
-    to_i64((bytes as u64).div_ceil(4))
+    let images = message.images.len() as u64 * IMAGE_TOKEN_ESTIMATE;
+    to_i64((bytes as u64).div_ceil(4) + images)
+}
+
+/// `messages.images` of a message: JSON, or NULL when it has none.
+pub(crate) fn images_json(images: &[ImageData], what: &str) -> Result<Option<String>, StoreError> {
+    if images.is_empty() {
+        return Ok(None);
+    }
+    serde_json::to_string(images)
+        .map(Some)
+        .map_err(|e| StoreError::Malformed {
+            what: what.to_owned(),
+            detail: e.to_string(),
+        })
 }
 
 /// Most rows in one multi-row `INSERT`.
@@ -132,13 +155,13 @@ const CACHED_CHUNK: usize = 8;
 fn insert_sql(rows: usize) -> String {
     let mut sql = String::from(
         "INSERT INTO messages (session_id, seq, role, content, tool_calls, tool_call_id, \
-         tool_name, is_error, tokens, created_at) VALUES ",
+         tool_name, is_error, tokens, created_at, images) VALUES ",
     );
     for i in 0..rows {
         if i > 0 {
             sql.push(',');
         }
-        sql.push_str("(?,?,?,?,?,?,?,?,?,?)");
+        sql.push_str("(?,?,?,?,?,?,?,?,?,?,?)");
     }
     sql.push_str(" RETURNING id, seq");
     sql
@@ -149,6 +172,7 @@ struct NewRow<'a> {
     seq: i64,
     role: &'static str,
     calls: Option<String>,
+    images: Option<String>,
     tokens: i64,
     message: &'a Message,
 }
@@ -208,11 +232,16 @@ fn insert_messages_at(
                 })?,
             )
         };
+        let images = images_json(
+            &message.images,
+            &format!("images of a message for session '{session_id}'"),
+        )?;
         rows.push(NewRow {
             seq: first_seq + to_i64(offset as u64),
             role: role_str(message.role),
             tokens: estimate_tokens(message, calls.as_deref()),
             calls,
+            images,
             message,
         });
     }
@@ -222,7 +251,7 @@ fn insert_messages_at(
         let n = rest.len().min(MAX_CHUNK);
         let (chunk, tail) = rest.split_at(n);
         rest = tail;
-        let mut args: Vec<&dyn ToSql> = Vec::with_capacity(n * 10);
+        let mut args: Vec<&dyn ToSql> = Vec::with_capacity(n * 11);
         for row in chunk {
             args.extend_from_slice(&[
                 &session_id as &dyn ToSql,
@@ -235,6 +264,7 @@ fn insert_messages_at(
                 &row.message.is_error,
                 &row.tokens,
                 &now,
+                &row.images,
             ]);
         }
         let text = insert_sql(n);

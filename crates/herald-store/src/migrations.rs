@@ -5,7 +5,8 @@
 //! transaction together with the version bump, so a crash or a failing step
 //! leaves the database at the previous version. Never edit a released step:
 //! add a new one at the end (v4 agents registry, v5 todo state, v6 tool events,
-//! v7 crash safety, v8 the stored event stream, v9 its per-tree sequence).
+//! v7 crash safety, v8 the stored event stream, v9 its per-tree sequence,
+//! v10 permission decisions, v11 tool result images).
 
 use rusqlite::{Connection, TransactionBehavior};
 
@@ -273,6 +274,15 @@ CREATE TABLE permission_decisions (
 CREATE INDEX permission_decisions_session ON permission_decisions(session_id, id);
 "#;
 
+/// v11: images of tool results (JSON `[{"mime_type","data"}]`, NULL when
+/// none) on messages and on the kept results of a running batch. Not part
+/// of the full-text index: its triggers name `content` and `tool_calls`
+/// only, so base64 is never indexed.
+const V11_IMAGES: &str = r#"
+ALTER TABLE messages ADD COLUMN images TEXT;
+ALTER TABLE pending_results ADD COLUMN images TEXT;
+"#;
+
 /// Every schema step, in order. Append only.
 pub(crate) const MIGRATIONS: &[Migration] = &[
     Migration {
@@ -325,10 +335,15 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         name: "permission decisions",
         sql: V10_PERMISSION_DECISIONS,
     },
+    Migration {
+        version: 11,
+        name: "tool result images",
+        sql: V11_IMAGES,
+    },
 ];
 
 /// The schema version this build creates and understands.
-pub const SCHEMA_VERSION: i64 = 10;
+pub const SCHEMA_VERSION: i64 = 11;
 
 /// Reads `PRAGMA user_version`.
 pub(crate) fn current_version(conn: &Connection, path: &str) -> Result<i64, StoreError> {

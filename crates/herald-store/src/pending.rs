@@ -4,6 +4,7 @@
 //! answers the finished calls with their real results instead of
 //! "interrupted".
 
+use herald_protocol::ImageData;
 use rusqlite::params;
 
 use crate::error::{StoreError, sql};
@@ -15,6 +16,8 @@ pub struct PendingResult {
     pub call_id: String,
     pub content: String,
     pub is_error: bool,
+    /// The result's images, kept like its text.
+    pub images: Vec<ImageData>,
 }
 
 impl Store {
@@ -24,10 +27,14 @@ impl Store {
         session_id: &str,
         result: &PendingResult,
     ) -> Result<(), StoreError> {
+        let images = crate::messages::images_json(
+            &result.images,
+            &format!("images of the kept result of call '{}'", result.call_id),
+        )?;
         self.conn
             .prepare_cached(
-                "INSERT OR REPLACE INTO pending_results (session_id, call_id, content, is_error, created_at) \
-                 VALUES (?1, ?2, ?3, ?4, ?5)",
+                "INSERT OR REPLACE INTO pending_results (session_id, call_id, content, is_error, created_at, images) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
             )
             .and_then(|mut s| {
                 s.execute(params![
@@ -35,7 +42,8 @@ impl Store {
                     result.call_id,
                     result.content,
                     i64::from(result.is_error),
-                    now_ms()
+                    now_ms(),
+                    images
                 ])
             })
             .map_err(sql(&self.path, "saving a tool result"))?;
@@ -48,22 +56,36 @@ impl Store {
         let mut stmt = self
             .conn
             .prepare_cached(
-                "SELECT call_id, content, is_error FROM pending_results WHERE session_id = ?1 \
-                 ORDER BY created_at, rowid",
+                "SELECT call_id, content, is_error, images FROM pending_results \
+                 WHERE session_id = ?1 ORDER BY created_at, rowid",
             )
             .map_err(sql(&self.path, CTX))?;
-        let rows: Result<Vec<PendingResult>, StoreError> = stmt
+        let rows = stmt
             .query_map([session_id], |row| {
-                Ok(PendingResult {
-                    call_id: row.get(0)?,
-                    content: row.get(1)?,
-                    is_error: row.get::<_, i64>(2)? != 0,
-                })
+                Ok((
+                    PendingResult {
+                        call_id: row.get(0)?,
+                        content: row.get(1)?,
+                        is_error: row.get::<_, i64>(2)? != 0,
+                        images: Vec::new(),
+                    },
+                    row.get::<_, Option<String>>(3)?,
+                ))
             })
-            .map_err(sql(&self.path, CTX))?
-            .map(|r| r.map_err(sql(&self.path, CTX)))
-            .collect();
-        rows
+            .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
+            .map_err(sql(&self.path, CTX))?;
+        rows.into_iter()
+            .map(|(mut result, images)| {
+                if let Some(json) = images {
+                    result.images =
+                        serde_json::from_str(&json).map_err(|e| StoreError::Malformed {
+                            what: format!("kept result of call '{}'", result.call_id),
+                            detail: format!("images is not valid JSON: {e}"),
+                        })?;
+                }
+                Ok(result)
+            })
+            .collect()
     }
 
     /// Forgets a session's kept results (its batch is stored as messages).
@@ -100,6 +122,7 @@ mod tests {
                         call_id: id.into(),
                         content: text.into(),
                         is_error: id == "c2",
+                        images: Vec::new(),
                     },
                 )
                 .unwrap();

@@ -621,6 +621,7 @@ fn delivering_append_marks_agents_and_clears_kept_results_atomically() {
                 call_id: "c1".into(),
                 content: "partial".into(),
                 is_error: false,
+                images: Vec::new(),
             },
         )
         .unwrap();

@@ -9,18 +9,31 @@ use crate::canonical::{canonical_message, canonical_system, strip_cache_control}
 use crate::record::RecordedRequest;
 use crate::script::excerpt;
 
-use crate::normalize::RequestView;
+use crate::normalize::{Api, RequestView};
 
 /// Tool pairing violations inside one request (empty when it is fine): every
 /// assistant tool call id has exactly one result, results come after their call
 /// and before the next assistant message, no result lacks a call, and no call
-/// id repeats.
+/// id repeats. For OpenAI, a `tool` message must also directly follow the
+/// assistant message with the calls or another `tool` message (the API
+/// refuses anything in between, such as a `user` message with images).
 pub fn check_pairing(view: &RequestView) -> Vec<String> {
     let mut errors = Vec::new();
     let mut pending: Vec<(String, usize)> = Vec::new();
     let mut calls_seen: HashMap<&str, usize> = HashMap::new();
     let mut answered: HashSet<&str> = HashSet::new();
     for (i, m) in view.messages.iter().enumerate() {
+        // An OpenAI result separated from its calls (the other errors
+        // below cover results without a pending call).
+        let misplaced = match (view.api, i.checked_sub(1)) {
+            (Api::OpenAi, Some(prev)) if m.role == "tool" => {
+                let before = &view.messages[prev];
+                let follows = before.role == "tool"
+                    || (before.role == "assistant" && !before.tool_calls.is_empty());
+                (!follows).then_some(before.role.as_str())
+            }
+            _ => None,
+        };
         if m.role == "assistant" {
             for (id, at) in pending.drain(..) {
                 errors.push(format!(
@@ -51,6 +64,11 @@ pub fn check_pairing(view: &RequestView) -> Vec<String> {
             if let Some(pos) = pending.iter().position(|(p, _)| p == id) {
                 pending.remove(pos);
                 answered.insert(id);
+                if let Some(before) = misplaced {
+                    errors.push(format!(
+                        "message {i}: the result for tool call {id:?} follows a {before} message, not the assistant message with the calls or another tool message"
+                    ));
+                }
             } else if answered.contains(id.as_str()) {
                 errors.push(format!(
                     "message {i}: duplicate result for tool call {id:?}"
@@ -425,6 +443,38 @@ mod tests {
             {"role": "user", "content": "more"}
         ]));
         assert_eq!(check_pairing(&v), Vec::<String>::new());
+    }
+
+    #[test]
+    fn openai_tool_messages_come_right_after_the_calls() {
+        // The images of a run of results follow it as a user message: fine.
+        let images = json!({"role": "user", "content": [
+            {"type": "text", "text": "from a:"},
+            {"type": "image_url", "image_url": {"url": "data:image/png;base64,QUJD"}}
+        ]});
+        let v = openai(json!([
+            {"role": "user", "content": "u"},
+            {"role": "assistant", "content": null, "tool_calls": [call("a"), call("b")]},
+            {"role": "tool", "tool_call_id": "a", "content": "1"},
+            {"role": "tool", "tool_call_id": "b", "content": "2"},
+            images.clone(),
+            {"role": "assistant", "content": "done"}
+        ]));
+        assert_eq!(check_pairing(&v), Vec::<String>::new());
+        // Between the results, the API refuses it.
+        let v = openai(json!([
+            {"role": "user", "content": "u"},
+            {"role": "assistant", "content": null, "tool_calls": [call("a"), call("b")]},
+            {"role": "tool", "tool_call_id": "a", "content": "1"},
+            images,
+            {"role": "tool", "tool_call_id": "b", "content": "2"}
+        ]));
+        let e = check_pairing(&v);
+        assert_eq!(e.len(), 1, "{e:?}");
+        assert!(
+            e[0].contains("message 4: the result for tool call \"b\" follows a user message"),
+            "{e:?}"
+        );
     }
 
     #[test]

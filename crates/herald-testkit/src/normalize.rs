@@ -25,6 +25,11 @@ pub struct NormMessage {
     pub tool_calls: Vec<(String, String, String)>,
     /// Tool results carried by this message: `(call id, content)`.
     pub tool_results: Vec<(String, String)>,
+    /// Images this message carries, in order: `(media type, base64 data)`.
+    /// OpenAI: `image_url` parts (a URL that is not a `data:` URL gives an
+    /// empty media type and the URL); Anthropic: `image` blocks, also
+    /// those inside a `tool_result`'s content.
+    pub images: Vec<(String, String)>,
 }
 
 /// A request as a script sees it.
@@ -130,6 +135,52 @@ impl RequestView {
     pub fn tool_results(&self) -> impl Iterator<Item = &(String, String)> {
         self.messages.iter().flat_map(|m| m.tool_results.iter())
     }
+
+    /// Every image in the history, in order: `(media type, base64 data)`.
+    pub fn images(&self) -> impl Iterator<Item = &(String, String)> {
+        self.messages.iter().flat_map(|m| m.images.iter())
+    }
+}
+
+/// The images of a `content` value: OpenAI `image_url` parts and Anthropic
+/// `image` blocks with a base64 source, nested `tool_result` content too.
+fn content_images(content: &Value, out: &mut Vec<(String, String)>) {
+    let Value::Array(parts) = content else {
+        return;
+    };
+    for part in parts {
+        match part.get("type").and_then(Value::as_str) {
+            Some("image_url") => {
+                let url = part
+                    .pointer("/image_url/url")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                let image = url
+                    .strip_prefix("data:")
+                    .and_then(|rest| rest.split_once(";base64,"))
+                    .map_or_else(
+                        || (String::new(), url.to_string()),
+                        |(mime, data)| (mime.to_string(), data.to_string()),
+                    );
+                out.push(image);
+            }
+            Some("image") => {
+                let field = |name: &str| {
+                    part.pointer(&format!("/source/{name}"))
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_string()
+                };
+                out.push((field("media_type"), field("data")));
+            }
+            Some("tool_result") => {
+                if let Some(inner) = part.get("content") {
+                    content_images(inner, out);
+                }
+            }
+            _ => {}
+        }
+    }
 }
 
 /// Text of a `content` value: a string, or an array of blocks whose `text`
@@ -171,6 +222,7 @@ fn openai_message(m: &Value) -> Result<NormMessage, String> {
         return Ok(msg);
     }
     msg.text = content_text(content);
+    content_images(content, &mut msg.images);
     if let Some(calls) = m.get("tool_calls").and_then(Value::as_array) {
         for (i, c) in calls.iter().enumerate() {
             let id = c.get("id").and_then(Value::as_str);
@@ -204,6 +256,7 @@ fn anthropic_message(m: &Value) -> Result<NormMessage, String> {
         Value::Array(blocks) => blocks,
         _ => return Err("`content` is neither a string nor an array".to_string()),
     };
+    content_images(content, &mut msg.images);
     let mut texts = Vec::new();
     for (i, b) in blocks.iter().enumerate() {
         match b.get("type").and_then(Value::as_str) {
@@ -302,6 +355,52 @@ mod tests {
             vec![("t1".into(), "grep".into(), "{\"q\":1}".into())]
         );
         assert_eq!(v.tool_results().count(), 1);
+    }
+
+    #[test]
+    fn images_are_read_from_both_apis() {
+        let openai = json!({"messages": [
+            {"role": "user", "content": "look"},
+            {"role": "assistant", "content": null, "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "shot", "arguments": "{}"}}
+            ]},
+            {"role": "tool", "tool_call_id": "c1", "content": "[image]"},
+            {"role": "user", "content": [
+                {"type": "text", "text": "from c1:"},
+                {"type": "image_url", "image_url": {"url": "data:image/png;base64,QUJD"}},
+                {"type": "image_url", "image_url": {"url": "https://x/y.png"}}
+            ]}
+        ]});
+        let v = RequestView::from_body(Api::OpenAi, &openai).unwrap();
+        assert_eq!(v.conversation, "look");
+        assert_eq!(v.last().unwrap().text, "from c1:");
+        let images: Vec<_> = v.images().cloned().collect();
+        assert_eq!(
+            images,
+            [
+                ("image/png".to_string(), "QUJD".to_string()),
+                (String::new(), "https://x/y.png".to_string())
+            ]
+        );
+        let anthropic = json!({"messages": [
+            {"role": "user", "content": "look"},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "shot", "input": {}}]},
+            {"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": "t1", "content": [
+                    {"type": "text", "text": "[image]"},
+                    {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "QUJD"}}
+                ]}
+            ]}
+        ]});
+        let v = RequestView::from_body(Api::Anthropic, &anthropic).unwrap();
+        assert_eq!(
+            v.last().unwrap().tool_results,
+            vec![("t1".into(), "[image]".into())]
+        );
+        assert_eq!(
+            v.last().unwrap().images,
+            vec![("image/png".into(), "QUJD".into())]
+        );
     }
 
     #[test]

@@ -18,7 +18,7 @@ pub use context::{AgentState, ToolContext};
 pub use gate::{GateOutcome, PermissionGate};
 pub use groups::{GroupGuard, ProcessJournal, kill_tracked_groups, track_group, tracked_groups};
 pub use leftovers::remove_dead_process_entries;
-pub use observer::{CallObserver, NestedCall};
+pub use observer::{CallObserver, CallProgress, NestedCall};
 pub use registry::{ToolRegistry, UnknownToolset};
 pub use tool::{Tool, ToolError, ToolResult, TypedTool, typed};
 pub use truncate::truncate_head_tail;

@@ -28,4 +28,23 @@ pub struct NestedCall<'a> {
 pub trait CallObserver: Send + Sync {
     /// Called once per nested call, after it finished.
     fn nested_call(&self, call: &NestedCall<'_>);
+
+    /// Called when a running call reports progress (an MCP server's
+    /// progress notification); the default ignores it.
+    fn progress(&self, _update: &CallProgress<'_>) {}
+}
+
+/// Progress reported by a call while it runs.
+#[derive(Debug, Clone, Copy)]
+pub struct CallProgress<'a> {
+    /// The id of the call (as the model sent it).
+    pub call_id: &'a str,
+    /// The tool's name as the model sees it.
+    pub name: &'a str,
+    /// Work done so far, in the tool's own unit.
+    pub progress: f64,
+    /// The total, when the tool knows it.
+    pub total: Option<f64>,
+    /// What the tool is doing now.
+    pub message: Option<&'a str>,
 }

@@ -111,7 +111,9 @@ impl ToolRegistry {
     }
 
     /// Runs one call end to end: unknown names, malformed JSON and schema
-    /// violations become error results; output is cut to the limit.
+    /// violations become error results; output is cut to the limit; images
+    /// a provider would refuse (not PNG/JPEG/GIF/WebP, bad base64, too
+    /// large) are dropped with a note (`herald_protocol::admit_images`).
     pub async fn execute(&self, call: &ToolCall, ctx: &ToolContext) -> ToolResult {
         let Some(tool) = self.tools.get(&call.name) else {
             return ToolResult::error(format!(
@@ -156,6 +158,8 @@ impl ToolRegistry {
         {
             result.content = cut;
         }
+        // After the cut, so a note about a dropped image is never cut away.
+        herald_protocol::admit_images(&mut result.images, &mut result.content);
         result
     }
 }

@@ -2,7 +2,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
-use herald_protocol::ToolSpec;
+use herald_protocol::{ImageData, ToolSpec};
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 
@@ -14,6 +14,10 @@ use crate::ToolContext;
 pub struct ToolResult {
     pub content: String,
     pub is_error: bool,
+    /// Images for models that take them (a screenshot). `content` should
+    /// still describe each one: text-only models see only the text. The
+    /// registry drops images a provider would refuse, with a note.
+    pub images: Vec<ImageData>,
 }
 
 impl ToolResult {
@@ -22,6 +26,7 @@ impl ToolResult {
         Self {
             content: content.into(),
             is_error: false,
+            images: Vec::new(),
         }
     }
 
@@ -30,7 +35,15 @@ impl ToolResult {
         Self {
             content: content.into(),
             is_error: true,
+            images: Vec::new(),
         }
+    }
+
+    /// This result with `images` attached.
+    #[must_use]
+    pub fn with_images(mut self, images: Vec<ImageData>) -> Self {
+        self.images = images;
+        self
     }
 }
 

@@ -131,7 +131,8 @@ pub(crate) fn is_synthetic(message: &Message) -> bool {
 }
 
 /// Rough prompt tokens of one message: bytes / 4, with a small overhead for
-/// the wire framing.
+/// the wire framing, and a fixed count per image (its base64 is not what
+/// the provider counts).
 pub(crate) fn estimate_message_tokens(message: &Message) -> u64 {
     let calls: usize = message
         .tool_calls
@@ -141,6 +142,7 @@ pub(crate) fn estimate_message_tokens(message: &Message) -> u64 {
     let extra = message.tool_call_id.as_ref().map_or(0, String::len)
         + message.tool_name.as_ref().map_or(0, String::len);
     ((message.content.len() + calls + extra + 16) / 4) as u64
+        + message.images.len() as u64 * herald_protocol::IMAGE_TOKEN_ESTIMATE
 }
 
 fn estimate_tokens(messages: &[Message]) -> u64 {
@@ -490,6 +492,7 @@ mod tests {
             },
             idle_timeout: std::time::Duration::from_secs(5),
             connect_timeout: std::time::Duration::from_secs(1),
+            images: true,
         })
         .unwrap()
     }

@@ -26,6 +26,9 @@ pub(crate) enum Kind {
     },
     /// A table checked against its own key list.
     Section(&'static [Key]),
+    /// A table its own parser checks when settings are resolved
+    /// (`[mcp_servers]`: server names are the user's).
+    Table,
 }
 
 /// One known key.
@@ -315,6 +318,12 @@ pub(crate) const TOP: &[Key] = &[
         "output token cap per reply",
         "unset",
     ),
+    key(
+        "images",
+        Kind::Bool,
+        "whether the model takes images (tool results send theirs); false for text-only models",
+        "true",
+    ),
     key("toolsets", Kind::StrList, "toolsets to enable", "all"),
     key("network", Kind::Section(NETWORK), "", ""),
     key("tools", Kind::Section(TOOLS), "", ""),
@@ -324,6 +333,7 @@ pub(crate) const TOP: &[Key] = &[
     key("code_execution", Kind::Section(CODE_EXECUTION), "", ""),
     key("serve", Kind::Section(SERVE), "", ""),
     key("permissions", Kind::Section(PERMISSIONS), "", ""),
+    key("mcp_servers", Kind::Table, "", ""),
 ];
 
 /// `[permissions]`.
@@ -377,10 +387,6 @@ pub(crate) const PERMISSIONS: &[Key] = &[
 /// Sections of SPEC §3 herald accepts but does not act on yet, with what
 /// that means for the user.
 pub(crate) const NOT_IMPLEMENTED: &[(&str, &str)] = &[
-    (
-        "mcp_servers",
-        "no MCP server is started and their tools are not available",
-    ),
     ("hooks", "no hook command is run"),
     (
         "fallback",
@@ -635,6 +641,7 @@ mod tests {
             api_key: Some(String::new()),
             max_iterations: Some(1),
             max_tokens: Some(1),
+            images: Some(true),
             toolsets: Some(Vec::new()),
             ..Config::default()
         };
@@ -733,7 +740,7 @@ mod tests {
     #[test]
     fn unimplemented_sections_are_accepted_with_a_warning() {
         let warnings = check(&table(
-            "[permissions]\nmode = \"read-only\"\n[mcp_servers.fs]\ncommand = \"npx\"\n",
+            "[permissions]\nmode = \"read-only\"\n[mcp_servers.fs]\ncommand = \"npx\"\n[[hooks]]\nevent = \"x\"\n",
         ))
         .unwrap();
         assert_eq!(warnings.len(), 1, "{warnings:?}");
@@ -741,7 +748,7 @@ mod tests {
         let text: Vec<String> = warnings.iter().map(ToString::to_string).collect();
         assert!(
             text.iter()
-                .any(|t| t.contains("[mcp_servers]") && t.contains("not implemented")),
+                .any(|t| t.contains("[hooks]") && t.contains("not implemented")),
             "{text:?}"
         );
     }

@@ -81,6 +81,8 @@ pub struct EffectiveConfig {
     /// Output token cap per reply; absent = the provider's default.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_tokens: Option<u32>,
+    /// Whether tool results send their images to the model.
+    pub images: bool,
     /// Enabled toolsets; absent = all.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub toolsets: Option<Vec<String>>,
@@ -155,6 +157,7 @@ impl EffectiveConfig {
             credentials,
             max_iterations: settings.max_iterations,
             max_tokens: settings.max_tokens,
+            images: settings.images,
             toolsets: settings.toolsets.clone(),
             warnings: warnings.iter().map(ToString::to_string).collect(),
             network: settings.network.clone(),

@@ -34,6 +34,7 @@ pub(super) async fn drive(
                 if one_shot {
                     let reason = result.exit_reason.as_str();
                     close_live(&shared);
+                    stop_mcp(&shared).await;
                     record_end(&shared, reason).await;
                     lease.release().await;
                     commands.close();
@@ -146,11 +147,20 @@ async fn end_session(
     let suspended = shared.delegation.suspend(SETTLE_LIMIT).await;
     tracing::info!(session_id = %shared.session_id, suspended, "session ended");
     close_live(shared);
+    stop_mcp(shared).await;
     // Queued events are written before the end is recorded.
     agent.events().flush();
     record_end(shared, reason).await;
     lease.release().await;
     suspended
+}
+
+/// Stops the MCP servers the session started (a shared hub is its
+/// owner's to stop).
+async fn stop_mcp(shared: &Shared) {
+    if let Some(hub) = &shared.own_mcp {
+        hub.shutdown().await;
+    }
 }
 
 /// No new follower can subscribe; current ones end once every event sink

@@ -107,6 +107,10 @@ pub struct SessionOptions {
     /// many sessions builds one, instead of one per session (each build
     /// sets up a connection pool and reads the system's CA certificates).
     pub client: Option<Arc<crate::LlmClient>>,
+    /// MCP servers to share (a server of many sessions starts them once);
+    /// `None` starts the settings' `[mcp_servers]` for this session and
+    /// stops them when it ends.
+    pub mcp: Option<Arc<herald_mcp::McpHub>>,
 }
 
 impl SessionOptions {
@@ -125,6 +129,7 @@ impl SessionOptions {
             one_shot: false,
             observer: None,
             client: None,
+            mcp: None,
         }
     }
 }
@@ -240,6 +245,8 @@ struct Shared {
     /// every follower's stream, also while subagents still hold sinks).
     live: Arc<Mutex<Option<broadcast::Sender<Arc<Event>>>>>,
     flusher: EventFlusher,
+    /// The MCP servers this session started itself, stopped when it ends.
+    own_mcp: Option<Arc<herald_mcp::McpHub>>,
 }
 
 /// A handle on an open session; clones share it. Dropping every handle

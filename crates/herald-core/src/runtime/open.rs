@@ -30,6 +30,7 @@ fn store_error(err: impl std::fmt::Display) -> RuntimeError {
 /// lease is held, and a bad tool selection writes nothing at all.
 pub async fn open_session(mut options: SessionOptions) -> Result<Session, RuntimeError> {
     let shared_client = options.client.take();
+    let shared_mcp = options.mcp.take();
     let settings = &options.settings;
     let store = &options.store;
     let client = match shared_client {
@@ -98,7 +99,10 @@ pub async fn open_session(mut options: SessionOptions) -> Result<Session, Runtim
     let root_scope = AgentScope::root(&session_id);
     let questions = Arc::new(OpenQuestions::default());
     let permission_setup = crate::load_permission_setup(settings).map_err(RuntimeError::Config)?;
-    let setup_warnings = permission_setup.warnings.clone();
+    let mut setup_warnings = permission_setup.warnings.clone();
+    if let Some(project) = &settings.project_mcp {
+        setup_warnings.extend(project.warnings());
+    }
     let (tool_env, redactor) = (
         Arc::clone(&permission_setup.env),
         Arc::clone(&permission_setup.redactor),
@@ -114,8 +118,21 @@ pub async fn open_session(mut options: SessionOptions) -> Result<Session, Runtim
         .map_err(RuntimeError::Config)?,
     );
     delegation.set_permissions(Arc::clone(&permissions));
+    let (mcp, own_mcp) = match shared_mcp {
+        Some(hub) => (hub, None),
+        None => {
+            let hub = crate::mcp::start_hub(settings, &tool_env);
+            (Arc::clone(&hub), Some(hub))
+        }
+    };
+    let mcp_tools = mcp.session_tools().await;
+    let narrowed = crate::mcp::narrow_toolsets(settings, &mcp_tools);
+    let settings = narrowed.as_ref().unwrap_or(settings);
     // Built before anything is written, so a bad --toolsets changes nothing.
     let mut registry = build_registry_with(settings, Some((store, &session_id)), |registry| {
+        for tool in &mcp_tools.tools {
+            registry.register(Arc::clone(tool));
+        }
         delegation.register_tools(registry, &root_scope);
         if options.clarify == ClarifyPolicy::Ask {
             registry.register(herald_knowledge::clarify_tool(Some(Arc::new(
@@ -188,6 +205,7 @@ pub async fn open_session(mut options: SessionOptions) -> Result<Session, Runtim
             fatal: false,
         });
     }
+    crate::mcp::report_servers(&mcp_tools, &events);
     prune_old_agents(settings, store);
     if resumed {
         delegation.recover(&root_scope, agent.registry()).await;
@@ -205,6 +223,7 @@ pub async fn open_session(mut options: SessionOptions) -> Result<Session, Runtim
         cancel,
         live,
         flusher: events.flusher(),
+        own_mcp,
     });
     tokio::spawn(super::driver::drive(
         agent,

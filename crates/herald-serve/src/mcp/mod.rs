@@ -240,3 +240,18 @@ pub(crate) fn http_service(
         config,
     )
 }
+
+/// A 401 answer for `/mcp` whose body is a JSON-RPC error with `message`,
+/// so an MCP client shows why it was refused.
+pub(crate) fn unauthorized(message: &str) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let body = serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": null,
+        "error": {"code": UNAUTHORIZED_CODE, "message": format!("401 Unauthorized: {message}")},
+    });
+    (axum::http::StatusCode::UNAUTHORIZED, axum::Json(body)).into_response()
+}
+
+/// The JSON-RPC error code of a refused bearer token (server-defined range).
+const UNAUTHORIZED_CODE: i32 = -32001;

@@ -1,0 +1,397 @@
+//! The MCP servers of one herald process: started once, concurrently, in
+//! the background, and shared by every session and agent of the process.
+//!
+//! A session takes its MCP tools from [`McpHub::session_tools`] when it
+//! starts, and that list stays fixed for the session (the prompt prefix
+//! must not change). A server already up gives its live list; one still
+//! starting gives the list it had last time ([`ToolCache`]) when its
+//! configuration has not changed since, so the first request does not wait
+//! for it; otherwise the session waits for it, at most until its
+//! `startup_timeout_sec` runs out, and a server not up by then is reported
+//! `late` and its tools come in the next session.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use herald_sandbox::EnvFilter;
+use herald_tools::Tool;
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+use crate::cache::{CachedServer, ToolCache, fingerprint};
+use crate::config::McpServerConfig;
+use crate::server::{McpServer, McpToolInfo, toolset_name};
+use crate::tool::tools_of;
+
+/// Time past a server's startup deadline that a session still waits for
+/// the server's own timeout to report why it failed.
+const SETTLE_GRACE: Duration = Duration::from_millis(500);
+
+/// Where a server is in its start.
+#[derive(Clone, Debug)]
+pub enum ServerState {
+    /// Starting (spawned, initialising or listing tools).
+    Starting,
+    /// Up; calls go to it.
+    Ready(Arc<McpServer>),
+    /// It could not be started; the message says why and what to change.
+    Failed(String),
+}
+
+/// One configured, enabled server of the process, whatever its state.
+#[derive(Debug)]
+pub struct ServerHandle {
+    name: String,
+    toolset: &'static str,
+    config: McpServerConfig,
+    fingerprint: String,
+    /// When the server must be up (start + `startup_timeout_sec`).
+    deadline: Instant,
+    state: watch::Receiver<ServerState>,
+}
+
+impl ServerHandle {
+    /// A handle for a server that is already connected.
+    pub fn ready(server: Arc<McpServer>) -> Arc<Self> {
+        let config = server.config().clone();
+        let (_, state) = watch::channel(ServerState::Ready(Arc::clone(&server)));
+        Arc::new(Self {
+            name: server.name().to_owned(),
+            toolset: server.toolset(),
+            fingerprint: fingerprint(&config),
+            config,
+            deadline: Instant::now(),
+            state,
+        })
+    }
+
+    /// The configured name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// `mcp-<name>`.
+    pub fn toolset(&self) -> &'static str {
+        self.toolset
+    }
+
+    /// The configuration it was started with.
+    pub fn config(&self) -> &McpServerConfig {
+        &self.config
+    }
+
+    /// Its state right now.
+    pub fn state(&self) -> ServerState {
+        self.state.borrow().clone()
+    }
+
+    /// Waits until the server is up or has failed, but not past its
+    /// startup deadline (plus a little for its own timeout to report).
+    pub async fn settled(&self) -> ServerState {
+        let mut state = self.state.clone();
+        let settled = state.wait_for(|s| !matches!(s, ServerState::Starting));
+        match tokio::time::timeout_at(self.deadline + SETTLE_GRACE, settled).await {
+            Ok(Ok(found)) => found.clone(),
+            // The sender is gone (the process is shutting down) or time is up.
+            _ => self.state(),
+        }
+    }
+
+    /// The live server for a call: waits for it to finish starting.
+    pub async fn server(&self) -> Result<Arc<McpServer>, String> {
+        match self.settled().await {
+            ServerState::Ready(server) => Ok(server),
+            ServerState::Failed(message) => Err(message),
+            ServerState::Starting => Err(format!(
+                "MCP server `{}` did not finish starting within startup_timeout_sec = {} s",
+                self.name, self.config.startup_timeout_sec
+            )),
+        }
+    }
+}
+
+/// What became of a server for one session (the `mcp.server` event).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerReport {
+    pub server: String,
+    pub status: ServerStatus,
+    /// Tools of the server this session offers.
+    pub tools: usize,
+    pub message: Option<String>,
+}
+
+/// See [`ServerReport`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ServerStatus {
+    /// Up; its live tools are listed.
+    Ready,
+    /// Still starting; the tools it had last time are listed.
+    Cached,
+    /// Not started; no tools.
+    Failed,
+    /// Not up within `startup_timeout_sec`; its tools come next session.
+    Late,
+    /// Up, but listing other tools than the cached list this session uses.
+    Changed,
+}
+
+impl ServerStatus {
+    /// The name used in events and listings.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Ready => "ready",
+            Self::Cached => "cached",
+            Self::Failed => "failed",
+            Self::Late => "late",
+            Self::Changed => "changed",
+        }
+    }
+}
+
+/// A server whose final state a session learns after it started.
+#[derive(Debug, Clone)]
+pub struct PendingServer {
+    handle: Arc<ServerHandle>,
+    /// The tools the session lists for it (from the cache, or none).
+    listed: Vec<McpToolInfo>,
+}
+
+impl PendingServer {
+    /// The server's name.
+    pub fn name(&self) -> &str {
+        &self.handle.name
+    }
+
+    /// Waits for the server to settle and says how that compares to what
+    /// the session lists: `ready` (same tools), `changed`, `failed`, or
+    /// `late` again when it is still not up. Never waits past the
+    /// server's startup deadline.
+    pub async fn outcome(&self) -> ServerReport {
+        let handle = &self.handle;
+        let report = |status, message: Option<String>| ServerReport {
+            server: handle.name.clone(),
+            status,
+            tools: self.listed.len(),
+            message,
+        };
+        match handle.settled().await {
+            ServerState::Ready(server) if server.tools() == self.listed.as_slice() => {
+                report(ServerStatus::Ready, None)
+            }
+            ServerState::Ready(server) if self.listed.is_empty() => report(
+                ServerStatus::Late,
+                Some(format!(
+                    "it is up now with {} tools; they are offered from the next session on",
+                    server.tools().len()
+                )),
+            ),
+            ServerState::Ready(server) => report(
+                ServerStatus::Changed,
+                Some(format!(
+                    "it now lists {} tools where this session offers {}; the new list applies \
+                     from the next session",
+                    server.tools().len(),
+                    self.listed.len()
+                )),
+            ),
+            ServerState::Failed(message) => report(ServerStatus::Failed, Some(message)),
+            ServerState::Starting => report(
+                ServerStatus::Late,
+                Some(format!(
+                    "not up within startup_timeout_sec = {} s",
+                    handle.config.startup_timeout_sec
+                )),
+            ),
+        }
+    }
+}
+
+/// The MCP tools a session starts with.
+pub struct SessionTools {
+    /// The tools, sorted by name.
+    pub tools: Vec<Arc<dyn Tool>>,
+    /// One report per enabled server, in name order.
+    pub reports: Vec<ServerReport>,
+    /// Servers still starting whose tools were listed from the cache or
+    /// left out: their final state is for a later event.
+    pub pending: Vec<PendingServer>,
+}
+
+/// The MCP servers of one process.
+#[derive(Debug, Default)]
+pub struct McpHub {
+    handles: Vec<Arc<ServerHandle>>,
+    cached: BTreeMap<String, CachedServer>,
+}
+
+impl McpHub {
+    /// A hub with no servers.
+    pub fn empty() -> Arc<Self> {
+        Arc::new(Self::default())
+    }
+
+    /// Starts every enabled server of `servers` in the background and
+    /// returns at once (call it inside a tokio runtime). stdio servers get
+    /// herald's environment filtered by `env` plus their own `env`. With a
+    /// `cache`, its entries serve sessions while servers start, and every
+    /// server that comes up records its tools there.
+    pub fn start(
+        servers: &BTreeMap<String, McpServerConfig>,
+        env: &EnvFilter,
+        cache: Option<ToolCache>,
+    ) -> Arc<Self> {
+        let cache = cache.map(Arc::new);
+        let cached = cache.as_ref().map(|c| c.load()).unwrap_or_default();
+        let handles = servers
+            .iter()
+            .filter(|(_, config)| config.enabled)
+            .map(|(name, config)| spawn_server(name, config, env, cache.clone()))
+            .collect();
+        Arc::new(Self { handles, cached })
+    }
+
+    /// Every started server, in name order.
+    pub fn servers(&self) -> &[Arc<ServerHandle>] {
+        &self.handles
+    }
+
+    /// The tools for a session that starts now (see the module docs).
+    pub async fn session_tools(&self) -> SessionTools {
+        let picks = futures_util::future::join_all(self.handles.iter().map(|h| self.pick(h))).await;
+        let mut tools: Vec<Arc<dyn Tool>> = Vec::new();
+        let mut reports = Vec::new();
+        let mut pending = Vec::new();
+        for (handle, (listed, report, waiting)) in self.handles.iter().zip(picks) {
+            tools.extend(tools_of(handle, &listed));
+            if waiting {
+                pending.push(PendingServer {
+                    handle: Arc::clone(handle),
+                    listed,
+                });
+            }
+            reports.push(report);
+        }
+        tools.sort_by(|a, b| a.spec().name.cmp(&b.spec().name));
+        SessionTools {
+            tools,
+            reports,
+            pending,
+        }
+    }
+
+    /// One server's tools for a new session, its report, and whether its
+    /// final state is still to come.
+    async fn pick(&self, handle: &Arc<ServerHandle>) -> (Vec<McpToolInfo>, ServerReport, bool) {
+        let report = |status, tools: usize, message| ServerReport {
+            server: handle.name.clone(),
+            status,
+            tools,
+            message,
+        };
+        let mut state = handle.state();
+        if matches!(state, ServerState::Starting) {
+            if let Some(entry) = self
+                .cached
+                .get(&handle.name)
+                .filter(|c| c.fingerprint == handle.fingerprint)
+            {
+                let count = entry.tools.len();
+                return (
+                    entry.tools.clone(),
+                    report(
+                        ServerStatus::Cached,
+                        count,
+                        Some("starting; its tools are listed as they were last time".to_owned()),
+                    ),
+                    true,
+                );
+            }
+            state = handle.settled().await;
+        }
+        match state {
+            ServerState::Ready(server) => {
+                let tools = server.tools().to_vec();
+                let count = tools.len();
+                let skipped = server.skipped_tools();
+                let message = (!skipped.is_empty()).then(|| {
+                    let names: Vec<String> = skipped
+                        .iter()
+                        .map(|s| format!("{} ({})", s.name, s.reason))
+                        .collect();
+                    format!("tools left out: {}", names.join("; "))
+                });
+                (tools, report(ServerStatus::Ready, count, message), false)
+            }
+            ServerState::Failed(message) => (
+                Vec::new(),
+                report(ServerStatus::Failed, 0, Some(message)),
+                false,
+            ),
+            ServerState::Starting => (
+                Vec::new(),
+                report(
+                    ServerStatus::Late,
+                    0,
+                    Some(format!(
+                        "not up within startup_timeout_sec = {} s; its tools come in the next \
+                         session once it starts",
+                        handle.config.startup_timeout_sec
+                    )),
+                ),
+                true,
+            ),
+        }
+    }
+
+    /// Stops every server that is up (stdio processes are ended).
+    pub async fn shutdown(&self) {
+        let servers = self.handles.iter().filter_map(|h| match h.state() {
+            ServerState::Ready(server) => Some(server),
+            _ => None,
+        });
+        futures_util::future::join_all(servers.map(|s| async move { s.shutdown().await })).await;
+    }
+}
+
+fn spawn_server(
+    name: &str,
+    config: &McpServerConfig,
+    env: &EnvFilter,
+    cache: Option<Arc<ToolCache>>,
+) -> Arc<ServerHandle> {
+    let (tx, rx) = watch::channel(ServerState::Starting);
+    let handle = Arc::new(ServerHandle {
+        name: name.to_owned(),
+        toolset: toolset_name(name),
+        config: config.clone(),
+        fingerprint: fingerprint(config),
+        deadline: Instant::now() + Duration::from_secs(config.startup_timeout_sec),
+        state: rx,
+    });
+    let (name, config, env) = (name.to_owned(), config.clone(), env.clone());
+    let fingerprint = handle.fingerprint.clone();
+    tokio::spawn(async move {
+        let state = match McpServer::connect(&name, &config, &env).await {
+            Ok(server) => {
+                if let Some(cache) = cache {
+                    let entry = CachedServer {
+                        fingerprint,
+                        tools: server.tools().to_vec(),
+                    };
+                    let server_name = name.clone();
+                    tokio::task::spawn_blocking(move || cache.store(&server_name, entry));
+                }
+                ServerState::Ready(server)
+            }
+            Err(err) => {
+                tracing::warn!(server = %name, "{err}");
+                ServerState::Failed(err.to_string())
+            }
+        };
+        // With nobody listening (the hub is gone) the server is dropped
+        // here, which ends its process; receivers keep the last value.
+        let _ = tx.send(state);
+    });
+    handle
+}
