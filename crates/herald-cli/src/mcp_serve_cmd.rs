@@ -21,6 +21,11 @@ const RUNTIME_SHUTDOWN: Duration = Duration::from_secs(2);
 
 /// Serves until the client disconnects or a stop signal arrives.
 pub(crate) async fn serve(common: &CommonArgs) -> Result<Exit, CliError> {
+    if common.resume.is_some() || common.continue_latest || common.fork.is_some() {
+        return Err(CliError::usage(anyhow::anyhow!(
+            "herald mcp serve opens a session per tool call: pass session_id to its run tool to continue one, instead of --resume, --continue or --fork"
+        )));
+    }
     let settings = setup::settings(common)?;
     let store = setup::open_store(&settings.home)?;
     tracing::info!(
@@ -35,7 +40,7 @@ pub(crate) async fn serve(common: &CommonArgs) -> Result<Exit, CliError> {
         yolo: common.yolo,
     };
     let stop = CancellationToken::new();
-    let signal = signals::stop_on_signals(stop.clone());
+    let _signal = signals::stop_on_signals(stop.clone());
     let (done, result) = tokio::sync::oneshot::channel();
     std::thread::Builder::new()
         .name("herald-mcp".into())
@@ -60,7 +65,6 @@ pub(crate) async fn serve(common: &CommonArgs) -> Result<Exit, CliError> {
         })
         .map_err(|err| CliError::failed(anyhow::anyhow!("cannot start the MCP server: {err}")))?;
     match result.await {
-        Ok(Ok(())) if signal.received().is_some() => Ok(signal.exit()),
         Ok(Ok(())) => Ok(Exit::Completed),
         Ok(Err(err @ McpServeError::Initialize(_))) => Err(CliError::usage(err)),
         Ok(Err(err)) => Err(CliError::failed(err)),
