@@ -490,3 +490,84 @@ async fn send(stdin: &mut tokio::process::ChildStdin, message: Value) {
         .unwrap();
     stdin.flush().await.unwrap();
 }
+
+/// `notifications/cancelled` for a running `run` interrupts its turn: the
+/// tool's processes stop, and the server goes on answering.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelling_a_run_request_interrupts_its_turn() {
+    let script = Script::new().conversation(
+        "mcp cancel: wait forever",
+        vec![
+            Reply::tool(
+                "terminal",
+                json!({"command": sleeper_command("cancel.pids")}),
+            ),
+            Reply::text("unreachable"),
+        ],
+    );
+    let h = Harness::new(script).await;
+    let mut cmd = h.command(Wire::OpenAi);
+    cmd.args(["mcp", "serve"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    send(
+        &mut stdin,
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "raw-test", "version": "0"}
+        }}),
+    )
+    .await;
+    lines.next_line().await.unwrap().unwrap();
+    send(
+        &mut stdin,
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    )
+    .await;
+    send(
+        &mut stdin,
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "run", "arguments": {"prompt": "mcp cancel: wait forever"}
+        }}),
+    )
+    .await;
+    let pids = h.sleeper_pids("cancel.pids").await;
+    send(
+        &mut stdin,
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {
+            "requestId": 2, "reason": "the user pressed stop"
+        }}),
+    )
+    .await;
+    assert_gone(&pids, "the cancelled turn's shell and its sleep").await;
+    send(
+        &mut stdin,
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list"}),
+    )
+    .await;
+    let answer = tokio::time::timeout(Duration::from_secs(20), async {
+        loop {
+            let line = lines.next_line().await.unwrap().unwrap();
+            let message: Value = serde_json::from_str(&line).unwrap();
+            if message["id"] == 3 {
+                return message;
+            }
+            // A cancelled request gets no answer.
+            assert_ne!(message["id"], 2, "{message}");
+        }
+    })
+    .await
+    .expect("tools/list answered after the cancel");
+    assert_eq!(answer["result"]["tools"].as_array().unwrap().len(), 5);
+    drop(stdin);
+    let status = tokio::time::timeout(Duration::from_secs(20), child.wait())
+        .await
+        .expect("herald mcp serve exits when stdin closes")
+        .unwrap();
+    assert!(status.success(), "{status:?}");
+}
