@@ -80,6 +80,11 @@ fn write_json(receiver: mpsc::Receiver<Item>) {
     let mut out = std::io::BufWriter::new(stdout.lock());
     let mut line = Vec::with_capacity(1024);
     let mut write = |event: &Event, out: &mut std::io::BufWriter<std::io::StdoutLock<'_>>| {
+        // A server that did not start is also said on stderr: a script
+        // reading stdout may not look for it.
+        if let Some(problem) = mcp_problem(&event.kind) {
+            eprintln!("herald: {problem}");
+        }
         line.clear();
         if serde_json::to_writer(&mut line, event).is_ok() {
             line.push(b'\n');
@@ -91,11 +96,6 @@ fn write_json(receiver: mpsc::Receiver<Item>) {
     // `run.completed` is the last line of a run: nothing is written after it.
     let last = |event: &Event| matches!(event.kind, EventKind::RunCompleted { .. });
     while let Some(event) = next(&receiver) {
-        // A server that did not start is also said on stderr: a script
-        // reading stdout may not look for it.
-        if let Some(line) = mcp_problem(&event.kind) {
-            eprintln!("herald: {line}");
-        }
         if !write(&event, &mut out) || last(&event) {
             let _ = out.flush();
             return;

@@ -518,3 +518,59 @@ async fn mcp_list_and_test_start_servers_and_call_nothing() {
     )
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn over_the_schema_budget_tools_are_found_with_mcp_search_and_run_with_mcp_call() {
+    let data = tempfile::tempdir().unwrap();
+    let data_dir = data.path().canonicalize().unwrap();
+    let target = data_dir.join("via-call.txt");
+    let h = Harness::new(Script::new().conversation(
+        "search for tools",
+        vec![
+            Reply::tool("mcp_search", json!({"query": "echo message"})),
+            Reply::tool(
+                "mcp_call",
+                json!({"tool": "mcp__ev__echo", "arguments": {"message": "found and called"}}),
+            ),
+            Reply::tool(
+                "mcp_call",
+                json!({"tool": "mcp__fs__write_file", "arguments": {"path": target.display().to_string(), "content": "x"}}),
+            ),
+            Reply::tool("mcp_call", json!({"tool": "terminal", "arguments": {"command": "ls"}})),
+            Reply::text("ok"),
+        ],
+    ))
+    .await;
+    h.config(&format!(
+        "{}\n[mcp]\nschema_budget_percent = 0\n[permissions]\nallow = [\"mcp__ev__echo\"]\n",
+        both_servers(&data_dir)
+    ));
+    let (output, _) = h
+        .run_json(Wire::OpenAi, &["--mode", "read-only"], "search for tools")
+        .await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    let requests = h.requests_of("search for tools");
+    let names = tool_names(&requests[0].body);
+    assert!(names.iter().any(|n| n == "mcp_search"), "{names:?}");
+    assert!(names.iter().any(|n| n == "mcp_call"), "{names:?}");
+    assert!(
+        !names.iter().any(|n| n.starts_with("mcp__")),
+        "no MCP tool is listed one by one: {names:?}"
+    );
+    let results = tool_results(&requests.last().unwrap().body);
+    let found: Value = serde_json::from_str(&results[0]).unwrap();
+    assert_eq!(found["matches"][0]["tool"], "mcp__ev__echo", "{found}");
+    assert!(found["matches"][0]["parameters"]["properties"]["message"].is_object());
+    assert!(results[1].contains("found and called"), "{}", results[1]);
+    // The permission check applies to the tool mcp_call runs.
+    assert!(
+        !target.exists(),
+        "read-only mode refused the write: {}",
+        results[2]
+    );
+    assert!(results[3].contains("MCP tools only"), "{}", results[3]);
+    // Every request lists the same tools.
+    for request in &requests {
+        assert_eq!(request.body["tools"], requests[0].body["tools"]);
+    }
+}

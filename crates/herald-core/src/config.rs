@@ -17,8 +17,8 @@ use herald_llm::{ClientConfig, ProviderKind, RetryPolicy};
 use serde::{Deserialize, Serialize};
 
 pub use crate::config_sections::{
-    CodeExecutionConfig, CompressionConfig, DelegationConfig, MemoryConfig, PermissionsConfig,
-    ServeConfig,
+    CodeExecutionConfig, CompressionConfig, DelegationConfig, McpConfig, MemoryConfig,
+    PermissionsConfig, ServeConfig,
 };
 pub use check::ConfigWarning;
 pub use show::EffectiveConfig;
@@ -166,6 +166,8 @@ pub struct Config {
     pub serve: ServeConfig,
     /// `[permissions]`.
     pub permissions: PermissionsConfig,
+    /// `[mcp]`.
+    pub mcp: McpConfig,
     /// `[mcp_servers]`, parsed and checked by `herald_mcp::parse_servers`
     /// when settings are resolved.
     pub mcp_servers: toml::Table,
@@ -303,6 +305,8 @@ pub struct Settings {
     pub serve: ServeConfig,
     /// `[permissions]`, with `--mode` applied.
     pub permissions: PermissionsConfig,
+    /// `[mcp]`.
+    pub mcp: McpConfig,
     /// `[mcp_servers]` (disabled ones included), by name.
     pub mcp_servers: std::collections::BTreeMap<String, herald_mcp::McpServerConfig>,
     /// The project's `.mcp.json`, if the working directory has one.
@@ -518,6 +522,7 @@ impl Settings {
             code_execution: config.code_execution.clone(),
             serve: config.serve.clone(),
             permissions: config.permissions.clone(),
+            mcp: config.mcp.clone(),
             mcp_servers,
             project_mcp,
         })
@@ -725,6 +730,10 @@ pub const DEFAULT_CONFIG: &str = r#"# herald configuration. Precedence: command-
 # env_keep = []                # variables kept although named like KEY/SECRET/TOKEN/PASSWORD
 # env_exclude = []             # variables tool processes never see
 # read_only_tools = []         # MCP tools that only read (run without asking)
+
+# [mcp]
+# schema_budget_percent = 10    # MCP tool schemas over this share of the context
+#                               # window are found with mcp_search instead (0 = always)
 
 # MCP servers (`herald mcp add NAME -- COMMAND ARGS...` writes these):
 # [mcp_servers.fs]

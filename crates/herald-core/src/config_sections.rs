@@ -226,3 +226,22 @@ mod tests {
         assert_eq!((c.threshold, c.protect_last_n), (0.7, 20));
     }
 }
+
+/// `[mcp]`: settings for all MCP servers (the servers themselves are
+/// `[mcp_servers.NAME]`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct McpConfig {
+    /// Share of the context window (percent) the MCP tool schemas may take
+    /// before they are no longer listed one by one but found with
+    /// `mcp_search`; 0 always uses search.
+    pub schema_budget_percent: u8,
+}
+
+impl Default for McpConfig {
+    fn default() -> Self {
+        Self {
+            schema_budget_percent: 10,
+        }
+    }
+}

@@ -37,6 +37,15 @@ pub(crate) fn start_hub(settings: &Settings, env: &EnvFilter) -> Arc<McpHub> {
     McpHub::start(&servers, env, Some(ToolCache::in_home(&settings.home)))
 }
 
+/// Tokens the MCP tool schemas may take before `mcp_search` replaces
+/// them: `[mcp] schema_budget_percent` of the model's context window.
+pub(crate) fn schema_budget(settings: &Settings) -> usize {
+    let window =
+        crate::compress::context_window(&settings.model, settings.compression.context_window);
+    let tokens = window.saturating_mul(u64::from(settings.mcp.schema_budget_percent)) / 100;
+    usize::try_from(tokens).unwrap_or(usize::MAX)
+}
+
 /// Settings whose `--toolsets` no longer name the toolset of a configured
 /// MCP server that has no tools in this session (it failed or is late): a
 /// server that did not start must not turn into an unknown-toolset error.
@@ -71,6 +80,12 @@ fn event_of(report: &ServerReport) -> EventKind {
 /// Emits one `mcp.server` event per server, and a later one for each
 /// server still starting once it is up, has failed or runs out of time.
 pub(crate) fn report_servers(tools: &SessionTools, events: &EventSink) {
+    if tools.searchable {
+        tracing::info!(
+            schema_tokens = tools.schema_tokens,
+            "MCP tool schemas are over their budget: reached through mcp_search"
+        );
+    }
     for report in &tools.reports {
         if matches!(report.status, ServerStatus::Failed | ServerStatus::Late) {
             tracing::warn!(

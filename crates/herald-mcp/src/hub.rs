@@ -21,6 +21,7 @@ use tokio::time::Instant;
 
 use crate::cache::{CachedServer, ToolCache, fingerprint};
 use crate::config::McpServerConfig;
+use crate::search::search_tools;
 use crate::server::{McpServer, McpToolInfo, toolset_name};
 use crate::tool::tools_of;
 
@@ -216,6 +217,11 @@ pub struct SessionTools {
     /// Servers still starting whose tools were listed from the cache or
     /// left out: their final state is for a later event.
     pub pending: Vec<PendingServer>,
+    /// About how many tokens the MCP tool schemas take.
+    pub schema_tokens: usize,
+    /// The schemas were over budget: the tools are reached through
+    /// `mcp_search` / `mcp_call` instead of being listed.
+    pub searchable: bool,
 }
 
 /// The MCP servers of one process.
@@ -257,13 +263,26 @@ impl McpHub {
     }
 
     /// The tools for a session that starts now (see the module docs).
-    pub async fn session_tools(&self) -> SessionTools {
+    /// When their schemas together take more than `schema_budget` tokens,
+    /// they are not listed one by one: `mcp_search` finds them and
+    /// `mcp_call` runs them.
+    pub async fn session_tools(&self, schema_budget: Option<usize>) -> SessionTools {
         let picks = futures_util::future::join_all(self.handles.iter().map(|h| self.pick(h))).await;
+        let schema_tokens: usize = picks
+            .iter()
+            .flat_map(|(infos, _, _)| infos.iter())
+            .map(McpToolInfo::schema_tokens)
+            .sum();
+        let searchable = schema_budget.is_some_and(|budget| schema_tokens > budget);
         let mut tools: Vec<Arc<dyn Tool>> = Vec::new();
         let mut reports = Vec::new();
         let mut pending = Vec::new();
+        let mut catalog = Vec::new();
         for (handle, (listed, report, waiting)) in self.handles.iter().zip(picks) {
-            tools.extend(tools_of(handle, &listed));
+            tools.extend(tools_of(handle, &listed, !searchable));
+            if searchable {
+                catalog.extend(listed.iter().cloned());
+            }
             if waiting {
                 pending.push(PendingServer {
                     handle: Arc::clone(handle),
@@ -272,11 +291,17 @@ impl McpHub {
             }
             reports.push(report);
         }
+        if searchable {
+            catalog.sort_by(|a, b| a.exposed_name.cmp(&b.exposed_name));
+            tools.extend(search_tools(catalog));
+        }
         tools.sort_by(|a, b| a.spec().name.cmp(&b.spec().name));
         SessionTools {
             tools,
             reports,
             pending,
+            schema_tokens,
+            searchable,
         }
     }
 

@@ -27,6 +27,7 @@ mod hub;
 mod names;
 mod project;
 mod schema;
+mod search;
 mod server;
 mod tool;
 
@@ -45,5 +46,6 @@ pub use project::{
     load_project_servers,
 };
 pub use schema::normalize_input_schema;
+pub use search::SEARCH_TOOLSET;
 pub use server::{McpError, McpServer, McpToolInfo, ProgressSink, ProgressUpdate, SkippedTool};
 pub use tool::mcp_tools;

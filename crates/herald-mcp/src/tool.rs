@@ -15,6 +15,9 @@ struct McpTool {
     tool: String,
     spec: ToolSpec,
     read_only: bool,
+    /// False past the schema budget: found with `mcp_search`, run with
+    /// `mcp_call`.
+    listed: bool,
 }
 
 /// One herald tool per tool of `server` (in [`McpServer::tools`] order):
@@ -23,12 +26,20 @@ struct McpTool {
 /// [`McpServer::call_reporting`] with the context's call id and cancel
 /// token; progress goes to the context's observer.
 pub fn mcp_tools(server: &Arc<McpServer>) -> Vec<Arc<dyn Tool>> {
-    tools_of(&ServerHandle::ready(Arc::clone(server)), server.tools())
+    tools_of(
+        &ServerHandle::ready(Arc::clone(server)),
+        server.tools(),
+        true,
+    )
 }
 
 /// Tools for `infos`, served by `handle` (which may still be starting: a
-/// call waits for it).
-pub(crate) fn tools_of(handle: &Arc<ServerHandle>, infos: &[McpToolInfo]) -> Vec<Arc<dyn Tool>> {
+/// call waits for it); `listed` says whether requests list them.
+pub(crate) fn tools_of(
+    handle: &Arc<ServerHandle>,
+    infos: &[McpToolInfo],
+    listed: bool,
+) -> Vec<Arc<dyn Tool>> {
     infos
         .iter()
         .map(|info| {
@@ -46,6 +57,7 @@ pub(crate) fn tools_of(handle: &Arc<ServerHandle>, infos: &[McpToolInfo]) -> Vec
                     parameters: info.input_schema.clone(),
                 },
                 read_only: info.read_only_hint,
+                listed,
             }) as Arc<dyn Tool>
         })
         .collect()
@@ -62,6 +74,10 @@ impl Tool for McpTool {
 
     fn read_only(&self) -> bool {
         self.read_only
+    }
+
+    fn listed(&self) -> bool {
+        self.listed
     }
 
     fn call<'a>(

@@ -100,9 +100,13 @@ impl ToolRegistry {
         self.tools.remove(name)
     }
 
-    /// Schemas for the request, sorted by name.
+    /// Schemas for the request, sorted by name (unlisted tools left out).
     pub fn specs(&self) -> Vec<ToolSpec> {
-        self.tools.values().map(|t| t.spec().clone()).collect()
+        self.tools
+            .values()
+            .filter(|t| t.listed())
+            .map(|t| t.spec().clone())
+            .collect()
     }
 
     /// True when the call names a known read-only tool.

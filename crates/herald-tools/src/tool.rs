@@ -74,6 +74,12 @@ pub trait Tool: Send + Sync + 'static {
     fn toolset(&self) -> &'static str;
     /// Read-only tools of one reply may run concurrently.
     fn read_only(&self) -> bool;
+    /// Whether the tool is listed in requests. An unlisted tool can still
+    /// be run through the registry (MCP tools past the schema budget are
+    /// found with `mcp_search` and run with `mcp_call`).
+    fn listed(&self) -> bool {
+        true
+    }
     /// Runs the call with already-validated JSON arguments.
     fn call<'a>(
         &'a self,

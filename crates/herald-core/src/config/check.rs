@@ -334,9 +334,18 @@ pub(crate) const TOP: &[Key] = &[
     key("serve", Kind::Section(SERVE), "", ""),
     key("permissions", Kind::Section(PERMISSIONS), "", ""),
     key("mcp_servers", Kind::Table, "", ""),
+    key("mcp", Kind::Section(MCP), "", ""),
 ];
 
 /// `[permissions]`.
+/// `[mcp]`.
+pub(crate) const MCP: &[Key] = &[key(
+    "schema_budget_percent",
+    int(0, 100),
+    "share of the context window MCP tool schemas may take before mcp_search replaces them",
+    "10",
+)];
+
 pub(crate) const PERMISSIONS: &[Key] = &[
     key(
         "mode",

@@ -47,10 +47,20 @@ pub fn child_registry(parent: &ToolRegistry, task: &ChildTask) -> Result<ToolReg
         // Every kept name is a toolset of the parent, so this cannot fail;
         // toolsets made empty by the removals above are simply gone.
         let available = registry.toolsets();
-        let kept: Vec<String> = kept
+        let mut kept: Vec<String> = kept
             .into_iter()
             .filter(|s| available.contains(s.as_str()))
             .collect();
+        // MCP tools past the schema budget are reached through
+        // `mcp_search`/`mcp_call` (toolset `mcp`): a child given a server's
+        // toolset gets those two as well (they only see its own tools).
+        let search = herald_mcp::SEARCH_TOOLSET;
+        if kept.iter().any(|s| s.starts_with("mcp-"))
+            && available.contains(search)
+            && !kept.iter().any(|s| s == search)
+        {
+            kept.push(search.to_owned());
+        }
         registry
             .retain_toolsets(&kept)
             .map_err(|err| format!("task {}: {err}", task.index))?;

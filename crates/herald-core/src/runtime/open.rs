@@ -125,7 +125,9 @@ pub async fn open_session(mut options: SessionOptions) -> Result<Session, Runtim
             (Arc::clone(&hub), Some(hub))
         }
     };
-    let mcp_tools = mcp.session_tools().await;
+    let mcp_tools = mcp
+        .session_tools(Some(crate::mcp::schema_budget(settings)))
+        .await;
     let narrowed = crate::mcp::narrow_toolsets(settings, &mcp_tools);
     let settings = narrowed.as_ref().unwrap_or(settings);
     // Built before anything is written, so a bad --toolsets changes nothing.
