@@ -31,14 +31,14 @@ enum Level {
 /// One line of the report.
 #[derive(Debug, Serialize)]
 struct Check {
-    name: &'static str,
+    name: String,
     status: Level,
     detail: String,
 }
 
-fn check(name: &'static str, status: Level, detail: impl Into<String>) -> Check {
+fn check(name: impl Into<String>, status: Level, detail: impl Into<String>) -> Check {
     Check {
-        name,
+        name: name.into(),
         status,
         detail: detail.into(),
     }
@@ -98,6 +98,9 @@ pub(crate) async fn doctor(common: &CommonArgs, args: DoctorArgs) -> Result<Exit
         .unwrap_or_else(|| PathBuf::from("/"));
     checks.push(python_check(&code_exec.python, &cwd).await);
     checks.push(landlock_check(code_exec.landlock));
+    if let Some(settings) = &settings {
+        checks.extend(mcp_checks(settings).await);
+    }
 
     let failed = checks.iter().any(|c| c.status == Level::Fail);
     if args.json {
@@ -301,6 +304,44 @@ async fn probe(
             ),
         ),
     }
+}
+
+/// One check per MCP server a session would start: started, initialised
+/// and listed within its startup timeout (then stopped); a project
+/// `.mcp.json` waiting for approval is a warning.
+async fn mcp_checks(settings: &Settings) -> Vec<Check> {
+    let env = match herald_core::load_permission_setup(settings) {
+        Ok(setup) => setup.env,
+        Err(err) => return vec![check("mcp", Level::Fail, err)],
+    };
+    let servers = herald_core::session_servers(settings);
+    let env = &env;
+    let mut checks =
+        futures_util::future::join_all(servers.iter().filter(|(_, config)| config.enabled).map(
+            |(name, config)| async move {
+                let started = std::time::Instant::now();
+                match herald_mcp::McpServer::connect(name, config, env).await {
+                    Ok(server) => {
+                        let tokens: usize = server.tools().iter().map(|t| t.schema_tokens()).sum();
+                        let detail = format!(
+                            "{} tools (~{tokens} schema tokens), started in {} ms",
+                            server.tools().len(),
+                            started.elapsed().as_millis()
+                        );
+                        server.shutdown().await;
+                        check(format!("mcp:{name}"), Level::Ok, detail)
+                    }
+                    Err(err) => check(format!("mcp:{name}"), Level::Fail, err.to_string()),
+                }
+            },
+        ))
+        .await;
+    if let Some(project) = &settings.project_mcp {
+        for warning in project.warnings() {
+            checks.push(check("mcp:project", Level::Warn, warning));
+        }
+    }
+    checks
 }
 
 async fn store_check(home: &Path) -> Check {

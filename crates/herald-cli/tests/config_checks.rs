@@ -83,14 +83,14 @@ async fn doctor_fails_on_unknown_keys_and_warns_on_unimplemented_sections() {
 
     // Accepted but not implemented: a warning, not a failure.
     h.config(
-        "[permissions]\nmode = \"read-only\"\ndeny = [\"write_file(/etc/**)\"]\n[mcp_servers.fs]\ncommand = \"npx\"\n",
+        "[permissions]\nmode = \"read-only\"\ndeny = [\"write_file(/etc/**)\"]\n[pricing]\nx = 1\n",
     );
     let (output, report) = doctor_json(&mut h.command(Wire::OpenAi)).await;
     assert!(output.status.success(), "{report} {}", stderr(&output));
     let (status, detail) = check(&report, "config");
     assert_eq!(status, "warn", "{report}");
     assert!(
-        detail.contains("[mcp_servers] is accepted but not implemented yet")
+        detail.contains("[pricing] is accepted but not implemented yet")
             && !detail.contains("[permissions]"),
         "[permissions] is implemented now: {detail}"
     );
@@ -99,17 +99,24 @@ async fn doctor_fails_on_unknown_keys_and_warns_on_unimplemented_sections() {
 #[tokio::test(flavor = "multi_thread")]
 async fn unimplemented_sections_warn_on_every_run() {
     let h = Harness::new(hello_script()).await;
-    h.config("[permissions]\nmode = \"read-only\"\n[mcp_servers.web]\nurl = \"http://127.0.0.1:1/mcp\"\n");
+    h.config("[permissions]\nmode = \"read-only\"\n[[hooks]]\nevent = \"x\"\n[mcp_servers.web]\nurl = \"http://127.0.0.1:1/mcp\"\nstartup_timeout_sec = 1\n");
     let (output, _) = h.run_json(Wire::OpenAi, &[], "hello").await;
     assert!(output.status.success(), "{}", stderr(&output));
     let err = stderr(&output);
     assert!(
-        err.contains("warning")
-            && err.contains("[mcp_servers] is accepted but not implemented yet"),
+        err.contains("warning") && err.contains("[hooks] is accepted but not implemented yet"),
         "{err}"
     );
+    // [mcp_servers] is implemented: no such warning, the server is started
+    // (and reported, as it cannot be reached).
+    assert!(!err.contains("[mcp_servers] is accepted"), "{err}");
+    assert!(err.contains("MCP server `web`"), "{err}");
     assert!(!err.contains("[permissions]"), "{err}");
-    assert!(!err.contains("unknown"), "{err}");
+    assert!(
+        !err.lines()
+            .any(|l| l.contains("unknown") && !l.contains("MCP server")),
+        "{err}"
+    );
     h.server.assert_invariants();
 }
 
@@ -263,6 +270,50 @@ async fn numbers_out_of_range_exit_2_naming_key_value_and_range_before_any_reque
         h.server.request_count(),
         0,
         "a bad config must stop herald before any request"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn images_is_a_boolean_default_on_and_anything_else_exits_2() {
+    let h = Harness::new(hello_script()).await;
+    let show = |h: &Harness| {
+        let mut cmd = h.bare_command();
+        cmd.args(["config", "show", "--json"]);
+        cmd
+    };
+    let output = show(&h).output().await.unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let shown: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(shown["images"], true, "{shown}");
+
+    h.config("images = false\n");
+    let output = show(&h).output().await.unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let shown: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(shown["images"], false, "{shown}");
+    let (output, events) = h.run_json(Wire::OpenAi, &[], "hello").await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(last(&events)["final_response"], "hi there");
+    assert!(!stderr(&output).contains("unknown"), "{}", stderr(&output));
+
+    for bad in [
+        "images = \"no\"\n",
+        "images = 0\n",
+        "[images]\nenabled = true\n",
+    ] {
+        h.config(bad);
+        let (output, _) = h.run_json(Wire::OpenAi, &[], "hello").await;
+        let err = stderr(&output);
+        assert_eq!(output.status.code(), Some(2), "{bad}: {err}");
+        assert!(
+            err.contains("config.toml") && err.contains("images") && err.contains("boolean"),
+            "{bad}: {err}"
+        );
+    }
+    assert_eq!(
+        h.server.request_count(),
+        1,
+        "only the run with images = false"
     );
 }
 

@@ -574,3 +574,40 @@ async fn over_the_schema_budget_tools_are_found_with_mcp_search_and_run_with_mcp
         assert_eq!(request.body["tools"], requests[0].body["tools"]);
     }
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn doctor_checks_each_server() {
+    let data = tempfile::tempdir().unwrap();
+    let data_dir = data.path().canonicalize().unwrap();
+    let h = Harness::new(Script::new()).await;
+    h.config(&format!(
+        "{}\n[mcp_servers.gone]\ncommand = \"/nonexistent/srv\"\n",
+        both_servers(&data_dir)
+    ));
+    let output = h
+        .command(Wire::OpenAi)
+        .args(["doctor", "--json"])
+        .output()
+        .await
+        .unwrap();
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let checks = report["checks"].as_array().unwrap();
+    let find = |name: &str| checks.iter().find(|c| c["name"] == name).cloned();
+    let ev = find("mcp:ev").expect("a check per server");
+    assert_eq!(ev["status"], "ok", "{ev}");
+    assert!(ev["detail"].as_str().unwrap().contains("tools"), "{ev}");
+    assert_eq!(find("mcp:fs").unwrap()["status"], "ok");
+    let gone = find("mcp:gone").unwrap();
+    assert_eq!(gone["status"], "fail");
+    assert!(
+        gone["detail"]
+            .as_str()
+            .unwrap()
+            .contains("/nonexistent/srv")
+    );
+    assert_eq!(
+        output.status.code(),
+        Some(1),
+        "a failing server fails the doctor"
+    );
+}

@@ -833,7 +833,7 @@ async fn open(
             }),
             Ok(Err(err)) => Err(McpError::Startup {
                 server: name.to_owned(),
-                message: format!("cannot initialize a session at {url}: {err}"),
+                message: format!("cannot initialize a session at {url}: {}", root_cause(&err)),
                 stderr: String::new(),
             }),
             Err(_) => Err(McpError::StartupTimeout {
@@ -921,6 +921,17 @@ async fn open(
             })
         }
     }
+}
+
+/// The innermost error of `err`'s source chain: for an HTTP server that
+/// cannot be reached, "Connection refused" rather than rmcp's transport
+/// type names.
+fn root_cause(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut inner = err;
+    while let Some(source) = inner.source() {
+        inner = source;
+    }
+    inner.to_string()
 }
 
 fn http_transport(
