@@ -1,9 +1,9 @@
 //! `herald mcp serve` (stdio) and `/mcp` under `herald serve`, driven by
 //! the official `mcp` Python package (installed by `.ci/run` into
 //! `.ci/venv`) against the scripted model. Without the virtualenv these
-//! tests fail and say how to make it; they never skip. A last test speaks
-//! raw JSON-RPC to check that closing stdin ends the server and the tool
-//! process a running turn started.
+//! tests fail and say how to make it; they never skip. Two tests speak raw
+//! JSON-RPC: closing stdin ends the server and the tool processes of a
+//! running turn; cancelling a `run` request interrupts its turn.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -105,6 +105,20 @@ fn stdio_script() -> Script {
             ],
         )
         .conversation(
+            "mcp asks: touch the file",
+            vec![
+                Reply::tool("terminal", json!({"command": "touch headless.txt"})),
+                Reply::text("nobody let me touch it"),
+            ],
+        )
+        .conversation(
+            "mcp yolo: touch the file",
+            vec![
+                Reply::tool("terminal", json!({"command": "touch yolo.txt"})),
+                Reply::text("touched"),
+            ],
+        )
+        .conversation(
             "mcp readonly: write the file",
             vec![
                 Reply::tool(
@@ -141,6 +155,7 @@ fn session_ids(listing: &Value) -> Vec<String> {
 async fn the_official_mcp_python_package_drives_herald_mcp_serve_over_stdio() {
     let h = Harness::new(stdio_script()).await;
     std::fs::write(h.work_path().join("notes.txt"), "hi\n").unwrap();
+    h.config("[permissions]\nask = [\"terminal(touch *)\"]\n");
     let seen = run_python(&h, "mcp_stdio_client.py", &[]).await;
     assert_eq!(seen["mcp_version"], MCP_PY_VERSION);
 
@@ -270,7 +285,7 @@ async fn the_official_mcp_python_package_drives_herald_mcp_serve_over_stdio() {
         session_ids(&seen["sessions_before"]),
         session_ids(&seen["sessions_after"])
     );
-    assert_eq!(session_ids(&seen["sessions_after"]).len(), 3);
+    assert_eq!(session_ids(&seen["sessions_after"]).len(), 4);
     assert!(h.requests_of("mcp never sent").is_empty());
     assert_eq!(requests.len(), h.requests_of("mcp hello").len());
     let unknown_tool = seen["unknown_tool"].as_str().unwrap();
@@ -286,7 +301,22 @@ async fn the_official_mcp_python_package_drives_herald_mcp_serve_over_stdio() {
     assert_eq!(results.len(), 1);
     assert!(results[0].starts_with("denied:"), "{}", results[0]);
     assert!(results[0].contains("read-only"), "{}", results[0]);
+    // Headless approvals: nobody is asked, the call is denied.
+    assert!(results[0].contains("cannot ask anyone"), "{}", results[0]);
     assert!(!h.work_path().join("out.txt").exists());
+
+    // A call the ask rule covers: headless approvals deny it; under --yolo
+    // the same call runs.
+    assert_eq!(texts(&seen["headless_ask"])[0], "nobody let me touch it");
+    let requests = h.requests_of("mcp asks: touch the file");
+    let results = tool_results(&requests[1].body);
+    assert!(results[0].contains("cannot ask anyone"), "{}", results[0]);
+    assert!(!h.work_path().join("headless.txt").exists());
+    assert_eq!(texts(&seen["yolo"])[0], "touched");
+    let requests = h.requests_of("mcp yolo: touch the file");
+    let results = tool_results(&requests[1].body);
+    assert!(!results[0].starts_with("denied"), "{}", results[0]);
+    assert!(h.work_path().join("yolo.txt").exists());
 }
 
 /// A running `herald serve --port 0 --token TOKEN`.

@@ -1,7 +1,9 @@
 """Drives `herald mcp serve` over stdio with the official `mcp` Python package
 (code we did not write): the handshake, tools/list, run (new and continued),
 progress notifications, delegate + agent_status + agent_result,
-session_search, bad arguments, and a read-only server refusing a write.
+session_search, bad arguments, a call an ask rule covers (denied: nobody to
+ask), a read-only server refusing a write, and a --yolo server running
+what the ask rule covers.
 Prints one JSON object with what it saw; the Rust test checks it.
 
 Environment: HERALD_BIN (the binary), HERALD_WORK (its --cwd), and the
@@ -12,7 +14,6 @@ import importlib.metadata
 import json
 import os
 import sys
-
 
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
@@ -89,6 +90,9 @@ async def main_server(seen):
             status = await session.call_tool("agent_status", {"agent_id": agent_id})
             seen["status_late"] = seen_result(status)
 
+            asked = await session.call_tool("run", {"prompt": "mcp asks: touch the file"})
+            seen["headless_ask"] = seen_result(asked)
+
             found = await session.call_tool("session_search", {"query": "zebra"})
             seen["search"] = seen_result(found)
 
@@ -123,10 +127,19 @@ async def read_only_server(seen):
             seen["read_only"] = seen_result(refused)
 
 
+async def yolo_server(seen):
+    async with stdio_client(server("--yolo")) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            allowed = await session.call_tool("run", {"prompt": "mcp yolo: touch the file"})
+            seen["yolo"] = seen_result(allowed)
+
+
 async def main():
     seen = {"mcp_version": importlib.metadata.version("mcp")}
     await main_server(seen)
     await read_only_server(seen)
+    await yolo_server(seen)
     json.dump(seen, sys.stdout)
 
 
