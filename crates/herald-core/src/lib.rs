@@ -31,7 +31,7 @@ pub use history::{
     Repair, answer_dangling_calls, apply_repairs, plan_repairs, restore_conversation,
 };
 pub use lease::{LeaseError, LeaseWait, SessionLease};
-pub use mcp::session_servers;
+pub use mcp::{session_servers, start_mcp_hub};
 pub use orphans::{StoppedProcess, StoreProcessJournal, reap_orphans, remove_stale_temp_files};
 pub use permissions::{
     ApprovalAnswer, ApprovalMode, PendingApproval, PermissionSetup, check_permission,

@@ -27,6 +27,18 @@ pub fn session_servers(settings: &Settings) -> BTreeMap<String, McpServerConfig>
     servers
 }
 
+/// Starts the MCP servers of `settings` for a process serving many
+/// sessions (`herald serve`, `herald mcp serve`): pass the hub in
+/// `SessionOptions::mcp`, and shut it down when the process ends. A
+/// permission setup that does not load starts nothing (each session then
+/// reports that error itself).
+pub fn start_mcp_hub(settings: &Settings) -> Arc<McpHub> {
+    match crate::load_permission_setup(settings) {
+        Ok(setup) => start_hub(settings, &setup.env),
+        Err(_) => McpHub::empty(),
+    }
+}
+
 /// Starts the session's servers in the background, with the tool cache of
 /// `$HERALD_HOME`.
 pub(crate) fn start_hub(settings: &Settings, env: &EnvFilter) -> Arc<McpHub> {

@@ -40,6 +40,9 @@ pub(crate) struct AppState {
     pub(crate) max_turns: usize,
     /// `--yolo`: asks are allowed without a request.
     yolo: bool,
+    /// The MCP servers, started once for the process and shared by every
+    /// session (each session's tool list is fixed when it opens).
+    mcp: Arc<herald_mcp::McpHub>,
 }
 
 /// An open session and when a request last named it.
@@ -101,7 +104,9 @@ impl AppState {
         let client = herald_core::LlmClient::new(settings.client_config())
             .ok()
             .map(Arc::new);
+        let mcp = herald_core::start_mcp_hub(&settings);
         Self {
+            mcp,
             settings,
             store,
             client,
@@ -230,6 +235,7 @@ impl AppState {
         };
         options.one_shot = false;
         options.client = self.client.clone();
+        options.mcp = Some(Arc::clone(&self.mcp));
         let session = open_session(options).await?;
         self.keep(&session);
         Ok(session)
@@ -299,6 +305,7 @@ impl AppState {
         let sessions: Vec<Session> = self.lock().drain().map(|(_, o)| o.session).collect();
         let ends = sessions.iter().map(|s| s.shutdown());
         futures_util::future::join_all(ends).await;
+        self.mcp.shutdown().await;
     }
 
     /// How many sessions are open.
