@@ -127,7 +127,7 @@ fn turn_input(prompt: &str) -> Arc<JsonObject> {
 fn run() -> Tool {
     Tool::new(
         RUN,
-        "Run herald's agent on a task and return its final answer. herald works in the server's working directory with its own tools (files, terminal, search, subagents) under the permission mode the server was started with, and decides questions itself. Returns the answer and the session_id; pass session_id to continue the same conversation.",
+        "Run herald's agent on a task and return its final answer. herald works in the server's working directory with its own tools (files, terminal, search, subagents) under the permission mode the server was started with, and decides questions itself. Returns the answer and the session_id; pass session_id to continue the same conversation. For work that may outlast the client's tool timeout, use delegate.",
         turn_input("The task or question for herald's agent."),
     )
     .with_raw_output_schema(object(json!({
