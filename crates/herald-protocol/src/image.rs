@@ -203,7 +203,8 @@ pub fn admit_images(images: &mut Vec<ImageData>, text: &mut String) {
         let size = image.decoded_len();
         let Some(format) = sniff(&head_bytes(&image.data)) else {
             notes.push(format!(
-                "[image dropped: {declared}, {size} bytes, is not PNG, JPEG, GIF or WebP, which the model cannot read]"
+                "[image dropped: {declared} of {} is not PNG, JPEG, GIF or WebP, which the model cannot read]",
+                human(size)
             ));
             return false;
         };
@@ -336,7 +337,7 @@ mod tests {
             text,
             "[image: image/png, 70 bytes]\n\
              [image dropped: its image/png data is not valid base64]\n\
-             [image dropped: image/svg+xml, 41 bytes, is not PNG, JPEG, GIF or WebP, which the model cannot read]\n\
+             [image dropped: image/svg+xml of 41 bytes is not PNG, JPEG, GIF or WebP, which the model cannot read]\n\
              [image dropped: image/png of 5.0 MB is over the 5 MB limit per image]"
         );
     }
