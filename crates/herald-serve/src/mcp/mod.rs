@@ -48,7 +48,10 @@ use crate::state::AppState;
 
 /// What `herald mcp serve` needs.
 pub struct McpConfig {
+    /// The resolved settings; `permissions.mode` is the `--mode` every
+    /// session runs with, `toolsets` the default of new sessions.
     pub settings: Settings,
+    /// The session store (`$HERALD_HOME/state.db`).
     pub store: StoreHandle,
     /// `--yolo`: calls the permission policy asks about run (the floor and
     /// deny rules still hold); otherwise they are denied.
