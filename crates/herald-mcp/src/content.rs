@@ -42,7 +42,7 @@ fn short(value: &impl serde::Serialize) -> String {
 }
 
 /// Bytes encoded by a base64 text (without decoding it).
-fn base64_len(data: &str) -> usize {
+pub(crate) fn base64_len(data: &str) -> usize {
     let chars = data.bytes().filter(|b| !b.is_ascii_whitespace()).count();
     let padding = data
         .trim_end()

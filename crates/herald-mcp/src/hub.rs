@@ -295,6 +295,9 @@ impl McpHub {
             catalog.sort_by(|a, b| a.exposed_name.cmp(&b.exposed_name));
             tools.extend(search_tools(catalog));
         }
+        // mcp_list_resources / mcp_read_resource: offered whenever a server
+        // is configured, so the list depends only on the configuration.
+        tools.extend(crate::resources::resource_tools(&self.handles));
         tools.sort_by(|a, b| a.spec().name.cmp(&b.spec().name));
         SessionTools {
             tools,

@@ -16,9 +16,14 @@
 //!   session a fixed tool list ([`McpHub::session_tools`]), using the
 //!   [`ToolCache`] of the last start while a server is still starting.
 //!
-//! Not here yet: images passed to providers (they become a descriptive
-//! line), resources and prompts, elicitation and sampling (not declared to
-//! servers), legacy SSE servers (rmcp 3 has no client for them).
+//! - `mcp_list_resources` / `mcp_read_resource` (toolset `mcp`): the
+//!   servers' resources, listed and read by the model.
+//! - Elicitation: a server's `elicitation/create` during a call goes to the
+//!   call's [`ElicitationHandler`] (the tool adapter asks the calling
+//!   agent's permission gate, which asks the user or declines).
+//!
+//! Not here yet: prompts, URL-mode elicitation and sampling (not declared
+//! to servers), legacy SSE servers (rmcp 3 has no client for them).
 
 mod cache;
 mod config;
@@ -26,6 +31,7 @@ mod content;
 mod hub;
 mod names;
 mod project;
+mod resources;
 mod schema;
 mod search;
 mod server;
@@ -45,7 +51,10 @@ pub use project::{
     PROJECT_FILE, ProjectApprovals, ProjectError, ProjectServers, find_project_file,
     load_project_servers,
 };
+pub use resources::RESOURCES_TOOLSET;
 pub use schema::normalize_input_schema;
 pub use search::SEARCH_TOOLSET;
-pub use server::{McpError, McpServer, McpToolInfo, ProgressSink, ProgressUpdate, SkippedTool};
+pub use server::{
+    ElicitationHandler, McpError, McpServer, McpToolInfo, ProgressSink, ProgressUpdate, SkippedTool,
+};
 pub use tool::mcp_tools;

@@ -5,13 +5,20 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
 
+use futures_util::future::BoxFuture;
 use herald_sandbox::EnvFilter;
+use herald_tools::{ElicitAction, ElicitAnswer, Elicitation};
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CancelledNotification, CancelledNotificationParam,
     ClientCapabilities, ClientConfig, ClientNotification, ClientRequest, CustomRequest,
-    Implementation, ProgressNotificationParam, ProgressToken, RequestId, ServerResult,
+    ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationCapability,
+    FormElicitationCapability, Implementation, ProgressNotificationParam, ProgressToken, RequestId,
+    ServerResult,
 };
-use rmcp::service::{NotificationContext, Peer, RoleClient, RunningService, ServiceError};
+use rmcp::service::{
+    InboundStreamOrigin, NotificationContext, Peer, RequestContext, RoleClient, RunningService,
+    ServiceError,
+};
 use rmcp::transport::TokioChildProcess;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{ClientHandler, ServiceExt};
@@ -72,6 +79,13 @@ pub struct ProgressUpdate {
 /// Receives progress notifications (from rmcp's receive task: keep it quick).
 pub type ProgressSink = Arc<dyn Fn(ProgressUpdate) + Send + Sync>;
 
+/// Answers a server's request for user input (`elicitation/create`) made
+/// during one call: puts it to whoever can answer and resolves with the
+/// answer. It may take as long as a person needs; the call's
+/// `tool_timeout_sec` does not run meanwhile.
+pub type ElicitationHandler =
+    Arc<dyn Fn(Elicitation) -> BoxFuture<'static, ElicitAnswer> + Send + Sync>;
+
 /// Why a server could not be connected. The message names the server and
 /// what to change.
 #[derive(Debug, thiserror::Error)]
@@ -118,6 +132,8 @@ struct Shared {
     sink: StdMutex<Option<ProgressSink>>,
     /// Progress token of each call in flight -> who is told about it.
     calls: StdMutex<HashMap<ProgressToken, CallWatch>>,
+    /// Numbers the calls, so the most recent one is known.
+    next_call: std::sync::atomic::AtomicU64,
 }
 
 #[derive(Clone)]
@@ -157,11 +173,100 @@ impl ClientHandler for Handler {
         std::future::ready(())
     }
 
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, rmcp::ErrorData> {
+        let (message, schema) = match request {
+            ElicitRequestParams::FormElicitationParams {
+                message,
+                requested_schema,
+                ..
+            } => (
+                message,
+                serde_json::to_value(&requested_schema).unwrap_or_default(),
+            ),
+            // Only the form mode is declared.
+            _ => {
+                tracing::warn!(server = %self.server, "URL elicitation declined (not supported)");
+                return Ok(ElicitResult::new(ElicitationAction::Decline));
+            }
+        };
+        let Some(call) = self.call_for_request(&context).await else {
+            tracing::warn!(
+                server = %self.server,
+                "elicitation declined: no call of this server is in flight"
+            );
+            return Ok(ElicitResult::new(ElicitationAction::Decline));
+        };
+        let Some(handler) = call.elicit else {
+            return Ok(ElicitResult::new(ElicitationAction::Decline));
+        };
+        let waiting = call.user_wait.begin();
+        let answer = tokio::select! {
+            answer = handler(Elicitation {
+                server: self.server.clone(),
+                message,
+                schema,
+            }) => answer,
+            // The server withdrew the request.
+            () = context.ct.cancelled() => ElicitAnswer::cancel(),
+        };
+        drop(waiting);
+        let action = match answer.action {
+            ElicitAction::Accept => ElicitationAction::Accept,
+            ElicitAction::Decline => ElicitationAction::Decline,
+            ElicitAction::Cancel => ElicitationAction::Cancel,
+        };
+        let mut result = ElicitResult::new(action);
+        if answer.action == ElicitAction::Accept {
+            result = result.with_content(answer.content.unwrap_or_else(|| serde_json::json!({})));
+        }
+        Ok(result)
+    }
+
     fn get_info(&self) -> ClientConfig {
+        let mut capabilities = ClientCapabilities::default();
+        capabilities.elicitation =
+            Some(ElicitationCapability::new().with_form(FormElicitationCapability::new()));
         ClientConfig::new(
-            ClientCapabilities::default(),
+            capabilities,
             Implementation::new("herald", env!("CARGO_PKG_VERSION")),
         )
+    }
+}
+
+impl Handler {
+    /// The call a server's request (an elicitation) belongs to. Over
+    /// streamable HTTP the request arrives on the response stream of the
+    /// call's POST, which rmcp records; a request may also carry the call's
+    /// progress token. Over stdio nothing links a server's request to the
+    /// call it serves, so with several calls in flight the most recent one
+    /// is taken (the usual case is one call at a time per server). The
+    /// call is registered just after it is sent, so a request that comes
+    /// first gets a moment to find it.
+    async fn call_for_request(&self, context: &RequestContext<RoleClient>) -> Option<CallWatch> {
+        let origin = match context.extensions.get::<InboundStreamOrigin>() {
+            Some(InboundStreamOrigin::OutboundRequest(id)) => Some(id.clone()),
+            _ => None,
+        };
+        let token = context.meta.get_progress_token();
+        for _ in 0..20 {
+            let found = self.shared.calls.lock().ok().and_then(|calls| {
+                origin
+                    .as_ref()
+                    .and_then(|id| calls.values().find(|c| &c.request_id == id))
+                    .or_else(|| token.as_ref().and_then(|t| calls.get(t)))
+                    .or_else(|| calls.values().max_by_key(|c| c.seq))
+                    .cloned()
+            });
+            if found.is_some() {
+                return found;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        None
     }
 }
 
@@ -292,6 +397,8 @@ pub struct McpServer {
     tools: Vec<McpToolInfo>,
     skipped: Vec<SkippedTool>,
     server_info: Option<Implementation>,
+    /// The server declared the `resources` capability.
+    resources: bool,
     shared: Arc<Shared>,
     state: tokio::sync::Mutex<State>,
 }
@@ -362,11 +469,11 @@ impl McpServer {
                 return Err(err);
             }
         };
-        let server_info = conn
-            .service
-            .peer()
-            .peer_info()
-            .and_then(|info| info.server_info.clone());
+        let peer_info = conn.service.peer().peer_info();
+        let server_info = peer_info.as_ref().and_then(|info| info.server_info.clone());
+        let resources = peer_info
+            .as_ref()
+            .is_some_and(|info| info.capabilities.resources.is_some());
         Ok(Arc::new(McpServer {
             name: name.to_owned(),
             toolset: toolset_name(name),
@@ -375,6 +482,7 @@ impl McpServer {
             tools,
             skipped,
             server_info,
+            resources,
             shared,
             state: tokio::sync::Mutex::new(State {
                 conn: Some(conn),
@@ -475,6 +583,23 @@ impl McpServer {
         cancel: &CancellationToken,
         progress: Option<ProgressSink>,
     ) -> McpCallResult {
+        self.call_watched(call_id, tool, args, cancel, progress, None)
+            .await
+    }
+
+    /// [`McpServer::call_reporting`] whose elicitations (the server asking
+    /// the user for input during the call) go to `elicit`; without one
+    /// they are declined. While the user is being asked, the call's
+    /// `tool_timeout_sec` does not run.
+    pub async fn call_watched(
+        &self,
+        call_id: &str,
+        tool: &str,
+        args: Value,
+        cancel: &CancellationToken,
+        progress: Option<ProgressSink>,
+        elicit: Option<ElicitationHandler>,
+    ) -> McpCallResult {
         let arguments = match args {
             Value::Object(map) => Some(map),
             Value::Null => None,
@@ -493,11 +618,7 @@ impl McpServer {
             params = params.with_arguments(arguments);
         }
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
-        let watch = CallWatch {
-            tool: tool.to_owned(),
-            call_id: call_id.to_owned(),
-            sink: progress,
-        };
+        let watch = CallWatch::new(tool, call_id, progress, elicit);
         let outcome = self.send_call(&peer, request, watch, cancel).await;
         let mut result = match outcome {
             CallOutcome::Result(result) => result,
@@ -642,6 +763,13 @@ impl McpServer {
             Ok(handle) => handle,
             Err(err) => return outcome_of_error(&self.name, tool, err),
         };
+        let mut watch = watch;
+        watch.request_id = handle.id.clone();
+        watch.seq = self
+            .shared
+            .next_call
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let user_wait = Arc::clone(&watch.user_wait);
         let registration =
             CallRegistration::new(self.shared.clone(), handle.progress_token.clone(), watch);
         let mut guard = CancelGuard {
@@ -649,13 +777,14 @@ impl McpServer {
             id: Some(handle.id.clone()),
         };
         let timeout = Duration::from_secs(self.config.tool_timeout_sec);
+        let started = tokio::time::Instant::now();
         let outcome = tokio::select! {
             response = handle.await_response() => {
                 guard.disarm();
                 match response {
                     Ok(ServerResult::CallToolResult(result)) => CallOutcome::Result(map_call_result(result)),
                     Ok(ServerResult::InputRequiredResult(_)) => CallOutcome::Result(McpCallResult::error(format!(
-                        "MCP tool `{tool}` of server `{}` asked for more input (elicitation), which herald does not support yet.",
+                        "MCP tool `{tool}` of server `{}` asked for more input in a multi-round-trip result, which herald does not support yet (elicitation/create requests are).",
                         self.name
                     ))),
                     Ok(ServerResult::CreateTaskResult(_)) => CallOutcome::Result(McpCallResult::error(format!(
@@ -677,7 +806,7 @@ impl McpServer {
                     self.name
                 )))
             }
-            () = tokio::time::sleep(timeout) => {
+            () = user_wait.expired(started, timeout) => {
                 guard.cancel("timed out").await;
                 CallOutcome::Result(McpCallResult::error(format!(
                     "MCP tool `{tool}` of server `{}` did not finish within tool_timeout_sec = {} s, \
@@ -689,6 +818,138 @@ impl McpServer {
         };
         drop(registration);
         outcome
+    }
+
+    /// Whether the server declared the `resources` capability (resources
+    /// can be listed and read).
+    pub fn offers_resources(&self) -> bool {
+        self.resources
+    }
+
+    /// `resources/list`, every page: the server's resources as it sent
+    /// them (objects with `uri`, `name`, `mimeType`, `description`...).
+    /// Errors are messages for the model.
+    pub async fn list_resources(&self, cancel: &CancellationToken) -> Result<Vec<Value>, String> {
+        self.list_pages("resources/list", "resources", cancel).await
+    }
+
+    /// `resources/templates/list`, every page: objects with `uriTemplate`,
+    /// `name`, `mimeType`, `description`...
+    pub async fn list_resource_templates(
+        &self,
+        cancel: &CancellationToken,
+    ) -> Result<Vec<Value>, String> {
+        self.list_pages("resources/templates/list", "resourceTemplates", cancel)
+            .await
+    }
+
+    /// `resources/read` of `uri`: the result's `contents` (objects with
+    /// `uri`, `mimeType` and `text` or base64 `blob`).
+    pub async fn read_resource(
+        &self,
+        uri: &str,
+        cancel: &CancellationToken,
+    ) -> Result<Vec<Value>, String> {
+        let result = self
+            .request(
+                "resources/read",
+                Some(serde_json::json!({ "uri": uri })),
+                cancel,
+            )
+            .await?;
+        match result.get("contents") {
+            Some(Value::Array(contents)) => Ok(contents.clone()),
+            _ => Err(format!(
+                "MCP server `{}` sent a resources/read answer without `contents`: {}",
+                self.name,
+                short_json(&result)
+            )),
+        }
+    }
+
+    async fn list_pages(
+        &self,
+        method: &str,
+        key: &str,
+        cancel: &CancellationToken,
+    ) -> Result<Vec<Value>, String> {
+        let mut items = Vec::new();
+        let mut cursor: Option<Value> = None;
+        // A bound on pages, against a server that repeats its cursor forever.
+        for _ in 0..100 {
+            let params = cursor.take().map(|c| serde_json::json!({ "cursor": c }));
+            let page = self.request(method, params, cancel).await?;
+            match page.get(key) {
+                Some(Value::Array(found)) => items.extend(found.iter().cloned()),
+                _ => {
+                    return Err(format!(
+                        "MCP server `{}` sent a {method} answer without `{key}`: {}",
+                        self.name,
+                        short_json(&page)
+                    ));
+                }
+            }
+            match page.get("nextCursor") {
+                Some(next) if !next.is_null() && next.as_str() != Some("") => {
+                    cursor = Some(next.clone());
+                }
+                _ => return Ok(items),
+            }
+        }
+        Ok(items)
+    }
+
+    /// Sends one request other than a tool call and returns its raw
+    /// result: with `tool_timeout_sec`, cancellation, and the restart/down
+    /// handling of calls. Errors are messages for the model.
+    async fn request(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        cancel: &CancellationToken,
+    ) -> Result<Value, String> {
+        let (peer, generation, _note) = self.peer_for_call().await.map_err(|r| r.content)?;
+        let request = ClientRequest::CustomRequest(CustomRequest::new(method.to_owned(), params));
+        let handle = match peer
+            .send_request_with_option(request, rmcp::service::PeerRequestOptions::no_options())
+            .await
+        {
+            Ok(handle) => handle,
+            Err(err) => return Err(self.request_failed(method, err, generation).await),
+        };
+        let mut guard = CancelGuard {
+            peer: peer.clone(),
+            id: Some(handle.id.clone()),
+        };
+        let timeout = Duration::from_secs(self.config.tool_timeout_sec);
+        tokio::select! {
+            response = handle.await_response() => {
+                guard.disarm();
+                match response {
+                    Ok(ServerResult::CustomResult(custom)) => Ok(custom.0),
+                    Ok(other) => serde_json::to_value(&other).map_err(|e| e.to_string()),
+                    Err(err) => Err(self.request_failed(method, err, generation).await),
+                }
+            }
+            () = cancel.cancelled() => {
+                guard.cancel("cancelled by the user").await;
+                Err(format!("Interrupted: the {method} request to MCP server `{}` was cancelled.", self.name))
+            }
+            () = tokio::time::sleep(timeout) => {
+                guard.cancel("timed out").await;
+                Err(format!(
+                    "MCP server `{}` did not answer {method} within tool_timeout_sec = {} s. Try                      again later, or raise tool_timeout_sec in [mcp_servers.{}].",
+                    self.name, self.config.tool_timeout_sec, self.name
+                ))
+            }
+        }
+    }
+
+    async fn request_failed(&self, method: &str, err: ServiceError, generation: u64) -> String {
+        match outcome_of_error(&self.name, method, err) {
+            CallOutcome::Result(result) => result.content,
+            CallOutcome::Closed => self.connection_lost(generation, method).await.content,
+        }
     }
 
     /// Stops the server: a stdio server's stdin is closed, then its whole
@@ -735,13 +996,110 @@ fn short_json(value: &impl serde::Serialize) -> String {
     text
 }
 
-/// Who hears about one call's progress.
+/// Who hears about one call's progress and answers its elicitations.
 #[derive(Clone)]
 struct CallWatch {
     tool: String,
     call_id: String,
     /// Overrides the server's sink for this call.
     sink: Option<ProgressSink>,
+    /// Answers the server's requests for user input during the call (none:
+    /// they are declined).
+    elicit: Option<ElicitationHandler>,
+    /// The `tools/call` request's id (set when it is sent).
+    request_id: RequestId,
+    /// Order of the calls to this server (set when it is sent).
+    seq: u64,
+    /// Time spent waiting for the user, which the timeout leaves out.
+    user_wait: Arc<UserWait>,
+}
+
+impl CallWatch {
+    fn new(
+        tool: &str,
+        call_id: &str,
+        sink: Option<ProgressSink>,
+        elicit: Option<ElicitationHandler>,
+    ) -> Self {
+        Self {
+            tool: tool.to_owned(),
+            call_id: call_id.to_owned(),
+            sink,
+            elicit,
+            request_id: RequestId::Number(0),
+            seq: 0,
+            user_wait: Arc::default(),
+        }
+    }
+}
+
+/// How long a call has been waiting for the user's answers.
+#[derive(Default)]
+struct UserWait {
+    state: StdMutex<UserWaitState>,
+}
+
+#[derive(Default)]
+struct UserWaitState {
+    open: u32,
+    since: Option<std::time::Instant>,
+    total: Duration,
+}
+
+/// One question to the user in progress; ends on drop.
+struct Waiting<'a>(&'a UserWait);
+
+impl UserWait {
+    fn begin(&self) -> Waiting<'_> {
+        if let Ok(mut state) = self.state.lock() {
+            state.open += 1;
+            if state.open == 1 {
+                state.since = Some(std::time::Instant::now());
+            }
+        }
+        Waiting(self)
+    }
+
+    /// Time spent waiting so far, and whether a question is open now.
+    fn paused(&self) -> (Duration, bool) {
+        match self.state.lock() {
+            Ok(state) => {
+                let running = state.since.map(|s| s.elapsed()).unwrap_or_default();
+                (state.total + running, state.open > 0)
+            }
+            Err(_) => (Duration::ZERO, false),
+        }
+    }
+
+    /// Resolves once the call has run for `limit`, not counting the time
+    /// spent waiting for the user.
+    async fn expired(&self, start: tokio::time::Instant, limit: Duration) {
+        loop {
+            let (paused, open) = self.paused();
+            if open {
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                continue;
+            }
+            let ran = start.elapsed().saturating_sub(paused);
+            if ran >= limit {
+                return;
+            }
+            tokio::time::sleep(limit - ran).await;
+        }
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut state) = self.0.state.lock() {
+            state.open = state.open.saturating_sub(1);
+            if state.open == 0
+                && let Some(since) = state.since.take()
+            {
+                state.total += since.elapsed();
+            }
+        }
+    }
 }
 
 /// Maps a call's progress token to its tool while it runs.

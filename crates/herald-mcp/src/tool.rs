@@ -4,10 +4,10 @@ use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
 use herald_protocol::ToolSpec;
-use herald_tools::{CallProgress, Tool, ToolContext, ToolResult};
+use herald_tools::{CallProgress, ElicitAnswer, Tool, ToolContext, ToolResult};
 
 use crate::hub::ServerHandle;
-use crate::server::{McpServer, McpToolInfo, ProgressSink};
+use crate::server::{ElicitationHandler, McpServer, McpToolInfo, ProgressSink};
 
 struct McpTool {
     server: Arc<ServerHandle>,
@@ -23,8 +23,9 @@ struct McpTool {
 /// One herald tool per tool of `server` (in [`McpServer::tools`] order):
 /// named `mcp__<server>__<tool>`, in toolset `mcp-<server>`, read-only when
 /// the server annotates it `readOnlyHint`. Calls go through
-/// [`McpServer::call_reporting`] with the context's call id and cancel
-/// token; progress goes to the context's observer.
+/// [`McpServer::call_watched`] with the context's call id and cancel
+/// token; progress goes to the context's observer, the server's requests
+/// for user input (elicitation) to the context's permission gate.
 pub fn mcp_tools(server: &Arc<McpServer>) -> Vec<Arc<dyn Tool>> {
     tools_of(
         &ServerHandle::ready(Arc::clone(server)),
@@ -61,6 +62,22 @@ pub(crate) fn tools_of(
             }) as Arc<dyn Tool>
         })
         .collect()
+}
+
+/// Puts the server's requests for input during this call to the context's
+/// permission gate (which asks the user, or declines when nobody can
+/// answer); without a gate they are declined.
+fn elicitation_handler(ctx: &ToolContext) -> ElicitationHandler {
+    let ctx = ctx.clone();
+    Arc::new(move |request| {
+        let ctx = ctx.clone();
+        Box::pin(async move {
+            match ctx.gate.clone() {
+                Some(gate) => gate.elicit(request, &ctx).await,
+                None => ElicitAnswer::decline(),
+            }
+        })
+    })
 }
 
 impl Tool for McpTool {
@@ -114,8 +131,16 @@ impl Tool for McpTool {
                     });
                 }) as ProgressSink
             });
+            let elicit = elicitation_handler(ctx);
             let result = server
-                .call_reporting(&ctx.call_id, &self.tool, args, &ctx.cancel, progress)
+                .call_watched(
+                    &ctx.call_id,
+                    &self.tool,
+                    args,
+                    &ctx.cancel,
+                    progress,
+                    Some(elicit),
+                )
                 .await;
             let images = result
                 .images

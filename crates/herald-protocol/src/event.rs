@@ -201,6 +201,28 @@ pub enum EventKind {
         decision: String,
         by: String,
     },
+    /// An MCP server asks the user for input during a tool call
+    /// (elicitation): `message` says what for, `schema` is the JSON schema
+    /// of the answer (an object of flat string, number, boolean and enum
+    /// properties). A front end answers with the `ElicitationAnswer`
+    /// operation naming `request_id`. The event's `agent_id` is the agent
+    /// whose call is waiting.
+    #[serde(rename = "elicitation.requested")]
+    ElicitationRequested {
+        request_id: String,
+        server: String,
+        message: String,
+        schema: serde_json::Value,
+    },
+    /// An elicitation was answered: `action` is `accept`, `decline` or
+    /// `cancel`; `by` says who (`user`, `headless` when nobody can answer,
+    /// `interrupt` when the turn was stopped).
+    #[serde(rename = "elicitation.resolved")]
+    ElicitationResolved {
+        request_id: String,
+        action: String,
+        by: String,
+    },
     /// A running tool reported progress (an MCP server's progress
     /// notification). Not stored: like `assistant.delta` it only matters
     /// while the call runs.

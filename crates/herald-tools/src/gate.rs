@@ -8,7 +8,7 @@ use std::sync::Arc;
 use futures_util::future::BoxFuture;
 use herald_sandbox::SandboxPolicy;
 
-use crate::{Tool, ToolContext};
+use crate::{ElicitAnswer, Elicitation, Tool, ToolContext};
 
 /// What the gate decided for one call.
 #[derive(Debug, Clone)]
@@ -30,4 +30,17 @@ pub trait PermissionGate: Send + Sync {
         args: &'a serde_json::Value,
         ctx: &'a ToolContext,
     ) -> BoxFuture<'a, GateOutcome>;
+
+    /// Puts a running call's request for input (an MCP server's
+    /// elicitation) to the user and waits for the answer; must give up
+    /// (cancel) when `ctx.cancel` fires. The default declines at once: a
+    /// gate that cannot reach a person has nobody to ask.
+    fn elicit<'a>(
+        &'a self,
+        request: Elicitation,
+        ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, ElicitAnswer> {
+        let _ = (request, ctx);
+        Box::pin(std::future::ready(ElicitAnswer::decline()))
+    }
 }

@@ -4,6 +4,7 @@
 
 pub mod builtin;
 mod context;
+mod elicit;
 mod gate;
 mod groups;
 mod leftovers;
@@ -15,6 +16,7 @@ mod validate;
 
 pub use builtin::{TEMP_FILE_MARKER, remove_stale_temp_files};
 pub use context::{AgentState, ToolContext};
+pub use elicit::{ElicitAction, ElicitAnswer, Elicitation};
 pub use gate::{GateOutcome, PermissionGate};
 pub use groups::{GroupGuard, ProcessJournal, kill_tracked_groups, track_group, tracked_groups};
 pub use leftovers::remove_dead_process_entries;
