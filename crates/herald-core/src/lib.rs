@@ -27,6 +27,7 @@ pub use config::{Config, ConfigError, Overrides, ProjectMcp, Settings};
 pub use delegation::{AgentScope, Delegation, DelegationSetup};
 pub use events::{EventFlusher, EventSink};
 pub use herald_llm::{LlmClient, ProviderKind, error_chain};
+pub use herald_tools::{ElicitAction, ElicitAnswer};
 pub use history::{
     Repair, answer_dangling_calls, apply_repairs, plan_repairs, restore_conversation,
 };
@@ -34,8 +35,8 @@ pub use lease::{LeaseError, LeaseWait, SessionLease};
 pub use mcp::{session_servers, start_mcp_hub};
 pub use orphans::{StoppedProcess, StoreProcessJournal, reap_orphans, remove_stale_temp_files};
 pub use permissions::{
-    ApprovalAnswer, ApprovalMode, PendingApproval, PermissionSetup, check_permission,
-    load_permission_setup, tool_sandbox,
+    ApprovalAnswer, ApprovalMode, PendingApproval, PendingElicitation, PermissionSetup,
+    check_permission, load_permission_setup, tool_sandbox,
 };
 pub use persist::{StoreGone, StoreHandle};
 pub use prompt::{

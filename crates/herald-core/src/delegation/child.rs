@@ -423,7 +423,10 @@ impl Delegation {
                 }
                 EventKind::AssistantMessage { .. } => progress.touch(),
                 // A human must see (and answer) what a subagent asks.
-                EventKind::ApprovalRequested { .. } | EventKind::ApprovalResolved { .. } => {
+                EventKind::ApprovalRequested { .. }
+                | EventKind::ApprovalResolved { .. }
+                | EventKind::ElicitationRequested { .. }
+                | EventKind::ElicitationResolved { .. } => {
                     out.emit(event.kind.clone());
                 }
                 _ => {}

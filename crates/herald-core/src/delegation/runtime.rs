@@ -157,7 +157,9 @@ impl Delegation {
     /// `awaiting_approval` while agent `id` waits for a human, else `running`.
     pub(crate) fn running_status(&self, id: &str) -> &'static str {
         match self.permissions.get() {
-            Some(p) if p.approvals.is_waiting(id) => "awaiting_approval",
+            Some(p) if p.approvals.is_waiting(id) || p.elicitations.is_waiting(id) => {
+                "awaiting_approval"
+            }
             _ => "running",
         }
     }

@@ -8,11 +8,12 @@ use futures_util::future::BoxFuture;
 use herald_permissions::{CallInfo, Decision, Mode, Policy, PolicyConfig, Verdict};
 use herald_protocol::EventKind;
 use herald_sandbox::{Redactor, SandboxPolicy};
-use herald_tools::{GateOutcome, PermissionGate, Tool, ToolContext};
+use herald_tools::{ElicitAnswer, Elicitation, GateOutcome, PermissionGate, Tool, ToolContext};
 
 use super::ApprovalMode;
 use super::approvals::{ApprovalAnswer, Approvals, PendingApproval};
 use super::audit::{Audit, Entry, summary};
+use super::elicitations::{Elicitations, PendingElicitation};
 use super::setup::{PermissionSetup, save_approved_rule, tool_sandbox};
 use crate::{EventSink, StoreHandle};
 
@@ -25,6 +26,8 @@ pub(crate) struct Permissions {
     /// Configured ask rules, which an approval never overrides.
     ask_rules: Vec<String>,
     pub(crate) approvals: Arc<Approvals>,
+    /// MCP servers' requests for user input waiting for an answer.
+    pub(crate) elicitations: Arc<Elicitations>,
     mode: ApprovalMode,
     approved_file: PathBuf,
     sandbox: SandboxPolicy,
@@ -103,6 +106,7 @@ impl Permissions {
             approved: RwLock::new(approved),
             ask_rules,
             approvals: Arc::new(Approvals::default()),
+            elicitations: Arc::new(Elicitations::default()),
             mode,
             approved_file: setup.approved_file,
             sandbox: setup.sandbox,
@@ -194,6 +198,14 @@ impl PermissionGate for AgentGate {
     ) -> BoxFuture<'a, GateOutcome> {
         Box::pin(self.decide(tool, args, ctx))
     }
+
+    fn elicit<'a>(
+        &'a self,
+        request: Elicitation,
+        ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, ElicitAnswer> {
+        Box::pin(self.ask_input(request, ctx))
+    }
 }
 
 impl AgentGate {
@@ -259,6 +271,51 @@ impl AgentGate {
         )
         .await;
         outcome
+    }
+
+    /// Puts an MCP server's request for input to the user: an
+    /// `elicitation.requested` event, then the front end's answer (or a
+    /// cancel when the turn is interrupted). A session nobody answers
+    /// (headless, `--yolo`) declines at once.
+    async fn ask_input(&self, request: Elicitation, ctx: &ToolContext) -> ElicitAnswer {
+        let p = &self.permissions;
+        let id = p.elicitations.next_id();
+        let requested = EventKind::ElicitationRequested {
+            request_id: id.clone(),
+            server: request.server.clone(),
+            message: request.message.clone(),
+            schema: request.schema.clone(),
+        };
+        let resolved = |answer: ElicitAnswer, by: &str| {
+            self.events.emit(EventKind::ElicitationResolved {
+                request_id: id.clone(),
+                action: answer.action.as_str().to_owned(),
+                by: by.to_owned(),
+            });
+            answer
+        };
+        if p.mode != ApprovalMode::Ask {
+            self.events.emit(requested);
+            return resolved(ElicitAnswer::decline(), "headless");
+        }
+        // Open before the event goes out, so an answer to it finds it.
+        let answer = p.elicitations.open(PendingElicitation {
+            request_id: id.clone(),
+            agent_id: self.events.agent_id().to_owned(),
+            server: request.server,
+            message: request.message,
+            schema: request.schema,
+        });
+        self.events.emit(requested);
+        let answer = tokio::select! {
+            answer = answer => answer.ok(),
+            () = ctx.cancel.cancelled() => None,
+        };
+        p.elicitations.close(&id);
+        match answer {
+            Some(answer) => resolved(answer, "user"),
+            None => resolved(ElicitAnswer::cancel(), "interrupt"),
+        }
     }
 
     /// Asks the front end and waits for the answer (or the interrupt).

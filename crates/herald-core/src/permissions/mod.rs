@@ -6,25 +6,32 @@
 
 mod approvals;
 mod audit;
+mod elicitations;
 mod gate;
 mod setup;
 
 pub use approvals::{ApprovalAnswer, PendingApproval};
+pub use elicitations::PendingElicitation;
 pub use setup::{PermissionSetup, load_permission_setup, tool_sandbox};
 
 pub(crate) use gate::Permissions;
 
-/// What happens to a call the policy says to ask about.
+/// What happens to a call the policy says to ask about, and to an MCP
+/// server's request for user input (elicitation) during a call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ApprovalMode {
     /// An `approval.requested` event; the call waits for the answer.
+    /// Elicitations are `elicitation.requested` events answered the same
+    /// way.
     Ask,
     /// Nobody can answer (`herald run`, chat completions): the call is
-    /// denied with a result that says how a user could allow it.
+    /// denied with a result that says how a user could allow it;
+    /// elicitations are declined at once (`by: "headless"`).
     #[default]
     Headless,
     /// `--yolo`: asks are allowed without a prompt (the floor and deny
-    /// rules still hold).
+    /// rules still hold); elicitations are declined as in `Headless`
+    /// (nobody is asked anything).
     Yolo,
 }
 

@@ -155,6 +155,15 @@ pub enum Op {
         decision: String,
         message: Option<String>,
     },
+    /// Answers the elicitation `request_id` (an `elicitation.requested`
+    /// event: an MCP server asks the user for input during a tool call):
+    /// `accept` with `content` (an object fitting the event's schema),
+    /// `decline` or `cancel`.
+    ElicitationAnswer {
+        request_id: String,
+        action: String,
+        content: Option<serde_json::Value>,
+    },
     /// Ends the session: background agents are suspended (a resume
     /// restarts them), the session is marked ended and its lease released.
     Shutdown,
@@ -452,6 +461,34 @@ impl Session {
         self.shared.permissions.approvals.pending()
     }
 
+    /// Answers the elicitation `request_id`. An accepted answer whose
+    /// content does not fit the request's schema is refused
+    /// ([`RuntimeError::Invalid`]) and the request stays open.
+    pub fn answer_elicitation(
+        &self,
+        request_id: &str,
+        answer: crate::ElicitAnswer,
+    ) -> Result<(), RuntimeError> {
+        let elicitations = &self.shared.permissions.elicitations;
+        if !elicitations
+            .pending()
+            .iter()
+            .any(|p| p.request_id == request_id)
+        {
+            return elicitations
+                .answer(request_id, answer)
+                .map_err(RuntimeError::UnknownRequest);
+        }
+        elicitations
+            .answer(request_id, answer)
+            .map_err(RuntimeError::Invalid)
+    }
+
+    /// The elicitations waiting for an answer, oldest first.
+    pub fn pending_elicitations(&self) -> Vec<crate::PendingElicitation> {
+        self.shared.permissions.elicitations.pending()
+    }
+
     /// The permission mode the session applies.
     pub fn permission_mode(&self) -> herald_permissions::Mode {
         self.shared.permissions.mode()
@@ -488,6 +525,14 @@ impl Session {
                 let answer = crate::ApprovalAnswer::parse(&decision, message)
                     .map_err(RuntimeError::Invalid)?;
                 self.answer_approval(&request_id, answer)
+            }
+            Op::ElicitationAnswer {
+                request_id,
+                action,
+                content,
+            } => {
+                let action = crate::ElicitAction::parse(&action).map_err(RuntimeError::Invalid)?;
+                self.answer_elicitation(&request_id, crate::ElicitAnswer { action, content })
             }
             Op::Shutdown => {
                 self.shutdown().await;
