@@ -7,6 +7,7 @@
 mod child;
 mod delegation_bench;
 mod exec;
+mod mcp_bench;
 mod permissions_bench;
 mod prompt;
 mod serve_bench;
@@ -178,7 +179,7 @@ pub(crate) fn ms(d: Duration) -> f64 {
 }
 
 fn main() -> Result<()> {
-    // `herald-bench store|agent|prompt|delegation|serve|...` runs one part; default all.
+    // `herald-bench store|agent|prompt|delegation|serve|permissions|mcp` runs one part; default all.
     let part = std::env::args().nth(1).unwrap_or_default();
     println!("| measure | target | result |");
     println!("|---|---|---|");
@@ -202,6 +203,9 @@ fn main() -> Result<()> {
     }
     if part.is_empty() || part == "permissions" {
         permissions_bench::run()?;
+    }
+    if part.is_empty() || part == "mcp" {
+        mcp_bench::run(&herald_binary()?)?;
     }
     Ok(())
 }

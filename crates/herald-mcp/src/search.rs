@@ -130,7 +130,7 @@ impl McpSearch {
             .collect();
         // Best first; ties keep name order (the catalog's), so the same
         // query always gives the same answer.
-        ranked.sort_by(|a, b| b.0.cmp(&a.0));
+        ranked.sort_by_key(|(score, _)| std::cmp::Reverse(*score));
         if ranked.is_empty() {
             let servers: std::collections::BTreeSet<&str> = self
                 .catalog
@@ -261,7 +261,7 @@ mod tests {
             catalog: Arc::new(catalog),
         };
         let ctx = ToolContext::new(
-            Arc::new(herald_tools::AgentState::default()),
+            herald_tools::AgentState::new(std::env::temp_dir()),
             tokio_util::sync::CancellationToken::new(),
         );
         let out = search.run(&json!({"query": "issue"}), &ctx);
