@@ -231,11 +231,14 @@ async fn subagents_and_execute_code_share_the_servers_of_the_session() {
     assert!(output.status.success(), "{}", stderr(&output));
     assert_eq!(last(&events)["final_response"], "all done", "{events:?}");
 
-    // The child was given only the ev server's toolset.
+    // The child was given only the ev server's toolset (with the
+    // resource tools of toolset `mcp`, which reach only `ev` for it).
     let child = h.requests_of("child echo");
     let names = tool_names(&child[0].body);
     assert!(
-        names.iter().all(|n| n.starts_with("mcp__ev__")),
+        names.iter().all(|n| n.starts_with("mcp__ev__")
+            || n == "mcp_list_resources"
+            || n == "mcp_read_resource"),
         "{names:?}"
     );
     let child_results = tool_results(&child.last().unwrap().body);
@@ -610,4 +613,61 @@ async fn doctor_checks_each_server() {
         Some(1),
         "a failing server fails the doctor"
     );
+}
+
+/// Pids of processes whose environment holds `marker`.
+fn processes_with_env(marker: &str) -> Vec<i32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        if let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ"))
+            && String::from_utf8_lossy(&environ).contains(marker)
+        {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn killing_herald_during_a_long_mcp_call_leaves_no_server_behind() {
+    let marker = format!("HERALD_MCP_KILL_{}", std::process::id());
+    let h = Harness::new(Script::new().conversation(
+        "long mcp call",
+        vec![
+            Reply::tool(
+                "mcp__ev__trigger-long-running-operation",
+                json!({"duration": 60, "steps": 60}),
+            ),
+            Reply::text("never"),
+        ],
+    ))
+    .await;
+    h.config(&format!(
+        "[mcp_servers.ev]\ncommand = \"node\"\nargs = [{}, \"stdio\"]\nenv = {{ {marker} = \"1\" }}\n\n[permissions]\nallow = [\"mcp__ev__*\"]\n",
+        toml_str(&server_js("server-everything"))
+    ));
+    for signal in [
+        nix::sys::signal::Signal::SIGKILL,
+        nix::sys::signal::Signal::SIGTERM,
+    ] {
+        let run = common::LiveRun::until(&h, Wire::OpenAi, "long mcp call", "tool.progress").await;
+        let servers = processes_with_env(&marker);
+        assert_eq!(servers.len(), 1, "{servers:?}");
+        let pid = run.child.id().unwrap() as i32;
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), signal).unwrap();
+        let _ = run.finish().await;
+        herald_testkit::assert_gone_within(
+            &servers,
+            &format!("the MCP server after herald got {signal}"),
+            std::time::Duration::from_secs(5),
+        )
+        .await;
+    }
 }
