@@ -297,7 +297,8 @@ impl McpHub {
         }
         // mcp_list_resources / mcp_read_resource: offered whenever a server
         // is configured, so the list depends only on the configuration.
-        tools.extend(crate::resources::resource_tools(&self.handles));
+        let with_tools = tools.iter().map(|t| t.toolset()).collect();
+        tools.extend(crate::resources::resource_tools(&self.handles, with_tools));
         tools.sort_by(|a, b| a.spec().name.cmp(&b.spec().name));
         SessionTools {
             tools,

@@ -4,6 +4,7 @@
 //! are offered whenever a server is configured, whatever its state, so a
 //! session's tool list depends only on the configuration.
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
@@ -24,21 +25,68 @@ const MAX_LISTED: usize = 200;
 /// Characters of a description kept in a listing line.
 const DESCRIPTION_CHARS: usize = 200;
 
+/// The servers the two tools reach.
+struct Servers {
+    /// Every enabled server, in name order.
+    all: Vec<Arc<ServerHandle>>,
+    /// Toolsets (`mcp-<server>`) that have tools in this session.
+    with_tools: BTreeSet<&'static str>,
+}
+
+impl Servers {
+    /// The servers the calling agent may reach: those whose toolset its
+    /// registry has (a subagent given `mcp-ev` reaches `ev` only), and
+    /// those that have no tools in the session (nothing to scope them by).
+    fn visible(&self, ctx: &ToolContext) -> Vec<&Arc<ServerHandle>> {
+        let toolsets = ctx.registry.as_ref().map(|r| r.toolsets());
+        self.all
+            .iter()
+            .filter(|s| {
+                !self.with_tools.contains(s.toolset())
+                    || toolsets.as_ref().is_none_or(|t| t.contains(s.toolset()))
+            })
+            .collect()
+    }
+
+    /// The visible server `name`, or an error naming the visible ones.
+    fn find(&self, name: &str, ctx: &ToolContext) -> Result<Arc<ServerHandle>, String> {
+        let visible = self.visible(ctx);
+        visible
+            .iter()
+            .find(|s| s.name() == name)
+            .map(|s| Arc::clone(s))
+            .ok_or_else(|| {
+                let names: Vec<&str> = visible.iter().map(|s| s.name()).collect();
+                format!(
+                    "no MCP server `{name}` in this session; the servers are: {}",
+                    if names.is_empty() {
+                        "(none available to you)".to_owned()
+                    } else {
+                        names.join(", ")
+                    }
+                )
+            })
+    }
+}
+
 /// `mcp_list_resources`.
 struct ListResources {
     spec: ToolSpec,
-    servers: Arc<Vec<Arc<ServerHandle>>>,
+    servers: Arc<Servers>,
 }
 
 /// `mcp_read_resource`.
 struct ReadResource {
     spec: ToolSpec,
-    servers: Arc<Vec<Arc<ServerHandle>>>,
+    servers: Arc<Servers>,
 }
 
-/// The two tools for `servers` (the enabled servers, in name order); none
-/// without servers.
-pub(crate) fn resource_tools(servers: &[Arc<ServerHandle>]) -> Vec<Arc<dyn Tool>> {
+/// The two tools for `servers` (the enabled servers, in name order), given
+/// the toolsets that have tools in the session; none without servers.
+pub(crate) fn resource_tools(
+    servers: &[Arc<ServerHandle>],
+    with_tools: BTreeSet<&'static str>,
+) -> Vec<Arc<dyn Tool>> {
     if servers.is_empty() {
         return Vec::new();
     }
@@ -47,7 +95,10 @@ pub(crate) fn resource_tools(servers: &[Arc<ServerHandle>]) -> Vec<Arc<dyn Tool>
         .map(|s| s.name())
         .collect::<Vec<_>>()
         .join(", ");
-    let servers = Arc::new(servers.to_vec());
+    let servers = Arc::new(Servers {
+        all: servers.to_vec(),
+        with_tools,
+    });
     let list = ListResources {
         spec: ToolSpec {
             name: "mcp_list_resources".to_owned(),
@@ -84,23 +135,6 @@ pub(crate) fn resource_tools(servers: &[Arc<ServerHandle>]) -> Vec<Arc<dyn Tool>
         servers,
     };
     vec![Arc::new(list), Arc::new(read)]
-}
-
-fn server_names(servers: &[Arc<ServerHandle>]) -> String {
-    servers
-        .iter()
-        .map(|s| s.name())
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
-fn find<'a>(servers: &'a [Arc<ServerHandle>], name: &str) -> Result<&'a Arc<ServerHandle>, String> {
-    servers.iter().find(|s| s.name() == name).ok_or_else(|| {
-        format!(
-            "no MCP server `{name}` in this session; the servers are: {}",
-            server_names(servers)
-        )
-    })
 }
 
 /// The live server behind `handle`, waiting while it starts (until the
@@ -167,13 +201,16 @@ fn push_listing(out: &mut String, items: &[Value], uri_key: &str) {
 impl ListResources {
     async fn run(&self, args: &Value, ctx: &ToolContext) -> ToolResult {
         let only = args.get("server").and_then(Value::as_str).map(str::trim);
-        let selected: Vec<&Arc<ServerHandle>> = match only.filter(|s| !s.is_empty()) {
-            Some(name) => match find(&self.servers, name) {
+        let selected: Vec<Arc<ServerHandle>> = match only.filter(|s| !s.is_empty()) {
+            Some(name) => match self.servers.find(name, ctx) {
                 Ok(handle) => vec![handle],
                 Err(message) => return ToolResult::error(message),
             },
-            None => self.servers.iter().collect(),
+            None => self.servers.visible(ctx).into_iter().cloned().collect(),
         };
+        if selected.is_empty() {
+            return ToolResult::error("no MCP server is available to you in this session");
+        }
         let mut out = String::new();
         let mut failures = 0;
         for handle in &selected {
@@ -244,11 +281,11 @@ impl ReadResource {
                 "mcp_read_resource needs `server` and `uri`; find them with mcp_list_resources",
             );
         };
-        let handle = match find(&self.servers, name) {
+        let handle = match self.servers.find(name, ctx) {
             Ok(handle) => handle,
             Err(message) => return ToolResult::error(message),
         };
-        let server = match live(handle, ctx).await {
+        let server = match live(&handle, ctx).await {
             Ok(server) => server,
             Err(reason) => {
                 return ToolResult::error(format!(

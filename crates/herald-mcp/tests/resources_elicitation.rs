@@ -205,6 +205,60 @@ async fn unknown_servers_and_uris_are_error_results_that_say_what_to_do() {
 }
 
 #[tokio::test]
+async fn an_agent_given_one_servers_toolset_reaches_only_that_servers_resources() {
+    let servers = BTreeMap::from([
+        ("ev".to_owned(), common::everything()),
+        ("other".to_owned(), common::everything()),
+    ]);
+    let hub = McpHub::start(&servers, &EnvFilter::default(), None);
+    let tools = hub.session_tools(None).await.tools;
+    // A subagent given toolsets `mcp-ev` and `mcp` (as delegation does).
+    let mut registry = herald_tools::ToolRegistry::new(50_000);
+    for tool in &tools {
+        if tool.toolset() == "mcp-ev" || tool.toolset() == "mcp" {
+            registry.register(Arc::clone(tool));
+        }
+    }
+    let child = ctx().with_call("c1", Arc::new(registry));
+    let read = tool(&tools, "mcp_read_resource");
+    let hidden = read
+        .call(
+            json!({"server": "other", "uri": "demo://resource/dynamic/text/1"}),
+            &child,
+        )
+        .await;
+    assert!(hidden.is_error);
+    assert_eq!(
+        hidden.content,
+        "no MCP server `other` in this session; the servers are: ev"
+    );
+    let own = read
+        .call(
+            json!({"server": "ev", "uri": "demo://resource/dynamic/text/1"}),
+            &child,
+        )
+        .await;
+    assert!(!own.is_error, "{}", own.content);
+    let listing = tool(&tools, "mcp_list_resources")
+        .call(json!({}), &child)
+        .await;
+    assert!(
+        listing.content.starts_with("MCP server `ev`: "),
+        "{}",
+        listing.content
+    );
+    assert!(!listing.content.contains("`other`"), "{}", listing.content);
+    // The root agent (no narrowed registry) reaches both.
+    let root = call(tool(&tools, "mcp_list_resources"), json!({})).await;
+    assert!(
+        root.content.contains("MCP server `other`: "),
+        "{}",
+        root.content
+    );
+    hub.shutdown().await;
+}
+
+#[tokio::test]
 async fn a_server_that_failed_to_start_keeps_the_tools_and_is_reported_unavailable() {
     let mut broken = common::everything();
     broken.command = Some("/nonexistent/herald-test-node".to_owned());
