@@ -6,6 +6,7 @@ mod approval_prompt;
 mod args;
 mod config_cmd;
 mod doctor;
+mod elicit_prompt;
 mod events_view;
 mod logging;
 mod mcp_cmd;

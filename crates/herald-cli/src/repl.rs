@@ -1,7 +1,8 @@
 //! `herald` with no arguments: a line-based interactive loop over one
 //! session. A thin front end over the session runtime: lines become turns
 //! and operations, events are rendered, and the runtime's questions
-//! (`clarify.requested`) are put to the person at the terminal.
+//! (`clarify.requested`, `approval.requested`, `elicitation.requested`)
+//! are put to the person at the terminal.
 
 use herald_core::ExitReason;
 use herald_core::runtime::{Session, Subscription, TurnResult};
@@ -13,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 use crate::args::CommonArgs;
 use crate::render::{Mode, Renderer};
 use crate::setup::SessionShape;
-use crate::{CliError, Exit, approval_prompt, setup, signals};
+use crate::{CliError, Exit, approval_prompt, elicit_prompt, setup, signals};
 
 const HELP: &str = "Type a request and press Enter. Commands: /help, /agents (subagents of this session), /compress (summarise older turns now), /exit (or Ctrl-D). Ctrl-C interrupts a running turn.";
 
@@ -60,12 +61,20 @@ pub(crate) async fn interactive(common: &CommonArgs) -> Result<Exit, CliError> {
             () = terminate.cancelled() => break stop.exit(),
             event = questions.next() => {
                 // A background agent may ask for approval between turns.
-                if let Some(event) = event
-                    && let Some(prompt) = approval_prompt::render(&event)
+                if let Some(event) = &event
+                    && let Some(prompt) = approval_prompt::render(event)
                     && let EventKind::ApprovalRequested { request_id, .. } = &event.kind
                 {
                     eprint!("{prompt}");
                     approval_prompt::answer(&session, request_id, &mut lines).await;
+                }
+                // Or an MCP server called by a background agent asks for input.
+                if let Some(event) = &event
+                    && let Some(prompt) = elicit_prompt::render(event)
+                    && let EventKind::ElicitationRequested { request_id, schema, .. } = &event.kind
+                {
+                    eprint!("{prompt}");
+                    elicit_prompt::answer(&session, request_id, schema, &mut lines).await;
                 }
                 continue;
             }
@@ -172,6 +181,21 @@ async fn run_turn(
                     }
                     let answered = tokio::select! {
                         answered = approval_prompt::answer(session, request_id, lines) => answered,
+                        _ = tokio::signal::ctrl_c() => {
+                            session.interrupt();
+                            false
+                        }
+                    };
+                    if !answered {
+                        session.interrupt();
+                    }
+                }
+                if let EventKind::ElicitationRequested { request_id, schema, .. } = &event.kind {
+                    if let Some(prompt) = elicit_prompt::render(&event) {
+                        eprint!("{prompt}");
+                    }
+                    let answered = tokio::select! {
+                        answered = elicit_prompt::answer(session, request_id, schema, lines) => answered,
                         _ = tokio::signal::ctrl_c() => {
                             session.interrupt();
                             false

@@ -140,3 +140,79 @@ async fn a_headless_run_declines_a_servers_request_for_input() {
         results[0]
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_interactive_loop_fills_in_a_servers_form_field_by_field() {
+    use std::process::Stdio;
+    use tokio::io::AsyncWriteExt;
+
+    let prompt = "fill in the form";
+    let h = Harness::new(Script::new().conversation(
+        prompt,
+        vec![
+            Reply::tool("mcp__ev__trigger-elicitation-request", json!({})),
+            Reply::text("thanks"),
+        ],
+    ))
+    .await;
+    let mut config = everything_config();
+    config.push_str("\n[permissions]\nallow = [\"mcp__ev__*\"]\n");
+    h.config(&config);
+    let mut cmd = h.command(Wire::OpenAi);
+    cmd.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    // The request, "fill in", then the 13 fields in the schema's order
+    // (alphabetical): birthdate, check, email, firstLine, homepage,
+    // integer, legacyTitledEnum, name, number, titledMultipleSelectEnum,
+    // titledSingleSelectEnum, untitledMultipleSelectEnum,
+    // untitledSingleSelectEnum. Empty lines keep defaults or skip.
+    let input = "please fill in the form\ny\n\ny\n\n\n\n7\n2\nAda Lovelace\n\n1,3\n2\n\nJoey\n";
+    stdin.write_all(input.as_bytes()).await.unwrap();
+    drop(stdin);
+    let output = tokio::time::timeout(std::time::Duration::from_secs(60), child.wait_with_output())
+        .await
+        .expect("the interactive session did not finish")
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let shown = stderr(&output);
+    assert!(
+        shown.contains("? MCP server `ev` asks: Please provide inputs for the following fields:"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("  String (required): Your full, legal name\n"),
+        "{shown}"
+    );
+    assert!(shown.contains("    3. Wonder Woman\n"), "{shown}");
+
+    let requests = h.requests_of(prompt);
+    let results = tool_results(&requests.last().unwrap().body);
+    assert_eq!(results.len(), 1, "{results:?}");
+    let result = &results[0];
+    for line in [
+        "User provided the requested information",
+        "- Name: Ada Lovelace",
+        "- Agreed to terms: true",
+        "- Favorite Integer: 7",
+        // Kept defaults.
+        "- Favorite Number: 3.14",
+        "\"firstLine\": \"It was a dark and stormy night.\"",
+        // Choices by number and by value.
+        "\"legacyTitledEnum\": \"pet-2\"",
+        "\"titledSingleSelectEnum\": \"hero-2\"",
+        "\"untitledSingleSelectEnum\": \"Joey\"",
+    ] {
+        assert!(result.contains(line), "{line}: {result}");
+    }
+    assert!(
+        result.contains(
+            "\"titledMultipleSelectEnum\": [\n      \"fish-1\",\n      \"fish-3\"\n    ]"
+        ),
+        "{result}"
+    );
+    // Skipped optional fields are left out.
+    assert!(!result.contains("\"email\""), "{result}");
+}
