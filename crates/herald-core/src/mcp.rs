@@ -34,19 +34,25 @@ pub fn session_servers(settings: &Settings) -> BTreeMap<String, McpServerConfig>
 /// reports that error itself).
 pub fn start_mcp_hub(settings: &Settings) -> Arc<McpHub> {
     match crate::load_permission_setup(settings) {
-        Ok(setup) => start_hub(settings, &setup.env),
+        Ok(setup) => start_hub(settings, &setup.env, false),
         Err(_) => McpHub::empty(),
     }
 }
 
 /// Starts the session's servers in the background, with the tool cache of
-/// `$HERALD_HOME`.
-pub(crate) fn start_hub(settings: &Settings, env: &EnvFilter) -> Arc<McpHub> {
+/// `$HERALD_HOME`; `deferred` holds them until `McpHub::release` (or until
+/// something has to wait for one).
+pub(crate) fn start_hub(settings: &Settings, env: &EnvFilter, deferred: bool) -> Arc<McpHub> {
     let servers = session_servers(settings);
     if servers.values().all(|s| !s.enabled) {
         return McpHub::empty();
     }
-    McpHub::start(&servers, env, Some(ToolCache::in_home(&settings.home)))
+    let cache = Some(ToolCache::in_home(&settings.home));
+    if deferred {
+        McpHub::start_deferred(&servers, env, cache)
+    } else {
+        McpHub::start(&servers, env, cache)
+    }
 }
 
 /// Tokens the MCP tool schemas may take before `mcp_search` replaces

@@ -47,8 +47,9 @@ pub struct ServerHandle {
     toolset: &'static str,
     config: McpServerConfig,
     fingerprint: String,
-    /// When the server must be up (start + `startup_timeout_sec`).
-    deadline: Instant,
+    /// When the servers of its hub were launched; the server must be up
+    /// `startup_timeout_sec` later.
+    launch: Arc<Launch>,
     state: watch::Receiver<ServerState>,
 }
 
@@ -62,7 +63,7 @@ impl ServerHandle {
             toolset: server.toolset(),
             fingerprint: fingerprint(&config),
             config,
-            deadline: Instant::now(),
+            launch: Launch::now(),
             state,
         })
     }
@@ -89,10 +90,24 @@ impl ServerHandle {
 
     /// Waits until the server is up or has failed, but not past its
     /// startup deadline (plus a little for its own timeout to report).
+    /// Waiting starts a server its hub deferred.
     pub async fn settled(&self) -> ServerState {
+        self.settle(true).await
+    }
+
+    async fn settle(&self, launch: bool) -> ServerState {
+        let launched_at = if launch {
+            self.launch.release()
+        } else {
+            match self.launch.launched().await {
+                Some(at) => at,
+                None => return self.state(),
+            }
+        };
         let mut state = self.state.clone();
         let settled = state.wait_for(|s| !matches!(s, ServerState::Starting));
-        match tokio::time::timeout_at(self.deadline + SETTLE_GRACE, settled).await {
+        let deadline = launched_at + Duration::from_secs(self.config.startup_timeout_sec);
+        match tokio::time::timeout_at(deadline + SETTLE_GRACE, settled).await {
             Ok(Ok(found)) => found.clone(),
             // The sender is gone (the process is shutting down) or time is up.
             _ => self.state(),
@@ -176,7 +191,7 @@ impl PendingServer {
             tools: self.listed.len(),
             message,
         };
-        match handle.settled().await {
+        match handle.settle(false).await {
             ServerState::Ready(server) if server.tools() == self.listed.as_slice() => {
                 report(ServerStatus::Ready, None)
             }
@@ -225,10 +240,68 @@ pub struct SessionTools {
 }
 
 /// The MCP servers of one process.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct McpHub {
     handles: Vec<Arc<ServerHandle>>,
     cached: BTreeMap<String, CachedServer>,
+    launch: Arc<Launch>,
+}
+
+/// When a hub's servers may start: at once, or once released.
+#[derive(Debug)]
+struct Launch {
+    go: watch::Sender<bool>,
+    at: std::sync::Mutex<Instant>,
+}
+
+impl Launch {
+    /// Launched now.
+    fn now() -> Arc<Self> {
+        Self::new(true)
+    }
+
+    fn new(launched: bool) -> Arc<Self> {
+        Arc::new(Self {
+            go: watch::channel(launched).0,
+            at: std::sync::Mutex::new(Instant::now()),
+        })
+    }
+
+    /// Waits for the launch (without causing it) and returns when it
+    /// happened; `None` when the hub is gone first.
+    async fn launched(&self) -> Option<Instant> {
+        let mut go = self.go.subscribe();
+        go.wait_for(|go| *go).await.ok()?;
+        Some(
+            *self
+                .at
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        )
+    }
+
+    /// Launches (if not yet) and returns when that happened.
+    fn release(&self) -> Instant {
+        let mut at = self
+            .at
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if !*self.go.borrow() {
+            *at = Instant::now();
+            self.go.send_replace(true);
+        }
+        *at
+    }
+}
+
+impl Default for McpHub {
+    fn default() -> Self {
+        Self {
+            handles: Vec::new(),
+            cached: BTreeMap::new(),
+            launch: Launch::now(),
+        }
+    }
 }
 
 impl McpHub {
@@ -247,14 +320,47 @@ impl McpHub {
         env: &EnvFilter,
         cache: Option<ToolCache>,
     ) -> Arc<Self> {
+        Self::start_with(servers, env, cache, true)
+    }
+
+    /// [`McpHub::start`], except that no server process is started until
+    /// [`McpHub::release`], a session that has to wait for a server (no
+    /// usable cached tool list), or a call needing one. A one-shot run uses
+    /// it to send its first model request before three `node` processes
+    /// compete with it for the CPU; the servers then start while the model
+    /// thinks.
+    pub fn start_deferred(
+        servers: &BTreeMap<String, McpServerConfig>,
+        env: &EnvFilter,
+        cache: Option<ToolCache>,
+    ) -> Arc<Self> {
+        Self::start_with(servers, env, cache, false)
+    }
+
+    fn start_with(
+        servers: &BTreeMap<String, McpServerConfig>,
+        env: &EnvFilter,
+        cache: Option<ToolCache>,
+        launched: bool,
+    ) -> Arc<Self> {
         let cache = cache.map(Arc::new);
         let cached = cache.as_ref().map(|c| c.load()).unwrap_or_default();
+        let launch = Launch::new(launched);
         let handles = servers
             .iter()
             .filter(|(_, config)| config.enabled)
-            .map(|(name, config)| spawn_server(name, config, env, cache.clone()))
+            .map(|(name, config)| spawn_server(name, config, env, cache.clone(), &launch))
             .collect();
-        Arc::new(Self { handles, cached })
+        Arc::new(Self {
+            handles,
+            cached,
+            launch,
+        })
+    }
+
+    /// Starts the servers of a deferred hub (nothing when they started).
+    pub fn release(&self) {
+        self.launch.release();
     }
 
     /// Every started server, in name order.
@@ -267,6 +373,16 @@ impl McpHub {
     /// they are not listed one by one: `mcp_search` finds them and
     /// `mcp_call` runs them.
     pub async fn session_tools(&self, schema_budget: Option<usize>) -> SessionTools {
+        // A server without a usable cached list is waited for: start them.
+        if self.handles.iter().any(|h| {
+            matches!(h.state(), ServerState::Starting)
+                && self
+                    .cached
+                    .get(&h.name)
+                    .is_none_or(|c| c.fingerprint != h.fingerprint)
+        }) {
+            self.release();
+        }
         let picks = futures_util::future::join_all(self.handles.iter().map(|h| self.pick(h))).await;
         let schema_tokens: usize = picks
             .iter()
@@ -388,6 +504,7 @@ fn spawn_server(
     config: &McpServerConfig,
     env: &EnvFilter,
     cache: Option<Arc<ToolCache>>,
+    launch: &Arc<Launch>,
 ) -> Arc<ServerHandle> {
     let (tx, rx) = watch::channel(ServerState::Starting);
     let handle = Arc::new(ServerHandle {
@@ -395,12 +512,17 @@ fn spawn_server(
         toolset: toolset_name(name),
         config: config.clone(),
         fingerprint: fingerprint(config),
-        deadline: Instant::now() + Duration::from_secs(config.startup_timeout_sec),
+        launch: Arc::clone(launch),
         state: rx,
     });
     let (name, config, env) = (name.to_owned(), config.clone(), env.clone());
     let fingerprint = handle.fingerprint.clone();
+    let mut go = launch.go.subscribe();
     tokio::spawn(async move {
+        if go.wait_for(|go| *go).await.is_err() {
+            // The hub is gone before it launched anything.
+            return;
+        }
         let state = match McpServer::connect(&name, &config, &env).await {
             Ok(server) => {
                 if let Some(cache) = cache {

@@ -84,6 +84,10 @@ async fn run_turn(
     one_shot: bool,
 ) -> TurnResult {
     let started = Instant::now();
+    if let Some(hub) = &shared.own_mcp {
+        // A one-shot run defers its servers to here (see `open_session`).
+        hub.release();
+    }
     let outcome = agent.run_turn(text, cancel).await;
     let status = match outcome.exit_reason {
         ExitReason::Completed | ExitReason::MaxIterations => RunStatus::Completed,

@@ -121,7 +121,10 @@ pub async fn open_session(mut options: SessionOptions) -> Result<Session, Runtim
     let (mcp, own_mcp) = match shared_mcp {
         Some(hub) => (hub, None),
         None => {
-            let hub = crate::mcp::start_hub(settings, &tool_env);
+            // A one-shot run starts its servers when its turn starts: the
+            // session is built without `node` processes competing for the
+            // CPU (with cached tool lists nothing waits for them here).
+            let hub = crate::mcp::start_hub(settings, &tool_env, options.one_shot);
             (Arc::clone(&hub), Some(hub))
         }
     };
