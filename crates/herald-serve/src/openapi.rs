@@ -28,6 +28,8 @@ use crate::{api, error, openai};
         api::control::clarify,
         api::control::approvals,
         api::control::approve,
+        api::control::elicitations,
+        api::control::answer_elicitation,
         api::control::agents,
         api::control::cancel_agent,
         document,
@@ -50,6 +52,8 @@ use crate::{api, error, openai};
         api::control::ClarifyAnswer,
         api::control::ApprovalDecision,
         api::control::ApprovalList,
+        api::control::ElicitationAnswer,
+        api::control::ElicitationList,
         api::control::AgentList,
         api::control::Done,
     )),
@@ -59,7 +63,7 @@ use crate::{api, error, openai};
         (name = "sessions", description = "stored and open sessions"),
         (name = "turns", description = "running turns"),
         (name = "events", description = "a session's event stream"),
-        (name = "control", description = "interrupt, clarify, approvals, subagents"),
+        (name = "control", description = "interrupt, clarify, approvals, elicitations, subagents"),
         (name = "meta", description = "this document")
     )
 )]

@@ -41,6 +41,14 @@ pub(crate) fn router(state: Arc<AppState>) -> Router {
             "/api/sessions/{id}/approvals/{request_id}",
             post(api::control::approve),
         )
+        .route(
+            "/api/sessions/{id}/elicitations",
+            get(api::control::elicitations),
+        )
+        .route(
+            "/api/sessions/{id}/elicitations/{request_id}",
+            post(api::control::answer_elicitation),
+        )
         .route("/api/sessions/{id}/agents", get(api::control::agents))
         .route(
             "/api/sessions/{id}/agents/{agent_id}/cancel",

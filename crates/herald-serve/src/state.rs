@@ -57,6 +57,7 @@ impl OpenSession {
         !self.session.is_busy()
             && self.session.open_questions().is_empty()
             && self.session.pending_approvals().is_empty()
+            && self.session.pending_elicitations().is_empty()
             && self
                 .session
                 .agents()

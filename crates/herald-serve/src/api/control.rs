@@ -1,5 +1,6 @@
 //! Acting on a running session: interrupt its turn, answer a clarify
-//! question, list and cancel its subagents. These act on sessions open in
+//! question, an approval request or an MCP server's elicitation, list and
+//! cancel its subagents. These act on sessions open in
 //! this server; a stored session that is not open has no turn, question or
 //! running agent.
 
@@ -49,6 +50,27 @@ pub struct ApprovalList {
     /// allow_rule`, oldest first.
     #[schema(value_type = Vec<Object>)]
     pub approvals: Vec<herald_core::PendingApproval>,
+}
+
+/// An answer to an MCP server's request for user input (elicitation).
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ElicitationAnswer {
+    /// `accept` (with `content`), `decline` or `cancel`.
+    pub action: String,
+    /// With `accept`: an object fitting the request's `schema`.
+    #[serde(default)]
+    #[schema(value_type = Option<Object>)]
+    pub content: Option<Value>,
+}
+
+/// The elicitations a session waits on.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ElicitationList {
+    /// Each with `request_id, agent_id, server, message, schema`, oldest
+    /// first.
+    #[schema(value_type = Vec<Object>)]
+    pub elicitations: Vec<herald_core::PendingElicitation>,
 }
 
 /// The subagents of a session.
@@ -185,6 +207,69 @@ pub(crate) async fn approve(
             request_id,
             decision: body.decision,
             message: body.message,
+        })
+        .await?;
+    Ok(Json(Done { ok: true }))
+}
+
+/// The elicitations waiting for an answer (`elicitation.requested` events
+/// not yet answered); empty for a session not open here.
+#[utoipa::path(
+    get,
+    path = "/api/sessions/{id}/elicitations",
+    tag = "control",
+    params(("id" = String, Path, description = "session id")),
+    responses(
+        (status = 200, description = "the waiting requests", body = ElicitationList),
+        (status = 404, description = "no such session", body = ErrorBody)
+    ),
+    security(("bearer" = []))
+)]
+pub(crate) async fn elicitations(
+    State(state): State<Arc<AppState>>,
+    Path(id): Path<String>,
+) -> Result<Json<ElicitationList>, ApiError> {
+    let session = open_or_stored(&state, &id).await?;
+    Ok(Json(ElicitationList {
+        elicitations: session
+            .map(|s| s.pending_elicitations())
+            .unwrap_or_default(),
+    }))
+}
+
+/// Answers the elicitation `request_id`.
+#[utoipa::path(
+    post,
+    path = "/api/sessions/{id}/elicitations/{request_id}",
+    tag = "control",
+    params(
+        ("id" = String, Path, description = "session id"),
+        ("request_id" = String, Path, description = "the `request_id` of the `elicitation.requested` event")
+    ),
+    request_body = ElicitationAnswer,
+    responses(
+        (status = 200, description = "answered", body = Done),
+        (status = 400, description = "an unknown action, or content that does not fit the schema (the request stays open)", body = ErrorBody),
+        (status = 404, description = "no such session or waiting request", body = ErrorBody)
+    ),
+    security(("bearer" = []))
+)]
+pub(crate) async fn answer_elicitation(
+    State(state): State<Arc<AppState>>,
+    Path((id, request_id)): Path<(String, String)>,
+    ApiJson(body): ApiJson<ElicitationAnswer>,
+) -> Result<Json<Done>, ApiError> {
+    let Some(session) = open_or_stored(&state, &id).await? else {
+        return Err(ApiError::not_found(
+            "request_not_found",
+            format!("no waiting elicitation '{request_id}': session {id} is not running"),
+        ));
+    };
+    session
+        .submit(herald_core::runtime::Op::ElicitationAnswer {
+            request_id,
+            action: body.action,
+            content: body.content,
         })
         .await?;
     Ok(Json(Done { ok: true }))
