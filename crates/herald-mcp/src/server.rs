@@ -252,12 +252,20 @@ impl Handler {
             _ => None,
         };
         let token = context.meta.get_progress_token();
-        for _ in 0..20 {
+        const ATTEMPTS: usize = 20;
+        for attempt in 1..=ATTEMPTS {
             let found = self.shared.calls.lock().ok().and_then(|calls| {
-                origin
+                if let Some(id) = &origin {
+                    let call = calls.values().find(|c| &c.request_id == id);
+                    // Its call may not be registered yet: wait for it
+                    // rather than guess.
+                    if call.is_some() || attempt < ATTEMPTS {
+                        return call.cloned();
+                    }
+                }
+                token
                     .as_ref()
-                    .and_then(|id| calls.values().find(|c| &c.request_id == id))
-                    .or_else(|| token.as_ref().and_then(|t| calls.get(t)))
+                    .and_then(|t| calls.get(t))
                     .or_else(|| calls.values().max_by_key(|c| c.seq))
                     .cloned()
             });

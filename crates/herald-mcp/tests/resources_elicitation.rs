@@ -541,3 +541,102 @@ async fn time_spent_waiting_for_the_user_does_not_count_against_tool_timeout_sec
     );
     server.shutdown().await;
 }
+
+/// server-everything in streamable HTTP mode on a loopback port, killed on
+/// drop.
+struct HttpServer {
+    child: std::process::Child,
+    port: u16,
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+async fn start_http_server() -> HttpServer {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let child = std::process::Command::new("node")
+        .arg(common::server_js("server-everything"))
+        .arg("streamableHttp")
+        .env("PORT", port.to_string())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let server = HttpServer { child, port };
+    let start = std::time::Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(15),
+            "server-everything did not listen on 127.0.0.1:{port}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    server
+}
+
+/// A handler that waits a little (so both calls are in flight) and
+/// accepts with `name`.
+fn named(name: &'static str) -> ElicitationHandler {
+    Arc::new(move |_request| {
+        Box::pin(async move {
+            tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+            ElicitAnswer {
+                action: ElicitAction::Accept,
+                content: Some(json!({ "name": name })),
+            }
+        })
+    })
+}
+
+#[tokio::test]
+async fn over_http_each_elicitation_reaches_the_call_it_belongs_to() {
+    let http = start_http_server().await;
+    let config = herald_mcp::McpServerConfig::http(format!("http://127.0.0.1:{}/mcp", http.port));
+    let server = McpServer::connect("everything", &config, &EnvFilter::default())
+        .await
+        .unwrap();
+    let cancel = CancellationToken::new();
+    // Both calls are in flight when the server's requests arrive: the
+    // most-recent-call fallback (all stdio can do) would send both to one
+    // handler.
+    let first = server.call_watched(
+        "c1",
+        ELICIT_TOOL,
+        json!({}),
+        &cancel,
+        None,
+        Some(named("First Caller")),
+    );
+    let second = async {
+        server
+            .call_watched(
+                "c2",
+                ELICIT_TOOL,
+                json!({}),
+                &cancel,
+                None,
+                Some(named("Second Caller")),
+            )
+            .await
+    };
+    let (first, second) = tokio::join!(first, second);
+    assert!(
+        first.content.contains("- Name: First Caller"),
+        "{}",
+        first.content
+    );
+    assert!(
+        second.content.contains("- Name: Second Caller"),
+        "{}",
+        second.content
+    );
+    server.shutdown().await;
+}
