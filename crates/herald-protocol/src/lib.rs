@@ -1,11 +1,13 @@
 //! Types shared by every part of herald: the conversation model, tool specs,
 //! token usage and the event stream that front ends render.
 
+mod display;
 mod event;
 mod image;
 mod message;
 mod usage;
 
+pub use display::{one_line, terminal_safe};
 pub use event::{Event, EventKind, RunStatus, ToolStatus, now_rfc3339};
 pub use image::{
     DataUrl, IMAGE_TOKEN_ESTIMATE, ImageData, MAX_IMAGE_BYTES, MAX_RESULT_IMAGE_BYTES,
