@@ -36,6 +36,7 @@ mod owner;
 mod pending;
 mod permissions;
 mod processes;
+mod prompts;
 mod records;
 mod sanitize;
 mod search;
@@ -56,6 +57,7 @@ pub use owner::ProcessIdentity;
 pub use pending::PendingResult;
 pub use permissions::{NewDecision, StoredDecision};
 pub use processes::ToolProcess;
+pub use prompts::MAX_PROMPTS_PER_CWD;
 pub use records::{
     ListFilter, MessageWindow, NewSession, SessionOverview, SessionRecord, SessionSource,
     StoredMessage, UsageRecord,

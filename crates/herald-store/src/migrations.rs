@@ -6,7 +6,7 @@
 //! leaves the database at the previous version. Never edit a released step:
 //! add a new one at the end (v4 agents registry, v5 todo state, v6 tool events,
 //! v7 crash safety, v8 the stored event stream, v9 its per-tree sequence,
-//! v10 permission decisions, v11 tool result images).
+//! v10 permission decisions, v11 tool result images, v12 prompt history).
 
 use rusqlite::{Connection, TransactionBehavior};
 
@@ -283,6 +283,19 @@ ALTER TABLE messages ADD COLUMN images TEXT;
 ALTER TABLE pending_results ADD COLUMN images TEXT;
 "#;
 
+/// v12: the prompts typed into the interactive composer, per working
+/// directory, so ↑ and Ctrl-R recall them in the next session started there.
+/// `id` orders them (newest last); the index serves "the latest N of a cwd".
+const V12_PROMPT_HISTORY: &str = r#"
+CREATE TABLE prompt_history (
+    id          INTEGER PRIMARY KEY,
+    cwd         TEXT NOT NULL,
+    text        TEXT NOT NULL,
+    created_at  INTEGER NOT NULL
+);
+CREATE INDEX prompt_history_cwd ON prompt_history(cwd, id);
+"#;
+
 /// Every schema step, in order. Append only.
 pub(crate) const MIGRATIONS: &[Migration] = &[
     Migration {
@@ -340,10 +353,15 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         name: "tool result images",
         sql: V11_IMAGES,
     },
+    Migration {
+        version: 12,
+        name: "prompt history",
+        sql: V12_PROMPT_HISTORY,
+    },
 ];
 
 /// The schema version this build creates and understands.
-pub const SCHEMA_VERSION: i64 = 11;
+pub const SCHEMA_VERSION: i64 = 12;
 
 /// Reads `PRAGMA user_version`.
 pub(crate) fn current_version(conn: &Connection, path: &str) -> Result<i64, StoreError> {
