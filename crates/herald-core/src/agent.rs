@@ -113,6 +113,8 @@ pub struct Agent {
     pending_usage: Option<(Usage, f64)>,
     budget: Option<Arc<TokenBudget>>,
     inbox: Option<Arc<Inbox>>,
+    /// What the user sends during a turn (the interactive root only).
+    steer: Option<Arc<crate::SteerQueue>>,
     await_background: bool,
     /// Context compression state (SPEC §11).
     compactor: Compactor,
@@ -133,6 +135,7 @@ impl Agent {
             kept_results: false,
             budget: setup.budget,
             inbox: setup.inbox,
+            steer: None,
             await_background: setup.await_background,
             client: setup.client,
             registry: setup.registry,
@@ -152,6 +155,12 @@ impl Agent {
     /// The sink this agent reports to.
     pub fn events(&self) -> &EventSink {
         &self.events
+    }
+
+    /// Hands what the user sends during a turn to the model at the next
+    /// tool boundary (see [`crate::SteerQueue`]).
+    pub fn set_steering(&mut self, queue: Arc<crate::SteerQueue>) {
+        self.steer = Some(queue);
     }
 
     /// The tool state (terminal directory, processes, file log) of this agent.
@@ -263,6 +272,12 @@ impl Agent {
     fn take_notices(&self) -> Option<String> {
         let notices = self.inbox.as_ref()?.drain();
         (!notices.is_empty()).then(|| render_notices(&notices))
+    }
+
+    /// What the user sent during the turn, rendered, if anything.
+    fn take_steering(&self) -> Option<String> {
+        let texts = self.steer.as_ref()?.take();
+        (!texts.is_empty()).then(|| crate::steer::render_steering(&texts))
     }
 
     /// The latest assistant text, for a turn stopped before its final answer.
@@ -432,6 +447,12 @@ impl Agent {
                 // keeps every earlier byte of the conversation unchanged.
                 last.content.push_str("\n\n");
                 last.content.push_str(&notices);
+            }
+            if let Some(steered) = self.take_steering()
+                && let Some(last) = self.messages.last_mut()
+            {
+                last.content.push_str("\n\n");
+                last.content.push_str(&steered);
             }
             if cancel.is_cancelled() {
                 if let Err(message) = self.persist().await {

@@ -19,6 +19,7 @@ mod persist;
 mod prompt;
 pub mod runtime;
 mod session_search;
+mod steer;
 mod tool_runner;
 
 pub use agent::{Agent, AgentSetup, ExitReason, Recorder, TurnOutcome};
@@ -43,6 +44,7 @@ pub use prompt::{
     ContextFile, PromptBudgets, PromptInputs, build_system_prompt, find_context_files,
 };
 pub use session_search::{SessionSearch, SessionSearchArgs};
+pub use steer::SteerQueue;
 
 /// Builds the tool registry an agent gets from settings: every built-in tool,
 /// the todo tools, the knowledge tools (`memory`, skills, a headless

@@ -481,3 +481,52 @@ async fn an_interrupt_while_a_call_awaits_approval_denies_it_and_runs_nothing() 
         ("deny", "interrupt")
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn steering_reaches_the_model_at_the_next_tool_boundary() {
+    let env = Env::new(Script::new().responder(|view| match view.turn {
+        0 => Reply::tool("terminal", json!({"command": "sleep 1"})),
+        _ => {
+            let (_, result) = view.tool_results().last().cloned().unwrap_or_default();
+            Reply::text(format!("saw: {result}"))
+        }
+    }))
+    .await;
+    let session = env
+        .open(OpenMode::New, ClarifyPolicy::Unavailable)
+        .await
+        .unwrap();
+    // Nothing runs: steering is refused and nothing is queued.
+    assert!(matches!(
+        session.steer("too early".into()),
+        Err(RuntimeError::Invalid(_))
+    ));
+    let mut sub = session.subscribe().unwrap();
+    let turn = session.start_turn("sleep a bit".into()).unwrap();
+    loop {
+        let event = sub.next().await.unwrap();
+        if matches!(event.kind, EventKind::ToolStarted { .. }) {
+            break;
+        }
+    }
+    session
+        .submit(Op::Steer {
+            text: "use tabs, not spaces".into(),
+        })
+        .await
+        .unwrap();
+    let result = turn.finished().await.unwrap();
+    assert!(
+        result.final_response.contains("use tabs, not spaces"),
+        "{}",
+        result.final_response
+    );
+    assert!(session.take_unsent_steering().is_empty());
+    // Text steered into a turn that ends without another tool call comes
+    // back to the front end instead of being lost.
+    let turn = session.start_turn("answer now".into()).unwrap();
+    session.steer("late".into()).unwrap();
+    let _ = turn.finished().await.unwrap();
+    assert_eq!(session.take_unsent_steering(), vec!["late".to_owned()]);
+    session.shutdown().await;
+}

@@ -143,6 +143,9 @@ pub enum Op {
     Interrupt,
     /// Compacts the conversation now.
     Compact,
+    /// Hands `text` to the model at the running turn's next tool boundary
+    /// (refused when no turn runs: send it as a turn instead).
+    Steer { text: String },
     /// Cancels the running subagent `id` and its subtree.
     CancelAgent { id: String },
     /// Answers the open question `request_id` (see [`ClarifyPolicy::Ask`]).
@@ -254,6 +257,8 @@ struct Shared {
     /// every follower's stream, also while subagents still hold sinks).
     live: Arc<Mutex<Option<broadcast::Sender<Arc<Event>>>>>,
     flusher: EventFlusher,
+    /// What the user sends during a turn, for the root agent.
+    steer: Arc<crate::SteerQueue>,
     /// The MCP servers this session started itself, stopped when it ends.
     own_mcp: Option<Arc<herald_mcp::McpHub>>,
 }
@@ -396,6 +401,32 @@ impl Session {
         }
     }
 
+    /// Hands `text` to the model at the running turn's next tool boundary.
+    /// Refused when no turn runs (send it with [`Session::start_turn`]).
+    /// Text the turn ended before taking comes back from
+    /// [`Session::take_unsent_steering`].
+    pub fn steer(&self, text: String) -> Result<(), RuntimeError> {
+        if text.trim().is_empty() {
+            return Err(RuntimeError::Invalid(
+                "the text to steer with is empty".to_owned(),
+            ));
+        }
+        if !self.is_busy() {
+            return Err(RuntimeError::Invalid(format!(
+                "no turn is running in session {}; send the text as a new turn",
+                self.shared.session_id
+            )));
+        }
+        self.shared.steer.push(text);
+        Ok(())
+    }
+
+    /// Steering text the model has not seen (the turn ended before a tool
+    /// boundary), oldest first; taking it clears it.
+    pub fn take_unsent_steering(&self) -> Vec<String> {
+        self.shared.steer.take()
+    }
+
     /// Stops everything the session runs: the turn and every subagent,
     /// background ones included (a signal to a one-shot run).
     pub fn stop_all(&self) {
@@ -515,6 +546,7 @@ impl Session {
                 Ok(())
             }
             Op::Compact => self.compact().await.map(drop),
+            Op::Steer { text } => self.steer(text),
             Op::CancelAgent { id } => self.cancel_agent(&id),
             Op::ClarifyAnswer { request_id, answer } => self.answer_clarify(&request_id, &answer),
             Op::ApprovalDecision {

@@ -216,6 +216,8 @@ pub async fn open_session(mut options: SessionOptions) -> Result<Session, Runtim
         delegation.recover(&root_scope, agent.registry()).await;
     }
     delegation.watch_external_cancels(std::time::Duration::from_secs(2));
+    let steer = Arc::new(crate::SteerQueue::default());
+    agent.set_steering(Arc::clone(&steer));
     let (commands, receiver) = mpsc::unbounded_channel();
     let shared = Arc::new(Shared {
         session_id,
@@ -228,6 +230,7 @@ pub async fn open_session(mut options: SessionOptions) -> Result<Session, Runtim
         cancel,
         live,
         flusher: events.flusher(),
+        steer,
         own_mcp,
     });
     tokio::spawn(super::driver::drive(
