@@ -401,3 +401,57 @@ async fn a_child_that_never_reaches_the_model_leaves_a_diagnostic_dump_in_the_lo
     h.server.assert_invariants();
     drop(silent);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn tool_completed_carries_the_output_the_failure_reason_and_the_exit_code() {
+    let h = Harness::new(Script::new().conversation(
+        "show me the results",
+        vec![
+            Reply::tool("terminal", json!({"command": "echo boom; exit 3"})),
+            Reply::tool("read_file", json!({"path": "missing/nowhere.rs"})),
+            Reply::tool("terminal", json!({"command": "seq 1 3000"})),
+            Reply::text("seen"),
+        ],
+    ))
+    .await;
+    let (output, events) = h.run_json(Wire::OpenAi, &[], "show me the results").await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    let completed = of_type(&events, "tool.completed");
+    assert_eq!(completed.len(), 3, "{completed:?}");
+
+    let command = completed[0];
+    assert_eq!(command["status"], "ok");
+    assert_eq!(command["exit_code"], 3);
+    assert!(
+        command["output"].as_str().unwrap().contains("boom"),
+        "{command}"
+    );
+    assert!(command.get("error").is_none(), "{command}");
+
+    let failed = completed[1];
+    assert_eq!(failed["status"], "error");
+    let reason = failed["error"].as_str().unwrap();
+    assert!(reason.contains("missing/nowhere.rs"), "{reason}");
+    assert!(!reason.contains('\n'), "{reason}");
+    assert!(failed.get("exit_code").is_none(), "{failed}");
+
+    // A long result: head and tail with the size of what was left out.
+    let long = completed[2];
+    let text = long["output"].as_str().unwrap();
+    assert!(long["output_bytes"].as_u64().unwrap() > 10_000, "{long}");
+    assert!(text.len() < 4_200, "{}", text.len());
+    assert!(text.contains("bytes omitted"), "{text}");
+    assert!(
+        text.contains("\"exit_code\":0") || text.contains("2999"),
+        "{text}"
+    );
+    assert_eq!(long["exit_code"], 0);
+
+    // Stored and read back with the same fields.
+    let session = last(&events)["session_id"].as_str().unwrap().to_owned();
+    let stored = parse_events(show_events(&h, &session, true).await.as_bytes());
+    let stored_completed = of_type(&stored, "tool.completed");
+    assert_eq!(stored_completed[0]["exit_code"], 3);
+    assert_eq!(stored_completed[1]["error"], failed["error"]);
+    h.server.assert_invariants();
+}

@@ -268,13 +268,15 @@ fn log_notable(event: &Event) {
             name,
             status: ToolStatus::Error,
             duration_ms,
+            error,
             ..
         } => tracing::warn!(
             session_id,
             agent_id,
             call_id,
             duration_ms,
-            "tool {name} failed"
+            "tool {name} failed: {}",
+            error.as_deref().unwrap_or("")
         ),
         _ => {}
     }

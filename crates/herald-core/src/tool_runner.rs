@@ -155,16 +155,182 @@ async fn run_one(
             }
         }
     };
-    events.emit(EventKind::ToolCompleted {
+    events.emit(completed_event(
+        call,
+        &result.content,
+        result.is_error,
+        started.elapsed(),
+    ));
+    Message::tool_result(call, result.content, result.is_error).with_images(result.images)
+}
+
+/// Bytes of a result's text kept in its `tool.completed` event: a person
+/// reading the stream sees what the model saw without the event carrying a
+/// whole file.
+const EVENT_OUTPUT_BYTES: usize = 4096;
+/// Characters of an error result kept as the event's one-line reason.
+const EVENT_ERROR_CHARS: usize = 300;
+
+/// The `tool.completed` event of a finished call: status, size, the result
+/// text (bounded), the reason of a failure and a command's exit code.
+fn completed_event(call: &ToolCall, content: &str, is_error: bool, elapsed: Duration) -> EventKind {
+    EventKind::ToolCompleted {
         call_id: call.id.clone(),
         name: call.name.clone(),
-        status: if result.is_error {
+        status: if is_error {
             ToolStatus::Error
         } else {
             ToolStatus::Ok
         },
-        output_bytes: result.content.len() as u64,
-        duration_ms: started.elapsed().as_millis() as u64,
-    });
-    Message::tool_result(call, result.content, result.is_error).with_images(result.images)
+        output_bytes: content.len() as u64,
+        duration_ms: u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX),
+        output: head_and_tail(content, EVENT_OUTPUT_BYTES),
+        error: is_error.then(|| error_line(content, EVENT_ERROR_CHARS)),
+        exit_code: exit_code(content),
+    }
+}
+
+/// `text` when it fits in `limit` bytes; otherwise its head and tail (cut at
+/// char boundaries) around a `[… N bytes omitted …]` marker. The model's own
+/// truncation (`truncate_head_tail`) words its marker as advice to the model;
+/// this one only tells a reader what is missing.
+fn head_and_tail(text: &str, limit: usize) -> String {
+    if text.len() <= limit {
+        return text.to_owned();
+    }
+    let mut head = limit * 6 / 10;
+    while !text.is_char_boundary(head) {
+        head -= 1;
+    }
+    let mut tail = text.len() - (limit - head);
+    while !text.is_char_boundary(tail) {
+        tail += 1;
+    }
+    format!(
+        "{}\n[\u{2026} {} bytes omitted \u{2026}]\n{}",
+        &text[..head],
+        tail - head,
+        &text[tail..]
+    )
+}
+
+/// An error result's message on one line (whitespace runs as one space),
+/// cut to `max` chars with an ellipsis.
+fn error_line(text: &str, max: usize) -> String {
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if flat.chars().count() <= max {
+        return flat;
+    }
+    let mut cut: String = flat.chars().take(max).collect();
+    cut.push('\u{2026}');
+    cut
+}
+
+/// The integer `exit_code` of a result that is a JSON object (`terminal`
+/// returns `{output, exit_code}`, possibly followed by a note). Only such
+/// results are parsed.
+fn exit_code(content: &str) -> Option<i64> {
+    if !content.starts_with('{') || !content.contains("\"exit_code\"") {
+        return None;
+    }
+    let mut values = serde_json::Deserializer::from_str(content).into_iter::<serde_json::Value>();
+    values.next()?.ok()?.get("exit_code")?.as_i64()
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn call(name: &str) -> ToolCall {
+        ToolCall {
+            id: "call_1".into(),
+            name: name.into(),
+            arguments: "{}".into(),
+        }
+    }
+
+    #[test]
+    fn a_short_result_is_carried_whole() {
+        let EventKind::ToolCompleted {
+            output,
+            error,
+            exit_code,
+            output_bytes,
+            ..
+        } = completed_event(&call("read_file"), "abc", false, Duration::ZERO)
+        else {
+            panic!("not tool.completed");
+        };
+        assert_eq!(output, "abc");
+        assert_eq!(output_bytes, 3);
+        assert_eq!(error, None);
+        assert_eq!(exit_code, None);
+    }
+
+    #[test]
+    fn a_long_result_keeps_head_and_tail_with_the_omitted_size() {
+        let text = format!("{}{}", "h".repeat(5000), "t".repeat(5000));
+        let out = head_and_tail(&text, 4096);
+        assert!(out.starts_with(&"h".repeat(2457)), "{}", &out[..50]);
+        assert!(out.ends_with(&"t".repeat(1639)));
+        assert!(
+            out.contains("[\u{2026} 5904 bytes omitted \u{2026}]"),
+            "{out}"
+        );
+        // Multibyte text is cut at char boundaries.
+        let wide = "\u{e9}".repeat(3000);
+        let cut = head_and_tail(&wide, 101);
+        assert!(cut.contains("bytes omitted"));
+    }
+
+    #[test]
+    fn an_error_result_gives_its_reason_on_one_line() {
+        let EventKind::ToolCompleted { status, error, .. } = completed_event(
+            &call("read_file"),
+            "not found: src/x.rs\n  did you mean src/y.rs?",
+            true,
+            Duration::ZERO,
+        ) else {
+            panic!("not tool.completed");
+        };
+        assert_eq!(status, ToolStatus::Error);
+        assert_eq!(
+            error.as_deref(),
+            Some("not found: src/x.rs did you mean src/y.rs?")
+        );
+        let long = error_line(&"x".repeat(400), 300);
+        assert_eq!(long.chars().count(), 301);
+    }
+
+    #[test]
+    fn events_stored_before_the_new_fields_still_read() {
+        let old = r#"{"type":"tool.completed","session_id":"s","agent_id":"root","ts":"t","call_id":"c","name":"read_file","status":"ok","output_bytes":3,"duration_ms":1}"#;
+        let event: herald_protocol::Event = serde_json::from_str(old).unwrap();
+        let EventKind::ToolCompleted {
+            output,
+            error,
+            exit_code,
+            ..
+        } = event.kind
+        else {
+            panic!("not tool.completed");
+        };
+        assert_eq!((output.as_str(), error, exit_code), ("", None, None));
+    }
+
+    #[test]
+    fn a_command_result_gives_its_exit_code() {
+        assert_eq!(exit_code(r#"{"exit_code":3,"output":"boom\n"}"#), Some(3));
+        assert_eq!(
+            exit_code("{\"exit_code\":0,\"output\":\"\"}\nnote: the sandbox denied a write"),
+            Some(0)
+        );
+        assert_eq!(
+            exit_code(r#"{"exit_code":null,"output":"timed out"}"#),
+            None
+        );
+        assert_eq!(exit_code("exit_code 3"), None);
+        assert_eq!(exit_code(r#"{"output":"no code"}"#), None);
+    }
 }

@@ -86,8 +86,23 @@ pub enum EventKind {
         call_id: String,
         name: String,
         status: ToolStatus,
+        /// Size of the whole result the model got.
         output_bytes: u64,
         duration_ms: u64,
+        /// The result text as the model saw it, so a person can read what
+        /// happened; past a few KB only its head and tail, with a
+        /// `[… N bytes omitted …]` marker between. Empty in events stored
+        /// before it existed.
+        #[serde(default)]
+        output: String,
+        /// For an error result, its message on one line (first ~300
+        /// chars): why the call failed.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+        /// The exit code of a command, when the result is a JSON object
+        /// with an integer `exit_code` (`terminal`, `process`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        exit_code: Option<i64>,
     },
     /// A tool call made by an `execute_code` script (SPEC §12); it is stored
     /// with the session but never enters the model's context.
