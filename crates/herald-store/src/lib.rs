@@ -28,6 +28,7 @@ mod agents;
 mod busy;
 mod error;
 mod events;
+mod id_prefix;
 mod import;
 mod leases;
 mod messages;
@@ -37,6 +38,7 @@ mod pending;
 mod permissions;
 mod processes;
 mod prompts;
+mod prune_plan;
 mod records;
 mod sanitize;
 mod search;
@@ -50,6 +52,7 @@ pub mod bench;
 pub use agents::{AgentFilter, AgentFinish, AgentRecord, NewAgent};
 pub use error::StoreError;
 pub use events::{NewEvent, StoredEvent};
+pub use id_prefix::{IdMatch, PREFIX_CANDIDATES};
 pub use import::{BadLine, ImportReport};
 pub use leases::{LeaseHolder, LeaseOutcome};
 pub use migrations::SCHEMA_VERSION;
@@ -58,6 +61,7 @@ pub use pending::PendingResult;
 pub use permissions::{NewDecision, StoredDecision};
 pub use processes::ToolProcess;
 pub use prompts::MAX_PROMPTS_PER_CWD;
+pub use prune_plan::SessionTree;
 pub use records::{
     ListFilter, MessageWindow, NewSession, SessionOverview, SessionRecord, SessionSource,
     StoredMessage, UsageRecord,
