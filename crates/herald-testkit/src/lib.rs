@@ -29,6 +29,9 @@
 //! # Ok(())
 //! # }
 //! ```
+//!
+//! [`pty::PtySession`] runs a program (the `herald` binary) under a
+//! pseudo-terminal with an emulated screen, for tests of what a person sees.
 
 #![deny(missing_docs)]
 
@@ -39,6 +42,7 @@ mod invariants;
 mod normalize;
 mod outside_temp;
 mod processes;
+pub mod pty;
 mod record;
 mod render;
 mod script;
