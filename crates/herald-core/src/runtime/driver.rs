@@ -21,14 +21,18 @@ pub(super) async fn drive(
     lease: SessionLease,
     one_shot: bool,
 ) {
+    // Whether the session was given anything to do: one left before its
+    // first turn may leave nothing behind (see `discard_unused`).
+    let mut used = false;
     loop {
         let Some(command) = commands.recv().await else {
             // Every handle is gone: end as if asked to.
-            end_session(&mut agent, &shared, lease, "exit").await;
+            end_session(&mut agent, &shared, lease, "exit", used).await;
             return;
         };
         match command {
             Command::Turn { text, cancel, done } => {
+                used = true;
                 let result = run_turn(&mut agent, &shared, text, &cancel, one_shot).await;
                 *shared.turn.lock().unwrap_or_else(PoisonError::into_inner) = None;
                 if one_shot {
@@ -63,7 +67,7 @@ pub(super) async fn drive(
                 let _ = done.send(report.map_err(|err| err.to_string()));
             }
             Command::Shutdown { done } => {
-                let suspended = end_session(&mut agent, &shared, lease, "exit").await;
+                let suspended = end_session(&mut agent, &shared, lease, "exit", used).await;
                 // Refuses what comes next before the caller hears of the end.
                 commands.close();
                 let _ = done.send(suspended);
@@ -141,12 +145,15 @@ async fn run_turn(
 }
 
 /// Suspends the background agents (a resume restarts them), records the
-/// end and releases the lease. Returns how many agents were suspended.
+/// end (or discards a session that was never `used`, see
+/// [`discard_unused`]) and releases the lease. Returns how many agents were
+/// suspended.
 async fn end_session(
     agent: &mut Agent,
     shared: &Shared,
     lease: SessionLease,
     reason: &str,
+    used: bool,
 ) -> usize {
     let suspended = shared.delegation.suspend(SETTLE_LIMIT).await;
     tracing::info!(session_id = %shared.session_id, suspended, "session ended");
@@ -154,9 +161,55 @@ async fn end_session(
     stop_mcp(shared).await;
     // Queued events are written before the end is recorded.
     agent.events().flush();
-    record_end(shared, reason).await;
+    if used || !discard_unused(shared).await {
+        record_end(shared, reason).await;
+    }
     lease.release().await;
     suspended
+}
+
+/// Deletes the session (with its events) when a person opened it at the
+/// terminal and left before a single prompt: a launch that did nothing
+/// leaves no empty session in `herald sessions list`. Only a new session
+/// without messages goes; a resumed one, a fork (it holds its copy) and a
+/// session of the HTTP API (its client was handed the id) are kept.
+/// Returns whether it was deleted.
+async fn discard_unused(shared: &Shared) -> bool {
+    if shared.resumed {
+        return false;
+    }
+    let id = shared.session_id.clone();
+    let deleted = shared
+        .store
+        .call(move |s| -> Result<bool, herald_store::StoreError> {
+            match s.get_session(&id)? {
+                Some(record)
+                    if record.source == herald_store::SessionSource::Cli
+                        && record.message_count == 0
+                        && record.parent_session_id.is_none() =>
+                {
+                    s.delete_session(&id)
+                }
+                _ => Ok(false),
+            }
+        })
+        .await;
+    match deleted {
+        Ok(Ok(deleted)) => {
+            if deleted {
+                tracing::info!(session_id = %shared.session_id, "session left before its first prompt: not kept");
+            }
+            deleted
+        }
+        Ok(Err(err)) => {
+            tracing::warn!(session_id = %shared.session_id, "could not discard the unused session: {err}");
+            false
+        }
+        Err(err) => {
+            tracing::error!(session_id = %shared.session_id, "{err}");
+            false
+        }
+    }
 }
 
 /// Stops the MCP servers the session started (a shared hub is its
