@@ -1,24 +1,27 @@
 //! `herald agents list|show|cancel`: the journaled subagents (SPEC §9.2),
 //! readable after a restart.
 
+use herald_protocol::{one_line, terminal_safe};
 use herald_store::{AgentFilter, AgentRecord, StoreError};
 
 use crate::args::{AgentsAction, CommonArgs};
 use crate::sessions_cmd::{call, print_json, when};
 use crate::{CliError, Exit, setup};
 
+/// One line per agent; the goal (the model's words) is stripped of
+/// terminal control sequences.
 fn line(record: &AgentRecord) -> String {
-    let goal: String = record.goal.chars().take(60).collect();
+    let goal: String = one_line(&record.goal).chars().take(60).collect();
     format!(
         "{}  {:<11} d{} {:<12}  {}  {:>7} tok  {}{}",
         record.id,
         record.status,
         record.depth,
-        record.role,
+        one_line(&record.role),
         when(record.created_at),
         record.tokens.input + record.tokens.output,
         if record.background { "[bg] " } else { "" },
-        goal.replace('\n', " ")
+        goal
     )
 }
 
@@ -96,6 +99,10 @@ pub(crate) async fn agents(common: &CommonArgs, action: AgentsAction) -> Result<
         } => {
             // The status filter applies to what is shown, after stale
             // entries are corrected.
+            let session = match session {
+                Some(text) => Some(crate::id_lookup::session_id(&store, &text).await?),
+                None => None,
+            };
             let filter = AgentFilter {
                 root_session_id: session,
                 limit: if status.is_some() { 10_000 } else { limit },
@@ -116,6 +123,7 @@ pub(crate) async fn agents(common: &CommonArgs, action: AgentsAction) -> Result<
             }
         }
         AgentsAction::Show { id, json } => {
+            let id = crate::id_lookup::agent_id(&store, &id).await?;
             let lookup = id.clone();
             let Some(record) = call(&store, move |s| s.get_agent(&lookup)).await? else {
                 return Err(unknown(&id));
@@ -131,22 +139,27 @@ pub(crate) async fn agents(common: &CommonArgs, action: AgentsAction) -> Result<
                     "session: {} (parent session {})",
                     record.session_id, record.parent_session_id
                 );
-                println!("goal: {}", record.goal);
+                println!("goal: {}", terminal_safe(&record.goal));
                 if let Some(context) = &record.context {
-                    println!("context: {context}");
+                    println!("context: {}", terminal_safe(context));
                 }
                 if let Some(reason) = &record.exit_reason {
-                    println!("exit: {reason} after {} API calls", record.iterations);
+                    println!(
+                        "exit: {} after {} API calls",
+                        one_line(reason),
+                        record.iterations
+                    );
                 }
                 if let Some(error) = &record.error {
-                    println!("error: {error}");
+                    println!("error: {}", terminal_safe(error));
                 }
                 if let Some(result) = &record.result {
-                    println!("\n{result}");
+                    println!("\n{}", terminal_safe(result));
                 }
             }
         }
         AgentsAction::Cancel { id, json } => {
+            let id = crate::id_lookup::agent_id(&store, &id).await?;
             let lookup = id.clone();
             let record = store
                 .call(move |s| s.cancel_agent(&lookup, "cancelled"))

@@ -1,62 +1,253 @@
+//! The command line. Each subcommand takes only the options it reads, so
+//! its `--help` lists nothing it ignores: the session options (model,
+//! toolsets, permission mode, which session to continue, …) belong to
+//! `herald` itself and `herald run`, a subset to the commands that read
+//! one (`doctor`, `serve`, `mcp serve`, `config show`, …), and only
+//! `--config` is global. The front ends then see one [`CommonArgs`]: the
+//! top level's values with the subcommand's own winning (so both `herald
+//! --model M run P` and `herald run --model M P` work).
+
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand};
+use clap::error::ErrorKind;
+use clap::{Args, CommandFactory, Parser, Subcommand};
 
 /// herald: a fast agent runtime for LLM tool-calling agents.
 #[derive(Debug, Parser)]
 #[command(name = "herald", version, about, long_about = None)]
 pub(crate) struct Cli {
+    /// Config file to use instead of $HERALD_HOME/config.toml.
+    #[arg(long, global = true, value_name = "FILE")]
+    pub config: Option<PathBuf>,
     #[command(flatten)]
-    pub common: CommonArgs,
+    pub session: SessionArgs,
+    /// Start an interactive session with this first prompt.
+    #[arg(value_name = "PROMPT")]
+    pub prompt: Option<String>,
     #[command(subcommand)]
     pub command: Option<Command>,
 }
 
-/// Options every session-running command accepts.
-#[derive(Debug, Args, Clone, Default)]
+impl Cli {
+    /// The options the front ends read: the top level's, with the
+    /// subcommand's own winning. Fails as clap does (exit 2) when the two
+    /// levels together give options that exclude each other, or a prompt
+    /// comes with a subcommand.
+    pub(crate) fn common(&self) -> Result<CommonArgs, clap::Error> {
+        let mut common = CommonArgs {
+            config: self.config.clone(),
+            ..CommonArgs::default()
+        };
+        self.session.apply(&mut common);
+        if let Some(command) = &self.command {
+            if self.prompt.is_some() {
+                return Err(usage_error(
+                    ErrorKind::ArgumentConflict,
+                    "a first prompt starts an interactive session and cannot come with a subcommand; use `herald run PROMPT` for a one-shot run",
+                ));
+            }
+            command.apply(&mut common);
+        }
+        common.check()?;
+        Ok(common)
+    }
+}
+
+fn usage_error(kind: ErrorKind, message: impl std::fmt::Display) -> clap::Error {
+    Cli::command().error(kind, message)
+}
+
+/// What the front ends read from the command line, merged from the top
+/// level and the subcommand (see [`Cli::common`]).
+#[derive(Debug, Clone, Default)]
 pub(crate) struct CommonArgs {
-    /// Model name (e.g. gpt-4.1, claude-sonnet-4-5).
-    #[arg(long, global = true)]
+    pub model: Option<String>,
+    pub provider: Option<String>,
+    pub base_url: Option<String>,
+    pub max_iterations: Option<u32>,
+    pub toolsets: Option<Vec<String>>,
+    pub cwd: Option<PathBuf>,
+    pub mode: Option<String>,
+    pub yolo: bool,
+    pub config: Option<PathBuf>,
+    pub resume: Option<String>,
+    pub continue_latest: bool,
+    pub fork: Option<String>,
+    pub wait: bool,
+}
+
+impl CommonArgs {
+    /// The exclusions clap checks within one level, checked again across
+    /// the two.
+    fn check(&self) -> Result<(), clap::Error> {
+        if self.yolo && self.mode.is_some() {
+            return Err(usage_error(
+                ErrorKind::ArgumentConflict,
+                "the argument '--yolo' cannot be used with '--mode <MODE>'",
+            ));
+        }
+        let opens = [
+            self.resume.is_some(),
+            self.continue_latest,
+            self.fork.is_some(),
+        ];
+        if opens.iter().filter(|given| **given).count() > 1 {
+            return Err(usage_error(
+                ErrorKind::ArgumentConflict,
+                "--resume, --continue and --fork cannot be used with one another; choose one",
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Replaces `slot` with `value` when the command line gave one.
+fn set<T: Clone>(slot: &mut Option<T>, value: &Option<T>) {
+    if value.is_some() {
+        slot.clone_from(value);
+    }
+}
+
+/// Which model answers, and where it is served.
+#[derive(Debug, Args, Clone, Default)]
+pub(crate) struct ModelArgs {
+    /// Model name (e.g. gpt-4.1, claude-sonnet-4-5, qwen2.5-coder:7b).
+    #[arg(long, value_name = "NAME")]
     pub model: Option<String>,
     /// Wire API: openai (any OpenAI-compatible server) or anthropic.
-    #[arg(long, global = true)]
+    #[arg(long, value_name = "API")]
     pub provider: Option<String>,
-    /// Base URL of the provider API.
-    #[arg(long, global = true)]
+    /// Base URL of the provider API (e.g. http://localhost:11434/v1).
+    #[arg(long, value_name = "URL")]
     pub base_url: Option<String>,
+}
+
+impl ModelArgs {
+    fn apply(&self, common: &mut CommonArgs) {
+        set(&mut common.model, &self.model);
+        set(&mut common.provider, &self.provider);
+        set(&mut common.base_url, &self.base_url);
+    }
+}
+
+/// How much the agent does in a turn, and with which tools.
+#[derive(Debug, Args, Clone, Default)]
+pub(crate) struct AgentArgs {
     /// Model requests per turn before a final summary is requested.
-    #[arg(long, global = true)]
+    #[arg(long, value_name = "N")]
     pub max_iterations: Option<u32>,
     /// Comma-separated toolsets to enable (e.g. terminal,file).
-    #[arg(long, global = true, value_delimiter = ',')]
+    #[arg(long, value_delimiter = ',', value_name = "LIST")]
     pub toolsets: Option<Vec<String>>,
-    /// Working directory for the agent.
-    #[arg(long, global = true)]
+}
+
+impl AgentArgs {
+    fn apply(&self, common: &mut CommonArgs) {
+        set(&mut common.max_iterations, &self.max_iterations);
+        set(&mut common.toolsets, &self.toolsets);
+    }
+}
+
+/// The directory the agent (or the project's files) lives in.
+#[derive(Debug, Args, Clone, Default)]
+pub(crate) struct CwdArgs {
+    /// Working directory (the project: its .mcp.json, .herald/ rules and
+    /// skills) [default: the current directory].
+    #[arg(long, value_name = "DIR")]
     pub cwd: Option<PathBuf>,
+}
+
+impl CwdArgs {
+    fn apply(&self, common: &mut CommonArgs) {
+        set(&mut common.cwd, &self.cwd);
+    }
+}
+
+/// What the agent may do without asking.
+#[derive(Debug, Args, Clone, Default)]
+pub(crate) struct PolicyArgs {
     /// Permission mode: read-only, workspace-write (default) or full-access
     /// (wins over [permissions] mode).
-    #[arg(long, global = true, value_parser = ["read-only", "workspace-write", "full-access"])]
+    #[arg(long, value_parser = ["read-only", "workspace-write", "full-access"])]
     pub mode: Option<String>,
     /// Full access without approval prompts (the catastrophic floor and
     /// deny rules still hold).
-    #[arg(long, global = true, conflicts_with = "mode")]
+    #[arg(long, conflicts_with = "mode")]
     pub yolo: bool,
-    /// Config file to use instead of $HERALD_HOME/config.toml.
-    #[arg(long, global = true)]
-    pub config: Option<PathBuf>,
-    /// Continue a stored session by id.
-    #[arg(long, global = true, conflicts_with = "continue_latest")]
+}
+
+impl PolicyArgs {
+    fn apply(&self, common: &mut CommonArgs) {
+        set(&mut common.mode, &self.mode);
+        common.yolo |= self.yolo;
+    }
+}
+
+/// Which stored session to continue.
+#[derive(Debug, Args, Clone, Default)]
+pub(crate) struct OpenArgs {
+    /// Continue a stored session by id (or a unique start of it).
+    #[arg(long, value_name = "ID", conflicts_with = "continue_latest")]
     pub resume: Option<String>,
     /// Continue the latest session started in this directory.
-    #[arg(long = "continue", global = true)]
+    #[arg(long = "continue")]
     pub continue_latest: bool,
-    /// Start a new session with a copy of a stored session's conversation.
-    #[arg(long, global = true, conflicts_with_all = ["resume", "continue_latest"])]
+    /// Start a new session with a copy of a stored session's conversation
+    /// (by id or a unique start of it).
+    #[arg(long, value_name = "ID", conflicts_with_all = ["resume", "continue_latest"])]
     pub fork: Option<String>,
     /// With --resume/--continue: wait for another herald process that runs
     /// the session to finish, instead of refusing.
-    #[arg(long, global = true)]
+    #[arg(long)]
     pub wait: bool,
+}
+
+impl OpenArgs {
+    fn apply(&self, common: &mut CommonArgs) {
+        set(&mut common.resume, &self.resume);
+        common.continue_latest |= self.continue_latest;
+        set(&mut common.fork, &self.fork);
+        common.wait |= self.wait;
+    }
+}
+
+/// What a server of sessions (`herald serve`, `herald mcp serve`) runs them
+/// with.
+#[derive(Debug, Args, Clone, Default)]
+pub(crate) struct ServiceArgs {
+    #[command(flatten)]
+    pub model: ModelArgs,
+    #[command(flatten)]
+    pub agent: AgentArgs,
+    #[command(flatten)]
+    pub cwd: CwdArgs,
+    #[command(flatten)]
+    pub policy: PolicyArgs,
+}
+
+impl ServiceArgs {
+    pub(crate) fn apply(&self, common: &mut CommonArgs) {
+        self.model.apply(common);
+        self.agent.apply(common);
+        self.cwd.apply(common);
+        self.policy.apply(common);
+    }
+}
+
+/// Every option of a command that runs a session (`herald`, `herald run`).
+#[derive(Debug, Args, Clone, Default)]
+pub(crate) struct SessionArgs {
+    #[command(flatten)]
+    pub service: ServiceArgs,
+    #[command(flatten)]
+    pub open: OpenArgs,
+}
+
+impl SessionArgs {
+    fn apply(&self, common: &mut CommonArgs) {
+        self.service.apply(common);
+        self.open.apply(common);
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -105,10 +296,57 @@ pub(crate) enum Command {
     Serve(crate::serve_cmd::ServeArgs),
 }
 
+impl Command {
+    /// Puts the options this subcommand was given over the top level's.
+    fn apply(&self, common: &mut CommonArgs) {
+        match self {
+            Command::Run(args) => args.session.apply(common),
+            Command::Doctor(args) => {
+                args.model.apply(common);
+                args.cwd.apply(common);
+            }
+            Command::Serve(args) => args.service.apply(common),
+            Command::Mcp { action } => match action {
+                McpAction::Serve(service) => service.apply(common),
+                McpAction::List { cwd, .. }
+                | McpAction::Test { cwd, .. }
+                | McpAction::Approve { cwd, .. } => cwd.apply(common),
+                McpAction::Add { .. } | McpAction::Remove { .. } | McpAction::Get { .. } => {}
+            },
+            Command::Permissions {
+                action: PermissionsAction::Check { cwd, policy, .. },
+            } => {
+                cwd.apply(common);
+                policy.apply(common);
+            }
+            Command::Skills {
+                action: SkillsAction::List { cwd, .. } | SkillsAction::View { cwd, .. },
+            } => cwd.apply(common),
+            Command::Config {
+                action:
+                    ConfigAction::Show {
+                        model, agent, cwd, ..
+                    },
+            } => {
+                model.apply(common);
+                agent.apply(common);
+                cwd.apply(common);
+            }
+            Command::Sessions { .. }
+            | Command::Agents { .. }
+            | Command::Memory { .. }
+            | Command::Permissions { .. }
+            | Command::Skills { .. }
+            | Command::Config { .. } => {}
+        }
+    }
+}
+
 #[derive(Debug, Subcommand)]
 pub(crate) enum MemoryAction {
     /// Both memory files with their usage.
     Show {
+        /// Print one JSON object instead of text.
         #[arg(long)]
         json: bool,
     },
@@ -124,18 +362,25 @@ pub(crate) enum MemoryAction {
 pub(crate) enum SkillsAction {
     /// Every skill found ($HERALD_HOME/skills, .agents/skills, .claude/skills).
     List {
+        /// Print one JSON object instead of text.
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        cwd: CwdArgs,
     },
     /// A skill's SKILL.md and its linked files.
     View {
+        /// The skill's name (as `herald skills list` shows it).
         name: String,
         /// Show this linked file instead (e.g. references/api.md).
         #[arg(long)]
         file: Option<String>,
+        #[command(flatten)]
+        cwd: CwdArgs,
     },
     /// Create a skill in $HERALD_HOME/skills.
     Create {
+        /// The new skill's name: lowercase letters, digits and `-`.
         name: String,
         /// When the skill should be used (shown in every session's skills index).
         #[arg(long)]
@@ -148,7 +393,10 @@ pub(crate) enum SkillsAction {
         body: Option<PathBuf>,
     },
     /// Delete a skill from $HERALD_HOME/skills.
-    Delete { name: String },
+    Delete {
+        /// The skill's name.
+        name: String,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -161,32 +409,40 @@ pub(crate) struct RunArgs {
     /// With --json, also emit assistant.delta events as text streams.
     #[arg(long)]
     pub stream: bool,
+    #[command(flatten)]
+    pub session: SessionArgs,
 }
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum AgentsAction {
     /// Agents, newest first.
     List {
+        /// Print a JSON array instead of text.
         #[arg(long)]
         json: bool,
-        /// Only agents of this session's tree.
-        #[arg(long)]
+        /// Only agents of this session's tree (id or a unique start of it).
+        #[arg(long, value_name = "ID")]
         session: Option<String>,
         /// Only agents with this status (queued, running, completed, failed, timeout, interrupted, error).
         #[arg(long)]
         status: Option<String>,
+        /// How many agents to list.
         #[arg(long, default_value_t = 20)]
         limit: usize,
     },
     /// One agent with its result.
     Show {
+        /// The agent's id, or a unique start of it.
         id: String,
+        /// Print one JSON object instead of text.
         #[arg(long)]
         json: bool,
     },
     /// Mark an unfinished agent as cancelled so `--resume` does not restart it.
     Cancel {
+        /// The agent's id, or a unique start of it.
         id: String,
+        /// Print the agent as one JSON object.
         #[arg(long)]
         json: bool,
     },
@@ -220,10 +476,15 @@ pub(crate) enum McpAction {
         command: Vec<String>,
     },
     /// Remove a server from [mcp_servers].
-    Remove { name: String },
+    Remove {
+        /// The server's name.
+        name: String,
+    },
     /// Show one server's configuration.
     Get {
+        /// The server's name.
         name: String,
+        /// Print one JSON object instead of TOML.
         #[arg(long)]
         json: bool,
     },
@@ -231,50 +492,66 @@ pub(crate) enum McpAction {
     /// and list each one's status, tool count and the tokens its tool
     /// schemas add to every request.
     List {
+        /// Print a JSON array instead of text.
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        cwd: CwdArgs,
     },
     /// Start one server, list its tools and stop it; calls no tool. Exit 1
     /// when it does not start.
     Test {
+        /// The server's name (from config.toml or the project's .mcp.json).
         name: String,
+        /// Print one JSON object instead of text.
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        cwd: CwdArgs,
     },
     /// Serve herald's agent to MCP clients on stdin/stdout: tools run,
     /// delegate, agent_status, agent_result and session_search. Runs with
     /// --mode (or --yolo); calls that need an approval are denied.
-    Serve,
+    Serve(ServiceArgs),
     /// Approve the servers of this project's .mcp.json (as the file is
     /// now): they start in the next session. Shows what will run.
     Approve {
         /// Withdraw the approval instead.
         #[arg(long)]
         revoke: bool,
+        #[command(flatten)]
+        cwd: CwdArgs,
     },
 }
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum PermissionsAction {
     /// Print the decision for one call without running anything, as
-    /// {"decision","reason","rule"} (with --json) or a line of text.
-    /// `--mode` and `--cwd` (global options) set the mode and working
-    /// directory; the config's and the project's rules apply.
+    /// {"decision","reason","rule"} (with --json) or a line of text. The
+    /// config's and the project's rules apply.
     Check {
         /// Tool name (terminal, write_file, read_file, mcp__fs__read, ...).
         tool: String,
         /// The call's arguments as a JSON object, e.g. '{"command":"ls"}'.
         args: String,
+        /// Print one JSON object instead of text.
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        cwd: CwdArgs,
+        #[command(flatten)]
+        policy: PolicyArgs,
     },
     /// Stored decisions, oldest first: of one session (and its subagents)
     /// or the latest of all.
     Log {
-        #[arg(long)]
+        /// Only this session's tree (id or a unique start of it).
+        #[arg(long, value_name = "ID")]
         session: Option<String>,
+        /// One JSON object per line instead of text.
         #[arg(long)]
         json: bool,
+        /// How many decisions to show.
         #[arg(long, default_value_t = 100)]
         limit: usize,
     },
@@ -285,6 +562,10 @@ pub(crate) struct DoctorArgs {
     /// Print the report as one JSON object.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub model: ModelArgs,
+    #[command(flatten)]
+    pub cwd: CwdArgs,
 }
 
 #[derive(Debug, Subcommand)]
@@ -296,6 +577,12 @@ pub(crate) enum ConfigAction {
         /// Print one JSON object instead of TOML.
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        model: ModelArgs,
+        #[command(flatten)]
+        agent: AgentArgs,
+        #[command(flatten)]
+        cwd: CwdArgs,
     },
 }
 
@@ -303,6 +590,7 @@ pub(crate) enum ConfigAction {
 pub(crate) enum SessionsAction {
     /// Recent sessions, newest first.
     List {
+        /// Print a JSON array instead of text.
         #[arg(long)]
         json: bool,
         /// How many sessions to list.
@@ -314,6 +602,7 @@ pub(crate) enum SessionsAction {
     },
     /// One session with its messages, or with --events its stored event stream.
     Show {
+        /// The session's id, or a unique start of it (`ses_` may be left out).
         id: String,
         /// JSON; with --events one event per line.
         #[arg(long)]
@@ -328,7 +617,9 @@ pub(crate) enum SessionsAction {
     },
     /// Full-text search over every stored message.
     Search {
+        /// Words to find (FTS5 syntax: "a phrase", OR, prefix*).
         query: String,
+        /// Print a JSON array instead of text.
         #[arg(long)]
         json: bool,
         /// Sessions to return (1-10).
@@ -337,27 +628,179 @@ pub(crate) enum SessionsAction {
     },
     /// A session and its messages as JSON.
     Export {
+        /// The session's id, or a unique start of it (`ses_` may be left out).
         id: String,
+        /// Accepted for symmetry with the other commands: the export is JSON.
         #[arg(long)]
         json: bool,
     },
     /// Import a JSONL transcript (one message object per line) as a new session.
     Import {
+        /// The transcript file.
         path: PathBuf,
+        /// Print the import report as JSON.
         #[arg(long)]
         json: bool,
     },
-    /// Delete a session (and its subagent sessions).
+    /// Delete a session (and its subagent sessions); shows it and asks first.
     Delete {
+        /// The session's id, or a unique start of it (`ses_` may be left out).
         id: String,
+        /// Delete without asking (needed when stdin is not a terminal).
+        #[arg(long, short = 'y')]
+        yes: bool,
+        /// Only show what would be deleted.
+        #[arg(long)]
+        dry_run: bool,
+        /// Print the outcome as JSON.
         #[arg(long)]
         json: bool,
     },
-    /// Delete sessions with no activity for the given age (e.g. 30d, 12h).
+    /// Delete sessions with no activity for the given age (e.g. 30d, 12h);
+    /// lists them and asks first.
     Prune {
-        #[arg(long)]
+        /// Age of the last activity in the session's tree: a number with d,
+        /// h, m or s (e.g. 30d).
+        #[arg(long, value_name = "AGE")]
         older_than: String,
+        /// Delete without asking (needed when stdin is not a terminal).
+        #[arg(long, short = 'y')]
+        yes: bool,
+        /// Only list what would be deleted.
+        #[arg(long)]
+        dry_run: bool,
+        /// Print the outcome as JSON.
         #[arg(long)]
         json: bool,
     },
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<(Cli, CommonArgs), clap::Error> {
+        let cli = Cli::try_parse_from(std::iter::once("herald").chain(args.iter().copied()))?;
+        let common = cli.common()?;
+        Ok((cli, common))
+    }
+
+    /// Every argument of `command` and its subcommands, with the path of
+    /// subcommand names leading to it.
+    fn walk(command: &clap::Command, path: &str, out: &mut Vec<(String, String, bool)>) {
+        for arg in command.get_arguments() {
+            let help = arg.get_help().or(arg.get_long_help());
+            out.push((
+                path.to_owned(),
+                arg.get_id().to_string(),
+                help.is_some_and(|h| !h.to_string().trim().is_empty()),
+            ));
+        }
+        for sub in command.get_subcommands() {
+            walk(sub, &format!("{path} {}", sub.get_name()), out);
+        }
+    }
+
+    #[test]
+    fn every_argument_of_every_subcommand_has_help_text() {
+        let mut command = Cli::command();
+        command.build();
+        let mut args = Vec::new();
+        walk(&command, "herald", &mut args);
+        assert!(
+            args.len() > 60,
+            "the walk found only {} arguments",
+            args.len()
+        );
+        let missing: Vec<String> = args
+            .iter()
+            .filter(|(_, _, has_help)| !has_help)
+            .map(|(path, id, _)| format!("{path}: {id}"))
+            .collect();
+        assert!(missing.is_empty(), "arguments without help: {missing:?}");
+    }
+
+    #[test]
+    fn subcommands_list_only_the_options_they_read() {
+        let mut command = Cli::command();
+        command.build();
+        let longs = |path: &[&str]| -> Vec<String> {
+            let mut cmd = &command;
+            for name in path {
+                cmd = cmd.find_subcommand(name).expect("subcommand");
+            }
+            cmd.get_arguments()
+                .filter_map(|a| a.get_long().map(str::to_owned))
+                .collect()
+        };
+        let list = longs(&["sessions", "list"]);
+        for absent in ["model", "toolsets", "resume", "mode", "yolo", "cwd", "wait"] {
+            assert!(
+                !list.contains(&absent.to_owned()),
+                "sessions list has --{absent}"
+            );
+        }
+        assert!(list.contains(&"config".to_owned()), "{list:?}");
+        let run = longs(&["run"]);
+        for present in [
+            "model", "toolsets", "resume", "fork", "mode", "yolo", "cwd", "wait",
+        ] {
+            assert!(run.contains(&present.to_owned()), "run lacks --{present}");
+        }
+        let doctor = longs(&["doctor"]);
+        assert!(doctor.contains(&"model".to_owned()) && !doctor.contains(&"resume".to_owned()));
+        let mcp_serve = longs(&["mcp", "serve"]);
+        assert!(mcp_serve.contains(&"yolo".to_owned()) && !mcp_serve.contains(&"fork".to_owned()));
+    }
+
+    #[test]
+    fn session_options_work_before_and_after_run_and_the_subcommand_wins() {
+        let (_, common) = parse(&["--model", "a", "--cwd", "/x", "run", "p"]).unwrap();
+        assert_eq!(common.model.as_deref(), Some("a"));
+        assert_eq!(common.cwd.as_deref(), Some(std::path::Path::new("/x")));
+        let (_, common) = parse(&["--model", "a", "run", "--model", "b", "p"]).unwrap();
+        assert_eq!(common.model.as_deref(), Some("b"));
+        let (_, common) = parse(&["run", "--yolo", "--resume", "ses_1", "p"]).unwrap();
+        assert!(common.yolo);
+        assert_eq!(common.resume.as_deref(), Some("ses_1"));
+        let (_, common) = parse(&[
+            "--cwd",
+            "/w",
+            "--mode",
+            "read-only",
+            "permissions",
+            "check",
+            "t",
+            "{}",
+        ])
+        .unwrap();
+        assert_eq!(common.mode.as_deref(), Some("read-only"));
+        let (_, common) = parse(&["mcp", "serve", "--yolo"]).unwrap();
+        assert!(common.yolo);
+        // Options that exclude each other do so across the two levels too.
+        let err = parse(&["--mode", "read-only", "run", "--yolo", "p"]).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::ArgumentConflict);
+        let err = parse(&["--resume", "a", "run", "--fork", "b", "p"]).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::ArgumentConflict);
+        // A subcommand does not take options it does not read.
+        assert!(parse(&["sessions", "list", "--model", "x"]).is_err());
+    }
+
+    #[test]
+    fn a_first_prompt_starts_the_interactive_session_and_subcommand_names_win() {
+        let (cli, _) = parse(&["fix the build"]).unwrap();
+        assert_eq!(cli.prompt.as_deref(), Some("fix the build"));
+        assert!(cli.command.is_none());
+        let (cli, common) = parse(&["--model", "m", "--resume", "ses_1", "go on"]).unwrap();
+        assert_eq!(cli.prompt.as_deref(), Some("go on"));
+        assert_eq!(common.resume.as_deref(), Some("ses_1"));
+        let (cli, _) = parse(&["run", "x"]).unwrap();
+        assert!(cli.prompt.is_none());
+        assert!(matches!(cli.command, Some(Command::Run(ref run)) if run.prompt == "x"));
+        let (cli, _) = parse(&["sessions", "list"]).unwrap();
+        assert!(cli.prompt.is_none() && cli.command.is_some());
+        let (cli, _) = parse(&[]).unwrap();
+        assert!(cli.prompt.is_none() && cli.command.is_none());
+    }
 }

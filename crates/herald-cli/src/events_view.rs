@@ -47,7 +47,9 @@ fn clock(event: &Value, created_at: i64) -> String {
     }
 }
 
-/// One readable line: id, time, agent, type and what matters for that type.
+/// One readable line: id, time, agent, type and what matters for that type;
+/// stored text (model output, tool arguments, errors) is stripped of
+/// terminal control sequences.
 pub(crate) fn human_line(stored: &StoredEvent) -> String {
     let event = json_event(stored);
     let kind = text(&event, "type");
@@ -156,14 +158,13 @@ pub(crate) fn human_line(stored: &StoredEvent) -> String {
             preview(&Value::Object(rest).to_string(), 160)
         }
     };
-    format!(
+    let line = format!(
         "#{} {} {} {kind} {detail}",
         stored.id,
         clock(&event, stored.created_at),
         text(&event, "agent_id")
-    )
-    .trim_end()
-    .to_owned()
+    );
+    herald_protocol::one_line(line.trim_end())
 }
 
 #[cfg(test)]

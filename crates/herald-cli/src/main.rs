@@ -5,9 +5,11 @@ mod agents_cmd;
 mod approval_prompt;
 mod args;
 mod config_cmd;
+mod confirm;
 mod doctor;
 mod elicit_prompt;
 mod events_view;
+mod id_lookup;
 mod logging;
 mod mcp_cmd;
 mod mcp_serve_cmd;
@@ -28,7 +30,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-use args::{Cli, Command, ConfigAction};
+use args::{Cli, Command, CommonArgs, ConfigAction};
 
 /// Exit statuses of SPEC §2.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -80,16 +82,17 @@ fn raise_open_file_limit() {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    let common = cli.common().unwrap_or_else(|err| err.exit());
     raise_open_file_limit();
     let env = setup::environment();
-    let (home, _) = setup::config_location(&cli.common, &env);
+    let (home, _) = setup::config_location(&common, &env);
     // Held until main returns: dropping it writes the queued log lines.
     let _logs = logging::init(&home, &env);
     let result = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
     {
-        Ok(runtime) => runtime.block_on(dispatch(cli)),
+        Ok(runtime) => runtime.block_on(dispatch(common, cli.prompt, cli.command)),
         Err(err) => Err(CliError::failed(anyhow::anyhow!(
             "cannot start the async runtime: {err}"
         ))),
@@ -103,23 +106,29 @@ fn main() -> ExitCode {
     }
 }
 
-async fn dispatch(cli: Cli) -> Result<Exit, CliError> {
-    match cli.command {
-        None => repl::interactive(&cli.common).await,
-        Some(Command::Run(run_args)) => run::run(&cli.common, run_args).await,
-        Some(Command::Doctor(args)) => doctor::doctor(&cli.common, args).await,
-        Some(Command::Sessions { action }) => sessions_cmd::sessions(&cli.common, action).await,
-        Some(Command::Agents { action }) => agents_cmd::agents(&cli.common, action).await,
-        Some(Command::Mcp { action }) => mcp_cmd::mcp(&cli.common, action).await,
+/// Hands the parsed command line to its front end: `herald` (optionally
+/// with a first prompt) is the interactive session.
+async fn dispatch(
+    common: CommonArgs,
+    prompt: Option<String>,
+    command: Option<Command>,
+) -> Result<Exit, CliError> {
+    match command {
+        None => repl::interactive(&common, prompt).await,
+        Some(Command::Run(run_args)) => run::run(&common, run_args).await,
+        Some(Command::Doctor(args)) => doctor::doctor(&common, args).await,
+        Some(Command::Sessions { action }) => sessions_cmd::sessions(&common, action).await,
+        Some(Command::Agents { action }) => agents_cmd::agents(&common, action).await,
+        Some(Command::Mcp { action }) => mcp_cmd::mcp(&common, action).await,
         Some(Command::Permissions { action }) => {
-            permissions_cmd::permissions(&cli.common, action).await
+            permissions_cmd::permissions(&common, action).await
         }
         Some(Command::Config { action }) => match action {
-            ConfigAction::Path => config_cmd::path(&cli.common),
-            ConfigAction::Show { json } => config_cmd::show(&cli.common, json),
+            ConfigAction::Path => config_cmd::path(&common),
+            ConfigAction::Show { json, .. } => config_cmd::show(&common, json),
         },
-        Some(Command::Memory { action }) => memory_cmd::memory(&cli.common, action).await,
-        Some(Command::Skills { action }) => skills_cmd::skills(&cli.common, action).await,
-        Some(Command::Serve(args)) => serve_cmd::serve(&cli.common, args).await,
+        Some(Command::Memory { action }) => memory_cmd::memory(&common, action).await,
+        Some(Command::Skills { action }) => skills_cmd::skills(&common, action).await,
+        Some(Command::Serve(args)) => serve_cmd::serve(&common, args).await,
     }
 }

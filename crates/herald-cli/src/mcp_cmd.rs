@@ -32,10 +32,10 @@ pub(crate) async fn mcp(common: &CommonArgs, action: McpAction) -> Result<Exit, 
         }
         McpAction::Remove { name } => remove(&path, &name),
         McpAction::Get { name, json } => get(&path, &name, json),
-        McpAction::Serve => crate::mcp_serve_cmd::serve(common).await,
-        McpAction::List { json } => crate::mcp_status::list(common, json).await,
-        McpAction::Test { name, json } => crate::mcp_status::test(common, &name, json).await,
-        McpAction::Approve { revoke } => crate::mcp_status::approve(common, revoke),
+        McpAction::Serve(_) => crate::mcp_serve_cmd::serve(common).await,
+        McpAction::List { json, .. } => crate::mcp_status::list(common, json).await,
+        McpAction::Test { name, json, .. } => crate::mcp_status::test(common, &name, json).await,
+        McpAction::Approve { revoke, .. } => crate::mcp_status::approve(common, revoke),
     }
 }
 

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use herald_core::{Settings, load_permission_setup, session_servers};
 use herald_mcp::{McpServer, McpServerConfig, ProjectApprovals};
+use herald_protocol::{one_line, terminal_safe};
 use serde_json::json;
 
 use crate::args::CommonArgs;
@@ -147,7 +148,8 @@ pub(crate) async fn list(common: &CommonArgs, json: bool) -> Result<Exit, CliErr
             row.name, row.status, row.tools, row.schema_tokens, row.target, row.origin
         );
         if let Some(message) = &row.message {
-            println!("    {}", message.replace('\n', "\n    "));
+            // A server's own words (its stderr, its errors).
+            println!("    {}", terminal_safe(message).replace('\n', "\n    "));
         }
     }
     Ok(Exit::Completed)
@@ -191,7 +193,7 @@ pub(crate) async fn test(common: &CommonArgs, name: &str, json: bool) -> Result<
                     json!({"name": name, "status": "failed", "message": err})
                 );
             } else {
-                eprintln!("{err}");
+                eprintln!("{}", terminal_safe(&err));
             }
             return Ok(Exit::Failed);
         }
@@ -227,16 +229,18 @@ pub(crate) async fn test(common: &CommonArgs, name: &str, json: bool) -> Result<
             })
         );
     } else {
+        // What the server says about itself and its tools is its own text:
+        // no escape sequence in it reaches the terminal.
         let info = server
             .server_info()
-            .map_or_else(String::new, |(n, v)| format!(" ({n} {v})"));
+            .map_or_else(String::new, |(n, v)| one_line(&format!(" ({n} {v})")));
         println!(
             "{name}{info}: started in {} ms, {} tools",
             elapsed.as_millis(),
             server.tools().len()
         );
         for tool in server.tools() {
-            let first_line = tool.description.lines().next().unwrap_or("");
+            let first_line = one_line(tool.description.lines().next().unwrap_or(""));
             let marker = if tool.read_only_hint {
                 " [read-only]"
             } else {
@@ -245,7 +249,11 @@ pub(crate) async fn test(common: &CommonArgs, name: &str, json: bool) -> Result<
             println!("  {}{marker}  {first_line}", tool.exposed_name);
         }
         for skipped in server.skipped_tools() {
-            println!("  (left out: {}: {})", skipped.name, skipped.reason);
+            println!(
+                "  (left out: {}: {})",
+                one_line(&skipped.name),
+                one_line(&skipped.reason)
+            );
         }
     }
     server.shutdown().await;

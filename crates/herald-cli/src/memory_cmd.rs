@@ -78,7 +78,9 @@ fn show(store: &MemoryStore, json: bool) -> Result<Exit, CliError> {
             None => disabled_note(*target),
         })
         .collect();
-    println!("{}", blocks.join("\n\n"));
+    // The files are the agent's writing (and hand edits): no escape
+    // sequence in them reaches the terminal.
+    println!("{}", herald_protocol::terminal_safe(&blocks.join("\n\n")));
     Ok(Exit::Completed)
 }
 

@@ -1,6 +1,8 @@
 //! `herald permissions check|log`: what the permission policy decides for a
 //! call (without running it), and the stored log of decisions.
 
+use herald_protocol::one_line;
+
 use crate::args::{CommonArgs, PermissionsAction};
 use crate::sessions_cmd::{call, when};
 use crate::{CliError, Exit, setup};
@@ -10,7 +12,9 @@ pub(crate) async fn permissions(
     action: PermissionsAction,
 ) -> Result<Exit, CliError> {
     match action {
-        PermissionsAction::Check { tool, args, json } => check(common, &tool, &args, json),
+        PermissionsAction::Check {
+            tool, args, json, ..
+        } => check(common, &tool, &args, json),
         PermissionsAction::Log {
             session,
             json,
@@ -86,6 +90,10 @@ async fn log(
 ) -> Result<Exit, CliError> {
     let settings = settings(common)?;
     let store = setup::open_store(&settings.home)?;
+    let session = match session {
+        Some(text) => Some(crate::id_lookup::session_id(&store, &text).await?),
+        None => None,
+    };
     let rows = call(&store, move |s| s.load_decisions(session.as_deref(), limit)).await?;
     if json {
         for row in &rows {
@@ -107,10 +115,10 @@ async fn log(
             row.decision,
             row.decided_by,
             row.agent_id,
-            row.tool,
-            summary.replace('\n', " "),
-            row.rule.as_deref().unwrap_or("-"),
-            row.reason
+            one_line(&row.tool),
+            one_line(&summary),
+            one_line(row.rule.as_deref().unwrap_or("-")),
+            one_line(&row.reason)
         );
     }
     Ok(Exit::Completed)

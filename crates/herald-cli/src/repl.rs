@@ -23,7 +23,12 @@ const ANSWER_ATTEMPTS: usize = 3;
 
 type Input = Lines<BufReader<Stdin>>;
 
-pub(crate) async fn interactive(common: &CommonArgs) -> Result<Exit, CliError> {
+/// The interactive session; `first_prompt` (`herald "PROMPT"`) is sent as
+/// its first turn before any line is read.
+pub(crate) async fn interactive(
+    common: &CommonArgs,
+    mut first_prompt: Option<String>,
+) -> Result<Exit, CliError> {
     let settings = setup::settings(common)?;
     let renderer = Renderer::start(Mode::Human { stream_text: true });
     let store = setup::open_store(&settings.home)?;
@@ -56,7 +61,13 @@ pub(crate) async fn interactive(common: &CommonArgs) -> Result<Exit, CliError> {
         let _ = stdout.write_all(b"\n> ").await;
         let _ = stdout.flush().await;
         let line = tokio::select! {
-            line = lines.next_line() => line,
+            // The prompt from the command line is the first input.
+            line = async {
+                match first_prompt.take() {
+                    Some(prompt) => Ok(Some(prompt)),
+                    None => lines.next_line().await,
+                }
+            } => line,
             _ = tokio::signal::ctrl_c() => break Exit::Interrupted,
             () = terminate.cancelled() => break stop.exit(),
             event = questions.next() => {

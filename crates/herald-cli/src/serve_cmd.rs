@@ -39,6 +39,8 @@ pub(crate) struct ServeArgs {
     /// Browser origin allowed by CORS (repeatable); CORS is off without one.
     #[arg(long = "cors-origin")]
     pub cors_origins: Vec<String>,
+    #[command(flatten)]
+    pub service: crate::args::ServiceArgs,
 }
 
 /// Runs the server until a stop signal.

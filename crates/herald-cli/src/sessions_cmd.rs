@@ -4,6 +4,7 @@ use std::io::Write;
 use std::time::Duration;
 
 use herald_core::StoreHandle;
+use herald_protocol::{one_line, terminal_safe};
 use herald_store::{ListFilter, SearchRequest, SessionRecord, SessionSource, StoredMessage};
 use serde::Serialize;
 
@@ -41,23 +42,32 @@ fn civil_time(secs: i64) -> String {
     )
 }
 
+/// One line per session: id, start, message count and title (stored or
+/// imported text, so stripped of terminal control sequences).
 fn line(record: &SessionRecord) -> String {
     format!(
         "{}  {}  {:>4} msgs  {}",
-        record.id,
+        one_line(&record.id),
         when(record.started_at),
         record.message_count,
-        record.title.as_deref().unwrap_or("(untitled)")
+        one_line(record.title.as_deref().unwrap_or("(untitled)"))
     )
 }
 
+/// A stored message as text, stripped of terminal control sequences (tool
+/// output and imported transcripts may hold any bytes).
 fn show_message(m: &StoredMessage) {
     let role = format!("{:?}", m.message.role).to_lowercase();
     let mut text = m.message.content.clone();
     for call in &m.message.tool_calls {
         text.push_str(&format!("\n  → {}({})", call.name, call.arguments));
     }
-    println!("[{}] #{} {role}: {}", m.seq, m.id, text.trim_end());
+    println!(
+        "[{}] #{} {role}: {}",
+        m.seq,
+        m.id,
+        terminal_safe(text.trim_end())
+    );
 }
 
 /// Parses `30d`, `12h`, `45m`, `90s`.
@@ -129,6 +139,124 @@ async fn show_events(
     }
 }
 
+/// How a destructive command (`sessions delete`, `sessions prune`) was
+/// asked to go about it.
+#[derive(Debug, Clone, Copy)]
+struct Removal {
+    /// Go ahead without asking.
+    yes: bool,
+    /// Only list what would go.
+    dry_run: bool,
+    json: bool,
+}
+
+/// Lists sessions about to be deleted: on stdout as text, on stderr when
+/// stdout carries JSON.
+fn show_plan(records: &[&SessionRecord], json: bool) {
+    for record in records {
+        if json {
+            eprintln!("{}", line(record));
+        } else {
+            println!("{}", line(record));
+        }
+    }
+}
+
+/// `sessions delete ID`: the session (by id or a unique start of it) with
+/// its subagent sessions, after showing it and asking.
+async fn delete(store: &StoreHandle, text: &str, how: Removal) -> Result<Exit, CliError> {
+    let id = crate::id_lookup::session_id(store, text).await?;
+    let lookup = id.clone();
+    let Some(record) = call(store, move |s| s.get_session(&lookup)).await? else {
+        return Err(CliError::usage(anyhow::anyhow!("no session '{id}'")));
+    };
+    if how.dry_run {
+        if how.json {
+            print_json(&serde_json::json!({"dry_run": true, "sessions": [record]}))?;
+        } else {
+            println!("would delete 1 session (with its subagent sessions):");
+            show_plan(&[&record], false);
+        }
+        return Ok(Exit::Completed);
+    }
+    let agreed = crate::confirm::confirm(
+        "Delete 1 session(s) (with their subagent sessions)?",
+        how.yes,
+        || show_plan(&[&record], how.json),
+    )?;
+    let deleted = if agreed {
+        let target = id.clone();
+        call(store, move |s| s.delete_session(&target)).await?
+    } else {
+        false
+    };
+    if how.json {
+        print_json(&serde_json::json!({"id": id, "deleted": deleted}))?;
+    } else if deleted {
+        println!("deleted {id}");
+    } else {
+        eprintln!("nothing deleted");
+    }
+    Ok(Exit::Completed)
+}
+
+/// `sessions prune --older-than AGE`: lists the session trees with no
+/// activity for `age`, asks, then deletes exactly those.
+async fn prune(
+    store: &StoreHandle,
+    older_than: &str,
+    age: Duration,
+    how: Removal,
+) -> Result<Exit, CliError> {
+    let trees = call(store, move |s| s.stale_session_trees(age)).await?;
+    let roots: Vec<&SessionRecord> = trees.iter().map(|t| &t.root).collect();
+    let total: usize = trees.iter().map(|t| t.sessions).sum();
+    if how.dry_run {
+        if how.json {
+            print_json(&serde_json::json!({
+                "dry_run": true,
+                "older_than": older_than,
+                "sessions": roots,
+                "with_subagent_sessions": total,
+            }))?;
+        } else if trees.is_empty() {
+            println!("no sessions idle for {older_than}");
+        } else {
+            println!(
+                "would delete {} session(s) idle for {older_than} ({total} with their subagent sessions):",
+                trees.len()
+            );
+            show_plan(&roots, false);
+        }
+        return Ok(Exit::Completed);
+    }
+    let agreed = trees.is_empty()
+        || crate::confirm::confirm(
+            &format!(
+                "Delete {} session(s) idle for {older_than} ({total} with their subagent sessions)?",
+                trees.len()
+            ),
+            how.yes,
+            || show_plan(&roots, how.json),
+        )?;
+    let ids: Vec<String> = roots.iter().map(|r| r.id.clone()).collect();
+    let pruned = if agreed && !ids.is_empty() {
+        let targets = ids.clone();
+        call(store, move |s| s.delete_session_trees(&targets)).await?
+    } else {
+        0
+    };
+    if how.json {
+        let deleted: &[String] = if agreed { &ids } else { &[] };
+        print_json(&serde_json::json!({"pruned": pruned, "sessions": deleted}))?;
+    } else if agreed {
+        println!("pruned {pruned} sessions");
+    } else {
+        eprintln!("nothing deleted");
+    }
+    Ok(Exit::Completed)
+}
+
 pub(crate) async fn sessions(
     common: &CommonArgs,
     action: SessionsAction,
@@ -158,6 +286,7 @@ pub(crate) async fn sessions(
             events,
             after,
         } => {
+            let id = crate::id_lookup::session_id(&store, &id).await?;
             let lookup = id.clone();
             let Some(record) = call(&store, move |s| s.get_session(&lookup)).await? else {
                 return Err(CliError::usage(anyhow::anyhow!("no session '{id}'")));
@@ -172,9 +301,9 @@ pub(crate) async fn sessions(
                 println!("{}", line(&record));
                 println!(
                     "model {} ({}) · cwd {} · tokens in {} out {} cached {} · ${:.4}",
-                    record.model,
-                    record.provider,
-                    record.cwd,
+                    one_line(&record.model),
+                    one_line(&record.provider),
+                    one_line(&record.cwd),
                     record.input_tokens,
                     record.output_tokens,
                     record.cached_tokens,
@@ -204,6 +333,7 @@ pub(crate) async fn sessions(
             }
         }
         SessionsAction::Export { id, .. } => {
+            let id = crate::id_lookup::session_id(&store, &id).await?;
             let value = call(&store, move |s| s.export_session(&id)).await?;
             print_json(&value)?;
         }
@@ -217,29 +347,24 @@ pub(crate) async fn sessions(
                     report.messages, report.session_id
                 );
                 for bad in &report.bad_lines {
-                    println!("  skipped line {}: {}", bad.line, bad.reason);
+                    println!("  skipped line {}: {}", bad.line, one_line(&bad.reason));
                 }
             }
         }
-        SessionsAction::Delete { id, json } => {
-            let target = id.clone();
-            let deleted = call(&store, move |s| s.delete_session(&target)).await?;
-            if json {
-                print_json(&serde_json::json!({"id": id, "deleted": deleted}))?;
-            } else if deleted {
-                println!("deleted {id}");
-            } else {
-                return Err(CliError::usage(anyhow::anyhow!("no session '{id}'")));
-            }
-        }
-        SessionsAction::Prune { older_than, json } => {
+        SessionsAction::Delete {
+            id,
+            yes,
+            dry_run,
+            json,
+        } => return delete(&store, &id, Removal { yes, dry_run, json }).await,
+        SessionsAction::Prune {
+            older_than,
+            yes,
+            dry_run,
+            json,
+        } => {
             let age = parse_age(&older_than)?;
-            let pruned = call(&store, move |s| s.prune_older_than(age)).await?;
-            if json {
-                print_json(&serde_json::json!({"pruned": pruned}))?;
-            } else {
-                println!("pruned {pruned} sessions");
-            }
+            return prune(&store, &older_than, age, Removal { yes, dry_run, json }).await;
         }
     }
     Ok(Exit::Completed)

@@ -109,7 +109,13 @@ pub(crate) async fn open(
     observer: impl Fn(Arc<Event>) + Send + Sync + 'static,
 ) -> Result<Session, CliError> {
     let mut options = SessionOptions::new(settings.clone(), store.clone());
-    options.open = open_mode(common);
+    options.open = match open_mode(common) {
+        // A unique start of an id is enough on the command line (the HTTP
+        // API keeps exact ids, so this happens here and not in the runtime).
+        OpenMode::Resume(id) => OpenMode::Resume(crate::id_lookup::session_id(store, &id).await?),
+        OpenMode::Fork(id) => OpenMode::Fork(crate::id_lookup::session_id(store, &id).await?),
+        other => other,
+    };
     options.lease_wait = if common.wait {
         LeaseWait::Yes
     } else {

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use herald_knowledge::skills::{SkillError, render_file, render_skill};
 use herald_knowledge::{Actor, SkillManager, SkillRoots};
+use herald_protocol::one_line;
 use serde_json::json;
 
 use crate::args::{CommonArgs, SkillsAction};
@@ -20,15 +21,17 @@ pub(crate) async fn skills(common: &CommonArgs, action: SkillsAction) -> Result<
     let cwd = working_dir(common)?;
     let roots = SkillRoots::new(&home, &cwd);
     match action {
-        SkillsAction::List { json } => list(&roots, json),
-        SkillsAction::View { name, file } => {
+        SkillsAction::List { json, .. } => list(&roots, json),
+        SkillsAction::View { name, file, .. } => {
             let skill = roots.find(&name).map_err(skill_error)?;
             let text = match file {
                 Some(path) => render_file(&skill, &path),
                 None => render_skill(&skill),
             }
             .map_err(skill_error)?;
-            println!("{text}");
+            // Skills come from projects and the agent: no escape sequence
+            // in them reaches the terminal.
+            println!("{}", herald_protocol::terminal_safe(&text));
             Ok(Exit::Completed)
         }
         SkillsAction::Create {
@@ -99,14 +102,15 @@ fn list(roots: &SkillRoots, json: bool) -> Result<Exit, CliError> {
             .unwrap_or_default();
         let created = if skill.herald_created { ", herald" } else { "" };
         println!(
-            "{}  [{}{category}{created}]  {}",
-            skill.name,
+            "{}  [{}{}{created}]  {}",
+            one_line(&skill.name),
             skill.source.as_str(),
-            skill.description
+            one_line(&category),
+            one_line(&skill.description)
         );
     }
     for problem in &found.problems {
-        eprintln!("skipped: {problem}");
+        eprintln!("skipped: {}", one_line(problem));
     }
     Ok(Exit::Completed)
 }

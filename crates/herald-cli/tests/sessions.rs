@@ -59,7 +59,7 @@ async fn sessions_persist_resume_and_search() {
         assert!(none.as_array().unwrap().is_empty());
         let exported = cli_json(&h, &["sessions", "export", &id]).await;
         assert!(exported.to_string().contains("zebra"));
-        let deleted = cli_json(&h, &["sessions", "delete", &id, "--json"]).await;
+        let deleted = cli_json(&h, &["sessions", "delete", &id, "--yes", "--json"]).await;
         assert_eq!(deleted["deleted"], true);
         let listed = cli_json(&h, &["sessions", "list", "--json"]).await;
         assert!(listed.as_array().unwrap().is_empty());
