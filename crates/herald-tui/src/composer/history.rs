@@ -21,6 +21,7 @@ pub(crate) enum Recall {
 }
 
 impl History {
+    /// The history loaded from the store (oldest first), capped like the store.
     pub fn new(mut entries: Vec<String>) -> Self {
         let excess = entries
             .len()
@@ -33,6 +34,7 @@ impl History {
         }
     }
 
+    /// Every entry, oldest first (what Ctrl-R searches).
     pub fn entries(&self) -> &[String] {
         &self.entries
     }

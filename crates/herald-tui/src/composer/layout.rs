@@ -14,7 +14,9 @@ pub(crate) const TAB_WIDTH: usize = 4;
 /// (never including a `\n`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Row {
+    /// Byte offset of the first grapheme shown.
     pub start: usize,
+    /// Byte offset just past the last grapheme shown.
     pub end: usize,
     /// The last row of its line (the next row starts after a `\n`, or
     /// there is none); otherwise the next row continues at `end`.

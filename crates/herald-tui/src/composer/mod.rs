@@ -56,6 +56,8 @@ use popup::{Items, Popup};
 use search::Search;
 use textarea::TextArea;
 
+/// The hint of an empty composer and the height cap of its text, for the
+/// app's layout and tests.
 pub use render::{HINT, MAX_TEXT_ROWS};
 
 /// What the app should do after a key reached the composer.

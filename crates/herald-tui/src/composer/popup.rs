@@ -31,6 +31,7 @@ pub(crate) enum Items {
 }
 
 impl Items {
+    /// How many rows there are to choose from.
     pub fn len(&self) -> usize {
         match self {
             Items::Commands(commands) => commands.len(),
@@ -42,7 +43,9 @@ impl Items {
 /// An open popup.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Popup {
+    /// What is offered.
     pub items: Items,
+    /// The row ↑/↓ moved to; Tab and Enter apply it.
     pub selected: usize,
 }
 
@@ -65,11 +68,13 @@ impl Popup {
         (!paths.is_empty()).then_some(Items::Paths { token, paths })
     }
 
+    /// ↑: the row above, wrapping to the last.
     pub fn select_previous(&mut self) {
         let len = self.items.len().max(1);
         self.selected = (self.selected + len - 1) % len;
     }
 
+    /// ↓: the row below, wrapping to the first.
     pub fn select_next(&mut self) {
         self.selected = (self.selected + 1) % self.items.len().max(1);
     }

@@ -9,6 +9,7 @@ use super::textarea::Snapshot;
 /// An open search.
 #[derive(Debug)]
 pub(crate) struct Search {
+    /// What was typed since Ctrl-R.
     pub query: String,
     /// The history entry shown (its index).
     pub found: Option<usize>,
@@ -19,6 +20,7 @@ pub(crate) struct Search {
 }
 
 impl Search {
+    /// Opens a search over the history, keeping `draft` for a cancel.
     pub fn new(draft: Snapshot) -> Self {
         Search {
             query: String::new(),

@@ -17,6 +17,7 @@ use super::layout;
 /// unit: a collapsed paste, shown as its label.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Element {
+    /// Where its label sits in the text.
     pub range: Range<usize>,
     /// What the span stands for (the pasted text), put in its place on
     /// submit.
@@ -56,14 +57,17 @@ pub(crate) struct TextArea {
 }
 
 impl TextArea {
+    /// The text as shown (elements as their labels).
     pub fn text(&self) -> &str {
         &self.text
     }
 
+    /// The cursor, a byte offset into [`TextArea::text`].
     pub fn cursor(&self) -> usize {
         self.cursor
     }
 
+    /// The collapsed pastes, in text order.
     pub fn elements(&self) -> &[Element] {
         &self.elements
     }
@@ -73,6 +77,7 @@ impl TextArea {
         self.revision
     }
 
+    /// Whether there is no text at all.
     pub fn is_empty(&self) -> bool {
         self.text.is_empty()
     }
@@ -90,6 +95,7 @@ impl TextArea {
         out
     }
 
+    /// The text, cursor and elements, to put back later.
     pub fn snapshot(&self) -> Snapshot {
         Snapshot {
             text: self.text.clone(),
@@ -98,6 +104,7 @@ impl TextArea {
         }
     }
 
+    /// Puts back what [`TextArea::snapshot`] saved.
     pub fn restore(&mut self, snapshot: Snapshot) {
         self.text = snapshot.text;
         self.elements = snapshot.elements;
@@ -217,11 +224,13 @@ impl TextArea {
         }
     }
 
+    /// ←: one grapheme (or element) back.
     pub fn move_left(&mut self) {
         let pos = self.prev_boundary(self.cursor);
         self.set_cursor(pos);
     }
 
+    /// →: one grapheme (or element) on.
     pub fn move_right(&mut self) {
         let pos = self.next_boundary(self.cursor);
         self.cursor = pos;
@@ -240,10 +249,12 @@ impl TextArea {
             .map_or(self.text.len(), |i| self.cursor + i)
     }
 
+    /// Home / Ctrl-A.
     pub fn move_line_start(&mut self) {
         self.set_cursor(self.line_start());
     }
 
+    /// End / Ctrl-E.
     pub fn move_line_end(&mut self) {
         self.set_cursor(self.line_end());
     }
@@ -270,10 +281,12 @@ impl TextArea {
         self.element_around(at).map_or(at, |e| e.range.end)
     }
 
+    /// Alt-B / Ctrl-←.
     pub fn move_word_left(&mut self) {
         self.set_cursor(self.word_start_before(self.cursor));
     }
 
+    /// Alt-F / Ctrl-→.
     pub fn move_word_right(&mut self) {
         self.cursor = self.word_end_after(self.cursor);
         self.preferred_col = None;
