@@ -1,22 +1,34 @@
-//! Renders the event stream: JSON lines on stdout for `--json`, or short
-//! progress lines on stderr for people. Writing happens on its own thread so a
+//! Renders the event stream: JSON lines on stdout for `--json`, or progress
+//! for people on stderr (`human`). Writing happens on its own thread so a
 //! slow reader never stalls the agent.
 
-use std::io::{IsTerminal, Write};
+mod format;
+mod human;
+mod live;
+pub(crate) mod style;
+pub(crate) mod summary;
+mod tool_line;
+
+use std::io::Write;
 use std::sync::{Arc, mpsc};
 use std::thread::JoinHandle;
 
-use herald_protocol::{Event, EventKind, ToolStatus};
+use herald_protocol::{Event, EventKind};
 
-use crate::tree::{AgentTree, TreeUpdate};
+pub(crate) use human::HumanReport;
 
 /// How events are shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Mode {
     /// One JSON object per line on stdout.
     Json,
-    /// Tool progress on stderr when it is a terminal; nothing otherwise.
+    /// The line loop: the reply streamed on stdout (`stream_text`), tool
+    /// progress and the subagent tree on a terminal's stderr.
     Human { stream_text: bool },
+    /// `herald run` for people: intermediate text, one line per tool call
+    /// and warnings on stderr, with a spinner and the subagent tree when
+    /// stderr is a terminal; the caller prints the answer and the summary.
+    Run,
 }
 
 /// What the writer thread receives.
@@ -29,7 +41,7 @@ enum Item {
 /// A running renderer; `finish` flushes it.
 pub(crate) struct Renderer {
     sender: mpsc::Sender<Item>,
-    thread: Option<JoinHandle<()>>,
+    thread: Option<JoinHandle<HumanReport>>,
 }
 
 impl Renderer {
@@ -37,8 +49,14 @@ impl Renderer {
     pub(crate) fn start(mode: Mode) -> Self {
         let (sender, receiver) = mpsc::channel::<Item>();
         let thread = std::thread::spawn(move || match mode {
-            Mode::Json => write_json(receiver),
-            Mode::Human { stream_text } => write_human(receiver, stream_text),
+            Mode::Json => {
+                write_json(receiver);
+                HumanReport::default()
+            }
+            Mode::Human { stream_text } => {
+                human::write_human(&receiver, human::Style::Stream { stream_text })
+            }
+            Mode::Run => human::write_human(&receiver, human::Style::Run),
         });
         Self {
             sender,
@@ -56,14 +74,17 @@ impl Renderer {
         }
     }
 
-    /// Waits until every event sent so far is written. Sinks still alive
-    /// (background agents left running for `--resume`) cannot hold it up:
-    /// anything they send afterwards is dropped.
-    pub(crate) fn finish(mut self) {
+    /// Waits until every event sent so far is written (the live block
+    /// erased) and returns what the human renderer gathered (empty for
+    /// JSON). Sinks still alive (background agents left running for
+    /// `--resume`) cannot hold it up: anything they send afterwards is
+    /// dropped.
+    pub(crate) fn finish(mut self) -> HumanReport {
         let _ = self.sender.send(Item::Stop);
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
+        self.thread
+            .take()
+            .and_then(|thread| thread.join().ok())
+            .unwrap_or_default()
     }
 }
 
@@ -117,86 +138,6 @@ fn write_json(receiver: mpsc::Receiver<Item>) {
     }
 }
 
-fn write_human(receiver: mpsc::Receiver<Item>, stream_text: bool) {
-    let interactive = std::io::stderr().is_terminal();
-    let mut tree = AgentTree::default();
-    while let Some(event) = next(&receiver) {
-        let mut err = std::io::stderr().lock();
-        match tree.apply(&event) {
-            TreeUpdate::None => {}
-            TreeUpdate::Redraw if interactive => {
-                tree.clear(&mut err);
-                tree.draw(&mut err);
-                continue;
-            }
-            TreeUpdate::Redraw => continue,
-            TreeUpdate::Started(line) | TreeUpdate::Finished(line) => {
-                tree.clear(&mut err);
-                let _ = writeln!(err, "{line}");
-                if interactive {
-                    tree.draw(&mut err);
-                }
-                continue;
-            }
-        }
-        if interactive && !tree.is_empty() {
-            tree.clear(&mut err);
-        }
-        let _ = match &event.kind {
-            EventKind::AssistantDelta { text } if stream_text => {
-                let mut out = std::io::stdout().lock();
-                let _ = out.write_all(text.as_bytes());
-                out.flush()
-            }
-            EventKind::AssistantReset {} if stream_text => {
-                // The retried reply differs from the text printed so far: it
-                // starts again on a new line, and stderr says why.
-                let mut out = std::io::stdout().lock();
-                let _ = out.write_all(b"\n");
-                let _ = out.flush();
-                writeln!(err, "  (the reply restarts after the retry)")
-            }
-            EventKind::ToolStarted {
-                name, arguments, ..
-            } if interactive => writeln!(err, "  \u{2192} {name} {}", preview(arguments, 100)),
-            EventKind::ToolCompleted {
-                name,
-                status: ToolStatus::Error,
-                duration_ms,
-                ..
-            } if interactive => writeln!(err, "  \u{2717} {name} failed ({duration_ms} ms)"),
-            EventKind::Retry {
-                attempt,
-                delay_ms,
-                reason,
-            } => writeln!(
-                err,
-                "  retry {attempt} in {:.1} s: {reason}",
-                *delay_ms as f64 / 1000.0
-            ),
-            EventKind::Error {
-                message,
-                fatal: false,
-            } => writeln!(err, "  warning: {message}"),
-            kind @ EventKind::McpServer { .. } => match mcp_problem(kind) {
-                Some(line) => writeln!(err, "  warning: {line}"),
-                None => Ok(()),
-            },
-            EventKind::Compaction {
-                tokens_before,
-                tokens_after,
-            } => writeln!(
-                err,
-                "  context compacted: ~{tokens_before} → ~{tokens_after} tokens"
-            ),
-            _ => Ok(()),
-        };
-        if interactive && !tree.is_empty() {
-            tree.draw(&mut err);
-        }
-    }
-}
-
 /// The line telling a person an MCP server is not (fully) there: it
 /// failed, was late, or changed its tools; `None` for a server that is up.
 fn mcp_problem(kind: &EventKind) -> Option<String> {
@@ -237,4 +178,18 @@ pub(crate) fn preview(text: &str, max: usize) -> String {
         cut.push('\u{2026}');
         cut
     }
+}
+
+/// The width in columns of the terminal behind `stream`, if it is one.
+pub(crate) fn terminal_width(stream: &impl std::os::fd::AsRawFd) -> Option<usize> {
+    let mut size = nix::libc::winsize {
+        ws_row: 0,
+        ws_col: 0,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    // SAFETY: TIOCGWINSZ writes one `winsize` into the pointed-to value,
+    // which lives for the call.
+    let done = unsafe { nix::libc::ioctl(stream.as_raw_fd(), nix::libc::TIOCGWINSZ, &mut size) };
+    (done == 0 && size.ws_col > 0).then_some(usize::from(size.ws_col))
 }

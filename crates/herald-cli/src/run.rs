@@ -2,12 +2,14 @@
 //! A thin front end over the session runtime: it opens a one-shot session,
 //! sends the turn and renders the events.
 
-use std::io::Read;
+use std::io::{IsTerminal, Read};
 
 use herald_core::ExitReason;
+use herald_protocol::terminal_safe;
 
 use crate::args::{CommonArgs, RunArgs};
-use crate::render::{Mode, Renderer};
+use crate::render::style::{self, Palette};
+use crate::render::{Mode, Renderer, summary};
 use crate::setup::SessionShape;
 use crate::{CliError, Exit, setup, signals};
 
@@ -32,11 +34,7 @@ fn read_prompt(prompt: &str) -> Result<String, CliError> {
 pub(crate) async fn run(common: &CommonArgs, args: RunArgs) -> Result<Exit, CliError> {
     let settings = setup::settings(common)?;
     let prompt = read_prompt(&args.prompt)?;
-    let renderer = Renderer::start(if args.json {
-        Mode::Json
-    } else {
-        Mode::Human { stream_text: false }
-    });
+    let renderer = Renderer::start(if args.json { Mode::Json } else { Mode::Run });
     let store = setup::open_store(&settings.home)?;
     let shape = SessionShape {
         stream_deltas: args.json && args.stream,
@@ -66,10 +64,10 @@ pub(crate) async fn run(common: &CommonArgs, args: RunArgs) -> Result<Exit, CliE
         ExitReason::Error | ExitReason::Budget => Exit::Failed,
     };
     drop(session);
-    renderer.finish();
+    let report = renderer.finish();
     if !args.json {
         match exit {
-            Exit::Completed => println!("{}", outcome.final_response.trim_end()),
+            Exit::Completed => print_answer(&outcome.final_response, report.printed),
             Exit::Interrupted | Exit::Terminated | Exit::HungUp => {
                 eprintln!("herald: interrupted (session {session_id})")
             }
@@ -79,6 +77,37 @@ pub(crate) async fn run(common: &CommonArgs, args: RunArgs) -> Result<Exit, CliE
                 }
             }
         }
+        let palette = Palette {
+            color: style::stderr_color(),
+        };
+        if outcome.exit_reason == ExitReason::MaxIterations {
+            eprintln!(
+                "{}",
+                palette.red(&summary::iteration_limit_line(
+                    &session_id,
+                    settings.max_iterations
+                ))
+            );
+        }
+        eprintln!(
+            "{}",
+            palette.dim(&summary::summary_line(&session_id, &report.totals))
+        );
     }
     Ok(exit)
+}
+
+/// Prints the final answer on stdout: as it is when stdout is not a
+/// terminal (scripts read it), else after a blank line when progress lines
+/// came before it.
+fn print_answer(answer: &str, after_progress: bool) {
+    let answer = answer.trim_end();
+    if std::io::stdout().is_terminal() {
+        if after_progress {
+            println!();
+        }
+        println!("{}", terminal_safe(answer));
+    } else {
+        println!("{answer}");
+    }
 }

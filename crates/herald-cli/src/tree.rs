@@ -1,9 +1,8 @@
 //! The live subagent tree of the human renderer (SPEC §9.4): one line per
-//! running child showing its current tool, kept as a block at the bottom of
-//! the terminal and redrawn in place; each child that finishes leaves a
-//! permanent completion line with its status and duration.
-
-use std::io::Write;
+//! running child showing its current tool, kept in the live block at the
+//! bottom of the terminal (`render::live`) and redrawn in place; each child
+//! that finishes leaves a permanent completion line with its status and
+//! duration.
 
 use herald_protocol::{Event, EventKind, TokenTotals};
 
@@ -19,11 +18,10 @@ struct Row {
     tokens: TokenTotals,
 }
 
-/// The running children and how many terminal lines their block occupies.
+/// The running children.
 #[derive(Debug, Default)]
 pub(crate) struct AgentTree {
     rows: Vec<Row>,
-    drawn: usize,
 }
 
 /// What an event means for the display.
@@ -105,29 +103,21 @@ impl AgentTree {
         self.rows.is_empty()
     }
 
-    /// Erases the block drawn last (terminal only).
-    pub(crate) fn clear(&mut self, out: &mut impl Write) {
-        if self.drawn > 0 {
-            // Up `drawn` lines, then clear to the end of the screen.
-            let _ = write!(out, "\x1b[{}F\x1b[J", self.drawn);
-            self.drawn = 0;
-        }
-    }
-
-    /// Draws the block of running children (terminal only).
-    pub(crate) fn draw(&mut self, out: &mut impl Write) {
-        for row in &self.rows {
-            let tool = row.tool.as_deref().unwrap_or("thinking");
-            let _ = writeln!(
-                out,
-                "{}\u{2502} {} \u{2192} {tool} · {} tok · {}",
-                indent(row.depth),
-                row.id,
-                row.tokens.input + row.tokens.output,
-                preview(&row.goal, 50)
-            );
-        }
-        self.drawn = self.rows.len();
+    /// One line per running child: its current tool, tokens and goal.
+    pub(crate) fn lines(&self) -> Vec<String> {
+        self.rows
+            .iter()
+            .map(|row| {
+                let tool = row.tool.as_deref().unwrap_or("thinking");
+                format!(
+                    "{}\u{2502} {} \u{2192} {tool} \u{b7} {} tok \u{b7} {}",
+                    indent(row.depth),
+                    row.id,
+                    row.tokens.input + row.tokens.output,
+                    preview(&row.goal, 50)
+                )
+            })
+            .collect()
     }
 }
 
@@ -166,10 +156,9 @@ mod tests {
                 tokens: TokenTotals::default(),
             },
         ));
-        let mut out = Vec::new();
-        tree.draw(&mut out);
-        let text = String::from_utf8_lossy(&out).into_owned();
-        assert!(text.contains("ag_1 \u{2192} terminal"), "{text}");
+        let lines = tree.lines();
+        assert_eq!(lines.len(), 1);
+        assert!(lines[0].contains("ag_1 \u{2192} terminal"), "{lines:?}");
         let done = tree.apply(&event(
             "ag_1",
             EventKind::SubagentCompleted {

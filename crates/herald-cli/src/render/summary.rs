@@ -1,0 +1,254 @@
+//! What a run cost and how it ended, for the last lines `herald run` prints
+//! on stderr: tokens and cost of the whole delegation tree, the cache-hit
+//! share, and how to continue a run that stopped at its iteration limit.
+//!
+//! A child's `usage` events stay in its own stream (they never reach the
+//! root's observer); its `subagent.completed` carries its totals, so the
+//! tree total is the root's `usage` events plus every `subagent.completed`.
+
+use herald_protocol::{Event, EventKind, Usage};
+
+use super::format;
+
+/// Totals gathered from a run's event stream.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct RunTotals {
+    /// The root session's model (`session.started`).
+    pub model: Option<String>,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub cached_tokens: u64,
+    pub cost_usd: f64,
+    /// Subagents that reported their totals.
+    pub subagents: u32,
+    /// `run.completed` of the root, once seen.
+    pub end: Option<RunEnd>,
+}
+
+/// The root's `run.completed`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct RunEnd {
+    /// `completed | max_iterations | interrupted | error | budget`.
+    pub exit_reason: String,
+    pub iterations: u32,
+    pub duration_ms: u64,
+}
+
+impl RunTotals {
+    /// Counts one event of the root's stream.
+    pub(crate) fn apply(&mut self, event: &Event) {
+        let root = event.agent_id == "root";
+        match &event.kind {
+            EventKind::SessionStarted { model, .. } if root => self.model = Some(model.clone()),
+            EventKind::Usage {
+                input_tokens,
+                output_tokens,
+                cached_tokens,
+                cost_usd,
+            } if root => {
+                self.input_tokens += input_tokens;
+                self.output_tokens += output_tokens;
+                self.cached_tokens += cached_tokens;
+                self.cost_usd += cost_usd;
+            }
+            EventKind::SubagentCompleted {
+                tokens, cost_usd, ..
+            } => {
+                self.input_tokens += tokens.input;
+                self.output_tokens += tokens.output;
+                self.cached_tokens += tokens.cached;
+                self.cost_usd += cost_usd;
+                self.subagents += 1;
+            }
+            EventKind::RunCompleted {
+                exit_reason,
+                iterations,
+                duration_ms,
+                ..
+            } if root => {
+                self.end = Some(RunEnd {
+                    exit_reason: exit_reason.clone(),
+                    iterations: *iterations,
+                    duration_ms: *duration_ms,
+                });
+            }
+            _ => {}
+        }
+    }
+
+    /// The tree's cost, or `None` when it is not known: nothing was
+    /// charged and herald has no price for the model (unknown models are
+    /// counted as free, as local servers are).
+    pub(crate) fn cost(&self) -> Option<f64> {
+        let priced = self.model.as_deref().is_some_and(model_is_priced);
+        (priced || self.cost_usd > 0.0).then_some(self.cost_usd)
+    }
+}
+
+/// Whether herald knows a price for `model`.
+pub(crate) fn model_is_priced(model: &str) -> bool {
+    let probe = Usage {
+        input_tokens: 1_000_000,
+        output_tokens: 1_000_000,
+        cached_tokens: 0,
+        cache_creation_tokens: 0,
+    };
+    herald_llm::cost_usd(model, &probe) > 0.0
+}
+
+/// `session ses_… · 4 iterations · 12.3k in / 1.1k out tokens (tree) ·
+/// 63% cached · $0.0148 · 12.4 s`; `(tree)` when subagents' tokens are in
+/// the sums, the cache share only when input was counted.
+pub(crate) fn summary_line(session_id: &str, totals: &RunTotals) -> String {
+    let mut parts = vec![format!("session {session_id}")];
+    if let Some(end) = &totals.end {
+        parts.push(format::count(
+            u64::from(end.iterations),
+            "iteration",
+            "iterations",
+        ));
+    }
+    let tree = if totals.subagents > 0 { " (tree)" } else { "" };
+    parts.push(format!(
+        "{} in / {} out tokens{tree}",
+        format::tokens(totals.input_tokens),
+        format::tokens(totals.output_tokens)
+    ));
+    if let Some(share) = format::percent(totals.cached_tokens, totals.input_tokens) {
+        parts.push(format!("{share}% cached"));
+    }
+    parts.push(format::cost(totals.cost()));
+    if let Some(end) = &totals.end {
+        parts.push(format::duration_ms(end.duration_ms));
+    }
+    parts.join(" \u{b7} ")
+}
+
+/// The line after a run that stopped at the iteration limit: what happened
+/// and the command that continues it (`--resume` is a global option, and
+/// `herald run` takes it).
+pub(crate) fn iteration_limit_line(session_id: &str, limit: u32) -> String {
+    format!(
+        "stopped at the iteration limit ({limit}); continue with: herald run --resume {session_id} \"continue\" (or raise it with --max-iterations)"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use herald_protocol::{RunStatus, TokenTotals};
+
+    use super::*;
+
+    fn root(kind: EventKind) -> Event {
+        Event::new("ses_1", "root", kind)
+    }
+
+    fn usage(input: u64, output: u64, cached: u64, cost: f64) -> Event {
+        root(EventKind::Usage {
+            input_tokens: input,
+            output_tokens: output,
+            cached_tokens: cached,
+            cost_usd: cost,
+        })
+    }
+
+    fn started(model: &str) -> Event {
+        root(EventKind::SessionStarted {
+            model: model.into(),
+            provider: "openai".into(),
+            cwd: "/".into(),
+            resumed: false,
+        })
+    }
+
+    fn completed(iterations: u32, duration_ms: u64) -> Event {
+        root(EventKind::RunCompleted {
+            status: RunStatus::Completed,
+            exit_reason: "completed".into(),
+            final_response: "done".into(),
+            iterations,
+            usage: TokenTotals::default(),
+            cost_usd: 0.0,
+            duration_ms,
+        })
+    }
+
+    #[test]
+    fn the_summary_sums_the_tree_and_gives_the_cache_share() {
+        let mut totals = RunTotals::default();
+        for event in [
+            started("gpt-4.1-mini"),
+            usage(8_000, 600, 5_000, 0.01),
+            usage(2_300, 300, 2_000, 0.0048),
+            Event::new(
+                "ses_1",
+                "ag_1",
+                EventKind::SubagentCompleted {
+                    parent_id: "root".into(),
+                    depth: 1,
+                    status: "completed".into(),
+                    exit_reason: "completed".into(),
+                    summary: "ok".into(),
+                    tokens: TokenTotals {
+                        input: 2_000,
+                        output: 200,
+                        cached: 800,
+                    },
+                    cost_usd: 0.0001,
+                    duration_seconds: 1.0,
+                },
+            ),
+            // A child's own usage never counts twice.
+            Event::new(
+                "ses_2",
+                "ag_1",
+                EventKind::Usage {
+                    input_tokens: 2_000,
+                    output_tokens: 200,
+                    cached_tokens: 800,
+                    cost_usd: 0.0001,
+                },
+            ),
+            completed(4, 12_400),
+        ] {
+            totals.apply(&event);
+        }
+        assert_eq!(
+            summary_line("ses_1", &totals),
+            "session ses_1 \u{b7} 4 iterations \u{b7} 12.3k in / 1.1k out tokens (tree) \u{b7} 63% cached \u{b7} $0.0149 \u{b7} 12.4 s"
+        );
+    }
+
+    #[test]
+    fn an_unpriced_model_has_an_unknown_cost() {
+        let mut totals = RunTotals::default();
+        for event in [
+            started("llama3:8b"),
+            usage(900, 10, 0, 0.0),
+            completed(1, 300),
+        ] {
+            totals.apply(&event);
+        }
+        assert_eq!(totals.cost(), None);
+        assert_eq!(
+            summary_line("ses_9", &totals),
+            "session ses_9 \u{b7} 1 iteration \u{b7} 900 in / 10 out tokens \u{b7} 0% cached \u{b7} cost unknown \u{b7} 300 ms"
+        );
+        assert!(model_is_priced("claude-sonnet-4-5"));
+        assert!(model_is_priced("openai/gpt-4.1-mini"));
+        assert!(!model_is_priced("qwen2.5-coder:7b"));
+    }
+
+    #[test]
+    fn a_run_cut_short_still_names_its_session() {
+        let totals = RunTotals::default();
+        assert_eq!(
+            summary_line("ses_3", &totals),
+            "session ses_3 \u{b7} 0 in / 0 out tokens \u{b7} cost unknown"
+        );
+        assert_eq!(
+            iteration_limit_line("ses_3", 90),
+            "stopped at the iteration limit (90); continue with: herald run --resume ses_3 \"continue\" (or raise it with --max-iterations)"
+        );
+    }
+}
