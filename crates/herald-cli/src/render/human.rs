@@ -54,14 +54,41 @@ struct Running {
     key: Option<String>,
 }
 
+/// Where the view writes and what it knows about those streams.
+pub(super) struct Streams {
+    /// Progress lines and the live block.
+    pub err: Box<dyn Write + Send>,
+    /// Streamed reply text.
+    pub out: Box<dyn Write + Send>,
+    /// `err` is a terminal: the live block may be drawn.
+    pub interactive: bool,
+    /// `out` is a terminal too (it shares the screen with `err`).
+    pub stdout_terminal: bool,
+    /// The terminal's width in columns, asked at each redraw.
+    pub width: fn() -> Option<usize>,
+    pub palette: Palette,
+}
+
+impl Streams {
+    /// The process's stderr and stdout.
+    fn standard() -> Self {
+        Self {
+            err: Box::new(std::io::BufWriter::new(std::io::stderr())),
+            out: Box::new(std::io::stdout()),
+            interactive: std::io::stderr().is_terminal(),
+            stdout_terminal: std::io::stdout().is_terminal(),
+            width: || super::terminal_width(&std::io::stderr()),
+            palette: Palette {
+                color: super::style::stderr_color(),
+            },
+        }
+    }
+}
+
 /// The renderer's state between events.
 struct View {
     style: Style,
-    /// stderr is a terminal: the live block may be drawn.
-    interactive: bool,
-    /// stdout is a terminal (it shares the screen with stderr).
-    stdout_terminal: bool,
-    palette: Palette,
+    io: Streams,
     tree: AgentTree,
     live: LiveRegion,
     /// Between the first event of a root turn and its `run.completed`.
@@ -79,13 +106,14 @@ struct View {
 
 /// Writes events for people until `Stop` or until every sender is gone.
 pub(crate) fn write_human(receiver: &mpsc::Receiver<Item>, style: Style) -> HumanReport {
+    write_to(receiver, style, Streams::standard())
+}
+
+/// [`write_human`] to the given streams.
+fn write_to(receiver: &mpsc::Receiver<Item>, style: Style, io: Streams) -> HumanReport {
     let mut view = View {
         style,
-        interactive: std::io::stderr().is_terminal(),
-        stdout_terminal: std::io::stdout().is_terminal(),
-        palette: Palette {
-            color: super::style::stderr_color(),
-        },
+        io,
         tree: AgentTree::default(),
         live: LiveRegion::default(),
         turn_active: false,
@@ -95,7 +123,7 @@ pub(crate) fn write_human(receiver: &mpsc::Receiver<Item>, style: Style) -> Huma
         line_open: false,
         report: HumanReport::default(),
     };
-    let animate = style == Style::Run && view.interactive;
+    let animate = style == Style::Run && view.io.interactive;
     loop {
         let item = if animate && view.turn_active {
             receiver.recv_timeout(TICK)
@@ -171,7 +199,7 @@ impl View {
                 });
                 if run {
                     self.redraw();
-                } else if self.interactive {
+                } else if self.io.interactive {
                     self.print(&format!("  \u{2192} {name} {}", preview(arguments, 100)));
                 }
             }
@@ -204,12 +232,12 @@ impl View {
                         error: error.as_deref(),
                         exit_code: *exit_code,
                     },
-                    self.palette,
+                    self.io.palette,
                     self.width(),
                 );
                 if run {
                     self.print(&line);
-                } else if self.interactive && *status == ToolStatus::Error {
+                } else if self.io.interactive && *status == ToolStatus::Error {
                     self.print(&format!("  {line}"));
                 }
             }
@@ -246,8 +274,8 @@ impl View {
 
     /// The terminal's width when stderr is one.
     fn width(&self) -> Option<usize> {
-        if self.interactive {
-            super::terminal_width(&std::io::stderr())
+        if self.io.interactive {
+            (self.io.width)()
         } else {
             None
         }
@@ -255,14 +283,21 @@ impl View {
 
     /// Whether the live block belongs on screen now.
     fn wants_live(&self) -> bool {
-        self.interactive && self.turn_active && (self.style == Style::Run || !self.tree.is_empty())
+        self.io.interactive
+            && self.turn_active
+            && (self.style == Style::Run || !self.tree.is_empty())
     }
 
     /// Draws the live block again (or erases it when it is not wanted).
     fn redraw(&mut self) {
-        let mut err = std::io::stderr().lock();
+        self.draw_live();
+        let _ = self.io.err.flush();
+    }
+
+    /// [`View::redraw`] without the flush.
+    fn draw_live(&mut self) {
         if !self.wants_live() || self.line_open {
-            self.live.clear(&mut err);
+            self.live.clear(&mut self.io.err);
             return;
         }
         let width = self.width().unwrap_or(80);
@@ -282,25 +317,21 @@ impl View {
                 &activity_label(&running),
                 self.phase_started.elapsed(),
                 width,
-                self.palette,
+                self.io.palette,
             ));
         }
-        self.live.draw(&mut err, &lines);
+        self.live.draw(&mut self.io.err, &lines);
     }
 
     /// Prints `text` as lines of their own on stderr, above the live block.
     fn print(&mut self, text: &str) {
-        {
-            let mut err = std::io::stderr().lock();
-            self.live.clear(&mut err);
-            if self.line_open && self.stdout_terminal && self.interactive {
-                // The unfinished streamed line shares the screen.
-                let _ = err.write_all(b"\n");
-                self.line_open = false;
-            }
-            let _ = writeln!(err, "{text}");
-            let _ = err.flush();
+        self.live.clear(&mut self.io.err);
+        if self.line_open && self.io.stdout_terminal && self.io.interactive {
+            // The unfinished streamed line shares the screen.
+            let _ = self.io.err.write_all(b"\n");
+            self.line_open = false;
         }
+        let _ = writeln!(self.io.err, "{text}");
         self.report.printed = true;
         self.redraw();
     }
@@ -327,10 +358,10 @@ impl View {
         if text.is_empty() {
             return;
         }
-        self.live.clear(&mut std::io::stderr().lock());
-        let mut out = std::io::stdout().lock();
-        let _ = out.write_all(text.as_bytes());
-        let _ = out.flush();
+        self.live.clear(&mut self.io.err);
+        let _ = self.io.err.flush();
+        let _ = self.io.out.write_all(text.as_bytes());
+        let _ = self.io.out.flush();
         self.line_open = !text.ends_with('\n');
     }
 
@@ -338,6 +369,260 @@ impl View {
     fn close(&mut self) {
         let rest = std::mem::take(&mut self.pending);
         self.write_stdout(&rest);
-        self.live.clear(&mut std::io::stderr().lock());
+        self.live.clear(&mut self.io.err);
+        let _ = self.io.err.flush();
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use herald_protocol::{RunStatus, TokenTotals, ToolCall};
+
+    use super::*;
+
+    /// stdout and stderr of one terminal: both write into the same bytes.
+    #[derive(Clone, Default)]
+    struct Screen(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Screen {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl Screen {
+        /// The text a 24×80 terminal shows after everything written.
+        fn text(&self) -> String {
+            let bytes = self.0.lock().unwrap().replace_newlines();
+            let mut parser = vt100::Parser::new(
+                std::num::NonZeroU16::new(24).unwrap(),
+                std::num::NonZeroU16::new(80).unwrap(),
+                0,
+            );
+            parser.process(&bytes);
+            parser
+                .screen()
+                .rows(0, 80)
+                .map(|row| row.trim_end().to_owned())
+                .collect::<Vec<_>>()
+                .join("\n")
+                .trim_end()
+                .to_owned()
+        }
+    }
+
+    /// A terminal's output processing turns `\n` into `\r\n`.
+    trait ReplaceNewlines {
+        fn replace_newlines(&self) -> Vec<u8>;
+    }
+
+    impl ReplaceNewlines for Vec<u8> {
+        fn replace_newlines(&self) -> Vec<u8> {
+            let mut out = Vec::with_capacity(self.len());
+            for &b in self {
+                if b == b'\n' {
+                    out.push(b'\r');
+                }
+                out.push(b);
+            }
+            out
+        }
+    }
+
+    fn render(style: Style, events: Vec<Event>) -> (Screen, HumanReport) {
+        let screen = Screen::default();
+        let io = Streams {
+            err: Box::new(screen.clone()),
+            out: Box::new(screen.clone()),
+            interactive: true,
+            stdout_terminal: true,
+            width: || Some(80),
+            palette: Palette { color: false },
+        };
+        let (sender, receiver) = mpsc::channel();
+        for event in events {
+            sender.send(Item::Event(Arc::new(event))).unwrap();
+        }
+        sender.send(Item::Stop).unwrap();
+        let report = write_to(&receiver, style, io);
+        (screen, report)
+    }
+
+    fn root(kind: EventKind) -> Event {
+        Event::new("ses_1", "root", kind)
+    }
+
+    fn child(kind: EventKind) -> Event {
+        Event::new("ses_1", "ag_1", kind)
+    }
+
+    fn delta(text: &str) -> Event {
+        root(EventKind::AssistantDelta { text: text.into() })
+    }
+
+    fn child_tool(tool: &str) -> Event {
+        child(EventKind::SubagentTool {
+            parent_id: "root".into(),
+            depth: 1,
+            tool: tool.into(),
+            tokens: TokenTotals::default(),
+        })
+    }
+
+    fn started() -> Event {
+        root(EventKind::SessionStarted {
+            model: "gpt-4.1-mini".into(),
+            provider: "openai".into(),
+            cwd: "/".into(),
+            resumed: false,
+        })
+    }
+
+    fn run_completed() -> Event {
+        root(EventKind::RunCompleted {
+            status: RunStatus::Completed,
+            exit_reason: "completed".into(),
+            final_response: String::new(),
+            iterations: 2,
+            usage: TokenTotals::default(),
+            cost_usd: 0.0,
+            duration_ms: 10,
+        })
+    }
+
+    #[test]
+    fn the_subagent_block_never_erases_streamed_text() {
+        let (screen, _) = render(
+            Style::Stream { stream_text: true },
+            vec![
+                started(),
+                child(EventKind::SubagentStarted {
+                    parent_id: "root".into(),
+                    depth: 1,
+                    goal: "watch the logs".into(),
+                    background: true,
+                    child_session_id: "ses_2".into(),
+                }),
+                delta("Hello wor"),
+                child_tool("terminal"),
+                delta("ld\nsecond"),
+                child_tool("read_file"),
+                delta(" line"),
+                root(EventKind::AssistantMessage {
+                    text: "Hello world\nsecond line".into(),
+                    tool_calls: Vec::new(),
+                }),
+                child_tool("search_files"),
+                child(EventKind::SubagentCompleted {
+                    parent_id: "root".into(),
+                    depth: 1,
+                    status: "completed".into(),
+                    exit_reason: "completed".into(),
+                    summary: "ok".into(),
+                    tokens: TokenTotals::default(),
+                    cost_usd: 0.0,
+                    duration_seconds: 1.0,
+                }),
+                run_completed(),
+            ],
+        );
+        let text = screen.text();
+        assert!(text.contains("Hello world\nsecond line"), "{text}");
+        assert!(text.contains("ag_1 completed"), "{text}");
+        assert!(
+            !text.contains("\u{2502} ag_1"),
+            "the block was left:\n{text}"
+        );
+    }
+
+    #[test]
+    fn while_a_child_runs_its_row_sits_below_the_finished_lines() {
+        let (screen, _) = render(
+            Style::Stream { stream_text: true },
+            vec![
+                started(),
+                child(EventKind::SubagentStarted {
+                    parent_id: "root".into(),
+                    depth: 1,
+                    goal: "watch the logs".into(),
+                    background: true,
+                    child_session_id: "ses_2".into(),
+                }),
+                delta("one\ntwo\nthr"),
+                child_tool("terminal"),
+            ],
+        );
+        // The unfinished line waits; the block is below the whole lines
+        // (and erased when the renderer stops, the held text written).
+        let bytes = screen.0.lock().unwrap().clone();
+        let shown = String::from_utf8_lossy(&bytes);
+        let row = shown.rfind("\u{2502} ag_1 \u{2192} terminal").unwrap();
+        assert!(shown.find("two\n").unwrap() < row, "{shown:?}");
+        assert!(!shown[..row].contains("thr"), "{shown:?}");
+        assert_eq!(
+            screen.text(),
+            "  \u{25b8} ag_1 started (background): watch the logs\none\ntwo\nthr"
+        );
+    }
+
+    #[test]
+    fn a_run_shows_text_tools_and_erases_its_spinner() {
+        let call = ToolCall {
+            id: "call_1".into(),
+            name: "terminal".into(),
+            arguments: r#"{"command":"cargo test"}"#.into(),
+        };
+        let (screen, report) = render(
+            Style::Run,
+            vec![
+                started(),
+                root(EventKind::AssistantMessage {
+                    text: "Running the tests.".into(),
+                    tool_calls: vec![call.clone()],
+                }),
+                root(EventKind::ToolStarted {
+                    call_id: call.id.clone(),
+                    name: call.name.clone(),
+                    arguments: call.arguments.clone(),
+                }),
+                root(EventKind::ToolCompleted {
+                    call_id: call.id.clone(),
+                    name: call.name.clone(),
+                    status: ToolStatus::Ok,
+                    output_bytes: 3_482,
+                    duration_ms: 1_234,
+                    output: String::new(),
+                    error: None,
+                    exit_code: Some(0),
+                }),
+                root(EventKind::Usage {
+                    input_tokens: 1_000,
+                    output_tokens: 50,
+                    cached_tokens: 600,
+                    cost_usd: 0.001,
+                }),
+                run_completed(),
+            ],
+        );
+        assert_eq!(
+            screen.text(),
+            "Running the tests.\n\u{2713} terminal  cargo test  exit 0 \u{b7} 1.2 s \u{b7} 3.4 KB"
+        );
+        let bytes = screen.0.lock().unwrap().clone();
+        assert!(
+            String::from_utf8_lossy(&bytes).contains("terminal  cargo test \u{b7} "),
+            "the spinner named the running command"
+        );
+        assert!(report.printed);
+        assert_eq!(report.totals.input_tokens, 1_000);
+        assert_eq!(report.totals.end.as_ref().unwrap().iterations, 2);
     }
 }

@@ -26,6 +26,7 @@ pub(crate) struct LiveRegion {
 impl LiveRegion {
     /// Erases the block: back to the start of its first row, then clear
     /// to the end of the screen. The cursor is left where the block began.
+    /// (The caller flushes.)
     pub(crate) fn clear(&mut self, out: &mut impl Write) {
         match self.drawn {
             0 => return,
@@ -37,7 +38,6 @@ impl LiveRegion {
             }
         }
         self.drawn = 0;
-        let _ = out.flush();
     }
 
     /// Draws `lines` (already cut to the width by [`fit`]), the cursor
@@ -49,7 +49,6 @@ impl LiveRegion {
             return;
         }
         let _ = out.write_all(lines.join("\n").as_bytes());
-        let _ = out.flush();
         self.drawn = lines.len();
     }
 }
