@@ -307,3 +307,39 @@ async fn the_subagent_tree_is_live_and_leaves_only_its_completion_lines() {
     let last = text.trim_end().lines().last().unwrap();
     assert!(last.contains(" out tokens (tree) \u{b7} "), "{last}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn ctrl_c_during_a_tool_still_ends_with_the_session_line() {
+    let h = Harness::new(Script::new().conversation(
+        "wait for a long time",
+        vec![
+            Reply::tool("terminal", json!({"command": "sleep 30"})),
+            Reply::text("unreachable"),
+        ],
+    ))
+    .await;
+    let session = run_in_terminal(&h, &[], &["wait for a long time"]);
+    // The spinner names the running command.
+    session
+        .wait_for(|text| text.contains("terminal  sleep 30 \u{b7} "), WAIT)
+        .unwrap();
+    session.send(herald_testkit::pty::keys::CTRL_C);
+    let (status, text) = finish(&session);
+    assert_eq!(status.code(), Some(130), "{text}");
+    let interrupted = line_with(&text, "herald: interrupted (session ses_");
+    let id = interrupted
+        .split("(session ")
+        .nth(1)
+        .unwrap()
+        .trim_end_matches(')');
+    assert!(
+        line_with(&text, "terminal  sleep 30").starts_with('\u{2717}'),
+        "{text}"
+    );
+    let last = text.trim_end().lines().last().unwrap();
+    assert!(last.starts_with(&format!("session {id} \u{b7} ")), "{last}");
+    let failed = line_with(&text, "terminal  sleep 30");
+    assert!(failed.contains(" \u{b7} interrupted: "), "{failed}");
+    let spinner = |c: char| ('\u{2800}'..='\u{28ff}').contains(&c);
+    assert!(!text.contains(spinner), "the spinner was left:\n{text}");
+}

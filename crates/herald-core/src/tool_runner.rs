@@ -215,8 +215,13 @@ fn head_and_tail(text: &str, limit: usize) -> String {
 }
 
 /// An error result's message on one line (whitespace runs as one space),
-/// cut to `max` chars with an ellipsis.
+/// cut to `max` chars with an ellipsis. A result that is a JSON object with
+/// an `error` string (`terminal` reports an interrupted command so) gives
+/// that string.
 fn error_line(text: &str, max: usize) -> String {
+    let text = json_object(text)
+        .and_then(|object| object.get("error")?.as_str().map(str::to_owned))
+        .unwrap_or_else(|| text.to_owned());
     let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
     if flat.chars().count() <= max {
         return flat;
@@ -230,11 +235,20 @@ fn error_line(text: &str, max: usize) -> String {
 /// returns `{output, exit_code}`, possibly followed by a note). Only such
 /// results are parsed.
 fn exit_code(content: &str) -> Option<i64> {
-    if !content.starts_with('{') || !content.contains("\"exit_code\"") {
+    if !content.contains("\"exit_code\"") {
+        return None;
+    }
+    json_object(content)?.get("exit_code")?.as_i64()
+}
+
+/// The JSON object a result starts with (a note may follow it), if it
+/// starts with one.
+fn json_object(content: &str) -> Option<serde_json::Value> {
+    if !content.starts_with('{') {
         return None;
     }
     let mut values = serde_json::Deserializer::from_str(content).into_iter::<serde_json::Value>();
-    values.next()?.ok()?.get("exit_code")?.as_i64()
+    values.next()?.ok().filter(serde_json::Value::is_object)
 }
 
 #[cfg(test)]
@@ -299,6 +313,11 @@ mod tests {
             error.as_deref(),
             Some("not found: src/x.rs did you mean src/y.rs?")
         );
+        let interrupted = error_line(
+            r#"{"error":"interrupted: the user cancelled the command","exit_code":null,"output":"partial\n"}"#,
+            300,
+        );
+        assert_eq!(interrupted, "interrupted: the user cancelled the command");
         let long = error_line(&"x".repeat(400), 300);
         assert_eq!(long.chars().count(), 301);
     }
