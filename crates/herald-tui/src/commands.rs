@@ -1,0 +1,470 @@
+//! What each slash command does. Commands read the store and the session
+//! and open overlays; none of them reaches the model except `/init` (a
+//! prompt of its own) and `/steer` (the user's text).
+
+use herald_core::runtime::OpenMode;
+use herald_store::ListFilter;
+use ratatui::style::{Modifier, Style};
+use ratatui::text::{Line, Span};
+
+use crate::app::{App, Flow};
+use crate::cells::{self, Level, dim};
+use crate::overlay::{Overlay, PickItem, Picker, Purpose, TextView};
+use crate::slash::COMMANDS;
+use crate::tool_view;
+
+/// The prompt `/init` sends.
+pub const INIT_PROMPT: &str = "Explore this project and write an AGENTS.md at its root for coding agents that will work here: what the project is, how it is laid out (the main directories and what lives in them), how to build it, run it and run its tests (the exact commands, checked by running them where it is cheap), the conventions the code follows (style, error handling, naming, testing) and anything a newcomer would trip over. Keep it short and factual: only what you verified. If an AGENTS.md already exists, improve it instead of starting over.";
+
+/// Runs slash command `name` with `args`.
+pub(crate) async fn run(app: &mut App, name: &str, args: String) -> Flow {
+    match name {
+        "help" => help(app),
+        "agents" => agents(app).await,
+        "resume" => sessions(app, false).await,
+        "sessions" => sessions(app, true).await,
+        "new" => app.switch(OpenMode::New).await,
+        "model" => model(app, args),
+        "todos" => todos(app).await,
+        "memory" => memory(app),
+        "skills" => skills(app),
+        "usage" => usage(app),
+        "compress" => app.compact(),
+        "steer" => {
+            if args.trim().is_empty() {
+                app.say(
+                    Level::Warning,
+                    "/steer needs the text to send: /steer use tabs, not spaces",
+                );
+            } else {
+                app.steer(args);
+            }
+        }
+        "init" => app.send_prompt(INIT_PROMPT.to_owned()),
+        "exit" | "quit" => return Flow::Exit,
+        _ => {}
+    }
+    Flow::Continue
+}
+
+fn help(app: &mut App) {
+    let bold = Style::default().add_modifier(Modifier::BOLD);
+    let mut lines = vec![Line::from(Span::styled("Commands", bold))];
+    for command in COMMANDS {
+        let name = if command.args.is_empty() {
+            format!("/{}", command.name)
+        } else {
+            format!("/{} {}", command.name, command.args)
+        };
+        lines.push(Line::from(vec![
+            Span::raw(format!("  {name:<16}")),
+            Span::styled(command.description, dim()),
+        ]));
+    }
+    lines.push(Line::default());
+    lines.push(Line::from(Span::styled("Keys", bold)));
+    for (key, what) in KEYS {
+        lines.push(Line::from(vec![
+            Span::raw(format!("  {key:<22}")),
+            Span::styled(*what, dim()),
+        ]));
+    }
+    app.show(Overlay::Text(TextView::new("help", lines)));
+}
+
+/// The keys `/help` lists.
+pub const KEYS: &[(&str, &str)] = &[
+    ("Enter", "send (queued while the agent works)"),
+    ("Shift+Enter, Ctrl+J", "new line (also a line ending in \\)"),
+    ("Esc", "interrupt the agent; close a popup"),
+    ("Ctrl+C", "clear the input; twice on an empty one exits"),
+    ("Ctrl+D", "exit (on an empty input)"),
+    ("↑ / ↓", "previous / next prompt of this directory"),
+    ("Ctrl+R", "search earlier prompts"),
+    ("@", "complete a file path"),
+    ("Ctrl+O", "full output of the latest tool calls"),
+    ("Ctrl+T", "this session's agents (like /agents)"),
+    ("←→ Alt+B/F Ctrl+A/E", "move by character, word, line"),
+    (
+        "Ctrl+W Ctrl+U Ctrl+K",
+        "delete word back, to line start, to line end",
+    ),
+];
+
+/// `/agents`: the session's agents as a tree; Enter shows a transcript,
+/// `x` cancels one with its descendants.
+pub(crate) async fn agents(app: &mut App) {
+    let agents = app.session().agents();
+    let items: Vec<PickItem> = agents
+        .iter()
+        .map(|agent| {
+            let doing = match (&agent.current_tool, agent.status.as_str()) {
+                (Some(tool), "running") => format!(" → {tool}"),
+                _ => String::new(),
+            };
+            PickItem {
+                key: agent.id.clone(),
+                label: format!("{} {}", agent.id, herald_protocol::one_line(&agent.goal)),
+                detail: format!(
+                    "{}{doing} · {:.0} s · {} tok{}",
+                    agent.status,
+                    agent.seconds,
+                    tool_view::tokens(agent.tokens.input + agent.tokens.output),
+                    if agent.background {
+                        " · background"
+                    } else {
+                        ""
+                    }
+                ),
+                depth: agent.depth.saturating_sub(1) as u16,
+            }
+        })
+        .collect();
+    app.show(Overlay::Picker(Picker::new(
+        "agents of this session",
+        Purpose::Agents,
+        items,
+        "no subagents in this session yet",
+    )));
+}
+
+/// `/resume` (every directory) and `/sessions` (this directory): stored
+/// sessions, newest first, searchable; Enter resumes one.
+async fn sessions(app: &mut App, this_directory: bool) {
+    let filter = ListFilter {
+        cwd: this_directory.then(|| app.settings().cwd.display().to_string()),
+        parent: None,
+        limit: 500,
+        include_subagents: false,
+    };
+    let found = app
+        .store()
+        .call(move |s| s.list_sessions(&filter))
+        .await
+        .ok()
+        .and_then(Result::ok)
+        .unwrap_or_default();
+    let current = app.session().id().to_owned();
+    let items = found
+        .into_iter()
+        .filter(|record| record.id != current)
+        .map(|record| PickItem {
+            key: record.id.clone(),
+            label: record
+                .title
+                .as_deref()
+                .map(herald_protocol::one_line)
+                .unwrap_or_else(|| "(untitled)".to_owned()),
+            detail: format!(
+                "{} · {} · {}{}",
+                when(record.last_active_at),
+                record.id,
+                record.model,
+                if this_directory {
+                    String::new()
+                } else {
+                    format!(" · {}", record.cwd)
+                }
+            ),
+            depth: 0,
+        })
+        .collect();
+    app.show(Overlay::Picker(Picker::new(
+        if this_directory {
+            "sessions in this directory"
+        } else {
+            "resume a session"
+        },
+        Purpose::Resume,
+        items,
+        "no other stored sessions",
+    )));
+}
+
+/// `YYYY-MM-DD HH:MM` (UTC) of a millisecond timestamp.
+fn when(ms: i64) -> String {
+    let Ok(time) = time::OffsetDateTime::from_unix_timestamp(ms / 1000) else {
+        return String::new();
+    };
+    format!(
+        "{:04}-{:02}-{:02} {:02}:{:02}",
+        time.year(),
+        u8::from(time.month()),
+        time.day(),
+        time.hour(),
+        time.minute()
+    )
+}
+
+/// Models offered by `/model` without an argument.
+const MODELS: &[&str] = &[
+    "gpt-4.1",
+    "gpt-4.1-mini",
+    "gpt-4o",
+    "o4-mini",
+    "claude-sonnet-4-5",
+    "claude-opus-4-1",
+    "claude-haiku-4-5",
+];
+
+/// `/model NAME` sets the model of the next session; without a name, a
+/// picker of common models.
+fn model(app: &mut App, args: String) {
+    let name = args.trim();
+    if !name.is_empty() {
+        app.set_next_model(name.to_owned());
+        app.say(
+            Level::Info,
+            &format!(
+                "the next session uses {name}: /new starts it (this one keeps {})",
+                app.settings().model
+            ),
+        );
+        return;
+    }
+    let current = app.settings().model.clone();
+    let mut names: Vec<String> = MODELS.iter().map(|m| (*m).to_owned()).collect();
+    if !names.contains(&current) {
+        names.insert(0, current.clone());
+    }
+    let items = names
+        .into_iter()
+        .map(|name| PickItem {
+            detail: if name == current {
+                "current".to_owned()
+            } else {
+                String::new()
+            },
+            key: name.clone(),
+            label: name,
+            depth: 0,
+        })
+        .collect();
+    app.show(Overlay::Picker(Picker::new(
+        "model for the next session (or type /model NAME)",
+        Purpose::Model,
+        items,
+        "no model matches; type /model NAME",
+    )));
+}
+
+/// `/todos`: the task list as it is stored.
+async fn todos(app: &mut App) {
+    let id = app.session().id().to_owned();
+    let stored = app
+        .store()
+        .call(move |s| s.load_todos(&id))
+        .await
+        .ok()
+        .and_then(Result::ok)
+        .flatten();
+    let list = stored
+        .map(|json| format!("{{\"todos\":{json}}}"))
+        .map(|wrapped| tool_view::output_view("todo", &wrapped));
+    let lines = match list {
+        Some(tool_view::OutputView::Todos(todos)) if !todos.is_empty() => {
+            cells::todo_list(&todos, app.width())
+        }
+        _ => vec![Line::from(Span::styled("the task list is empty", dim()))],
+    };
+    app.show(Overlay::Text(TextView::new("tasks", lines)));
+}
+
+/// `/memory`: what the memory files hold.
+fn memory(app: &mut App) {
+    let settings = app.settings();
+    let store = herald_knowledge::MemoryStore::new(
+        &settings.home,
+        herald_core::memory_limits(&settings.memory),
+    );
+    let mut lines = Vec::new();
+    for target in herald_knowledge::MemoryTarget::ALL {
+        lines.push(Line::from(Span::styled(
+            format!("{} · {}", target.label(), store.path(target).display()),
+            Style::default().add_modifier(Modifier::BOLD),
+        )));
+        if !store.limits().enabled(target) {
+            lines.push(Line::from(Span::styled(
+                "disabled in config.toml ([memory])",
+                dim(),
+            )));
+        } else {
+            match store.read(target) {
+                Ok(snapshot) if snapshot.entries.is_empty() => {
+                    lines.push(Line::from(Span::styled("(empty)", dim())));
+                }
+                Ok(snapshot) => {
+                    for entry in &snapshot.entries {
+                        lines.push(Line::from(format!(
+                            "• {}",
+                            herald_protocol::one_line(entry)
+                        )));
+                    }
+                }
+                Err(err) => lines.push(Line::from(Span::styled(err.to_string(), dim()))),
+            }
+        }
+        lines.push(Line::default());
+    }
+    app.show(Overlay::Text(TextView::new("memory", lines)));
+}
+
+/// `/skills`: the skills the agent can load.
+fn skills(app: &mut App) {
+    let settings = app.settings();
+    let roots = herald_knowledge::SkillRoots::new(&settings.home, &settings.cwd);
+    let found = roots.discover();
+    let mut lines = Vec::new();
+    if found.skills.is_empty() {
+        lines.push(Line::from(Span::styled(
+            "no skills yet (`herald skills create NAME`, or let the agent save one)",
+            dim(),
+        )));
+    }
+    for skill in &found.skills {
+        lines.push(Line::from(vec![
+            Span::styled(
+                herald_protocol::one_line(&skill.name),
+                Style::default().add_modifier(Modifier::BOLD),
+            ),
+            Span::styled(format!("  [{}]  ", skill.source.as_str()), dim()),
+            Span::raw(herald_protocol::one_line(&skill.description)),
+        ]));
+    }
+    for problem in &found.problems {
+        lines.push(Line::from(Span::styled(
+            format!(
+                "skipped: {}",
+                herald_protocol::one_line(&problem.to_string())
+            ),
+            dim(),
+        )));
+    }
+    app.show(Overlay::Text(TextView::new("skills", lines)));
+}
+
+/// `/usage`: tokens and cost of this session, the whole tree and each agent.
+fn usage(app: &mut App) {
+    let status = app.status();
+    let mut lines = vec![
+        Line::from(format!(
+            "whole tree: {} in ({} cached) · {} out · {}",
+            tool_view::tokens(status.input_tokens),
+            tool_view::tokens(status.cached_tokens),
+            tool_view::tokens(status.output_tokens),
+            status.cost_text()
+        )),
+        Line::from(match status.context_percent() {
+            Some(percent) => format!(
+                "context: {} of {} tokens ({percent}%) in the latest request",
+                tool_view::tokens(status.context_tokens),
+                tool_view::tokens(status.context_window)
+            ),
+            None => "context: no request yet".to_owned(),
+        }),
+    ];
+    let agents = app.session().agents();
+    if !agents.is_empty() {
+        lines.push(Line::default());
+        lines.push(Line::from(Span::styled(
+            "subagents",
+            Style::default().add_modifier(Modifier::BOLD),
+        )));
+        for agent in agents {
+            lines.push(Line::from(format!(
+                "{}{} · {} · {} in / {} out · {} requests",
+                "  ".repeat(agent.depth as usize),
+                agent.id,
+                agent.status,
+                tool_view::tokens(agent.tokens.input),
+                tool_view::tokens(agent.tokens.output),
+                agent.api_calls
+            )));
+        }
+    }
+    app.show(Overlay::Text(TextView::new("usage of this session", lines)));
+}
+
+/// A picker's choice.
+pub(crate) async fn picked(app: &mut App, purpose: Purpose, key: String) -> Flow {
+    app.close_overlay();
+    match purpose {
+        Purpose::Resume => app.switch(OpenMode::Resume(key)).await,
+        Purpose::Model => {
+            app.set_next_model(key.clone());
+            app.say(
+                Level::Info,
+                &format!("the next session uses {key}: /new starts it"),
+            );
+        }
+        Purpose::Agents => transcript(app, &key).await,
+        Purpose::ExitWithAgents => match key.as_str() {
+            "wait" => app.wait_then_exit(),
+            "cancel" => {
+                for agent in app.session().agents() {
+                    if agent.status == "running" && agent.depth == 1 {
+                        let _ = app.session().cancel_agent(&agent.id);
+                    }
+                }
+                return Flow::Exit;
+            }
+            _ => return Flow::Exit,
+        },
+    }
+    Flow::Continue
+}
+
+/// A picker's secondary action: `x` cancels an agent and its descendants.
+pub(crate) fn secondary(app: &mut App, purpose: Purpose, key: String) {
+    if purpose != Purpose::Agents {
+        return;
+    }
+    let result = app.session().cancel_agent(&key);
+    app.close_overlay();
+    match result {
+        Ok(()) => app.say(Level::Info, &format!("cancelled {key} and its subagents")),
+        Err(err) => app.say(Level::Warning, &err.to_string()),
+    }
+}
+
+/// One agent's conversation, from its own stored session.
+async fn transcript(app: &mut App, agent_id: &str) {
+    let session_id = match app.child_session(agent_id) {
+        Some(id) => Some(id.clone()),
+        None => {
+            let id = agent_id.to_owned();
+            app.store()
+                .call(move |s| s.get_agent(&id))
+                .await
+                .ok()
+                .and_then(Result::ok)
+                .flatten()
+                .map(|agent| agent.session_id)
+        }
+    };
+    let Some(session_id) = session_id else {
+        app.say(
+            Level::Warning,
+            &format!("no stored conversation for {agent_id}"),
+        );
+        return;
+    };
+    let id = session_id.clone();
+    let messages = app
+        .store()
+        .call(move |s| s.load_messages(&id))
+        .await
+        .ok()
+        .and_then(Result::ok)
+        .unwrap_or_default();
+    let messages: Vec<_> = messages.into_iter().map(|m| m.message).collect();
+    let width = app.width().saturating_sub(2);
+    let mut lines = crate::replay::conversation(&messages, width);
+    if lines.is_empty() {
+        lines.push(Line::from(Span::styled("nothing stored yet", dim())));
+    }
+    app.show(Overlay::Text(TextView::new(
+        format!("{agent_id} · {session_id}"),
+        lines,
+    )));
+}
