@@ -193,3 +193,12 @@ pub(crate) fn terminal_width(stream: &impl std::os::fd::AsRawFd) -> Option<usize
     let done = unsafe { nix::libc::ioctl(stream.as_raw_fd(), nix::libc::TIOCGWINSZ, &mut size) };
     (done == 0 && size.ws_col > 0).then_some(usize::from(size.ws_col))
 }
+
+/// `text` rendered as markdown for a terminal `width` columns wide, as
+/// lines ending in a newline (SGR styles only with `color`): the answer and
+/// the text between tool calls, as people read them on a terminal.
+pub(crate) fn markdown(text: &str, width: usize, color: bool) -> String {
+    let width = u16::try_from(width).unwrap_or(u16::MAX);
+    let lines = herald_tui::markdown::render(text, width);
+    herald_tui::ansi::lines_to_ansi(&lines, color)
+}

@@ -5,11 +5,10 @@
 use std::io::{IsTerminal, Read};
 
 use herald_core::ExitReason;
-use herald_protocol::terminal_safe;
 
 use crate::args::{CommonArgs, RunArgs};
 use crate::render::style::{self, Palette};
-use crate::render::{Mode, Renderer, summary};
+use crate::render::{self, Mode, Renderer, summary};
 use crate::setup::SessionShape;
 use crate::{CliError, Exit, setup, signals};
 
@@ -98,15 +97,17 @@ pub(crate) async fn run(common: &CommonArgs, args: RunArgs) -> Result<Exit, CliE
 }
 
 /// Prints the final answer on stdout: as it is when stdout is not a
-/// terminal (scripts read it), else after a blank line when progress lines
-/// came before it.
+/// terminal (scripts read it), else as rendered markdown (colour unless
+/// `NO_COLOR`), after a blank line when progress lines came before it.
 fn print_answer(answer: &str, after_progress: bool) {
     let answer = answer.trim_end();
-    if std::io::stdout().is_terminal() {
+    let stdout = std::io::stdout();
+    if stdout.is_terminal() {
         if after_progress {
             println!();
         }
-        println!("{}", terminal_safe(answer));
+        let width = render::terminal_width(&stdout).unwrap_or(80);
+        print!("{}", render::markdown(answer, width, style::stdout_color()));
     } else {
         println!("{answer}");
     }

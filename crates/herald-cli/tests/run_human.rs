@@ -343,3 +343,46 @@ async fn ctrl_c_during_a_tool_still_ends_with_the_session_line() {
     let spinner = |c: char| ('\u{2800}'..='\u{28ff}').contains(&c);
     assert!(!text.contains(spinner), "the spinner was left:\n{text}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_answer_is_rendered_markdown_on_a_terminal() {
+    let replies = || {
+        vec![
+            Reply::ToolCalls {
+                text: "Checking **one** thing.".into(),
+                calls: vec![herald_testkit::ScriptedCall::new(
+                    "terminal",
+                    json!({"command": "true"}),
+                )],
+            },
+            Reply::text("# Report\n\nAll **done** here.\n\n- first\n- second"),
+        ]
+    };
+    let h = Harness::new(
+        Script::new()
+            .conversation("summarise in colour", replies())
+            .conversation("summarise without colour", replies()),
+    )
+    .await;
+    for (prompt, no_color) in [
+        ("summarise in colour", false),
+        ("summarise without colour", true),
+    ] {
+        let envs: &[(&str, &str)] = if no_color { &[("NO_COLOR", "1")] } else { &[] };
+        let session = run_in_terminal(&h, envs, &[prompt]);
+        let (status, text) = finish(&session);
+        assert!(status.success(), "{status:?}\n{text}");
+        assert!(text.contains("All done here."), "{text}");
+        assert!(!text.contains("**"), "markdown shown raw:\n{text}");
+        assert!(text.contains("Checking one thing."), "{text}");
+        assert!(text.contains("Report"), "{text}");
+        assert!(text.contains("\u{2022} first\n"), "{text}");
+        let raw = session.raw();
+        assert_eq!(
+            has_sgr(&raw),
+            !no_color,
+            "{:?}",
+            String::from_utf8_lossy(&raw)
+        );
+    }
+}

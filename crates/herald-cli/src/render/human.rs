@@ -178,7 +178,11 @@ impl View {
             EventKind::AssistantMessage { text, tool_calls }
                 if root && run && !tool_calls.is_empty() && !text.trim().is_empty() =>
             {
-                self.print(terminal_safe(text.trim()).as_ref());
+                let text = match self.width() {
+                    Some(width) => super::markdown(text.trim(), width, self.io.palette.color),
+                    None => terminal_safe(text.trim()).into_owned(),
+                };
+                self.print(text.trim_end());
             }
             EventKind::ToolStarted {
                 call_id,

@@ -18,6 +18,14 @@ pub(crate) fn stderr_color() -> bool {
     )
 }
 
+/// Colour for stdout, from the environment.
+pub(crate) fn stdout_color() -> bool {
+    color_allowed(
+        std::io::stdout().is_terminal(),
+        std::env::var_os("NO_COLOR").as_deref(),
+    )
+}
+
 /// Paints text with SGR styles, or leaves it plain when colour is off.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Palette {
