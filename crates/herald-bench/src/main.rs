@@ -13,6 +13,7 @@ mod prompt;
 mod serve_bench;
 mod stats;
 mod store_bench;
+mod tui_bench;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -179,7 +180,7 @@ pub(crate) fn ms(d: Duration) -> f64 {
 }
 
 fn main() -> Result<()> {
-    // `herald-bench store|agent|prompt|delegation|serve|permissions|mcp` runs one part; default all.
+    // `herald-bench store|agent|prompt|delegation|serve|permissions|mcp|tui` runs one part; default all.
     let part = std::env::args().nth(1).unwrap_or_default();
     println!("| measure | target | result |");
     println!("|---|---|---|");
@@ -206,6 +207,9 @@ fn main() -> Result<()> {
     }
     if part.is_empty() || part == "mcp" {
         mcp_bench::run(&herald_binary()?)?;
+    }
+    if part.is_empty() || part == "tui" {
+        tui_bench::run(&herald_binary()?)?;
     }
     Ok(())
 }

@@ -25,6 +25,7 @@ mod setup;
 mod signals;
 mod skills_cmd;
 mod tree;
+mod tui_cmd;
 
 use std::process::ExitCode;
 

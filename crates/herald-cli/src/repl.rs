@@ -4,6 +4,8 @@
 //! (`clarify.requested`, `approval.requested`, `elicitation.requested`)
 //! are put to the person at the terminal.
 
+use std::io::IsTerminal;
+
 use herald_core::ExitReason;
 use herald_core::runtime::{Session, Subscription, TurnResult};
 use herald_knowledge::{ClarifyRequest, render_question};
@@ -29,6 +31,10 @@ pub(crate) async fn interactive(
     common: &CommonArgs,
     mut first_prompt: Option<String>,
 ) -> Result<Exit, CliError> {
+    // A person at a terminal gets the TUI; pipes and scripts the lines.
+    if std::io::stdin().is_terminal() && std::io::stdout().is_terminal() {
+        return crate::tui_cmd::interactive(common, first_prompt).await;
+    }
     let settings = setup::settings(common)?;
     let renderer = Renderer::start(Mode::Human { stream_text: true });
     let store = setup::open_store(&settings.home)?;
@@ -39,6 +45,8 @@ pub(crate) async fn interactive(
     };
     let session = setup::open(common, &settings, &store, shape, renderer.callback()).await?;
     let session_id = session.id().to_owned();
+    let session_resumed = session.resumed();
+    let mut used = false;
     crate::logging::session_started(common, &settings, &session_id);
     let mut questions = session.subscribe().map_err(CliError::failed)?;
     let mut lines = BufReader::new(tokio::io::stdin()).lines();
@@ -117,6 +125,11 @@ pub(crate) async fn interactive(
             }
             _ => {}
         }
+        if let Some(name) = unknown_command(input) {
+            eprintln!("unknown command /{name}: nothing was sent to the model ({HELP})");
+            continue;
+        }
+        used = true;
         let Some(outcome) = run_turn(
             &session,
             input.to_owned(),
@@ -153,8 +166,19 @@ pub(crate) async fn interactive(
     drop(questions);
     drop(session);
     renderer.finish();
-    eprintln!("session {session_id} (resume with `herald --resume {session_id}`)");
+    // A session left before its first turn is not kept (nothing to resume).
+    if used || session_resumed {
+        eprintln!("session {session_id} (resume with `herald --resume {session_id}`)");
+    }
     Ok(exit)
+}
+
+/// The name of a slash command this loop does not know: `/model`, `/foo
+/// bar`. A path at the start of a prompt (`/etc/hosts is empty`) is not a
+/// command (its first word has another slash).
+fn unknown_command(input: &str) -> Option<&str> {
+    let name = input.strip_prefix('/')?.split_whitespace().next()?;
+    (!name.contains('/')).then_some(name)
 }
 
 /// Runs one turn: Ctrl-C interrupts it, SIGTERM/SIGHUP interrupt it and end
@@ -323,5 +347,19 @@ fn show_agents(session: &Session) {
             },
             goal.replace('\n', " ")
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::unknown_command;
+
+    #[test]
+    fn slash_words_are_commands_and_paths_are_not() {
+        assert_eq!(unknown_command("/model gpt-4.1"), Some("model"));
+        assert_eq!(unknown_command("/frobnicate"), Some("frobnicate"));
+        assert_eq!(unknown_command("/etc/hosts is empty"), None);
+        assert_eq!(unknown_command("fix /tmp/x"), None);
+        assert_eq!(unknown_command("/"), None);
     }
 }

@@ -129,6 +129,9 @@ pub struct App {
     /// Exit once no background agent runs (the user chose to wait).
     exit_when_idle: bool,
     used: bool,
+    /// The last history lines were a tool cell: text that follows gets a
+    /// blank line first.
+    after_tool: bool,
     width: u16,
     dirty: bool,
     file_index: Option<mpsc::UnboundedReceiver<FileIndex>>,
@@ -297,6 +300,7 @@ impl App {
             next_model: None,
             exit_when_idle: false,
             used: false,
+            after_tool: false,
             width,
             dirty: true,
             file_index: None,
@@ -519,6 +523,9 @@ impl App {
         let root = event.agent_id == "root";
         match &event.kind {
             EventKind::AssistantDelta { text } if root => {
+                if self.stream.is_none() {
+                    self.gap_after_tools();
+                }
                 let width = self.width;
                 let stream = self
                     .stream
@@ -534,6 +541,7 @@ impl App {
                 if self.stream.is_some() {
                     self.finish_stream();
                 } else if !text.trim().is_empty() {
+                    self.gap_after_tools();
                     self.history
                         .extend(crate::markdown::render(text, self.width));
                     self.history.push(Line::default());
@@ -570,6 +578,7 @@ impl App {
                     exit_code: *exit_code,
                 };
                 self.history.extend(cells::tool_call(&cell, self.width));
+                self.after_tool = true;
                 self.outputs.push_back(cell);
                 if self.outputs.len() > RECENT_OUTPUTS {
                     self.outputs.pop_front();
@@ -750,6 +759,13 @@ impl App {
         }
     }
 
+    /// A blank line between tool cells and the text after them.
+    fn gap_after_tools(&mut self) {
+        if std::mem::take(&mut self.after_tool) {
+            self.history.push(Line::default());
+        }
+    }
+
     fn finish_stream(&mut self) {
         if let Some(mut stream) = self.stream.take() {
             self.history.extend(stream.finish());
@@ -824,6 +840,7 @@ impl App {
     }
 
     fn start_turn(&mut self, text: String) {
+        self.gap_after_tools();
         self.history.extend(cells::user_prompt(&text, self.width));
         match self.session.start_turn(text) {
             Ok(handle) => {

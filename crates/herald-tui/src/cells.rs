@@ -7,7 +7,7 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 
 use crate::tool_view::{self, OutputView, TodoView};
-use crate::wrap::wrap_line;
+use crate::wrap::{wrap_line, wrap_with_prefix};
 
 /// Output lines a tool cell shows before it says how many more there are.
 pub const TOOL_OUTPUT_LINES: usize = 5;
@@ -141,20 +141,22 @@ pub fn tool_call(cell: &ToolCell, width: u16) -> Vec<Line<'static>> {
         head.push(Span::raw(key));
     }
     head.push(Span::styled(format!(" · {}", facts.join(" · ")), dim()));
-    let mut lines = wrap_line(&Line::from(head), width);
+    let mut lines = wrap_with_prefix(&Line::from(head), width, &[], &[Span::raw("  ")]);
     if !cell.ok {
         let reason = cell
             .error
             .clone()
             .unwrap_or_else(|| herald_protocol::one_line(cell.output.lines().next().unwrap_or("")));
-        let line = Line::from(vec![
-            Span::styled("  └ ", dim()),
-            Span::styled(
-                herald_protocol::one_line(&reason),
-                Style::default().fg(Color::Red),
-            ),
-        ]);
-        lines.extend(wrap_line(&line, width));
+        let line = Line::from(Span::styled(
+            herald_protocol::one_line(&reason),
+            Style::default().fg(Color::Red),
+        ));
+        lines.extend(wrap_with_prefix(
+            &line,
+            width,
+            &[Span::styled("  └ ", dim())],
+            &[Span::raw("    ")],
+        ));
         return lines;
     }
     match view {
@@ -333,12 +335,11 @@ pub fn notice(level: Level, text: &str, width: u16) -> Vec<Line<'static>> {
         .enumerate()
         .flat_map(|(index, line)| {
             let marker = if index == 0 { mark } else { "  " };
-            wrap_line(
-                &Line::from(vec![
-                    Span::styled(marker, style.bold()),
-                    Span::styled(line.to_owned(), style),
-                ]),
+            wrap_with_prefix(
+                &Line::from(Span::styled(line.to_owned(), style)),
                 width,
+                &[Span::styled(marker, style.add_modifier(Modifier::BOLD))],
+                &[Span::raw("  ")],
             )
         })
         .collect()
@@ -439,7 +440,7 @@ mod tests {
     #[test]
     fn a_todo_call_shows_the_checklist() {
         let c = cell(
-            "todo",
+            "todo_write",
             r#"{"todos":[]}"#,
             true,
             r#"{"todos":[{"id":"1","content":"read the code","status":"completed"},{"id":"2","content":"fix the parser","status":"in_progress"},{"id":"3","content":"add a test","status":"pending"}]}"#,

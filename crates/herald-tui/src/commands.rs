@@ -260,7 +260,7 @@ async fn todos(app: &mut App) {
         .flatten();
     let list = stored
         .map(|json| format!("{{\"todos\":{json}}}"))
-        .map(|wrapped| tool_view::output_view("todo", &wrapped));
+        .map(|wrapped| tool_view::output_view("todo_read", &wrapped));
     let lines = match list {
         Some(tool_view::OutputView::Todos(todos)) if !todos.is_empty() => {
             cells::todo_list(&todos, app.width())

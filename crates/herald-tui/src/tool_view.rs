@@ -38,7 +38,7 @@ pub fn key_argument(tool: &str, arguments: &str, max: usize) -> String {
         }),
         "clarify" => field(&["question"]),
         // The list itself is shown under the call.
-        "todo" | "todo_read" => Some(String::new()),
+        "todo_write" | "todo_read" => Some(String::new()),
         _ => None,
     };
     let text = text.unwrap_or_else(|| compact_arguments(parsed.as_ref(), arguments));
@@ -108,7 +108,7 @@ pub struct TodoView {
 /// field, a `patch` diff, a `todo` list, or the text as it is.
 pub fn output_view(tool: &str, output: &str) -> OutputView {
     match tool {
-        "todo" | "todo_read" => {
+        "todo_write" | "todo_read" => {
             if let Some(todos) = parse_todos(output) {
                 return OutputView::Todos(todos);
             }
@@ -267,7 +267,7 @@ mod tests {
             "{diff:?}"
         );
         let todos = output_view(
-            "todo",
+            "todo_write",
             r#"{"todos":[{"id":"1","content":"write","status":"completed"},{"id":"2","content":"test","status":"in_progress"}],"counts":{}}"#,
         );
         assert_eq!(

@@ -1,0 +1,319 @@
+//! The TUI end to end: the real `herald` binary under a pseudo-terminal
+//! (`herald_testkit::pty`, a vt100 screen that answers the terminal's
+//! queries) against the scripted server, whose pairing and prefix checks
+//! run on every request. Keys are typed as a terminal sends them.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::process::Command;
+use std::time::Duration;
+
+use common::{Harness, tool_results};
+use herald_testkit::pty::{PtySession, keys};
+use herald_testkit::{Reply, Script};
+use serde_json::{Value, json};
+
+/// Generous: CI machines are slow and busy.
+const WAIT: Duration = Duration::from_secs(20);
+
+fn terminal(command: &str) -> Reply {
+    Reply::tool("terminal", json!({ "command": command }))
+}
+
+/// `herald ARGS` in a 30×100 terminal, pointed at the scripted server.
+fn spawn(h: &Harness, args: &[&str]) -> PtySession {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_herald"));
+    for (key, _) in std::env::vars() {
+        if key.starts_with("OPENAI_") || key.starts_with("ANTHROPIC_") || key.starts_with("HERALD_")
+        {
+            command.env_remove(key);
+        }
+    }
+    command
+        .env("HERALD_HOME", h.home.path())
+        .env("OPENAI_BASE_URL", h.server.openai_base_url())
+        .env("OPENAI_API_KEY", "sk-test-openai")
+        .env("HERALD_MODEL", "gpt-4.1-mini")
+        .arg("--cwd")
+        .arg(h.work.path())
+        .args(args);
+    PtySession::spawn(command, 30, 100).unwrap()
+}
+
+/// Waits until the screen (with its scrollback) contains `text`.
+fn wait_for(pty: &PtySession, text: &str) -> String {
+    pty.wait_for(|screen| screen.contains(text), WAIT)
+        .unwrap_or_else(|err| panic!("waiting for {text:?}: {err}"))
+}
+
+/// Starts the TUI and waits for its composer.
+fn start(h: &Harness, args: &[&str]) -> PtySession {
+    let pty = spawn(h, args);
+    wait_for(&pty, "Ask herald");
+    pty
+}
+
+/// The user messages of every request of the conversation starting with `needle`.
+fn user_messages(h: &Harness, needle: &str) -> Vec<String> {
+    let requests = h.requests_of(needle);
+    let last = requests.last().expect("a request");
+    last.body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+fn exit_with_ctrl_d(pty: &PtySession) -> std::process::ExitStatus {
+    pty.send(keys::CTRL_D);
+    pty.wait_exit(WAIT).expect("herald exits on Ctrl+D")
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn typed_text_with_cursor_edits_is_sent_as_edited() {
+    let h = Harness::new(Script::new().responder(|_| Reply::text("**Edited** answer"))).await;
+    let pty = start(&h, &[]);
+    // "hllo wrld" → Home, Right, "e" → End, Left×3, "o" → "hello world".
+    pty.send_str("hllo wrld");
+    pty.send(keys::HOME);
+    pty.send(keys::RIGHT);
+    pty.send_str("e");
+    pty.send(keys::END);
+    for _ in 0..3 {
+        pty.send(keys::LEFT);
+    }
+    pty.send_str("o");
+    pty.send(keys::ENTER);
+    let screen = wait_for(&pty, "Edited answer");
+    // Markdown is rendered: the asterisks are gone.
+    assert!(!screen.contains("**Edited**"), "{screen}");
+    assert_eq!(user_messages(&h, "hello world"), vec!["hello world"]);
+    let status = exit_with_ctrl_d(&pty);
+    assert!(status.success(), "{status:?}");
+    // Leaving says which session it was and how to resume it.
+    let screen = wait_for(&pty, "resume with");
+    assert!(screen.contains("herald --resume ses_"), "{screen}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_pasted_stack_trace_is_one_prompt_and_one_request() {
+    let h = Harness::new(Script::new().responder(|_| Reply::text("looked at it"))).await;
+    let pty = start(&h, &[]);
+    pty.send_str("why does this fail? ");
+    pty.paste("Traceback (most recent call last):\n  File \"a.py\", line 1\nValueError: bad");
+    // The paste did not send anything by itself.
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(h.server.requests().is_empty());
+    pty.send(keys::ENTER);
+    wait_for(&pty, "looked at it");
+    assert_eq!(h.server.requests().len(), 1);
+    assert_eq!(
+        user_messages(&h, "why does this fail"),
+        vec![
+            "why does this fail? Traceback (most recent call last):\n  File \"a.py\", line 1\nValueError: bad"
+        ]
+    );
+    exit_with_ctrl_d(&pty);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn shift_enter_and_ctrl_j_make_new_lines_instead_of_sending() {
+    let h = Harness::new(Script::new().responder(|_| Reply::text("two lines seen"))).await;
+    let pty = start(&h, &[]);
+    pty.send_str("first line");
+    pty.send(keys::CTRL_J);
+    pty.send_str("second line");
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(h.server.requests().is_empty());
+    pty.send(keys::ENTER);
+    wait_for(&pty, "two lines seen");
+    assert_eq!(
+        user_messages(&h, "first line"),
+        vec!["first line\nsecond line"]
+    );
+    exit_with_ctrl_d(&pty);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_unknown_slash_command_is_an_error_on_screen_and_never_reaches_the_model() {
+    let h = Harness::new(Script::new().responder(|_| Reply::text("should not happen"))).await;
+    let pty = start(&h, &[]);
+    pty.send_str("/frobnicate now");
+    pty.send(keys::ENTER);
+    wait_for(&pty, "unknown command /frobnicate");
+    // A known one works: /help opens and Esc closes it.
+    pty.send_str("/help");
+    pty.send(keys::ENTER);
+    wait_for(&pty, "Ctrl+R");
+    pty.send(keys::ESC);
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        h.server.requests().is_empty(),
+        "a slash command reached the model"
+    );
+    exit_with_ctrl_d(&pty);
+    // No prompt was sent: no session is stored.
+    let listed = h
+        .bare_command()
+        .args(["sessions", "list", "--json"])
+        .output()
+        .await
+        .unwrap();
+    let sessions: Value = serde_json::from_slice(&listed.stdout).unwrap_or(Value::Null);
+    assert!(
+        sessions.as_array().is_none_or(Vec::is_empty)
+            || sessions["sessions"].as_array().is_some_and(Vec::is_empty),
+        "{sessions}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn esc_interrupts_a_long_tool_and_the_session_goes_on() {
+    let h = Harness::new(Script::new().conversation(
+        "sleep long",
+        vec![terminal("sleep 60"), Reply::text("still here")],
+    ))
+    .await;
+    let pty = start(&h, &[]);
+    pty.send_str("please sleep long");
+    pty.send(keys::ENTER);
+    wait_for(&pty, "running terminal");
+    let started = std::time::Instant::now();
+    pty.send(keys::ESC);
+    wait_for(&pty, "interrupted");
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+    pty.send_str("after that");
+    pty.send(keys::ENTER);
+    wait_for(&pty, "still here");
+    exit_with_ctrl_d(&pty);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn ctrl_c_clears_the_input_then_twice_on_empty_exits() {
+    let h = Harness::new(Script::new().responder(|_| Reply::text("ok"))).await;
+    let pty = start(&h, &[]);
+    pty.send_str("draft to throw away");
+    wait_for(&pty, "draft to throw away");
+    pty.send(keys::CTRL_C);
+    pty.wait_for(|_| !pty.screen().contains("draft to throw away"), WAIT)
+        .unwrap();
+    assert!(
+        pty.wait_exit(Duration::from_millis(300)).is_none(),
+        "one Ctrl+C must not exit"
+    );
+    pty.send(keys::CTRL_C);
+    wait_for(&pty, "Ctrl+C again");
+    pty.send(keys::CTRL_C);
+    let status = pty.wait_exit(WAIT).expect("a second Ctrl+C exits");
+    assert!(status.success(), "{status:?}");
+    assert!(h.server.requests().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn approvals_and_clarify_choices_are_answered_in_overlays() {
+    let h = Harness::new(Script::new().conversation(
+        "tidy up",
+        vec![
+            terminal("rm -rf old_build"),
+            Reply::tool(
+                "clarify",
+                json!({"question": "Which branch?", "choices": ["main", "develop"]}),
+            ),
+            Reply::text("tidied"),
+        ],
+    ))
+    .await;
+    std::fs::create_dir(h.work_path().join("old_build")).unwrap();
+    let pty = start(&h, &[]);
+    pty.send_str("please tidy up");
+    pty.send(keys::ENTER);
+    let screen = wait_for(&pty, "approval needed");
+    assert!(screen.contains("rm -rf old_build"), "{screen}");
+    pty.send_str("y");
+    let screen = wait_for(&pty, "Which branch?");
+    assert!(screen.contains("develop"), "{screen}");
+    pty.send_str("2");
+    wait_for(&pty, "tidied");
+    assert!(
+        !h.work_path().join("old_build").exists(),
+        "the approved command did not run"
+    );
+    let requests = h.requests_of("tidy up");
+    let results = tool_results(&requests.last().unwrap().body);
+    assert!(results[1].contains("develop"), "{results:?}");
+    exit_with_ctrl_d(&pty);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn tool_cells_show_outcomes_and_failure_reasons() {
+    let h = Harness::new(Script::new().conversation(
+        "show tools",
+        vec![
+            Reply::tool("read_file", json!({"path": "missing.txt"})),
+            terminal("echo hello-from-the-tool; exit 3"),
+            Reply::text("done with tools"),
+        ],
+    ))
+    .await;
+    let pty = start(&h, &[]);
+    pty.send_str("show tools");
+    pty.send(keys::ENTER);
+    let screen = wait_for(&pty, "done with tools");
+    assert!(screen.contains("✗ read_file"), "{screen}");
+    assert!(screen.contains("missing.txt"), "{screen}");
+    assert!(screen.contains("exit 3"), "{screen}");
+    assert!(screen.contains("hello-from-the-tool"), "{screen}");
+    exit_with_ctrl_d(&pty);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn resuming_replays_the_conversation() {
+    let h = Harness::new(Script::new().responder(|_| Reply::text("the stored answer"))).await;
+    let output = h
+        .command(common::Wire::OpenAi)
+        .args(["run", "--json", "the first question"])
+        .output()
+        .await
+        .unwrap();
+    assert!(output.status.success());
+    let events = common::parse_events(&output.stdout);
+    let session = events[0]["session_id"].as_str().unwrap().to_owned();
+    // By unique prefix, as a person types it.
+    let prefix = &session[..session.len() - 4];
+    let pty = start(&h, &["--resume", prefix]);
+    let screen = wait_for(&pty, "the stored answer");
+    assert!(screen.contains("the first question"), "{screen}");
+    assert!(screen.contains("resumed"), "{screen}");
+    exit_with_ctrl_d(&pty);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn input_typed_while_the_agent_works_is_queued_and_sent_after_the_turn() {
+    let h = Harness::new(Script::new().conversation(
+        "slow one",
+        vec![
+            terminal("sleep 1.5"),
+            Reply::text("first done"),
+            Reply::text("second done"),
+        ],
+    ))
+    .await;
+    let pty = start(&h, &[]);
+    pty.send_str("slow one");
+    pty.send(keys::ENTER);
+    wait_for(&pty, "running terminal");
+    pty.send_str("queued follow-up");
+    pty.send(keys::ENTER);
+    wait_for(&pty, "queued: queued follow-up");
+    wait_for(&pty, "second done");
+    let messages = user_messages(&h, "slow one");
+    assert_eq!(messages.last().unwrap(), "queued follow-up");
+    exit_with_ctrl_d(&pty);
+}
