@@ -33,12 +33,52 @@ use crate::highlight::{CodeHighlighter, PLAIN_CODE};
 use crate::wrap::{hard_wrap_with_prefix, spans_width, truncate_line, wrap_line, wrap_with_prefix};
 
 /// Renders `text` as markdown for a terminal `width` columns wide.
+///
+/// The text is made safe line by line first ([`sanitize`]), so an escape
+/// sequence never reaches the terminal and cannot hide markdown syntax.
 pub fn render(text: &str, width: u16) -> Vec<Line<'static>> {
+    let text = sanitize(text);
     let mut renderer = Renderer::new(width);
-    for event in Parser::new_ext(text, options()) {
+    for event in Parser::new_ext(&text, options()) {
         renderer.event(event);
     }
     renderer.finish()
+}
+
+/// `text` made safe to print, one line at a time: each line goes through
+/// [`terminal_safe`] (escape sequences dropped, other controls shown as
+/// `�`), and a carriage return before a newline is dropped. Working by
+/// line keeps an unterminated sequence from swallowing more than the rest
+/// of its line, and gives the stream the same text as the whole render.
+pub fn sanitize(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text
+        .chars()
+        .any(|c| c.is_control() && c != '\n' && c != '\t')
+    {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len());
+    push_sanitized(&mut out, text);
+    std::borrow::Cow::Owned(out)
+}
+
+/// Appends `text` to `out`, sanitised as [`sanitize`] describes.
+fn push_sanitized(out: &mut String, text: &str) {
+    for piece in text.split_inclusive('\n') {
+        let (line, newline) = match piece.strip_suffix('\n') {
+            Some(line) => (line, true),
+            None => (piece, false),
+        };
+        let line = if newline {
+            line.strip_suffix('\r').unwrap_or(line)
+        } else {
+            line
+        };
+        out.push_str(&terminal_safe(line));
+        if newline {
+            out.push('\n');
+        }
+    }
 }
 
 fn options() -> Options {
@@ -765,12 +805,13 @@ pub struct StreamStats {
 /// a bounded tail.
 pub struct MarkdownStream {
     width: u16,
+    /// The complete lines pushed so far, sanitised line by line.
     source: String,
-    /// Everything before this offset has been returned.
+    /// The unfinished last line, as pushed.
+    partial: String,
+    /// Everything in `source` before this offset has been returned.
     committed: usize,
-    /// The start of the first line the scanner has not seen.
-    scanned: usize,
-    /// No newline in `source[scanned..searched]`.
+    /// No newline in `partial[..searched]`.
     searched: usize,
     scanner: Scanner,
     code: Option<StreamedFence>,
@@ -792,8 +833,8 @@ impl MarkdownStream {
         MarkdownStream {
             width: width.max(1),
             source: String::new(),
+            partial: String::new(),
             committed: 0,
-            scanned: 0,
             searched: 0,
             scanner: Scanner::default(),
             code: None,
@@ -804,22 +845,25 @@ impl MarkdownStream {
 
     /// Adds `delta` and returns the lines that became final.
     pub fn push(&mut self, delta: &str) -> Vec<Line<'static>> {
-        self.source.push_str(delta);
+        self.partial.push_str(delta);
         self.update_stats(|stats| stats.source_bytes += delta.len());
         let mut out = Vec::new();
+        let mut consumed = 0;
         loop {
-            let from = self.searched.max(self.scanned);
-            let Some(offset) = self.source[from..].find('\n') else {
-                self.searched = self.source.len();
+            let from = self.searched.max(consumed);
+            let Some(offset) = self.partial[from..].find('\n') else {
                 break;
             };
-            let start = self.scanned;
             let end = from + offset + 1;
-            self.scanned = end;
-            self.searched = end;
-            self.update_stats(|stats| stats.scanned_bytes += end - start);
-            self.line(start, end, &mut out);
+            let start = self.source.len();
+            push_sanitized(&mut self.source, &self.partial[consumed..end]);
+            self.update_stats(|stats| stats.scanned_bytes += end - consumed);
+            consumed = end;
+            let line_end = self.source.len();
+            self.line(start, line_end, &mut out);
         }
+        self.partial.drain(..consumed);
+        self.searched = self.partial.len();
         out
     }
 
@@ -833,28 +877,26 @@ impl MarkdownStream {
             return Vec::new();
         }
         if let Some(code) = &self.code {
-            let partial = &self.source[self.scanned..];
-            if partial.is_empty() || fence_close(partial, code.fence) {
+            let partial = sanitize(&self.partial);
+            if partial.is_empty() || fence_close(&partial, code.fence) {
                 return Vec::new();
             }
             let mut highlighter = code.highlighter.clone();
             let line =
-                highlighter.highlight_line(&code_line_text(strip_indent(partial, code.indent)));
+                highlighter.highlight_line(&code_line_text(strip_indent(&partial, code.indent)));
             let lines = hard_wrap_with_prefix(&line, self.width, &[], &[]);
             return last_lines(lines, max_lines);
         }
-        let tail = &self.source[self.committed..];
-        if tail.trim().is_empty() {
+        let text = self.preview_text(max_lines);
+        if text.trim().is_empty() {
             return Vec::new();
         }
-        let start = self.preview_start(max_lines);
-        let text = &self.source[start..];
         self.update_stats(|stats| {
             stats.preview_bytes += text.len();
             stats.preview_calls += 1;
             stats.largest_preview = stats.largest_preview.max(text.len());
         });
-        let mut lines = render(text, self.width);
+        let mut lines = render(&text, self.width);
         if self.emitted_any && !lines.is_empty() {
             lines.insert(0, Line::default());
         }
@@ -866,30 +908,33 @@ impl MarkdownStream {
     /// the same document.
     pub fn finish(&mut self) -> Vec<Line<'static>> {
         let mut out = Vec::new();
-        let end = self.source.len();
+        let partial = std::mem::take(&mut self.partial);
+        self.searched = 0;
+        let start = self.source.len();
+        push_sanitized(&mut self.source, &partial);
         if let Some(mut code) = self.code.take() {
-            let partial = &self.source[self.scanned..];
-            if !partial.is_empty() && !fence_close(partial, code.fence) {
+            let last = &self.source[start..];
+            if !last.is_empty() && !fence_close(last, code.fence) {
                 let line = code
                     .highlighter
-                    .highlight_line(&code_line_text(strip_indent(partial, code.indent)));
+                    .highlight_line(&code_line_text(strip_indent(last, code.indent)));
                 out.extend(hard_wrap_with_prefix(&line, self.width, &[], &[]));
                 self.emitted_any = true;
             }
-            self.committed = end;
+            self.committed = self.source.len();
         } else {
-            self.commit(end, &mut out);
+            self.commit(self.source.len(), &mut out);
         }
-        self.scanned = end;
-        self.searched = end;
         self.scanner = Scanner::default();
         out
     }
 
-    /// The whole text pushed so far (to render it again, e.g. at a new
-    /// width).
-    pub fn source(&self) -> &str {
-        &self.source
+    /// The text pushed so far, sanitised (see [`render`]): to render it
+    /// again, e.g. at a new width.
+    pub fn text(&self) -> String {
+        let mut text = self.source.clone();
+        push_sanitized(&mut text, &self.partial);
+        text
     }
 
     /// The work done so far (see [`StreamStats`]).
@@ -969,41 +1014,54 @@ impl MarkdownStream {
         self.scanner = Scanner::default();
     }
 
-    /// Where the preview starts: the committed offset when the tail is
-    /// short, else the first unindented line in the last `cap` bytes (or any
-    /// line start there, or a point after a space).
-    fn preview_start(&self, max_lines: usize) -> usize {
+    /// The text the preview renders: everything after the committed
+    /// offset when that is short, else the last `cap` bytes from the first
+    /// unindented line in them (or any line start there, or a point after
+    /// a space), so that one preview costs O(`max_lines` × width).
+    fn preview_text(&self, max_lines: usize) -> String {
         let cap = max_lines
             .saturating_mul(usize::from(self.width) + 1)
             .saturating_mul(4)
             .max(1024);
-        let end = self.source.len();
-        if end - self.committed <= cap {
-            return self.committed;
-        }
-        let mut from = end - cap;
-        while !self.source.is_char_boundary(from) {
-            from += 1;
-        }
-        let window = &self.source[from..];
-        let mut line_starts = window
-            .match_indices('\n')
-            .map(|(index, _)| from + index + 1);
-        let mut first_line = None;
-        for start in line_starts.by_ref() {
-            first_line.get_or_insert(start);
-            let line = line_text(&self.source[start..]);
-            if !line.is_empty() && !line.starts_with([' ', '\t']) {
-                return start;
+        let partial = sanitize(&self.partial);
+        if partial.len() >= cap {
+            // One unfinished line longer than the preview: its end.
+            let mut from = partial.len() - cap;
+            while !partial.is_char_boundary(from) {
+                from += 1;
             }
+            let cut = partial[from..]
+                .find(char::is_whitespace)
+                .map_or(from, |index| from + index + 1);
+            return partial[cut..].to_string();
         }
-        if let Some(start) = first_line.filter(|&start| start < end) {
-            return start;
+        let budget = cap - partial.len();
+        let end = self.source.len();
+        let mut start = self.committed;
+        if end - start > budget {
+            let mut from = end - budget;
+            while !self.source.is_char_boundary(from) {
+                from += 1;
+            }
+            let line_starts: Vec<usize> = self.source[from..end]
+                .match_indices('\n')
+                .map(|(index, _)| from + index + 1)
+                .filter(|&index| index < end)
+                .collect();
+            start = line_starts
+                .iter()
+                .copied()
+                .find(|&index| {
+                    let line = line_text(&self.source[index..]);
+                    !line.is_empty() && !line.starts_with([' ', '\t'])
+                })
+                .or_else(|| line_starts.first().copied())
+                .unwrap_or(end);
         }
-        window
-            .find(char::is_whitespace)
-            .map_or(from, |index| from + index + 1)
-            .min(end)
+        let mut text = String::with_capacity(end - start + partial.len());
+        text.push_str(&self.source[start..]);
+        text.push_str(&partial);
+        text
     }
 }
 
@@ -1209,5 +1267,142 @@ impl Scanner {
             }
         }
         self.previous_blank = blank;
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn texts(lines: &[Line<'_>]) -> Vec<String> {
+        lines.iter().map(|line| line.to_string()).collect()
+    }
+
+    #[test]
+    fn sanitize_works_by_line_and_drops_crlf() {
+        assert!(matches!(
+            sanitize("plain\ttext\n"),
+            std::borrow::Cow::Borrowed(_)
+        ));
+        assert_eq!(sanitize("a\r\nb\u{1b}[2J\r\n"), "a\nb\n");
+        // An unterminated OSC ends with its line.
+        assert_eq!(sanitize("x\u{1b}]0;never ends\nnext"), "x\nnext");
+        assert_eq!(sanitize("bell\u{7}"), "bell\u{fffd}");
+    }
+
+    #[test]
+    fn fences_open_and_close_as_commonmark_says() {
+        let (fence, indent) = fence_open("  ```rust").unwrap();
+        assert_eq!((fence.marker, fence.length, indent), (b'`', 3, 2));
+        assert!(fence_open("    ```").is_none());
+        assert!(fence_open("``").is_none());
+        assert!(fence_open("```a`b").is_none());
+        assert!(fence_open("~~~a`b").is_some());
+        assert!(fence_close("```", fence));
+        assert!(fence_close("   `````  ", fence));
+        assert!(!fence_close("```rust", fence));
+        assert!(!fence_close("~~~", fence));
+        assert!(!fence_close("    ```", fence));
+    }
+
+    #[test]
+    fn list_markers_and_headings_at_column_zero() {
+        for line in ["- a", "* a", "+ a", "1. a", "12) a", "-", "3."] {
+            assert!(is_list_marker(line), "{line}");
+        }
+        for line in ["-a", "**bold**", "2024 was", "1.5 times", "#x"] {
+            assert!(!is_list_marker(line), "{line}");
+        }
+        assert!(is_atx_heading("# a") && is_atx_heading("###") && !is_atx_heading("#a"));
+        assert!(!is_atx_heading("####### seven"));
+    }
+
+    #[test]
+    fn html_blocks_are_told_apart_by_how_they_end() {
+        assert_eq!(html_start("<!-- x"), Some(HtmlEnd::Marker("-->")));
+        assert_eq!(html_start("<script>"), Some(HtmlEnd::Marker("</script>")));
+        assert_eq!(html_start("<PRE"), Some(HtmlEnd::Marker("</pre>")));
+        assert_eq!(html_start("<!DOCTYPE html>"), Some(HtmlEnd::Marker(">")));
+        assert_eq!(html_start("<div>"), Some(HtmlEnd::BlankLine));
+        assert_eq!(html_start("    <div>"), None);
+        assert_eq!(html_start("text"), None);
+    }
+
+    #[test]
+    fn the_scanner_finds_only_certain_boundaries() {
+        let mut scanner = Scanner::default();
+        scanner.feed("- item");
+        assert!(!scanner.boundary_before("continued lazily"));
+        assert!(scanner.boundary_before("# heading"));
+        assert!(scanner.boundary_before("```"));
+        scanner.feed("");
+        assert!(!scanner.boundary_before("- next item"));
+        assert!(!scanner.boundary_before("  indented"));
+        assert!(scanner.boundary_before("paragraph"));
+        scanner.feed("  ```");
+        scanner.feed("");
+        assert!(!scanner.boundary_before("inside a fence"));
+        scanner.feed("  ```");
+        scanner.feed("");
+        assert!(scanner.boundary_before("after it"));
+        let mut scanner = Scanner::default();
+        scanner.feed("<!-- a comment");
+        scanner.feed("");
+        assert!(!scanner.boundary_before("still the comment"));
+        scanner.feed("-->");
+        scanner.feed("");
+        assert!(scanner.boundary_before("after it"));
+    }
+
+    #[test]
+    fn columns_keep_their_width_when_they_fit_and_share_when_not() {
+        assert_eq!(column_widths(&[3, 5, 10], 30), vec![3, 5, 10]);
+        assert_eq!(column_widths(&[3, 50, 40], 33), vec![3, 15, 15]);
+        assert_eq!(column_widths(&[4, 4, 4], 2), vec![1, 1, 1]);
+    }
+
+    #[test]
+    fn code_lines_expand_tabs_and_keep_empty_lines() {
+        assert_eq!(code_line_text("a\tb\r"), "a   b");
+        assert_eq!(code_lines("").count(), 0);
+        assert_eq!(code_lines("\n").collect::<Vec<_>>(), [""]);
+        assert_eq!(code_lines("a\n\nb\n").collect::<Vec<_>>(), ["a", "", "b"]);
+        assert_eq!(fence_lang("rust,ignore extra"), "rust");
+        assert_eq!(fence_lang("  "), "");
+    }
+
+    #[test]
+    fn blocks_are_separated_by_one_blank_line_and_nothing_trails() {
+        let lines = render("# A\nText\n\n\n\n- x\n- y\n\n---\n", 20);
+        assert_eq!(
+            texts(&lines),
+            [
+                "# A",
+                "",
+                "Text",
+                "",
+                "• x",
+                "• y",
+                "",
+                "─".repeat(20).as_str()
+            ]
+        );
+        assert!(render("", 20).is_empty());
+        assert!(render("\n\n", 20).is_empty());
+    }
+
+    #[test]
+    fn lists_in_quotes_and_code_in_items_keep_their_prefixes() {
+        let lines = render("> 1. one\n>\n>    ```\n>    code\n>    ```\n", 30);
+        assert_eq!(texts(&lines), ["│ 1. one", "│", "│    code"]);
+        let lines = render("-\n- [x] done\n3. ☐", 30);
+        assert_eq!(texts(&lines)[..2], ["• ", "☑ done"]);
+    }
+
+    #[test]
+    fn images_and_email_autolinks() {
+        let lines = render("![logo](a.png) <me@example.com>", 60);
+        assert_eq!(texts(&lines), ["[image: logo] (a.png) me@example.com"]);
     }
 }
