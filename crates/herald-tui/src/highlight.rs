@@ -57,9 +57,10 @@ fn highlighter() -> &'static Highlighter<'static> {
     })
 }
 
-/// Highlights `code` (lines separated by `\n`; a final newline does not
-/// add an empty line, so `""` has no line and `"\n"` one empty line) as `lang`, one output line per input line. The text
-/// is used as it is: sanitise it first.
+/// Highlights `code` as `lang`, one output line per input line (lines
+/// separated by `\n`; a final newline adds no empty line, so `""` has no
+/// line and `"\n"` one empty line). The text is used as it is: sanitise it
+/// first.
 pub fn highlight(code: &str, lang: &str) -> Vec<Line<'static>> {
     let mut highlighter = CodeHighlighter::new(lang);
     if code.is_empty() {
