@@ -601,19 +601,22 @@ impl App {
                 }
                 self.live.tool_progress(call_id, text);
             }
+            // The root's requests; each subagent's come with its
+            // `subagent.completed` (their usage events stay in their tree).
             EventKind::Usage {
                 input_tokens,
                 output_tokens,
                 cached_tokens,
                 cost_usd,
-            } => {
+            } if root => {
                 self.status.input_tokens += input_tokens;
                 self.status.output_tokens += output_tokens;
                 self.status.cached_tokens += cached_tokens;
                 *self.status.cost_usd.get_or_insert(0.0) += cost_usd;
-                if root {
-                    self.status.context_tokens = *input_tokens;
+                if *cost_usd == 0.0 && (input_tokens + output_tokens) > 0 {
+                    self.status.unpriced_requests += 1;
                 }
+                self.status.context_tokens = *input_tokens;
             }
             EventKind::Retry {
                 attempt,
@@ -671,9 +674,14 @@ impl App {
                 status,
                 summary,
                 tokens,
+                cost_usd,
                 duration_seconds,
                 ..
             } => {
+                self.status.input_tokens += tokens.input;
+                self.status.output_tokens += tokens.output;
+                self.status.cached_tokens += tokens.cached;
+                *self.status.cost_usd.get_or_insert(0.0) += cost_usd;
                 let goal = self
                     .live
                     .agents

@@ -162,6 +162,14 @@ pub fn tool_call(cell: &ToolCell, width: u16) -> Vec<Line<'static>> {
     match view {
         OutputView::Diff { lines: diff, .. } => lines.extend(diff_lines(&diff, DIFF_LINES, width)),
         OutputView::Todos(todos) => lines.extend(todo_list(&todos, width)),
+        OutputView::Text(_) if cell.name == "write_file" => {
+            // The new content, as the added side of a diff.
+            let added: Vec<String> = tool_view::written_content(&cell.arguments)
+                .lines()
+                .map(|line| format!("+{}", line.replace('\t', "    ")))
+                .collect();
+            lines.extend(diff_lines(&added, DIFF_LINES, width));
+        }
         OutputView::Text(text) => {
             if matches!(
                 cell.name.as_str(),
@@ -433,6 +441,17 @@ mod tests {
             r#"{"path":"src/a.rs","old_string":"a","new_string":"b"}"#,
             true,
             "Patched src/a.rs: 1 replacement\n--- a/src/a.rs\n+++ b/src/a.rs\n@@ -1,3 +1,3 @@\n fn main() {\n-    old();\n+    new();\n }",
+        );
+        insta::assert_snapshot!(text(&tool_call(&c, 60)));
+    }
+
+    #[test]
+    fn a_written_file_shows_its_content_as_additions() {
+        let c = cell(
+            "write_file",
+            r##"{"path":"notes.md","content":"# Notes\n\n- first\n"}"##,
+            true,
+            "Created notes.md: 18 bytes, 3 lines",
         );
         insta::assert_snapshot!(text(&tool_call(&c, 60)));
     }

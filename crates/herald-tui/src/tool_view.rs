@@ -178,6 +178,20 @@ pub fn written_lines(arguments: &str) -> Option<usize> {
     Some(content.lines().count())
 }
 
+/// The content of a `write_file` call (sanitised), or nothing.
+pub fn written_content(arguments: &str) -> String {
+    serde_json::from_str::<Value>(arguments)
+        .ok()
+        .and_then(|value| {
+            value
+                .get("content")?
+                .as_str()
+                .map(herald_protocol::terminal_safe)
+                .map(|c| c.into_owned())
+        })
+        .unwrap_or_default()
+}
+
 /// A duration for people: `840 ms`, `12.4 s`, `3 m 05 s`.
 pub fn duration(ms: u64) -> String {
     match ms {
