@@ -37,8 +37,6 @@ fn finish(session: &PtySession) -> (ExitStatus, String) {
     let status = session
         .wait_exit(WAIT)
         .unwrap_or_else(|| panic!("herald did not exit; screen:\n{}", session.screen()));
-    // The reader may still be taking in the last bytes.
-    std::thread::sleep(Duration::from_millis(100));
     (status, session.scrollback_and_screen())
 }
 

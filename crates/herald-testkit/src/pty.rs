@@ -152,6 +152,9 @@ pub struct PtySession {
     writer: Arc<Mutex<File>>,
     term: Arc<Mutex<Term>>,
     stop: Arc<AtomicBool>,
+    /// Set by the reader when the program's side is closed and everything
+    /// it wrote has been read.
+    drained: Arc<AtomicBool>,
     reader: Option<JoinHandle<()>>,
 }
 
@@ -209,13 +212,18 @@ impl PtySession {
             raw: Vec::new(),
         }));
         let stop = Arc::new(AtomicBool::new(false));
+        let drained = Arc::new(AtomicBool::new(false));
         let reader = {
             let source = File::from(pty.master.try_clone()?);
             let term = Arc::clone(&term);
             let stop = Arc::clone(&stop);
+            let drained = Arc::clone(&drained);
             std::thread::Builder::new()
                 .name(format!("pty-reader-{pid}"))
-                .spawn(move || read_loop(source, &term, &stop))?
+                .spawn(move || {
+                    read_loop(source, &term, &stop);
+                    drained.store(true, Ordering::Release);
+                })?
         };
         Ok(Self {
             child: Mutex::new(child),
@@ -224,6 +232,7 @@ impl PtySession {
             writer,
             term,
             stop,
+            drained,
             reader: Some(reader),
         })
     }
@@ -358,18 +367,25 @@ impl PtySession {
     }
 
     /// Waits at most `timeout` for the program to exit; `None` if it still
-    /// runs.
+    /// runs. After an exit it also waits (within the same `timeout`) until
+    /// everything written to the terminal has been read, so the screen is
+    /// final — unless a process the program left behind keeps the terminal
+    /// open.
     pub fn wait_exit(&self, timeout: Duration) -> Option<ExitStatus> {
         let started = Instant::now();
-        loop {
+        let status = loop {
             if let Some(status) = self.try_status() {
-                return Some(status);
+                break status;
             }
             if started.elapsed() >= timeout {
                 return None;
             }
             std::thread::sleep(POLL_INTERVAL);
+        };
+        while !self.drained.load(Ordering::Acquire) && started.elapsed() < timeout {
+            std::thread::sleep(Duration::from_millis(5));
         }
+        Some(status)
     }
 
     /// The exit status if the program has ended.

@@ -167,3 +167,13 @@ fn ctrl_helpers_and_a_timeout_report_the_screen() {
     );
     assert!(session.wait_exit(Duration::from_millis(50)).is_none());
 }
+
+#[test]
+fn after_wait_exit_the_screen_holds_everything_the_program_wrote() {
+    let session = PtySession::spawn(bash("seq 1 1500; echo last-line"), 24, 80).unwrap();
+    let status = session.wait_exit(WAIT).expect("bash exits");
+    assert!(status.success());
+    // No waiting for the screen: the output was read before wait_exit returned.
+    let text = session.scrollback_and_screen();
+    assert!(text.contains("1499\n1500\nlast-line"), "{text}");
+}
