@@ -317,3 +317,96 @@ async fn input_typed_while_the_agent_works_is_queued_and_sent_after_the_turn() {
     assert_eq!(messages.last().unwrap(), "queued follow-up");
     exit_with_ctrl_d(&pty);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_prompt_after_herald_is_the_first_turn() {
+    let h =
+        Harness::new(Script::new().responder(|_| Reply::text("answered the first prompt"))).await;
+    let pty = spawn(&h, &["explain this project"]);
+    wait_for(&pty, "answered the first prompt");
+    assert_eq!(
+        user_messages(&h, "explain this project"),
+        vec!["explain this project"]
+    );
+    exit_with_ctrl_d(&pty);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn leaving_with_a_background_agent_running_asks_and_can_cancel_it() {
+    let h = Harness::new(
+        Script::new()
+            .conversation(
+                "bg nap",
+                vec![terminal("sleep 60"), Reply::text("unreachable")],
+            )
+            .conversation(
+                "start a helper",
+                vec![
+                    Reply::tool(
+                        "delegate_task",
+                        json!({"background": true, "goal": "bg nap: sleep for a minute"}),
+                    ),
+                    Reply::text("the helper runs in the background"),
+                ],
+            ),
+    )
+    .await;
+    let pty = start(&h, &[]);
+    pty.send_str("start a helper");
+    pty.send(keys::ENTER);
+    wait_for(&pty, "the helper runs in the background");
+    pty.send(keys::CTRL_D);
+    let screen = wait_for(&pty, "background agents are still running");
+    assert!(screen.contains("Leave them suspended"), "{screen}");
+    // The third choice: cancel them and exit.
+    pty.send(keys::DOWN);
+    pty.send(keys::DOWN);
+    pty.send(keys::ENTER);
+    let status = pty.wait_exit(WAIT).expect("herald exits after the choice");
+    assert!(status.success(), "{status:?}");
+    let listed = h
+        .bare_command()
+        .args(["agents", "list", "--json"])
+        .output()
+        .await
+        .unwrap();
+    let text = String::from_utf8_lossy(&listed.stdout);
+    assert!(
+        !text.contains("\"running\""),
+        "an agent is still running: {text}"
+    );
+    assert!(text.contains("cancel"), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn resume_picks_another_session_and_replays_it() {
+    let h = Harness::new(Script::new().conversation(
+        "older question",
+        vec![Reply::text("older answer"), Reply::text("newer answer")],
+    ))
+    .await;
+    let output = h
+        .command(common::Wire::OpenAi)
+        .args(["run", "older question"])
+        .output()
+        .await
+        .unwrap();
+    assert!(output.status.success());
+    let pty = start(&h, &[]);
+    pty.send_str("/resume");
+    pty.send(keys::ENTER);
+    wait_for(&pty, "resume a session");
+    pty.send_str("older");
+    pty.send(keys::ENTER);
+    let screen = wait_for(&pty, "older answer");
+    assert!(screen.contains("resumed"), "{screen}");
+    pty.send_str("and now?");
+    pty.send(keys::ENTER);
+    wait_for(&pty, "newer answer");
+    // The new turn went to the resumed conversation.
+    assert_eq!(
+        user_messages(&h, "older question"),
+        vec!["older question", "and now?"]
+    );
+    exit_with_ctrl_d(&pty);
+}
