@@ -11,6 +11,8 @@
 //! the screen, and stays there.
 
 use std::io::{self, Write};
+use std::sync::Once;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use crossterm::cursor::MoveTo;
 use crossterm::terminal::{Clear, ClearType};
@@ -73,12 +75,32 @@ impl<W: Write> Screen<W> {
         self.size.height.saturating_sub(1).max(1)
     }
 
-    /// Prints `lines` (each at most the terminal's width) above the pane,
-    /// into the scrollback.
+    /// Prints `lines` above the pane, into the scrollback. A line wider
+    /// than the terminal (built for a width it had before a resize, or
+    /// cut by characters where some are two columns wide) is broken into
+    /// rows here: the terminal must never wrap one, or the rows counted
+    /// here would no longer be the rows on screen.
     pub fn insert_history(&mut self, lines: &[Line<'_>]) -> io::Result<()> {
         if lines.is_empty() {
             return Ok(());
         }
+        let width = self.size.width;
+        let wrapped: Vec<Line<'_>>;
+        let lines = if lines.iter().any(|line| line.width() > usize::from(width)) {
+            wrapped = lines
+                .iter()
+                .flat_map(|line| {
+                    if line.width() > usize::from(width) {
+                        crate::wrap::hard_wrap_with_prefix(line, width, &[], &[])
+                    } else {
+                        vec![line.clone()]
+                    }
+                })
+                .collect();
+            &wrapped[..]
+        } else {
+            lines
+        };
         // A pane that has not reached the bottom moves down first: history
         // fills the screen before anything scrolls.
         let wanted = self.history_end.saturating_add(lines.len() as u16);
@@ -152,7 +174,9 @@ impl<W: Write> Screen<W> {
         let top = if self.history_end + height <= bottom {
             self.history_end
         } else {
-            bottom - height
+            // A terminal of no rows (some report 0 before their size is
+            // set) gets the pane at the top.
+            bottom.saturating_sub(height)
         };
         if self.history_end > top {
             self.scroll_up(self.history_end, self.history_end - top)?;
@@ -200,9 +224,13 @@ impl<W: Write> Screen<W> {
     }
 }
 
+/// Whether the modes are on: a panic switches them off first (release
+/// builds abort on panic, so no destructor would run).
+static MODES_ON: AtomicBool = AtomicBool::new(false);
+
 /// Raw mode, bracketed paste and the keyboard protocol that tells
 /// Shift+Enter from Enter, switched on for the TUI's lifetime and off again
-/// when dropped (also when the TUI fails).
+/// when dropped (also when the TUI fails) or when the process panics.
 pub struct TerminalModes {
     active: bool,
 }
@@ -210,7 +238,11 @@ pub struct TerminalModes {
 impl TerminalModes {
     /// Switches the modes on.
     pub fn enable() -> io::Result<Self> {
+        install_panic_hook(restore_modes);
         crossterm::terminal::enable_raw_mode()?;
+        MODES_ON.store(true, Ordering::SeqCst);
+        // Dropped on an error below: raw mode goes off again.
+        let modes = Self { active: true };
         let mut out = io::stdout();
         execute!(out, crossterm::event::EnableBracketedPaste)?;
         // Terminals without the kitty keyboard protocol ignore this.
@@ -220,7 +252,7 @@ impl TerminalModes {
                 crossterm::event::KeyboardEnhancementFlags::DISAMBIGUATE_ESCAPE_CODES
             )
         )?;
-        Ok(Self { active: true })
+        Ok(modes)
     }
 
     /// Switches the modes off (also done on drop).
@@ -229,14 +261,9 @@ impl TerminalModes {
             return;
         }
         self.active = false;
-        let mut out = io::stdout();
-        let _ = execute!(
-            out,
-            crossterm::event::PopKeyboardEnhancementFlags,
-            crossterm::event::DisableBracketedPaste,
-            crossterm::cursor::Show
-        );
-        let _ = crossterm::terminal::disable_raw_mode();
+        if MODES_ON.swap(false, Ordering::SeqCst) {
+            restore_modes();
+        }
     }
 }
 
@@ -244,6 +271,33 @@ impl Drop for TerminalModes {
     fn drop(&mut self) {
         self.disable();
     }
+}
+
+/// Gives the terminal back as the shell had it.
+fn restore_modes() {
+    let mut out = io::stdout();
+    let _ = execute!(
+        out,
+        crossterm::event::PopKeyboardEnhancementFlags,
+        crossterm::event::DisableBracketedPaste,
+        crossterm::cursor::Show
+    );
+    let _ = crossterm::terminal::disable_raw_mode();
+}
+
+/// Makes a panic run `restore` (once, while the modes are on) before the
+/// usual report, so the message is readable and the shell usable after it.
+fn install_panic_hook(restore: fn()) {
+    static INSTALLED: Once = Once::new();
+    INSTALLED.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if MODES_ON.swap(false, Ordering::SeqCst) {
+                restore();
+            }
+            previous(info);
+        }));
+    });
 }
 
 #[cfg(test)]
@@ -301,6 +355,56 @@ mod tests {
         // The pane never takes the whole screen.
         s.draw(40, |_| {}).unwrap();
         assert_eq!(s.pane().height, 9);
+    }
+
+    #[test]
+    fn a_line_wider_than_the_terminal_is_written_as_rows_of_its_width() {
+        let out = Shared::default();
+        let mut s = screen_with(out.clone(), 10, 0);
+        s.draw(2, |_| {}).unwrap();
+        // Built for 30 columns (a resize since, or wide characters cut by
+        // count): the terminal would wrap it into a row nobody counted.
+        s.insert_history(&[Line::from("a".repeat(30)), Line::from("next")])
+            .unwrap();
+        assert_eq!(s.history_end, 3);
+        s.draw(2, |_| {}).unwrap();
+        assert_eq!(s.pane(), Rect::new(0, 3, 20, 2));
+        let written = String::from_utf8_lossy(&output(&out)).into_owned();
+        assert!(written.contains(&"a".repeat(20)), "{written:?}");
+        assert!(!written.contains(&"a".repeat(21)), "{written:?}");
+    }
+
+    #[test]
+    fn a_terminal_without_rows_does_not_panic() {
+        let mut s = screen(0, 0);
+        s.draw(3, |f| f.render_widget(Paragraph::new("pane"), f.area()))
+            .unwrap();
+        s.insert_history(&[Line::from("a")]).unwrap();
+        s.resize(Size::new(20, 0)).unwrap();
+        s.draw(5, |_| {}).unwrap();
+        assert_eq!(s.pane().y, 0);
+        s.resize(Size::new(20, 8)).unwrap();
+        s.draw(3, |_| {}).unwrap();
+        assert_eq!(s.pane(), Rect::new(0, 0, 20, 3));
+    }
+
+    static RESTORED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+    fn count_restore() {
+        RESTORED.fetch_add(1, Ordering::SeqCst);
+    }
+
+    #[test]
+    fn a_panic_while_the_modes_are_on_restores_the_terminal_first() {
+        install_panic_hook(count_restore);
+        MODES_ON.store(true, Ordering::SeqCst);
+        let result = std::panic::catch_unwind(|| panic!("a bug in the TUI"));
+        assert!(result.is_err());
+        assert_eq!(RESTORED.load(Ordering::SeqCst), 1);
+        assert!(!MODES_ON.load(Ordering::SeqCst));
+        // Restored once: a later panic has nothing to restore.
+        let _ = std::panic::catch_unwind(|| panic!("another one"));
+        assert_eq!(RESTORED.load(Ordering::SeqCst), 1);
     }
 
     #[test]
