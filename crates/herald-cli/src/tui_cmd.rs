@@ -9,10 +9,11 @@ use herald_core::StoreHandle;
 use herald_core::runtime::OpenMode;
 use herald_tui::{BoxFuture, Opened, SessionHost, TuiSetup};
 use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
 
 use crate::args::CommonArgs;
 use crate::setup::SessionShape;
-use crate::{CliError, Exit, setup};
+use crate::{CliError, Exit, setup, signals};
 
 /// Opens sessions as `herald` would with these options.
 struct CliHost {
@@ -86,11 +87,16 @@ pub(crate) async fn interactive(
     // The first session opens before the terminal changes mode, so its
     // errors (a bad flag, a session in use) print as usual.
     let opened = host.open_session(common).await?;
+    // SIGTERM or SIGHUP: leave as on Ctrl+D (the terminal given back, the
+    // session ended); a second one exits at once.
+    let terminate = CancellationToken::new();
+    let signal = signals::stop_on_termination(terminate.clone());
     let outcome = herald_tui::run(TuiSetup {
         host,
         store,
         opened,
         first_prompt,
+        stop: terminate,
     })
     .await
     .map_err(CliError::failed)?;
@@ -106,5 +112,8 @@ pub(crate) async fn interactive(
             id = outcome.session_id
         );
     }
-    Ok(Exit::Completed)
+    Ok(match signal.received() {
+        Some(_) => signal.exit(),
+        None => Exit::Completed,
+    })
 }

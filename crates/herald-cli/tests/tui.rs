@@ -410,3 +410,103 @@ async fn resume_picks_another_session_and_replays_it() {
     );
     exit_with_ctrl_d(&pty);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_background_agents_approval_outlives_the_turn_that_started_it() {
+    let h = Harness::new(
+        Script::new()
+            .conversation(
+                "bg clean",
+                vec![terminal("rm -rf old_build"), Reply::text("cleaned it")],
+            )
+            .conversation(
+                "start a cleaner",
+                vec![
+                    Reply::tool(
+                        "delegate_task",
+                        json!({"background": true, "goal": "bg clean: remove old_build"}),
+                    ),
+                    // The helper asks while the turn still runs.
+                    terminal("sleep 2"),
+                    Reply::text("the cleaner runs in the background"),
+                ],
+            ),
+    )
+    .await;
+    std::fs::create_dir(h.work_path().join("old_build")).unwrap();
+    let pty = start(&h, &[]);
+    pty.send_str("start a cleaner");
+    pty.send(keys::ENTER);
+    let screen = wait_for(&pty, "approval needed");
+    assert!(screen.contains("rm -rf old_build"), "{screen}");
+    wait_for(&pty, "the cleaner runs in the background");
+    // The turn is over; the helper still waits for the answer.
+    std::thread::sleep(Duration::from_millis(300));
+    let screen = pty.screen();
+    assert!(screen.contains("approval needed"), "{screen}");
+    pty.send_str("y");
+    pty.wait_for(|_| !h.work_path().join("old_build").exists(), WAIT)
+        .expect("the approved command ran");
+    wait_for(&pty, "cleaned it");
+    exit_with_ctrl_d(&pty);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn prompts_typed_during_a_compaction_are_sent_after_it() {
+    let h = Harness::new(Script::new().responder(|_| Reply::text("noted"))).await;
+    // A short conversation has a middle to summarise.
+    h.config("[compression]\nprotect_first_n = 1\nprotect_last_n = 1\n");
+    let pty = start(&h, &[]);
+    for (index, prompt) in ["first prompt", "second prompt"].iter().enumerate() {
+        pty.send_str(prompt);
+        pty.send(keys::ENTER);
+        pty.wait_for(|screen| screen.matches("noted").count() > index, WAIT)
+            .unwrap();
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    // The summary request takes a while.
+    h.server.set_latency(Duration::from_secs(2));
+    pty.send_str("/compress");
+    pty.send(keys::ENTER);
+    pty.send_str("third prompt");
+    pty.send(keys::ENTER);
+    wait_for(&pty, "queued: third prompt");
+    // Steering with no turn to steer waits its turn too.
+    pty.send_str("/steer fourth prompt");
+    pty.send(keys::ENTER);
+    wait_for(&pty, "queued: fourth prompt");
+    wait_for(&pty, "compacted");
+    let sent = |text: &str| {
+        h.server.requests().iter().any(|r| {
+            r.body["messages"]
+                .as_array()
+                .and_then(|m| m.last())
+                .is_some_and(|m| m["content"].as_str() == Some(text))
+        })
+    };
+    pty.wait_for(|_| sent("third prompt"), WAIT)
+        .expect("the queued prompt was sent after the compaction");
+    pty.wait_for(|_| sent("fourth prompt"), WAIT)
+        .expect("the steering text was sent after the compaction");
+    h.server.set_latency(Duration::ZERO);
+    exit_with_ctrl_d(&pty);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sigterm_ends_the_session_and_gives_the_terminal_back() {
+    let h = Harness::new(Script::new().responder(|_| Reply::text("ok"))).await;
+    let pty = start(&h, &[]);
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pty.pid()),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let status = pty.wait_exit(WAIT).expect("herald exits on SIGTERM");
+    assert_eq!(status.code(), Some(143), "{status:?}");
+    // Bracketed paste (switched on with raw mode) was switched off again,
+    // and the pane cleared.
+    let raw = String::from_utf8_lossy(&pty.raw()).into_owned();
+    let on = raw.rfind("\x1b[?2004h").expect("bracketed paste was on");
+    assert!(raw[on..].contains("\x1b[?2004l"), "{:?}", &raw[on..]);
+    assert!(!pty.screen().contains("Ask herald"), "{}", pty.screen());
+}

@@ -21,6 +21,7 @@ use ratatui::layout::Rect;
 use ratatui::text::Line;
 use ratatui::widgets::Paragraph;
 use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
 
 use crate::cells::{self, Level, ToolCell};
 use crate::composer::{Composer, ComposerAction};
@@ -59,6 +60,9 @@ pub struct TuiSetup {
     pub opened: Opened,
     /// Sent as the first turn (`herald "do something"`).
     pub first_prompt: Option<String>,
+    /// Cancelled to leave as if asked to (SIGTERM, SIGHUP): the session
+    /// ends and the terminal is given back as it was.
+    pub stop: CancellationToken,
 }
 
 /// How the TUI ended.
@@ -157,6 +161,7 @@ async fn run_in_terminal(setup: TuiSetup) -> Result<TuiOutcome, TuiError> {
         row,
     )?;
     let mut input = crossterm::event::EventStream::new();
+    let stop = setup.stop.clone();
     let mut app = App::new(setup, columns).await;
     let mut last_draw = Instant::now() - FRAME;
     app.flush(&mut screen)?;
@@ -167,6 +172,7 @@ async fn run_in_terminal(setup: TuiSetup) -> Result<TuiOutcome, TuiError> {
         let frame_due = last_draw + FRAME;
         tokio::select! {
             biased;
+            () = stop.cancelled() => break app.leave().await,
             key = input.next() => match key {
                 Some(Ok(TermEvent::Key(key))) if key.kind != KeyEventKind::Release => {
                     if let Flow::Exit = app.on_key(key).await {
@@ -209,6 +215,8 @@ async fn run_in_terminal(setup: TuiSetup) -> Result<TuiOutcome, TuiError> {
             report = poll_compact(&mut app.compacting) => {
                 app.compacting = None;
                 app.compacted(report);
+                // What was typed meanwhile goes now.
+                app.start_queued();
             }
             index = recv_index(&mut app.file_index) => {
                 app.file_index = None;
@@ -265,6 +273,7 @@ impl App {
             store,
             opened,
             first_prompt,
+            stop: _,
         } = setup;
         let cwd = opened.settings.cwd.display().to_string();
         let history = {
@@ -816,13 +825,19 @@ impl App {
         self.finish_stream();
         self.live.tools.clear();
         self.calls.clear();
-        // Questions of the turn are void now.
-        self.waiting.clear();
-        if matches!(
-            self.overlay,
-            Some(Overlay::Approval(_) | Overlay::Clarify(_) | Overlay::Elicitation(_))
-        ) {
-            self.overlay = None;
+        // Questions of the turn are void now; a background agent's are
+        // still waiting for their answer.
+        let waiting = std::mem::take(&mut self.waiting);
+        self.waiting = waiting
+            .into_iter()
+            .filter(|request| self.still_asked(request))
+            .collect();
+        if self
+            .overlay
+            .as_ref()
+            .is_some_and(|overlay| !self.still_asked(overlay))
+        {
+            self.overlay = self.waiting.pop_front();
         }
         match result {
             Some(result) => {
@@ -841,10 +856,36 @@ impl App {
             self.queued.push_front(text);
         }
         self.dirty = true;
-        if let Some(next) = self.queued.pop_front() {
+        self.start_queued();
+        Flow::Continue
+    }
+
+    /// Whether the session still waits for the answer to `overlay` (a
+    /// view that asks nothing: yes).
+    fn still_asked(&self, overlay: &Overlay) -> bool {
+        match overlay {
+            Overlay::Approval(view) => self
+                .session
+                .pending_approvals()
+                .iter()
+                .any(|pending| pending.request_id == view.request_id),
+            Overlay::Elicitation(view) => self
+                .session
+                .pending_elicitations()
+                .iter()
+                .any(|pending| pending.request_id == view.request_id),
+            Overlay::Clarify(view) => self.session.open_questions().contains(&view.request_id),
+            Overlay::Picker(_) | Overlay::Text(_) => true,
+        }
+    }
+
+    /// Starts the oldest queued prompt, if nothing runs.
+    fn start_queued(&mut self) {
+        if !self.busy()
+            && let Some(next) = self.queued.pop_front()
+        {
             self.start_turn(next);
         }
-        Flow::Continue
     }
 
     fn start_turn(&mut self, text: String) {
@@ -1182,8 +1223,9 @@ impl App {
     }
 
     pub(crate) fn steer(&mut self, text: String) {
-        if !self.busy() {
-            self.start_turn(text);
+        if self.turn.is_none() {
+            // No turn to steer (at most a compaction runs): a prompt of its own.
+            self.send_prompt(text);
             return;
         }
         match self.session.steer(text.clone()) {
