@@ -2,7 +2,7 @@
 //! for people on stderr (`human`). Writing happens on its own thread so a
 //! slow reader never stalls the agent.
 
-mod format;
+use herald_tui::format;
 mod human;
 mod live;
 pub(crate) mod style;

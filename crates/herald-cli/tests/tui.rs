@@ -510,3 +510,43 @@ async fn sigterm_ends_the_session_and_gives_the_terminal_back() {
     assert!(raw[on..].contains("\x1b[?2004l"), "{:?}", &raw[on..]);
     assert!(!pty.screen().contains("Ask herald"), "{}", pty.screen());
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn ctrl_c_on_a_background_agents_approval_with_no_turn_running_denies_it() {
+    let h = Harness::new(
+        Script::new()
+            .conversation(
+                "bg wipe",
+                vec![terminal("rm -rf keep_me"), Reply::text("wipe refused")],
+            )
+            .conversation(
+                "start a wiper",
+                vec![
+                    Reply::tool(
+                        "delegate_task",
+                        json!({"background": true, "goal": "bg wipe: remove keep_me"}),
+                    ),
+                    terminal("sleep 2"),
+                    Reply::text("the wiper runs in the background"),
+                ],
+            ),
+    )
+    .await;
+    std::fs::create_dir(h.work_path().join("keep_me")).unwrap();
+    let pty = start(&h, &[]);
+    pty.send_str("start a wiper");
+    pty.send(keys::ENTER);
+    wait_for(&pty, "approval needed");
+    wait_for(&pty, "the wiper runs in the background");
+    std::thread::sleep(Duration::from_millis(300));
+    // No turn runs: Ctrl+C answers the helper's request with no.
+    pty.send(keys::CTRL_C);
+    wait_for(&pty, "wipe refused");
+    assert!(
+        h.work_path().join("keep_me").exists(),
+        "the denied command ran"
+    );
+    let results = tool_results(&h.requests_of("bg wipe").last().unwrap().body);
+    assert!(results[0].starts_with("denied"), "{results:?}");
+    exit_with_ctrl_d(&pty);
+}

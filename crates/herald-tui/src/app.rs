@@ -109,6 +109,8 @@ pub struct App {
     store: StoreHandle,
     session: Session,
     events: mpsc::UnboundedReceiver<Arc<Event>>,
+    /// False once the event stream ended (nothing more will come on it).
+    events_open: bool,
     settings: Settings,
     composer: Composer,
     live: Live,
@@ -189,7 +191,7 @@ async fn run_in_terminal(setup: TuiSetup) -> Result<TuiOutcome, TuiError> {
                 // The terminal went away: leave as if asked to.
                 Some(Err(_)) | None => break app.leave().await,
             },
-            event = app.events.recv() => {
+            event = app.events.recv(), if app.events_open => {
                 match event {
                     Some(event) => {
                         app.on_event(&event);
@@ -198,12 +200,9 @@ async fn run_in_terminal(setup: TuiSetup) -> Result<TuiOutcome, TuiError> {
                             app.on_event(&event);
                         }
                     }
-                    None => {
-                        // The session ended under us (it should not):
-                        // wait for the keyboard only.
-                        let (_tx, rx) = mpsc::unbounded_channel();
-                        app.events = rx;
-                    }
+                    // The session ended under us (a failed switch): wait
+                    // for the keyboard only, until a session opens again.
+                    None => app.events_open = false,
                 }
             }
             result = poll_turn(&mut app.turn) => {
@@ -290,6 +289,7 @@ impl App {
             store,
             session: opened.session,
             events: opened.events,
+            events_open: true,
             settings: opened.settings,
             composer: Composer::new(history),
             live: Live::default(),
@@ -444,7 +444,7 @@ impl App {
             Some(overlay) => overlay.desired_height(width),
             None => self.composer.desired_height(width),
         };
-        let height = (above + body + 1).min(max);
+        let height = above.saturating_add(body).saturating_add(1).min(max);
         let body = height
             .saturating_sub(above.min(height.saturating_sub(2)) + 1)
             .max(1);
@@ -691,6 +691,9 @@ impl App {
                 self.status.output_tokens += tokens.output;
                 self.status.cached_tokens += tokens.cached;
                 *self.status.cost_usd.get_or_insert(0.0) += cost_usd;
+                if *cost_usd == 0.0 && (tokens.input + tokens.output) > 0 {
+                    self.status.unpriced_requests += 1;
+                }
                 let goal = self
                     .live
                     .agents
@@ -1039,10 +1042,29 @@ impl App {
     /// cancels what it asked), or closes a picker.
     fn ctrl_c_in_overlay(&mut self) -> Flow {
         match &self.overlay {
-            Some(Overlay::Approval(_) | Overlay::Clarify(_) | Overlay::Elicitation(_)) => {
+            Some(Overlay::Approval(_) | Overlay::Clarify(_) | Overlay::Elicitation(_))
+                if self.busy() =>
+            {
                 self.session.interrupt();
             }
-            _ => self.overlay = None,
+            // A background agent asks while no turn runs: no turn to stop,
+            // so Ctrl+C answers no.
+            Some(Overlay::Approval(view)) => {
+                let request_id = view.request_id.clone();
+                let _ = self.session.answer_approval(
+                    &request_id,
+                    ApprovalAnswer::Deny { message: None },
+                );
+                self.overlay = self.waiting.pop_front();
+            }
+            Some(Overlay::Elicitation(view)) => {
+                let request_id = view.request_id.clone();
+                let _ = self
+                    .session
+                    .answer_elicitation(&request_id, ElicitAnswer::cancel());
+                self.overlay = self.waiting.pop_front();
+            }
+            _ => self.overlay = self.waiting.pop_front(),
         }
         Flow::Continue
     }
@@ -1131,7 +1153,7 @@ impl App {
     }
 
     /// Leaving: with background agents running, ask what becomes of them.
-    fn exit_requested(&mut self) -> Flow {
+    pub(crate) fn exit_requested(&mut self) -> Flow {
         if self.background_running() {
             self.overlay = Some(Overlay::Picker(Picker::new(
                 "background agents are still running",
@@ -1281,6 +1303,7 @@ impl App {
             Ok(opened) => {
                 self.session = opened.session;
                 self.events = opened.events;
+                self.events_open = true;
                 self.settings = opened.settings;
                 self.live = Live::default();
                 self.outputs.clear();
@@ -1296,6 +1319,8 @@ impl App {
                     Ok(opened) => {
                         self.session = opened.session;
                         self.events = opened.events;
+                        self.events_open = true;
+                self.events_open = true;
                         self.settings = opened.settings;
                     }
                     Err(err) => self.notice(

@@ -121,9 +121,9 @@ pub fn tool_call(cell: &ToolCell, width: u16) -> Vec<Line<'static>> {
         }
         _ => {}
     }
-    facts.push(tool_view::duration(cell.duration_ms));
+    facts.push(crate::format::duration_ms(cell.duration_ms));
     if cell.ok && cell.output_bytes > 0 {
-        facts.push(tool_view::bytes(cell.output_bytes));
+        facts.push(crate::format::bytes(cell.output_bytes));
     }
     let failed = !cell.ok || cell.exit_code.is_some_and(|code| code != 0);
     let (mark, mark_style) = if failed {
@@ -302,7 +302,7 @@ pub fn subagent_done(done: &SubagentDone, width: u16) -> Vec<Line<'static>> {
                     " · {} · {:.1} s · {} tok",
                     done.status,
                     done.seconds,
-                    tool_view::tokens(done.tokens)
+                    crate::format::tokens(done.tokens)
                 ),
                 dim(),
             ),
@@ -460,7 +460,7 @@ mod tests {
     fn a_todo_call_shows_the_checklist() {
         let c = cell(
             "todo_write",
-            r#"{"todos":[]}"#,
+            r#"{"todos":[{},{},{}]}"#,
             true,
             r#"{"todos":[{"id":"1","content":"read the code","status":"completed"},{"id":"2","content":"fix the parser","status":"in_progress"},{"id":"3","content":"add a test","status":"pending"}]}"#,
         );

@@ -41,7 +41,7 @@ pub(crate) async fn run(app: &mut App, name: &str, args: String) -> Flow {
             }
         }
         "init" => app.send_prompt(INIT_PROMPT.to_owned()),
-        "exit" | "quit" => return Flow::Exit,
+        "exit" | "quit" => return app.exit_requested(),
         _ => {}
     }
     Flow::Continue
@@ -109,7 +109,7 @@ pub(crate) async fn agents(app: &mut App) {
                     "{}{doing} · {:.0} s · {} tok{}",
                     agent.status,
                     agent.seconds,
-                    tool_view::tokens(agent.tokens.input + agent.tokens.output),
+                    crate::format::tokens(agent.tokens.input + agent.tokens.output),
                     if agent.background {
                         " · background"
                     } else {
@@ -349,16 +349,16 @@ fn usage(app: &mut App) {
     let mut lines = vec![
         Line::from(format!(
             "whole tree: {} in ({} cached) · {} out · {}",
-            tool_view::tokens(status.input_tokens),
-            tool_view::tokens(status.cached_tokens),
-            tool_view::tokens(status.output_tokens),
+            crate::format::tokens(status.input_tokens),
+            crate::format::tokens(status.cached_tokens),
+            crate::format::tokens(status.output_tokens),
             status.cost_text()
         )),
         Line::from(match status.context_percent() {
             Some(percent) => format!(
                 "context: {} of {} tokens ({percent}%) in the latest request",
-                tool_view::tokens(status.context_tokens),
-                tool_view::tokens(status.context_window)
+                crate::format::tokens(status.context_tokens),
+                crate::format::tokens(status.context_window)
             ),
             None => "context: no request yet".to_owned(),
         }),
@@ -376,8 +376,8 @@ fn usage(app: &mut App) {
                 "  ".repeat(agent.depth as usize),
                 agent.id,
                 agent.status,
-                tool_view::tokens(agent.tokens.input),
-                tool_view::tokens(agent.tokens.output),
+                crate::format::tokens(agent.tokens.input),
+                crate::format::tokens(agent.tokens.output),
                 agent.api_calls
             )));
         }

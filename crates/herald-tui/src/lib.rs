@@ -9,6 +9,7 @@ pub mod cells;
 mod commands;
 pub mod composer;
 pub mod file_finder;
+pub mod format;
 pub mod highlight;
 pub mod live;
 pub mod markdown;

@@ -105,7 +105,7 @@ impl Live {
             let seconds = now.saturating_duration_since(agent.started).as_secs();
             let facts = format!(
                 " · {} tok · {seconds}s{}",
-                tool_view::tokens(agent.tokens),
+                crate::format::tokens(agent.tokens),
                 if agent.background {
                     " · background"
                 } else {

@@ -10,7 +10,6 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Widget;
 
 use crate::cells::dim;
-use crate::tool_view;
 
 /// Spinner frames, one per tick.
 pub const SPINNER: &[&str] = &["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
@@ -56,8 +55,8 @@ impl Status {
     /// The cost as people read it (`$0.0148`), `$?` when unknown.
     pub fn cost_text(&self) -> String {
         match self.cost_usd {
-            Some(cost) if self.unpriced_requests == 0 => format_cost(cost),
-            Some(cost) => format!("{}+?", format_cost(cost)),
+            Some(cost) if self.unpriced_requests == 0 => crate::format::cost(Some(cost)),
+            Some(cost) => format!("{}+?", crate::format::cost(Some(cost))),
             None if self.unpriced_requests > 0 => "$?".to_owned(),
             None => "$0".to_owned(),
         }
@@ -108,8 +107,8 @@ impl Status {
         }
         facts.push(format!(
             "↑{} ↓{}",
-            tool_view::tokens(self.input_tokens),
-            tool_view::tokens(self.output_tokens)
+            crate::format::tokens(self.input_tokens),
+            crate::format::tokens(self.output_tokens)
         ));
         if let Some(percent) = self.cache_percent() {
             facts.push(format!("{percent}% cached"));
@@ -127,16 +126,6 @@ fn elapsed(ms: u64) -> String {
         format!("{seconds}s")
     } else {
         format!("{}m {:02}s", seconds / 60, seconds % 60)
-    }
-}
-
-/// A cost in dollars without float noise: four decimals under a dollar,
-/// two above.
-pub fn format_cost(cost: f64) -> String {
-    if cost >= 1.0 {
-        format!("${cost:.2}")
-    } else {
-        format!("${cost:.4}")
     }
 }
 
@@ -225,7 +214,6 @@ mod tests {
             ..busy()
         };
         assert_eq!(unknown.cost_text(), "$?");
-        assert_eq!(format_cost(3.456), "$3.46");
         assert_eq!(busy().context_percent(), Some(12));
         assert_eq!(busy().cache_percent(), Some(64));
     }

@@ -5,70 +5,70 @@
 use herald_protocol::one_line;
 use serde_json::Value;
 
+/// Argument names that usually say what a call works on, best first (for
+/// tools without a rule of their own, MCP tools among them).
+const KEY_NAMES: &[&str] = &[
+    "command", "path", "file", "pattern", "query", "url", "uri", "goal", "name", "question",
+    "action", "id",
+];
+
 /// The argument that says what a call does, on one line and at most `max`
-/// characters: the command of `terminal`, the path of file tools, the
-/// pattern of a search, the goal of a delegation; otherwise a compact form
-/// of the arguments.
+/// characters (see [`key_argument_of`]); arguments that are not JSON are
+/// shown as they are.
 pub fn key_argument(tool: &str, arguments: &str, max: usize) -> String {
-    let parsed: Option<Value> = serde_json::from_str(arguments).ok();
-    let field = |names: &[&str]| -> Option<String> {
-        let object = parsed.as_ref()?.as_object()?;
-        names
-            .iter()
-            .find_map(|name| object.get(*name).and_then(Value::as_str))
-            .map(str::to_owned)
-    };
-    let text = match tool {
-        "terminal" | "process" => field(&["command", "action"]),
-        "read_file" | "write_file" | "patch" => field(&["path"]),
-        "search_files" => field(&["pattern", "query"]).map(|pattern| match field(&["path"]) {
-            Some(path) => format!("{pattern} in {path}"),
-            None => pattern,
+    match serde_json::from_str::<Value>(arguments) {
+        Ok(args) => key_argument_of(tool, &args, max).unwrap_or_default(),
+        Err(_) => shorten(one_line(arguments).trim(), max),
+    }
+}
+
+/// The argument that says what the call works on, on one line and at most
+/// `max` characters: the command, the path, the pattern, the goal… per tool,
+/// else the first well-known argument, else the first string argument.
+pub fn key_argument_of(tool: &str, args: &Value, max: usize) -> Option<String> {
+    let text = |key: &str| args.get(key).and_then(Value::as_str).map(str::to_owned);
+    let picked = match tool {
+        "search_files" => text("pattern").map(|pattern| match text("path") {
+            Some(path) if path != "." => format!("{pattern}  in {path}"),
+            _ => pattern,
         }),
-        "delegate_task" => field(&["goal"]).or_else(|| {
-            let tasks = parsed.as_ref()?.get("tasks")?.as_array()?;
-            Some(format!("{} tasks", tasks.len()))
-        }),
-        "execute_code" => field(&["code"]).map(|code| first_line(&code)),
-        "skill_view" | "skills_list" => field(&["name", "query", "category"]),
-        "session_search" | "mcp_search" => field(&["query"]),
-        "memory" => field(&["action"]).map(|action| match field(&["target"]) {
-            Some(target) => format!("{action} {target}"),
+        "process" => text("action").map(|action| match text("process_id") {
+            Some(id) => format!("{action} {id}"),
             None => action,
         }),
-        "clarify" => field(&["question"]),
-        // The list itself is shown under the call.
-        "todo_write" | "todo_read" => Some(String::new()),
+        "execute_code" => text("code").and_then(|code| {
+            code.lines()
+                .map(str::trim)
+                .find(|line| !line.is_empty() && !line.starts_with('#'))
+                .map(str::to_owned)
+        }),
+        "delegate_task" => text("goal").or_else(|| {
+            let tasks = args.get("tasks").and_then(Value::as_array)?;
+            Some(crate::format::count(tasks.len() as u64, "task", "tasks"))
+        }),
+        "todo_write" => args
+            .get("todos")
+            .and_then(Value::as_array)
+            .map(|todos| crate::format::count(todos.len() as u64, "item", "items")),
+        "agent_wait" => args.get("agent_ids").and_then(Value::as_array).map(|ids| {
+            ids.iter()
+                .filter_map(Value::as_str)
+                .collect::<Vec<_>>()
+                .join(" ")
+        }),
         _ => None,
     };
-    let text = text.unwrap_or_else(|| compact_arguments(parsed.as_ref(), arguments));
-    shorten(&one_line(&text), max)
-}
-
-/// `arguments` as `key=value` pairs (strings unquoted), for tools without
-/// a known key argument.
-fn compact_arguments(parsed: Option<&Value>, raw: &str) -> String {
-    match parsed.and_then(Value::as_object) {
-        Some(object) if object.is_empty() => String::new(),
-        Some(object) => object
-            .iter()
-            .map(|(key, value)| match value {
-                Value::String(text) => format!("{key}={text}"),
-                other => format!("{key}={other}"),
-            })
-            .collect::<Vec<_>>()
-            .join(" "),
-        None => raw.to_owned(),
-    }
-}
-
-fn first_line(text: &str) -> String {
-    let mut lines = text.lines().filter(|line| !line.trim().is_empty());
-    let first = lines.next().unwrap_or_default().trim().to_owned();
-    match lines.count() {
-        0 => first,
-        more => format!("{first} (+{more} lines)"),
-    }
+    let picked = picked
+        .or_else(|| KEY_NAMES.iter().find_map(|key| text(key)))
+        .or_else(|| {
+            args.as_object()?
+                .values()
+                .find_map(Value::as_str)
+                .map(str::to_owned)
+        })?;
+    let flat = one_line(&picked);
+    let flat = flat.trim();
+    (!flat.is_empty()).then(|| shorten(flat, max))
 }
 
 /// `text` cut to `max` characters with an ellipsis.
@@ -192,33 +192,6 @@ pub fn written_content(arguments: &str) -> String {
         .unwrap_or_default()
 }
 
-/// A duration for people: `840 ms`, `12.4 s`, `3 m 05 s`.
-pub fn duration(ms: u64) -> String {
-    match ms {
-        0..1_000 => format!("{ms} ms"),
-        1_000..60_000 => format!("{:.1} s", ms as f64 / 1000.0),
-        _ => format!("{} m {:02} s", ms / 60_000, (ms / 1000) % 60),
-    }
-}
-
-/// A byte count for people: `512 B`, `3.4 KB`, `1.2 MB`.
-pub fn bytes(count: u64) -> String {
-    match count {
-        0..1_000 => format!("{count} B"),
-        1_000..1_000_000 => format!("{:.1} KB", count as f64 / 1000.0),
-        _ => format!("{:.1} MB", count as f64 / 1_000_000.0),
-    }
-}
-
-/// A token count for people: `950`, `12.3k`, `1.2M`.
-pub fn tokens(count: u64) -> String {
-    match count {
-        0..1_000 => count.to_string(),
-        1_000..1_000_000 => format!("{:.1}k", count as f64 / 1000.0),
-        _ => format!("{:.1}M", count as f64 / 1_000_000.0),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -237,16 +210,18 @@ mod tests {
         );
         assert_eq!(
             key_argument("search_files", r#"{"pattern":"fn main","path":"src"}"#, 80),
-            "fn main in src"
+            "fn main  in src"
         );
         assert_eq!(
             key_argument("delegate_task", r#"{"tasks":[{},{}]}"#, 80),
             "2 tasks"
         );
         assert_eq!(
-            key_argument("mcp__x__y", r#"{"a":1,"b":"c"}"#, 80),
-            "a=1 b=c"
+            key_argument("todo_write", r#"{"todos":[{}]}"#, 80),
+            "1 item"
         );
+        assert_eq!(key_argument("mcp__x__y", r#"{"a":1,"b":"c"}"#, 80), "c");
+        assert_eq!(key_argument("mcp__x__y", r#"{}"#, 80), "");
         assert_eq!(key_argument("terminal", "not json", 80), "not json");
         assert_eq!(
             key_argument("terminal", r#"{"command":"echo 0123456789"}"#, 8),
@@ -298,15 +273,5 @@ mod tests {
             ])
         );
         assert_eq!(written_lines(r#"{"path":"a","content":"x\ny\n"}"#), Some(2));
-    }
-
-    #[test]
-    fn numbers_read_as_people_write_them() {
-        assert_eq!(duration(840), "840 ms");
-        assert_eq!(duration(12_400), "12.4 s");
-        assert_eq!(duration(185_000), "3 m 05 s");
-        assert_eq!(bytes(3_400), "3.4 KB");
-        assert_eq!(tokens(12_345), "12.3k");
-        assert_eq!(tokens(950), "950");
     }
 }

@@ -22,13 +22,6 @@ use crate::render::preview;
 const KEY_CHARS: usize = 60;
 /// Chars of a failure reason shown.
 const REASON_CHARS: usize = 160;
-/// Argument names that usually say what a call works on, best first (for
-/// tools without a rule of their own, MCP tools among them).
-const KEY_NAMES: &[&str] = &[
-    "command", "path", "file", "pattern", "query", "url", "uri", "goal", "name", "question",
-    "action", "id",
-];
-
 /// What a finished call reports, as `tool.started` and `tool.completed`
 /// carry it.
 #[derive(Debug, Clone, Copy)]
@@ -131,53 +124,10 @@ pub(crate) fn tool_line(call: &Finished<'_>, palette: Palette, width: Option<usi
     line
 }
 
-/// The argument that says what the call works on, on one line and short:
-/// the command, the path, the pattern, the goal… per tool, else the first
-/// well-known argument, else the first string argument.
+/// The argument that says what the call works on, on one line and short
+/// (the same choice the TUI makes: [`herald_tui::tool_view::key_argument_of`]).
 pub(crate) fn key_argument(name: &str, args: &Value) -> Option<String> {
-    let text = |key: &str| args.get(key).and_then(Value::as_str).map(str::to_owned);
-    let picked = match name {
-        "search_files" => text("pattern").map(|pattern| match text("path") {
-            Some(path) if path != "." => format!("{pattern}  in {path}"),
-            _ => pattern,
-        }),
-        "process" => text("action").map(|action| match text("process_id") {
-            Some(id) => format!("{action} {id}"),
-            None => action,
-        }),
-        "execute_code" => text("code").and_then(|code| {
-            code.lines()
-                .map(str::trim)
-                .find(|line| !line.is_empty() && !line.starts_with('#'))
-                .map(str::to_owned)
-        }),
-        "delegate_task" => text("goal").or_else(|| {
-            let tasks = args.get("tasks").and_then(Value::as_array)?;
-            Some(format::count(tasks.len() as u64, "task", "tasks"))
-        }),
-        "todo_write" => args
-            .get("todos")
-            .and_then(Value::as_array)
-            .map(|todos| format::count(todos.len() as u64, "item", "items")),
-        "agent_wait" => args.get("agent_ids").and_then(Value::as_array).map(|ids| {
-            ids.iter()
-                .filter_map(Value::as_str)
-                .collect::<Vec<_>>()
-                .join(" ")
-        }),
-        _ => None,
-    };
-    let picked = picked
-        .or_else(|| KEY_NAMES.iter().find_map(|key| text(key)))
-        .or_else(|| {
-            args.as_object()?
-                .values()
-                .find_map(Value::as_str)
-                .map(str::to_owned)
-        })?;
-    let flat = one_line(&picked);
-    let flat = flat.trim();
-    (!flat.is_empty()).then(|| preview(flat, KEY_CHARS))
+    herald_tui::tool_view::key_argument_of(name, args, KEY_CHARS)
 }
 
 /// Lines an edit adds and removes: `patch` by a line diff of its old and
@@ -352,7 +302,7 @@ mod tests {
         )
         .unwrap();
         assert!(!long.contains('\x1b') && !long.contains('\n'), "{long:?}");
-        assert_eq!(long.chars().count(), KEY_CHARS + 1);
+        assert_eq!(long.chars().count(), KEY_CHARS);
     }
 
     #[test]

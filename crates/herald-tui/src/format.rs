@@ -1,8 +1,9 @@
 //! Numbers as a person reads them in one line of progress: sizes, token
-//! counts, durations and costs, short and without float noise.
+//! counts, durations and costs, short and without float noise. Shared by
+//! the TUI and `herald run`'s progress lines, so both say the same.
 
 /// A size in bytes: `812 B`, `3.4 KB`, `1.5 MB` (powers of 1024).
-pub(crate) fn bytes(n: u64) -> String {
+pub fn bytes(n: u64) -> String {
     const KB: f64 = 1024.0;
     let value = n as f64;
     if n < 1024 {
@@ -17,7 +18,7 @@ pub(crate) fn bytes(n: u64) -> String {
 }
 
 /// A token count: `812`, `12.3k`, `1.2M`.
-pub(crate) fn tokens(n: u64) -> String {
+pub fn tokens(n: u64) -> String {
     let value = n as f64;
     if n < 1000 {
         n.to_string()
@@ -30,7 +31,7 @@ pub(crate) fn tokens(n: u64) -> String {
 
 /// A duration: `12 ms` under a second, `1.2 s` under a minute, then
 /// `3 min 05 s`.
-pub(crate) fn duration_ms(ms: u64) -> String {
+pub fn duration_ms(ms: u64) -> String {
     if ms < 1000 {
         format!("{ms} ms")
     } else if ms < 59_950 {
@@ -44,7 +45,7 @@ pub(crate) fn duration_ms(ms: u64) -> String {
 /// A cost in US dollars: `$0` for nothing, 2 decimals from $1, 4 from
 /// a cent, below that up to 6 significant decimals (trailing zeros
 /// dropped); `None` (no price known for the model) is `cost unknown`.
-pub(crate) fn cost(usd: Option<f64>) -> String {
+pub fn cost(usd: Option<f64>) -> String {
     let Some(usd) = usd else {
         return "cost unknown".to_owned();
     };
@@ -68,12 +69,12 @@ pub(crate) fn cost(usd: Option<f64>) -> String {
 }
 
 /// `part` as a whole percentage of `whole` (`None` when `whole` is 0).
-pub(crate) fn percent(part: u64, whole: u64) -> Option<u64> {
+pub fn percent(part: u64, whole: u64) -> Option<u64> {
     (whole > 0).then(|| ((part as f64 / whole as f64) * 100.0).round() as u64)
 }
 
 /// `1 iteration`, `4 iterations`.
-pub(crate) fn count(n: u64, one: &str, many: &str) -> String {
+pub fn count(n: u64, one: &str, many: &str) -> String {
     if n == 1 {
         format!("1 {one}")
     } else {
