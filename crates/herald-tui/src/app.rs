@@ -1051,10 +1051,9 @@ impl App {
             // so Ctrl+C answers no.
             Some(Overlay::Approval(view)) => {
                 let request_id = view.request_id.clone();
-                let _ = self.session.answer_approval(
-                    &request_id,
-                    ApprovalAnswer::Deny { message: None },
-                );
+                let _ = self
+                    .session
+                    .answer_approval(&request_id, ApprovalAnswer::Deny { message: None });
                 self.overlay = self.waiting.pop_front();
             }
             Some(Overlay::Elicitation(view)) => {
@@ -1320,7 +1319,7 @@ impl App {
                         self.session = opened.session;
                         self.events = opened.events;
                         self.events_open = true;
-                self.events_open = true;
+                        self.events_open = true;
                         self.settings = opened.settings;
                     }
                     Err(err) => self.notice(
