@@ -12,7 +12,8 @@ use crate::compress::{
 };
 use crate::config::CompressionConfig;
 use crate::delegation::{Inbox, TokenBudget, render_notices};
-use crate::tool_runner::run_tool_calls;
+use crate::intercept::CallInterceptor;
+use crate::tool_runner::{CallGuards, run_tool_calls};
 use crate::{EventSink, StoreHandle};
 
 /// The message appended when the iteration budget is spent; the model then
@@ -97,6 +98,8 @@ pub struct Agent {
     registry: Arc<ToolRegistry>,
     /// Judges each tool call before it runs (the permission layer).
     gate: Option<Arc<dyn herald_tools::PermissionGate>>,
+    /// See every tool call before and after it runs (hooks, learnings).
+    interceptors: Vec<Arc<dyn CallInterceptor>>,
     tools: EncodedTools,
     system_prompt: String,
     messages: Vec<Message>,
@@ -140,6 +143,7 @@ impl Agent {
             client: setup.client,
             registry: setup.registry,
             gate: None,
+            interceptors: Vec::new(),
             tools,
             system_prompt: setup.system_prompt,
             messages: setup.history,
@@ -174,12 +178,18 @@ impl Agent {
         self.await_background = wait;
     }
 
-    /// The tools this agent has.
     /// Passes every tool call of this agent through `gate`.
     pub fn set_gate(&mut self, gate: Arc<dyn herald_tools::PermissionGate>) {
         self.gate = Some(gate);
     }
 
+    /// Adds `interceptor` after those already added (see
+    /// [`crate::intercept`]).
+    pub fn add_interceptor(&mut self, interceptor: Arc<dyn CallInterceptor>) {
+        self.interceptors.push(interceptor);
+    }
+
+    /// The tools this agent has.
     pub fn registry(&self) -> &ToolRegistry {
         &self.registry
     }
@@ -428,7 +438,10 @@ impl Agent {
             let results = run_tool_calls(
                 self.client.accepts_images(),
                 &self.registry,
-                self.gate.as_ref(),
+                CallGuards {
+                    gate: self.gate.as_ref(),
+                    interceptors: &self.interceptors,
+                },
                 &calls,
                 &self.state,
                 cancel,

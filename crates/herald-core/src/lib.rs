@@ -10,6 +10,7 @@ pub mod delegation;
 mod diagnostics;
 mod events;
 mod history;
+pub mod intercept;
 mod lease;
 mod mcp;
 mod nested_calls;

@@ -13,6 +13,7 @@ use herald_tools::{
 };
 use tokio_util::sync::CancellationToken;
 
+use crate::intercept::{self, CallInterceptor, CallSite};
 use crate::{EventSink, Recorder, nested_calls};
 
 /// How long a tool may take to wind down after an interrupt before it is dropped.
@@ -27,6 +28,14 @@ fn not_started(call: &ToolCall) -> Message {
     )
 }
 
+/// What the calls of one batch run with besides the registry: the
+/// permission gate and the interceptors (hooks, learnings).
+#[derive(Clone, Copy)]
+pub(crate) struct CallGuards<'a> {
+    pub gate: Option<&'a Arc<dyn PermissionGate>>,
+    pub interceptors: &'a [Arc<dyn CallInterceptor>],
+}
+
 /// Runs `calls` and returns their result messages in call order. The
 /// results keep the images their tools returned only with `images` (the
 /// model takes images); otherwise only their text remains.
@@ -34,7 +43,7 @@ fn not_started(call: &ToolCall) -> Message {
 pub(crate) async fn run_tool_calls(
     images: bool,
     registry: &Arc<ToolRegistry>,
-    gate: Option<&Arc<dyn PermissionGate>>,
+    guards: CallGuards<'_>,
     calls: &[ToolCall],
     state: &Arc<AgentState>,
     cancel: &CancellationToken,
@@ -43,11 +52,24 @@ pub(crate) async fn run_tool_calls(
 ) -> Vec<Message> {
     let observer = nested_calls::observer(events, recorder);
     let observer = &observer;
+    let cwd = if guards.interceptors.is_empty() {
+        std::path::PathBuf::new()
+    } else {
+        state.cwd()
+    };
+    let site = CallSite {
+        session_id: events.session_id(),
+        agent_id: events.agent_id(),
+        cwd: &cwd,
+    };
     // In a batch of several calls each result is kept in the store as soon
     // as its call ends, so a crash before the batch is stored loses none.
     let keeper = recorder.filter(|_| calls.len() > 1);
     let run = |call| async move {
-        let mut result = run_one(registry, gate, call, state, cancel, events, observer).await;
+        let mut result = run_one(
+            registry, guards, site, call, state, cancel, events, observer,
+        )
+        .await;
         if !images {
             result.images = Vec::new();
         }
@@ -117,9 +139,11 @@ fn append_todo_nudge(calls: &[ToolCall], results: &mut [Message], state: &AgentS
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 async fn run_one(
     registry: &Arc<ToolRegistry>,
-    gate: Option<&Arc<dyn PermissionGate>>,
+    guards: CallGuards<'_>,
+    site: CallSite<'_>,
     call: &ToolCall,
     state: &Arc<AgentState>,
     cancel: &CancellationToken,
@@ -132,13 +156,52 @@ async fn run_one(
         arguments: call.arguments.clone(),
     });
     let started = Instant::now();
+    let interceptors = guards.interceptors;
+    // The call as interceptors leave it (a hook may rewrite its arguments);
+    // the stored assistant message keeps what the model sent.
+    let mut rewritten = None;
+    let mut blocked = None;
+    if !interceptors.is_empty() {
+        let mut copy = call.clone();
+        blocked = intercept::before_call(interceptors, site, &mut copy).await;
+        if copy.arguments != call.arguments {
+            rewritten = Some(copy);
+        }
+    }
+    let run_call = rewritten.as_ref().unwrap_or(call);
+    let mut result = match blocked {
+        Some(reason) => ToolResult::error(reason),
+        None => execute(registry, guards.gate, run_call, state, cancel, observer).await,
+    };
+    if !interceptors.is_empty() {
+        intercept::after_call(interceptors, site, run_call, &mut result).await;
+    }
+    events.emit(completed_event(
+        call,
+        &result.content,
+        result.is_error,
+        started.elapsed(),
+    ));
+    Message::tool_result(call, result.content, result.is_error).with_images(result.images)
+}
+
+/// Runs one call through the registry, giving it a moment to wind down on
+/// interrupt.
+async fn execute(
+    registry: &Arc<ToolRegistry>,
+    gate: Option<&Arc<dyn PermissionGate>>,
+    call: &ToolCall,
+    state: &Arc<AgentState>,
+    cancel: &CancellationToken,
+    observer: &Arc<dyn CallObserver>,
+) -> ToolResult {
     let ctx = ToolContext::new(Arc::clone(state), cancel.child_token())
         .with_call(&call.id, Arc::clone(registry))
         .with_observer(Arc::clone(observer))
         .with_gate(gate.cloned());
     let execution = registry.execute(call, &ctx);
     tokio::pin!(execution);
-    let result = tokio::select! {
+    tokio::select! {
         biased;
         result = &mut execution => result,
         () = cancel.cancelled() => {
@@ -154,14 +217,7 @@ async fn run_one(
                 Err(_) => ToolResult::error("interrupted: the user stopped this call before it finished"),
             }
         }
-    };
-    events.emit(completed_event(
-        call,
-        &result.content,
-        result.is_error,
-        started.elapsed(),
-    ));
-    Message::tool_result(call, result.content, result.is_error).with_images(result.images)
+    }
 }
 
 /// Bytes of a result's text kept in its `tool.completed` event: a person

@@ -296,6 +296,74 @@ CREATE TABLE prompt_history (
 CREATE INDEX prompt_history_cwd ON prompt_history(cwd, id);
 "#;
 
+/// v13: learnings, the error memory (SPEC §8): what failed, why and what
+/// fixed it, shared by every session; `project` scopes a project-specific
+/// fix (NULL: everywhere). Searched by FTS like messages.
+const V13_LEARNINGS: &str = r#"
+CREATE TABLE learnings (
+    id            INTEGER PRIMARY KEY,
+    pattern       TEXT NOT NULL,
+    error_type    TEXT NOT NULL DEFAULT '',
+    fix           TEXT NOT NULL,
+    context       TEXT NOT NULL DEFAULT '',
+    tags          TEXT NOT NULL DEFAULT '',
+    tool          TEXT NOT NULL DEFAULT '',
+    project       TEXT,
+    created_at    INTEGER NOT NULL,
+    last_used_at  INTEGER,
+    times_used    INTEGER NOT NULL DEFAULT 0
+);
+CREATE VIRTUAL TABLE learnings_fts USING fts5(
+    pattern,
+    error_type,
+    fix,
+    context,
+    tags,
+    tool,
+    content = 'learnings',
+    content_rowid = 'id',
+    tokenize = 'unicode61 remove_diacritics 2'
+);
+CREATE TRIGGER learnings_fts_insert AFTER INSERT ON learnings BEGIN
+    INSERT INTO learnings_fts(rowid, pattern, error_type, fix, context, tags, tool)
+    VALUES (new.id, new.pattern, new.error_type, new.fix, new.context, new.tags, new.tool);
+END;
+CREATE TRIGGER learnings_fts_delete AFTER DELETE ON learnings BEGIN
+    INSERT INTO learnings_fts(learnings_fts, rowid, pattern, error_type, fix, context, tags, tool)
+    VALUES ('delete', old.id, old.pattern, old.error_type, old.fix, old.context, old.tags, old.tool);
+END;
+CREATE TRIGGER learnings_fts_update AFTER UPDATE OF pattern, error_type, fix, context, tags, tool ON learnings BEGIN
+    INSERT INTO learnings_fts(learnings_fts, rowid, pattern, error_type, fix, context, tags, tool)
+    VALUES ('delete', old.id, old.pattern, old.error_type, old.fix, old.context, old.tags, old.tool);
+    INSERT INTO learnings_fts(rowid, pattern, error_type, fix, context, tags, tool)
+    VALUES (new.id, new.pattern, new.error_type, new.fix, new.context, new.tags, new.tool);
+END;
+"#;
+
+/// v14: checkpoints: a snapshot of the working tree (a commit in the shadow
+/// git repository under `$HERALD_HOME`) taken before user turn `turn`
+/// (1-based) of a session, and how many stored messages preceded it.
+const V14_CHECKPOINTS: &str = r#"
+CREATE TABLE checkpoints (
+    id             INTEGER PRIMARY KEY,
+    session_id     TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    turn           INTEGER NOT NULL,
+    message_count  INTEGER NOT NULL,
+    cwd            TEXT NOT NULL,
+    commit_id      TEXT,
+    files_changed  INTEGER NOT NULL DEFAULT 0,
+    insertions     INTEGER NOT NULL DEFAULT 0,
+    deletions      INTEGER NOT NULL DEFAULT 0,
+    created_at     INTEGER NOT NULL,
+    UNIQUE(session_id, turn)
+);
+"#;
+
+/// v15: a short summary of each ended session, searchable with its title.
+const V15_SESSION_SUMMARY: &str = r#"
+ALTER TABLE sessions ADD COLUMN summary TEXT;
+"#;
+
 /// Every schema step, in order. Append only.
 pub(crate) const MIGRATIONS: &[Migration] = &[
     Migration {
@@ -358,10 +426,25 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         name: "prompt history",
         sql: V12_PROMPT_HISTORY,
     },
+    Migration {
+        version: 13,
+        name: "learnings",
+        sql: V13_LEARNINGS,
+    },
+    Migration {
+        version: 14,
+        name: "checkpoints",
+        sql: V14_CHECKPOINTS,
+    },
+    Migration {
+        version: 15,
+        name: "session summaries",
+        sql: V15_SESSION_SUMMARY,
+    },
 ];
 
 /// The schema version this build creates and understands.
-pub const SCHEMA_VERSION: i64 = 12;
+pub const SCHEMA_VERSION: i64 = 15;
 
 /// Reads `PRAGMA user_version`.
 pub(crate) fn current_version(conn: &Connection, path: &str) -> Result<i64, StoreError> {

@@ -239,6 +239,9 @@ impl Delegation {
         if let Some(gate) = self.gate_for(agent.events()) {
             agent.set_gate(gate);
         }
+        for interceptor in self.interceptors() {
+            agent.add_interceptor(Arc::clone(interceptor));
+        }
         if let Some(store) = &self.store {
             agent
                 .state()

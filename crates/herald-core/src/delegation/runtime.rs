@@ -109,6 +109,9 @@ pub struct Delegation {
     pub(crate) suspending: std::sync::atomic::AtomicBool,
     /// The session's permission layer; children's calls pass its gate.
     permissions: std::sync::OnceLock<Arc<crate::permissions::Permissions>>,
+    /// The session tree's call interceptors (hooks, learnings); every
+    /// child gets them after its gate.
+    interceptors: std::sync::OnceLock<Vec<Arc<dyn crate::intercept::CallInterceptor>>>,
 }
 
 impl std::fmt::Debug for Delegation {
@@ -136,6 +139,7 @@ impl Delegation {
             finished: Notify::new(),
             suspending: std::sync::atomic::AtomicBool::new(false),
             permissions: std::sync::OnceLock::new(),
+            interceptors: std::sync::OnceLock::new(),
         }))
     }
 
@@ -143,6 +147,20 @@ impl Delegation {
     /// afterwards have their calls judged by it.
     pub(crate) fn set_permissions(&self, permissions: Arc<crate::permissions::Permissions>) {
         let _ = self.permissions.set(permissions);
+    }
+
+    /// Sets the call interceptors every child gets (once, when the
+    /// session opens).
+    pub(crate) fn set_interceptors(
+        &self,
+        interceptors: Vec<Arc<dyn crate::intercept::CallInterceptor>>,
+    ) {
+        let _ = self.interceptors.set(interceptors);
+    }
+
+    /// The session tree's call interceptors, in order.
+    pub(crate) fn interceptors(&self) -> &[Arc<dyn crate::intercept::CallInterceptor>] {
+        self.interceptors.get().map_or(&[], Vec::as_slice)
     }
 
     /// A gate for the agent whose events go to `events`, when the session

@@ -19,6 +19,15 @@ use crate::{
 /// Events a follower may fall behind by before it re-reads from the store.
 const LIVE_BUFFER: usize = 4_096;
 
+/// The call interceptors of a session tree, in order: hooks first (what a
+/// hook blocks or rewrites is what the learnings then see), then learnings.
+fn call_interceptors(
+    _settings: &Settings,
+    _store: &StoreHandle,
+) -> Vec<Arc<dyn crate::intercept::CallInterceptor>> {
+    Vec::new()
+}
+
 fn store_error(err: impl std::fmt::Display) -> RuntimeError {
     RuntimeError::Store(err.to_string())
 }
@@ -181,6 +190,11 @@ pub async fn open_session(mut options: SessionOptions) -> Result<Session, Runtim
     });
     agent.set_compression(settings.compression.clone());
     agent.set_gate(permissions.gate_for(events.clone()));
+    let interceptors = call_interceptors(settings, store);
+    for interceptor in &interceptors {
+        agent.add_interceptor(Arc::clone(interceptor));
+    }
+    delegation.set_interceptors(interceptors);
     agent
         .state()
         .set_process_journal(Arc::new(StoreProcessJournal::new(
