@@ -30,6 +30,7 @@ mod error;
 mod events;
 mod id_prefix;
 mod import;
+mod learnings;
 mod leases;
 mod messages;
 mod migrations;
@@ -54,6 +55,11 @@ pub use error::StoreError;
 pub use events::{NewEvent, StoredEvent};
 pub use id_prefix::{IdMatch, PREFIX_CANDIDATES};
 pub use import::{BadLine, ImportReport};
+pub use learnings::{
+    Learning, LearningQuery, LearningScope, MAX_LEARNINGS_LIMIT, NEAR_DUPLICATE_SIMILARITY,
+    NewLearning, SavedLearning, near_duplicate, normalize_error_type, normalize_tags,
+    pattern_similarity,
+};
 pub use leases::{LeaseHolder, LeaseOutcome};
 pub use migrations::SCHEMA_VERSION;
 pub use owner::ProcessIdentity;

@@ -298,7 +298,8 @@ CREATE INDEX prompt_history_cwd ON prompt_history(cwd, id);
 
 /// v13: learnings, the error memory (SPEC §8): what failed, why and what
 /// fixed it, shared by every session; `project` scopes a project-specific
-/// fix (NULL: everywhere). Searched by FTS like messages.
+/// fix (NULL: everywhere). Searched by FTS like messages. `tool` and
+/// `error_type` are stored lowercase (see `learnings.rs`).
 const V13_LEARNINGS: &str = r#"
 CREATE TABLE learnings (
     id            INTEGER PRIMARY KEY,
@@ -313,6 +314,8 @@ CREATE TABLE learnings (
     last_used_at  INTEGER,
     times_used    INTEGER NOT NULL DEFAULT 0
 );
+-- Consolidation compares a new learning with those of its tool and kind.
+CREATE INDEX learnings_kind ON learnings(tool, error_type);
 CREATE VIRTUAL TABLE learnings_fts USING fts5(
     pattern,
     error_type,
