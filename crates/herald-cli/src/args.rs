@@ -292,6 +292,11 @@ pub(crate) enum Command {
         #[command(subcommand)]
         action: SkillsAction,
     },
+    /// List, show and delete learnings (fixes the agent saved after failures).
+    Learnings {
+        #[command(subcommand)]
+        action: LearningsAction,
+    },
     /// Serve sessions over HTTP: OpenAI-compatible endpoints and the /api.
     Serve(crate::serve_cmd::ServeArgs),
 }
@@ -337,6 +342,7 @@ impl Command {
             | Command::Memory { .. }
             | Command::Permissions { .. }
             | Command::Skills { .. }
+            | Command::Learnings { .. }
             | Command::Config { .. } => {}
         }
     }
@@ -355,6 +361,35 @@ pub(crate) enum MemoryAction {
         /// memory (your agent's notes, MEMORY.md) or user (your profile, USER.md).
         #[arg(long, default_value = "memory", value_parser = ["memory", "user"])]
         target: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum LearningsAction {
+    /// Every learning (all projects), most recently used or saved first.
+    List {
+        /// Print a JSON array instead of text.
+        #[arg(long)]
+        json: bool,
+        /// How many learnings to list (1-200).
+        #[arg(long, default_value_t = 50)]
+        limit: usize,
+    },
+    /// One learning with all its fields.
+    Show {
+        /// The learning's id (`12` or `#12`, as `herald learnings list` shows it).
+        id: String,
+        /// Print one JSON object instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Delete one learning.
+    Delete {
+        /// The learning's id (`12` or `#12`).
+        id: String,
+        /// Print the deleted learning as JSON.
+        #[arg(long)]
+        json: bool,
     },
 }
 

@@ -10,6 +10,7 @@ mod doctor;
 mod elicit_prompt;
 mod events_view;
 mod id_lookup;
+mod learnings_cmd;
 mod logging;
 mod mcp_cmd;
 mod mcp_serve_cmd;
@@ -130,6 +131,7 @@ async fn dispatch(
         },
         Some(Command::Memory { action }) => memory_cmd::memory(&common, action).await,
         Some(Command::Skills { action }) => skills_cmd::skills(&common, action).await,
+        Some(Command::Learnings { action }) => learnings_cmd::learnings(&common, action).await,
         Some(Command::Serve(args)) => serve_cmd::serve(&common, args).await,
     }
 }

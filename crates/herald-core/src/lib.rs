@@ -12,6 +12,7 @@ mod events;
 mod history;
 pub mod intercept;
 mod lease;
+pub mod learnings;
 mod mcp;
 mod nested_calls;
 mod orphans;
@@ -83,6 +84,10 @@ pub fn build_registry_with(
         registry.register(herald_tools::typed(SessionSearch::new(
             store.clone(),
             session_id.to_owned(),
+        )));
+        registry.register(herald_tools::typed(learnings::LearningTool::new(
+            store.clone(),
+            learnings::project_path(&settings.cwd),
         )));
     }
     if let Some(toolsets) = &settings.toolsets {

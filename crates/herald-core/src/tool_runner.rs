@@ -290,7 +290,7 @@ fn error_line(text: &str, max: usize) -> String {
 /// The integer `exit_code` of a result that is a JSON object (`terminal`
 /// returns `{output, exit_code}`, possibly followed by a note). Only such
 /// results are parsed.
-fn exit_code(content: &str) -> Option<i64> {
+pub(crate) fn exit_code(content: &str) -> Option<i64> {
     if !content.contains("\"exit_code\"") {
         return None;
     }
@@ -299,7 +299,7 @@ fn exit_code(content: &str) -> Option<i64> {
 
 /// The JSON object a result starts with (a note may follow it), if it
 /// starts with one.
-fn json_object(content: &str) -> Option<serde_json::Value> {
+pub(crate) fn json_object(content: &str) -> Option<serde_json::Value> {
     if !content.starts_with('{') {
         return None;
     }

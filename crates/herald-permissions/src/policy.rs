@@ -77,6 +77,7 @@ const ALWAYS_ALLOWED: &[&str] = &[
     "skill_view",
     "skill_manage",
     "session_search",
+    "learning",
     "clarify",
 ];
 

@@ -21,7 +21,7 @@ use crate::store::{Store, now_ms};
 /// learnings of the same tool, error type and scope are one learning.
 pub const NEAR_DUPLICATE_SIMILARITY: f64 = 0.7;
 /// Most tags kept on one learning (a merge unions them up to this).
-pub const MAX_TAGS: usize = 12;
+pub const MAX_LEARNING_TAGS: usize = 12;
 /// Most rows one list or search returns.
 pub const MAX_LEARNINGS_LIMIT: usize = 200;
 /// Rows of one tool and error type compared when saving; older ones are
@@ -113,13 +113,13 @@ pub fn normalize_error_type(raw: &str) -> String {
 }
 
 /// Tags as stored: trimmed, lowercase, no empty ones or duplicates, in
-/// first-seen order, at most [`MAX_TAGS`]. A tag may not hold a comma (the
+/// first-seen order, at most [`MAX_LEARNING_TAGS`]. A tag may not hold a comma (the
 /// column is comma-separated), so commas split tags.
 pub fn normalize_tags<S: AsRef<str>>(raw: &[S]) -> Vec<String> {
     let mut tags: Vec<String> = Vec::new();
     for tag in raw.iter().flat_map(|t| t.as_ref().split(',')) {
         let tag = tag.trim().to_lowercase();
-        if !tag.is_empty() && !tags.contains(&tag) && tags.len() < MAX_TAGS {
+        if !tag.is_empty() && !tags.contains(&tag) && tags.len() < MAX_LEARNING_TAGS {
             tags.push(tag);
         }
     }

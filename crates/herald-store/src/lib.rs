@@ -56,9 +56,9 @@ pub use events::{NewEvent, StoredEvent};
 pub use id_prefix::{IdMatch, PREFIX_CANDIDATES};
 pub use import::{BadLine, ImportReport};
 pub use learnings::{
-    Learning, LearningQuery, LearningScope, MAX_LEARNINGS_LIMIT, NEAR_DUPLICATE_SIMILARITY,
-    NewLearning, SavedLearning, near_duplicate, normalize_error_type, normalize_tags,
-    pattern_similarity,
+    Learning, LearningQuery, LearningScope, MAX_LEARNING_TAGS, MAX_LEARNINGS_LIMIT,
+    NEAR_DUPLICATE_SIMILARITY, NewLearning, SavedLearning, near_duplicate, normalize_error_type,
+    normalize_tags, pattern_similarity,
 };
 pub use leases::{LeaseHolder, LeaseOutcome};
 pub use migrations::SCHEMA_VERSION;

@@ -22,10 +22,17 @@ const LIVE_BUFFER: usize = 4_096;
 /// The call interceptors of a session tree, in order: hooks first (what a
 /// hook blocks or rewrites is what the learnings then see), then learnings.
 fn call_interceptors(
-    _settings: &Settings,
-    _store: &StoreHandle,
+    settings: &Settings,
+    store: &StoreHandle,
 ) -> Vec<Arc<dyn crate::intercept::CallInterceptor>> {
-    Vec::new()
+    let mut interceptors: Vec<Arc<dyn crate::intercept::CallInterceptor>> = Vec::new();
+    if crate::learnings::enabled(settings.toolsets.as_deref()) {
+        interceptors.push(Arc::new(crate::learnings::LearningInterceptor::new(
+            store.clone(),
+            crate::learnings::project_path(&settings.cwd),
+        )));
+    }
+    interceptors
 }
 
 fn store_error(err: impl std::fmt::Display) -> RuntimeError {
