@@ -297,6 +297,11 @@ pub(crate) enum Command {
         #[command(subcommand)]
         action: LearningsAction,
     },
+    /// List the hooks that run, and approve a project's .herald/hooks.toml.
+    Hooks {
+        #[command(subcommand)]
+        action: HooksAction,
+    },
     /// Serve sessions over HTTP: OpenAI-compatible endpoints and the /api.
     Serve(crate::serve_cmd::ServeArgs),
 }
@@ -327,6 +332,9 @@ impl Command {
             Command::Skills {
                 action: SkillsAction::List { cwd, .. } | SkillsAction::View { cwd, .. },
             } => cwd.apply(common),
+            Command::Hooks {
+                action: HooksAction::List { cwd, .. } | HooksAction::Approve { cwd, .. },
+            } => cwd.apply(common),
             Command::Config {
                 action:
                     ConfigAction::Show {
@@ -346,6 +354,71 @@ impl Command {
             | Command::Config { .. } => {}
         }
     }
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum HooksAction {
+    /// The hooks of config.toml and of this project's .herald/hooks.toml,
+    /// and whether the project's run (they need an approval).
+    List {
+        /// Print a JSON array instead of text.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        cwd: CwdArgs,
+    },
+    /// Approve this project's .herald/hooks.toml as it is now: its hooks
+    /// run from the next session on; a change needs a new approval. Shows
+    /// what will run.
+    Approve {
+        /// Withdraw the approval instead.
+        #[arg(long)]
+        revoke: bool,
+        #[command(flatten)]
+        cwd: CwdArgs,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum CheckpointsAction {
+    /// The checkpoints of a session, by turn: time, files changed, +/-
+    /// lines and the turn's prompt.
+    List {
+        /// The session's id, or a unique start of it (`ses_` may be left out).
+        session: String,
+        /// Include turns a rewind left out.
+        #[arg(long)]
+        all: bool,
+        /// Print a JSON array instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// `herald rewind SESSION --turn N`.
+#[derive(Debug, Args)]
+pub(crate) struct RewindArgs {
+    /// The session's id, or a unique start of it (`ses_` may be left out).
+    pub session: String,
+    /// The user turn to go back to before (1-based, as `herald checkpoints
+    /// list` shows it).
+    #[arg(long, value_name = "N")]
+    pub turn: u32,
+    /// Restore only the files; the conversation stays as it is.
+    #[arg(long, conflicts_with = "conversation_only")]
+    pub files_only: bool,
+    /// Rewind only the conversation; the files stay as they are.
+    #[arg(long)]
+    pub conversation_only: bool,
+    /// Go ahead without asking (needed when stdin is not a terminal).
+    #[arg(long, short = 'y')]
+    pub yes: bool,
+    /// Only show what would change.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Print the outcome as JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Subcommand)]

@@ -141,6 +141,17 @@ pub(crate) fn human_line(stored: &StoredEvent) -> String {
             number(&event, "duration_ms"),
             preview(text(&event, "final_response"), 100)
         ),
+        "hook.ran" => format!(
+            "{} {} in {} ms: {}{}",
+            text(&event, "event"),
+            text(&event, "outcome"),
+            number(&event, "duration_ms"),
+            preview(text(&event, "command"), 80),
+            match event["message"].as_str() {
+                Some(message) => format!(" ({})", preview(message, 120)),
+                None => String::new(),
+            }
+        ),
         "error" => format!(
             "{}{}",
             if event["fatal"] == true {
@@ -183,6 +194,19 @@ mod tests {
             root_session_id: Some("ses_1".into()),
             seq: Some(id),
         }
+    }
+
+    #[test]
+    fn hook_runs_show_event_outcome_duration_command_and_why() {
+        let row = stored(
+            3,
+            "hook.ran",
+            r#"{"type":"hook.ran","session_id":"ses_1","agent_id":"root","ts":"2025-01-02T03:04:05.678Z","event":"pre_tool","command":"./guard.sh","outcome":"blocked","duration_ms":7,"message":"no rm"}"#,
+        );
+        assert_eq!(
+            human_line(&row),
+            "#3 03:04:05.678 root hook.ran pre_tool blocked in 7 ms: ./guard.sh (no rm)"
+        );
     }
 
     #[test]

@@ -9,6 +9,7 @@ mod confirm;
 mod doctor;
 mod elicit_prompt;
 mod events_view;
+mod hooks_cmd;
 mod id_lookup;
 mod learnings_cmd;
 mod logging;
@@ -132,6 +133,7 @@ async fn dispatch(
         Some(Command::Memory { action }) => memory_cmd::memory(&common, action).await,
         Some(Command::Skills { action }) => skills_cmd::skills(&common, action).await,
         Some(Command::Learnings { action }) => learnings_cmd::learnings(&common, action).await,
+        Some(Command::Hooks { action }) => hooks_cmd::hooks(&common, action),
         Some(Command::Serve(args)) => serve_cmd::serve(&common, args).await,
     }
 }

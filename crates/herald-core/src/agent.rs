@@ -100,6 +100,8 @@ pub struct Agent {
     gate: Option<Arc<dyn herald_tools::PermissionGate>>,
     /// See every tool call before and after it runs (hooks, learnings).
     interceptors: Vec<Arc<dyn CallInterceptor>>,
+    /// The session's hooks (`pre_compact` here; the runtime runs the rest).
+    hooks: Option<Arc<crate::hooks::Hooks>>,
     tools: EncodedTools,
     system_prompt: String,
     messages: Vec<Message>,
@@ -144,6 +146,7 @@ impl Agent {
             registry: setup.registry,
             gate: None,
             interceptors: Vec::new(),
+            hooks: None,
             tools,
             system_prompt: setup.system_prompt,
             messages: setup.history,
@@ -187,6 +190,16 @@ impl Agent {
     /// [`crate::intercept`]).
     pub fn add_interceptor(&mut self, interceptor: Arc<dyn CallInterceptor>) {
         self.interceptors.push(interceptor);
+    }
+
+    /// Gives this agent the session's hooks (see [`crate::hooks`]).
+    pub fn set_hooks(&mut self, hooks: Option<Arc<crate::hooks::Hooks>>) {
+        self.hooks = hooks;
+    }
+
+    /// The session's hooks, if it has any.
+    pub fn hooks(&self) -> Option<&Arc<crate::hooks::Hooks>> {
+        self.hooks.as_ref()
     }
 
     /// The tools this agent has.
@@ -627,6 +640,20 @@ impl Agent {
         cancel: &CancellationToken,
     ) -> Result<CompressionReport, CompressError> {
         self.persist().await.map_err(CompressError::Store)?;
+        if let Some(hooks) = &self.hooks {
+            let trigger = match trigger {
+                Trigger::Threshold => "auto",
+                Trigger::ContextTooLong => "context_too_long",
+                Trigger::Manual => "manual",
+            };
+            let cwd = self.state.cwd();
+            let site = crate::hooks::HookSite {
+                session_id: self.events.session_id(),
+                agent_id: self.events.agent_id(),
+                cwd: &cwd,
+            };
+            hooks.pre_compact(site, trigger).await;
+        }
         let input = CompactionInput {
             client: &self.client,
             system: &self.system_prompt,

@@ -171,6 +171,8 @@ pub struct Config {
     /// `[mcp_servers]`, parsed and checked by `herald_mcp::parse_servers`
     /// when settings are resolved.
     pub mcp_servers: toml::Table,
+    /// `[[hooks]]`: commands run on session events (checked when loaded).
+    pub hooks: Vec<crate::hooks::HookEntry>,
     /// Every other key of the file, unread.
     #[serde(flatten)]
     pub other: toml::Table,
@@ -214,6 +216,8 @@ impl Config {
             }))
         })?;
         let mut config: Self = toml::from_str(text).map_err(parse_error)?;
+        crate::hooks::check_hooks(&config.hooks, crate::hooks::HookOrigin::User, path)
+            .map_err(ConfigError::Invalid)?;
         config.warnings = warnings;
         Ok(config)
     }
@@ -311,6 +315,11 @@ pub struct Settings {
     pub mcp_servers: std::collections::BTreeMap<String, herald_mcp::McpServerConfig>,
     /// The project's `.mcp.json`, if the working directory has one.
     pub project_mcp: Option<ProjectMcp>,
+    /// `[[hooks]]` of the config file, checked, in file order.
+    pub hooks: Vec<crate::hooks::HookSpec>,
+    /// The project's `.herald/hooks.toml`, if the working directory has one
+    /// (its hooks run only once approved).
+    pub project_hooks: Option<crate::hooks::ProjectHooks>,
 }
 
 /// A project's `.mcp.json` and whether the user approved it as it is.
@@ -501,6 +510,10 @@ impl Settings {
         let mcp_servers = herald_mcp::parse_servers(&config.mcp_servers)
             .map_err(|err| ConfigError::Invalid(format!("{}: {err}", config_path.display())))?;
         let project_mcp = ProjectMcp::find(&cwd, &home, env);
+        let hooks =
+            crate::hooks::check_hooks(&config.hooks, crate::hooks::HookOrigin::User, config_path)
+                .map_err(ConfigError::Invalid)?;
+        let project_hooks = crate::hooks::ProjectHooks::find(&cwd, &home);
         Ok(Self {
             home,
             config_path: config_path.to_owned(),
@@ -525,6 +538,8 @@ impl Settings {
             mcp: config.mcp.clone(),
             mcp_servers,
             project_mcp,
+            hooks,
+            project_hooks,
         })
     }
 
@@ -748,8 +763,18 @@ pub const DEFAULT_CONFIG: &str = r#"# herald configuration. Precedence: command-
 # url = "http://127.0.0.1:3001/mcp"
 # bearer_token_env_var = "WEB_MCP_TOKEN"
 
-# Accepted but not implemented yet (a warning says so): [[hooks]],
-# [[fallback]], [pricing].
+# Hooks: commands run on session events, with the event as JSON on stdin
+# (see README "Hooks"). Events: session_start user_prompt pre_tool post_tool
+# subagent_start subagent_stop pre_compact session_end notification. Exit code
+# 2 blocks (stderr is the reason); exit 0 may print a JSON decision. A
+# project's .herald/hooks.toml runs only after `herald hooks approve`.
+# [[hooks]]
+# event = "pre_tool"
+# matcher = "terminal"          # tool-name glob, `|` between alternatives; all when absent
+# command = "~/.herald/hooks/guard.sh"   # run with bash -c in the session's directory
+# timeout = 60                  # 1-600 seconds, then the command's process group is killed
+
+# Accepted but not implemented yet (a warning says so): [[fallback]], [pricing].
 "#;
 
 #[cfg(test)]

@@ -10,6 +10,7 @@ pub mod delegation;
 mod diagnostics;
 mod events;
 mod history;
+pub mod hooks;
 pub mod intercept;
 mod lease;
 pub mod learnings;

@@ -263,6 +263,20 @@ pub enum EventKind {
         tools: u32,
         message: Option<String>,
     },
+    /// A hook command ran (`[[hooks]]` in config.toml or an approved
+    /// `.herald/hooks.toml`). `event` is the hook event (`pre_tool`,
+    /// `session_start`, ...), `outcome` one of `ok`, `blocked`, `error`,
+    /// `timeout`; `message` says why for the last three. The event's
+    /// `agent_id` is the agent the hook event is about.
+    #[serde(rename = "hook.ran")]
+    HookRan {
+        event: String,
+        command: String,
+        outcome: String,
+        duration_ms: u64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        message: Option<String>,
+    },
     #[serde(rename = "error")]
     Error { message: String, fatal: bool },
 }
@@ -299,6 +313,30 @@ mod tests {
         assert_eq!(json["call_id"], "c1");
         assert!(json["ts"].as_str().is_some_and(|t| t.ends_with('Z')));
         // The round trip must parse and give back the same event.
+        let back: Event = serde_json::from_value(json).unwrap();
+        assert_eq!(back, event);
+    }
+
+    #[test]
+    fn hook_ran_names_event_command_outcome_and_duration() {
+        let event = Event::new(
+            "s1",
+            "root",
+            EventKind::HookRan {
+                event: "pre_tool".into(),
+                command: "./guard.sh".into(),
+                outcome: "ok".into(),
+                duration_ms: 12,
+                message: None,
+            },
+        );
+        let json = serde_json::to_value(&event).unwrap();
+        assert_eq!(json["type"], "hook.ran");
+        assert_eq!(json["event"], "pre_tool");
+        assert_eq!(json["command"], "./guard.sh");
+        assert_eq!(json["outcome"], "ok");
+        assert_eq!(json["duration_ms"], 12);
+        assert!(json.get("message").is_none(), "{json}");
         let back: Event = serde_json::from_value(json).unwrap();
         assert_eq!(back, event);
     }

@@ -26,8 +26,8 @@ pub(crate) enum Kind {
     },
     /// A table checked against its own key list.
     Section(&'static [Key]),
-    /// A table its own parser checks when settings are resolved
-    /// (`[mcp_servers]`: server names are the user's).
+    /// A value its own parser checks (`[mcp_servers]`: server names are the
+    /// user's; `[[hooks]]`: `hooks::check_hooks`).
     Table,
 }
 
@@ -335,6 +335,7 @@ pub(crate) const TOP: &[Key] = &[
     key("permissions", Kind::Section(PERMISSIONS), "", ""),
     key("mcp_servers", Kind::Table, "", ""),
     key("mcp", Kind::Section(MCP), "", ""),
+    key("hooks", Kind::Table, "", ""),
 ];
 
 /// `[permissions]`.
@@ -396,7 +397,6 @@ pub(crate) const PERMISSIONS: &[Key] = &[
 /// Sections of SPEC §3 herald accepts but does not act on yet, with what
 /// that means for the user.
 pub(crate) const NOT_IMPLEMENTED: &[(&str, &str)] = &[
-    ("hooks", "no hook command is run"),
     (
         "fallback",
         "no fallback provider is tried when the main one fails",
@@ -749,7 +749,7 @@ mod tests {
     #[test]
     fn unimplemented_sections_are_accepted_with_a_warning() {
         let warnings = check(&table(
-            "[permissions]\nmode = \"read-only\"\n[mcp_servers.fs]\ncommand = \"npx\"\n[[hooks]]\nevent = \"x\"\n",
+            "[permissions]\nmode = \"read-only\"\n[mcp_servers.fs]\ncommand = \"npx\"\n[[hooks]]\nevent = \"x\"\n[[fallback]]\nprovider = \"x\"\n",
         ))
         .unwrap();
         assert_eq!(warnings.len(), 1, "{warnings:?}");
@@ -757,7 +757,7 @@ mod tests {
         let text: Vec<String> = warnings.iter().map(ToString::to_string).collect();
         assert!(
             text.iter()
-                .any(|t| t.contains("[hooks]") && t.contains("not implemented")),
+                .any(|t| t.contains("[fallback]") && t.contains("not implemented")),
             "{text:?}"
         );
     }

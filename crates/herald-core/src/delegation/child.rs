@@ -53,7 +53,7 @@ impl Delegation {
     /// Runs `spawn` to its end and reports it: store record, events, result.
     pub(crate) async fn run_child(
         self: &Arc<Self>,
-        spawn: Spawn,
+        mut spawn: Spawn,
         cancel: CancellationToken,
     ) -> ChildResult {
         let started = Instant::now();
@@ -80,7 +80,11 @@ impl Delegation {
             background: spawn.background,
             child_session_id: spawn.session_id.clone(),
         });
-        let mut result = match self.prepare_and_run(&spawn, &live, depth, &cancel).await {
+        let prepared = match self.subagent_start_hooks(&mut spawn, depth).await {
+            Ok(()) => self.prepare_and_run(&spawn, &live, depth, &cancel).await,
+            Err(blocked) => Err(blocked),
+        };
+        let mut result = match prepared {
             Ok(result) => result,
             Err(message) => ChildResult {
                 task_index: spawn.task.index,
@@ -138,6 +142,12 @@ impl Delegation {
             cost_usd: result.cost_usd,
             duration_seconds: result.duration_seconds,
         });
+        if let Some(hooks) = self.hooks() {
+            let facts = hook_facts(&spawn, depth);
+            hooks
+                .subagent_stop(facts, &result.status, &result.exit_reason, &result.summary)
+                .await;
+        }
         if spawn.background && !suspended {
             // Filed before waiters wake, so `agent_wait` can claim it.
             self.deliver(&spawn.parent.agent_id, &result);
@@ -242,6 +252,7 @@ impl Delegation {
         for interceptor in self.interceptors() {
             agent.add_interceptor(Arc::clone(interceptor));
         }
+        agent.set_hooks(self.hooks().cloned());
         if let Some(store) = &self.store {
             agent
                 .state()
@@ -364,6 +375,22 @@ impl Delegation {
         })
     }
 
+    /// Runs the `subagent_start` hooks: context they add is appended to a
+    /// new child's task; a block is the child's error.
+    async fn subagent_start_hooks(&self, spawn: &mut Spawn, depth: u32) -> Result<(), String> {
+        let Some(hooks) = self.hooks() else {
+            return Ok(());
+        };
+        let context = hooks.subagent_start(hook_facts(spawn, depth)).await?;
+        if let Some(context) = context
+            && spawn.history.is_none()
+        {
+            spawn.task.goal.push_str("\n\n");
+            spawn.task.goal.push_str(&context);
+        }
+        Ok(())
+    }
+
     async fn stored_prompt(&self, session_id: &str) -> Result<String, String> {
         let Some(store) = &self.store else {
             return Err("no store to restart from".to_owned());
@@ -468,6 +495,20 @@ impl Delegation {
             current_tool: live.progress.current_tool(),
             last_error,
         });
+    }
+}
+
+/// What the subagent hooks are told about `spawn`.
+fn hook_facts(spawn: &Spawn, depth: u32) -> crate::hooks::SubagentFacts<'_> {
+    crate::hooks::SubagentFacts {
+        agent_id: &spawn.agent_id,
+        session_id: &spawn.session_id,
+        parent_id: &spawn.parent.agent_id,
+        parent_session_id: &spawn.parent.session_id,
+        goal: &spawn.task.goal,
+        role: spawn.task.role.as_str(),
+        depth,
+        background: spawn.background,
     }
 }
 

@@ -112,6 +112,9 @@ pub struct Delegation {
     /// The session tree's call interceptors (hooks, learnings); every
     /// child gets them after its gate.
     interceptors: std::sync::OnceLock<Vec<Arc<dyn crate::intercept::CallInterceptor>>>,
+    /// The session's hooks (`subagent_start`/`subagent_stop`, and the
+    /// children's `pre_compact`).
+    hooks: std::sync::OnceLock<Arc<crate::hooks::Hooks>>,
 }
 
 impl std::fmt::Debug for Delegation {
@@ -140,6 +143,7 @@ impl Delegation {
             suspending: std::sync::atomic::AtomicBool::new(false),
             permissions: std::sync::OnceLock::new(),
             interceptors: std::sync::OnceLock::new(),
+            hooks: std::sync::OnceLock::new(),
         }))
     }
 
@@ -156,6 +160,16 @@ impl Delegation {
         interceptors: Vec<Arc<dyn crate::intercept::CallInterceptor>>,
     ) {
         let _ = self.interceptors.set(interceptors);
+    }
+
+    /// Sets the session's hooks (once, when the session opens).
+    pub(crate) fn set_hooks(&self, hooks: Arc<crate::hooks::Hooks>) {
+        let _ = self.hooks.set(hooks);
+    }
+
+    /// The session's hooks, if it has any.
+    pub(crate) fn hooks(&self) -> Option<&Arc<crate::hooks::Hooks>> {
+        self.hooks.get()
     }
 
     /// The session tree's call interceptors, in order.

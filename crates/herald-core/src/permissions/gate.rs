@@ -36,6 +36,9 @@ pub(crate) struct Permissions {
     config_path: PathBuf,
     audit: Audit,
     redactor: Arc<Redactor>,
+    /// The session's hooks: `notification` (`approval_needed`) when a call
+    /// waits for the user.
+    hooks: std::sync::OnceLock<Arc<crate::hooks::Hooks>>,
 }
 
 /// Approved rules, compiled as a policy that allows exactly them.
@@ -114,7 +117,14 @@ impl Permissions {
             config_path,
             audit: Audit { store },
             redactor: setup.redactor,
+            hooks: std::sync::OnceLock::new(),
         })
+    }
+
+    /// Runs the session's `notification` hooks when a call waits for
+    /// approval (set once, when the session opens).
+    pub(crate) fn set_hooks(&self, hooks: Arc<crate::hooks::Hooks>) {
+        let _ = self.hooks.set(hooks);
     }
 
     /// A gate judging the calls of the agent whose events go to `events`.
@@ -339,6 +349,15 @@ impl AgentGate {
             allow_rule: verdict.allow_rule.clone(),
         });
         let id = request.request_id;
+        if let Some(hooks) = p.hooks.get() {
+            let cwd = ctx.state.cwd();
+            let site = crate::hooks::HookSite {
+                session_id: self.events.session_id(),
+                agent_id: self.events.agent_id(),
+                cwd: &cwd,
+            };
+            hooks.approval_needed(site, name, &arguments, &verdict.reason);
+        }
         self.events.emit(EventKind::ApprovalRequested {
             request_id: id.clone(),
             tool: name.to_owned(),

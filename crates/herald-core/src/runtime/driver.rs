@@ -92,7 +92,10 @@ async fn run_turn(
         // A one-shot run defers its servers to here (see `open_session`).
         hub.release();
     }
-    let outcome = agent.run_turn(text, cancel).await;
+    let outcome = match prompt_through_hooks(agent, text).await {
+        Ok(text) => agent.run_turn(text, cancel).await,
+        Err(reason) => blocked_turn(agent, reason),
+    };
     let status = match outcome.exit_reason {
         ExitReason::Completed | ExitReason::MaxIterations => RunStatus::Completed,
         ExitReason::Interrupted => RunStatus::Interrupted,
@@ -125,6 +128,20 @@ async fn run_turn(
         duration_ms = result.duration_ms,
         "turn finished"
     );
+    if let Some(hooks) = agent.hooks() {
+        let status = match result.status {
+            RunStatus::Completed => "completed",
+            RunStatus::Failed => "failed",
+            RunStatus::Interrupted => "interrupted",
+        };
+        hooks
+            .turn_done(status, result.exit_reason.as_str(), &result.final_response)
+            .await;
+        if one_shot {
+            // The session ends with this turn; run.completed stays last.
+            hooks.session_end(result.exit_reason.as_str()).await;
+        }
+    }
     let event = EventKind::RunCompleted {
         status: result.status,
         exit_reason: result.exit_reason.as_str().to_owned(),
@@ -144,6 +161,33 @@ async fn run_turn(
     result
 }
 
+/// The prompt as the `user_prompt` hooks leave it (context appended), or
+/// why one blocked it.
+async fn prompt_through_hooks(agent: &Agent, text: String) -> Result<String, String> {
+    match agent.hooks() {
+        Some(hooks) => hooks.user_prompt(text).await,
+        None => Ok(text),
+    }
+}
+
+/// The outcome of a turn whose prompt a hook blocked: nothing was sent,
+/// the user is told why.
+fn blocked_turn(agent: &Agent, reason: String) -> crate::TurnOutcome {
+    agent.events().emit(EventKind::Error {
+        message: reason.clone(),
+        fatal: true,
+    });
+    crate::TurnOutcome {
+        exit_reason: ExitReason::Error,
+        final_response: String::new(),
+        iterations: 0,
+        usage: herald_protocol::Usage::default(),
+        cost_usd: 0.0,
+        error: Some(reason),
+        error_kind: None,
+    }
+}
+
 /// Suspends the background agents (a resume restarts them), records the
 /// end (or discards a session that was never `used`, see
 /// [`discard_unused`]) and releases the lease. Returns how many agents were
@@ -156,6 +200,9 @@ async fn end_session(
     used: bool,
 ) -> usize {
     let suspended = shared.delegation.suspend(SETTLE_LIMIT).await;
+    if let Some(hooks) = agent.hooks() {
+        hooks.session_end(reason).await;
+    }
     tracing::info!(session_id = %shared.session_id, suspended, "session ended");
     close_live(shared);
     stop_mcp(shared).await;

@@ -24,8 +24,10 @@ const LIVE_BUFFER: usize = 4_096;
 fn call_interceptors(
     settings: &Settings,
     store: &StoreHandle,
+    hooks: Option<&Arc<crate::hooks::Hooks>>,
 ) -> Vec<Arc<dyn crate::intercept::CallInterceptor>> {
     let mut interceptors: Vec<Arc<dyn crate::intercept::CallInterceptor>> = Vec::new();
+    interceptors.extend(hooks.and_then(|hooks| hooks.call_interceptor()));
     if crate::learnings::enabled(settings.toolsets.as_deref()) {
         interceptors.push(Arc::new(crate::learnings::LearningInterceptor::new(
             store.clone(),
@@ -119,6 +121,15 @@ pub async fn open_session(mut options: SessionOptions) -> Result<Session, Runtim
     if let Some(project) = &settings.project_mcp {
         setup_warnings.extend(project.warnings());
     }
+    if let Some(project) = &settings.project_hooks {
+        setup_warnings.extend(project.warnings());
+    }
+    // None without hooks: then nothing of them is on any path.
+    let hooks = crate::hooks::Hooks::for_session(
+        settings,
+        Arc::clone(&permission_setup.env),
+        events.clone(),
+    );
     let (tool_env, redactor) = (
         Arc::clone(&permission_setup.env),
         Arc::clone(&permission_setup.redactor),
@@ -134,6 +145,10 @@ pub async fn open_session(mut options: SessionOptions) -> Result<Session, Runtim
         .map_err(RuntimeError::Config)?,
     );
     delegation.set_permissions(Arc::clone(&permissions));
+    if let Some(hooks) = &hooks {
+        permissions.set_hooks(Arc::clone(hooks));
+        delegation.set_hooks(Arc::clone(hooks));
+    }
     let (mcp, own_mcp) = match shared_mcp {
         Some(hub) => (hub, None),
         None => {
@@ -197,11 +212,12 @@ pub async fn open_session(mut options: SessionOptions) -> Result<Session, Runtim
     });
     agent.set_compression(settings.compression.clone());
     agent.set_gate(permissions.gate_for(events.clone()));
-    let interceptors = call_interceptors(settings, store);
+    let interceptors = call_interceptors(settings, store, hooks.as_ref());
     for interceptor in &interceptors {
         agent.add_interceptor(Arc::clone(interceptor));
     }
     delegation.set_interceptors(interceptors);
+    agent.set_hooks(hooks.clone());
     agent
         .state()
         .set_process_journal(Arc::new(StoreProcessJournal::new(
@@ -232,6 +248,9 @@ pub async fn open_session(mut options: SessionOptions) -> Result<Session, Runtim
         });
     }
     crate::mcp::report_servers(&mcp_tools, &events);
+    if let Some(hooks) = &hooks {
+        hooks.session_start(resumed, &settings.model).await;
+    }
     prune_old_agents(settings, store);
     if resumed {
         delegation.recover(&root_scope, agent.registry()).await;
