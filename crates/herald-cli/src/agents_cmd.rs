@@ -1,5 +1,5 @@
 //! `herald agents list|show|cancel`: the journaled subagents (SPEC §9.2),
-//! readable after a restart.
+//! readable after a restart (`defs` lives in `agent_defs_cmd.rs`).
 
 use herald_protocol::{one_line, terminal_safe};
 use herald_store::{AgentFilter, AgentRecord, StoreError};
@@ -87,6 +87,9 @@ async fn correct_stale(
 
 /// Runs one `herald agents` action.
 pub(crate) async fn agents(common: &CommonArgs, action: AgentsAction) -> Result<Exit, CliError> {
+    if let AgentsAction::Defs { json, .. } = action {
+        return crate::agent_defs_cmd::defs(common, json).await;
+    }
     let env = setup::environment();
     let (home, _) = setup::config_location(common, &env);
     let store = setup::open_store(&home)?;
@@ -158,6 +161,7 @@ pub(crate) async fn agents(common: &CommonArgs, action: AgentsAction) -> Result<
                 }
             }
         }
+        AgentsAction::Defs { .. } => {}
         AgentsAction::Cancel { id, json } => {
             let id = crate::id_lookup::agent_id(&store, &id).await?;
             let lookup = id.clone();

@@ -335,6 +335,9 @@ impl Command {
             Command::Hooks {
                 action: HooksAction::List { cwd, .. } | HooksAction::Approve { cwd, .. },
             } => cwd.apply(common),
+            Command::Agents {
+                action: AgentsAction::Defs { cwd, .. },
+            } => cwd.apply(common),
             Command::Config {
                 action:
                     ConfigAction::Show {
@@ -553,6 +556,15 @@ pub(crate) enum AgentsAction {
         /// Print the agent as one JSON object.
         #[arg(long)]
         json: bool,
+    },
+    /// Agent definitions delegate_task can name (.agents/agents,
+    /// .claude/agents, $HERALD_HOME/agents): name, file, tools, model.
+    Defs {
+        /// Print one JSON object instead of text.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        cwd: CwdArgs,
     },
 }
 

@@ -1,6 +1,7 @@
 //! The `herald` binary: parses the command line, then hands off to a thin
 //! front end (one-shot run, interactive loop, or a management command).
 
+mod agent_defs_cmd;
 mod agents_cmd;
 mod approval_prompt;
 mod args;

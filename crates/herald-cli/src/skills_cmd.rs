@@ -72,7 +72,8 @@ fn skill_error(err: SkillError) -> CliError {
     }
 }
 
-fn working_dir(common: &CommonArgs) -> Result<PathBuf, CliError> {
+/// The project directory: `--cwd` (canonical) or the current directory.
+pub(crate) fn working_dir(common: &CommonArgs) -> Result<PathBuf, CliError> {
     match &common.cwd {
         Some(dir) => dir
             .canonicalize()

@@ -36,6 +36,8 @@ pub struct TaskArg {
     pub role: Option<ChildRole>,
     pub allow_tools: Option<Vec<String>>,
     pub deny_tools: Option<Vec<String>>,
+    /// An agent definition's name.
+    pub agent: Option<String>,
 }
 
 /// A compact schema for `tasks`: every byte of it is sent on each request.
@@ -53,6 +55,7 @@ fn tasks_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
                 "role": {"enum": ["leaf", "orchestrator"]},
                 "allow_tools": names,
                 "deny_tools": names,
+                "agent": {"type": "string"},
             },
             "required": ["goal"],
         },
@@ -93,6 +96,8 @@ pub struct DelegateArgs {
     pub deny_tools: Option<Vec<String>>,
     /// Token cap for this delegation's tree.
     pub budget_tokens: Option<u64>,
+    /// Agent definition to use (listed above): its instructions, tools and model.
+    pub agent: Option<String>,
 }
 
 /// A child task after normalisation: batch fields fall back to the call's.
@@ -105,6 +110,12 @@ pub struct ChildTask {
     pub role: ChildRole,
     pub allow_tools: Option<Vec<String>>,
     pub deny_tools: Option<Vec<String>>,
+    /// The agent definition the task names (`agent: NAME`).
+    #[serde(default)]
+    pub agent: Option<String>,
+    /// That definition, once applied (see `apply_definitions`).
+    #[serde(default)]
+    pub definition: Option<super::apply::AppliedAgent>,
 }
 
 /// Turns the arguments into tasks, or the error the model should read.
@@ -116,14 +127,14 @@ pub fn child_tasks(args: &DelegateArgs, max_children: usize) -> Result<Vec<Child
         Some(serde_json::Value::String(text)) => Some(
             serde_json::from_str::<Vec<TaskArg>>(text).map_err(|err| {
                 format!(
-                    "tasks is a string that is not a JSON array of task objects ({err}); send tasks as an array of {{goal, context?, toolsets?, role?, allow_tools?, deny_tools?}}"
+                    "tasks is a string that is not a JSON array of task objects ({err}); send tasks as an array of {{goal, context?, toolsets?, role?, allow_tools?, deny_tools?, agent?}}"
                 )
             })?,
         ),
         Some(value) => Some(serde_json::from_value::<Vec<TaskArg>>(value.clone()).map_err(
             |err| {
                 format!(
-                    "tasks must be an array of task objects {{goal, context?, toolsets?, role?, allow_tools?, deny_tools?}}: {err}"
+                    "tasks must be an array of task objects {{goal, context?, toolsets?, role?, allow_tools?, deny_tools?, agent?}}: {err}"
                 )
             },
         )?),
@@ -170,6 +181,8 @@ pub fn child_tasks(args: &DelegateArgs, max_children: usize) -> Result<Vec<Child
                 role: task.role.or(args.role).unwrap_or_default(),
                 allow_tools: task.allow_tools.or_else(|| args.allow_tools.clone()),
                 deny_tools: task.deny_tools.or_else(|| args.deny_tools.clone()),
+                agent: task.agent.or_else(|| args.agent.clone()),
+                definition: None,
             })
         })
         .collect()
@@ -211,6 +224,14 @@ mod tests {
         assert_eq!(from_array[1].role, ChildRole::Orchestrator);
         assert_eq!(from_string[1].role, ChildRole::Orchestrator);
         assert_eq!(from_string[0].index, 0);
+        let agents = child_tasks(
+            &args(serde_json::json!({"agent": "reviewer", "tasks": [{"goal": "a"}, {"goal": "b", "agent": "tester"}]})),
+            3,
+        )
+        .unwrap();
+        assert_eq!(agents[0].agent.as_deref(), Some("reviewer"));
+        assert_eq!(agents[1].agent.as_deref(), Some("tester"));
+        assert_eq!(agents[0].definition, None);
     }
 
     #[test]

@@ -40,6 +40,8 @@ pub(crate) struct Spawn {
     pub summary_limit: usize,
     /// What a restarted child had spent before (counted in its result).
     pub prior: PriorUsage,
+    /// The model client it runs on (an agent definition may name a model).
+    pub client: Arc<herald_llm::LlmClient>,
 }
 
 /// Usage of a child's earlier runs (before a crash or suspension).
@@ -66,7 +68,7 @@ impl Delegation {
             spawn.task.role.as_str(),
             spawn.task.goal.clone(),
             spawn.background,
-            self.client.model().to_owned(),
+            spawn.client.model().to_owned(),
             cancel.clone(),
         ));
         self.add_live(Arc::clone(&live));
@@ -94,7 +96,7 @@ impl Delegation {
                 exit_reason: "error".to_owned(),
                 api_calls: 0,
                 duration_seconds: 0.0,
-                model: self.client.model().to_owned(),
+                model: spawn.client.model().to_owned(),
                 tokens: TokenTotals::default(),
                 cost_usd: 0.0,
                 tool_trace: Vec::new(),
@@ -210,8 +212,8 @@ impl Delegation {
                         agent_id: Some(spawn.agent_id.clone()),
                         source: SessionSource::Subagent,
                         cwd: cwd.display().to_string(),
-                        model: self.client.model().to_owned(),
-                        provider: self.client.provider().as_str().to_owned(),
+                        model: spawn.client.model().to_owned(),
+                        provider: spawn.client.provider().as_str().to_owned(),
                         system_prompt: system_prompt.clone(),
                     };
                     store
@@ -232,7 +234,7 @@ impl Delegation {
         // The latest retry reason or error, for the log if the child times out.
         let last_error = Arc::new(std::sync::Mutex::new(None::<String>));
         let mut agent = Agent::new(AgentSetup {
-            client: Arc::clone(&self.client),
+            client: Arc::clone(&spawn.client),
             registry: Arc::new(registry),
             system_prompt,
             history,
@@ -367,7 +369,7 @@ impl Delegation {
             exit_reason,
             api_calls,
             duration_seconds: 0.0,
-            model: self.client.model().to_owned(),
+            model: spawn.client.model().to_owned(),
             tokens: add_totals(usage.totals(), spawn.prior.tokens),
             cost_usd: agent.cost_usd() + spawn.prior.cost_usd,
             tool_trace: tool_trace(agent.messages()),
@@ -478,7 +480,9 @@ impl Delegation {
     ) {
         let child_config = self.settings.child_client_config();
         let shared_client = child_config.is_none();
-        let client = child_config.unwrap_or_else(|| self.settings.client_config());
+        let mut client = child_config.unwrap_or_else(|| self.settings.client_config());
+        // An agent definition's model.
+        spawn.client.model().clone_into(&mut client.model);
         let last_error = last_error
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -487,7 +491,7 @@ impl Delegation {
             agent_id: &spawn.agent_id,
             session_id: &spawn.session_id,
             client: &client,
-            endpoint: self.client.endpoint(),
+            endpoint: spawn.client.endpoint(),
             shared_client,
             timeout_seconds,
             elapsed: Duration::from_secs_f64(live.progress.elapsed_seconds()),

@@ -3,9 +3,12 @@
 //! bounded in breadth, depth, time and tokens, with their lifecycle tools,
 //! journal and progress events.
 
+mod apply;
 mod args;
 mod budget;
 mod child;
+pub mod definitions;
+mod described;
 mod inbox;
 mod live;
 mod prompt;
@@ -17,8 +20,10 @@ mod tools;
 #[cfg(test)]
 mod tests;
 
+pub use apply::{AppliedAgent, apply_definitions};
 pub use args::{ChildRole, ChildTask, DelegateArgs, TaskArg, child_tasks};
 pub use budget::TokenBudget;
+pub use definitions::{AgentDef, AgentDefs, DefSource};
 pub use inbox::{Inbox, Notice, render_notices};
 pub use prompt::{DepthFacts, child_system_prompt};
 pub use result::{ChildResult, ToolTraceEntry};

@@ -21,8 +21,16 @@ pub fn child_system_prompt(task: &ChildTask, cwd: &Path, depth: DepthFacts) -> S
     let mut prompt = String::with_capacity(1024 + task.goal.len());
     prompt.push_str(
         "You are a subagent of herald: a focused agent working on one delegated task with tools on the user's machine. \
-The agent that delegated it sees only your final answer, not your steps.\n\n# Task\n",
+The agent that delegated it sees only your final answer, not your steps.\n\n",
     );
+    // An agent definition's instructions come first: children of the same
+    // definition share this prefix.
+    if let Some(def) = &task.definition {
+        prompt.push_str(&format!("# Instructions (agent {})\n", def.name));
+        prompt.push_str(def.instructions.trim());
+        prompt.push_str("\n\n");
+    }
+    prompt.push_str("# Task\n");
     prompt.push_str(task.goal.trim());
     if let Some(context) = task.context.as_deref().filter(|c| !c.trim().is_empty()) {
         prompt.push_str("\n\n# Context from the delegating agent\n");
@@ -69,6 +77,8 @@ mod tests {
             role: ChildRole::Orchestrator,
             allow_tools: None,
             deny_tools: None,
+            agent: None,
+            definition: None,
         };
         let facts = DepthFacts {
             depth: 1,
@@ -95,5 +105,40 @@ mod tests {
             can_delegate: false,
         };
         assert!(child_system_prompt(&task, Path::new("/w"), facts).contains("you cannot delegate"));
+    }
+
+    #[test]
+    fn an_agent_definition_puts_its_instructions_before_the_task() {
+        let mut task = ChildTask {
+            index: 0,
+            goal: "review src/".into(),
+            context: None,
+            toolsets: None,
+            role: ChildRole::Leaf,
+            allow_tools: None,
+            deny_tools: None,
+            agent: Some("reviewer".into()),
+            definition: None,
+        };
+        let facts = DepthFacts {
+            depth: 1,
+            max_depth: 1,
+            can_delegate: false,
+        };
+        let plain = child_system_prompt(&task, Path::new("/w"), facts);
+        assert!(!plain.contains("# Instructions"), "{plain}");
+        task.definition = Some(crate::delegation::apply::AppliedAgent {
+            name: "reviewer".into(),
+            path: "/p/reviewer.md".into(),
+            instructions: "You are a strict reviewer.\n".into(),
+            tools: None,
+            model: None,
+            max_iterations: None,
+        });
+        let p = child_system_prompt(&task, Path::new("/w"), facts);
+        let instructions = p.find(
+            "# Instructions (agent reviewer)\nYou are a strict reviewer.\n\n# Task\nreview src/",
+        );
+        assert!(instructions.is_some(), "{p}");
     }
 }

@@ -15,6 +15,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::args::ChildTask;
 use super::budget::TokenBudget;
+use super::definitions::AgentDefs;
 use super::inbox::{Inbox, Notice};
 use super::live::LiveAgent;
 use super::result::ChildResult;
@@ -115,6 +116,13 @@ pub struct Delegation {
     /// The session's hooks (`subagent_start`/`subagent_stop`, and the
     /// children's `pre_compact`).
     hooks: std::sync::OnceLock<Arc<crate::hooks::Hooks>>,
+    /// The session's agent definitions, read once when it opens.
+    definitions: std::sync::OnceLock<Arc<AgentDefs>>,
+    /// What `delegate_task`'s description lists of them (built once, so
+    /// the tool list keeps its bytes for the whole session).
+    definitions_listing: std::sync::OnceLock<String>,
+    /// Clients for the models agent definitions name, by model.
+    model_clients: Mutex<HashMap<String, Arc<LlmClient>>>,
 }
 
 impl std::fmt::Debug for Delegation {
@@ -144,6 +152,9 @@ impl Delegation {
             permissions: std::sync::OnceLock::new(),
             interceptors: std::sync::OnceLock::new(),
             hooks: std::sync::OnceLock::new(),
+            definitions: std::sync::OnceLock::new(),
+            definitions_listing: std::sync::OnceLock::new(),
+            model_clients: Mutex::default(),
         }))
     }
 
@@ -170,6 +181,46 @@ impl Delegation {
     /// The session's hooks, if it has any.
     pub(crate) fn hooks(&self) -> Option<&Arc<crate::hooks::Hooks>> {
         self.hooks.get()
+    }
+
+    /// Sets the session's agent definitions (once, when it opens, before
+    /// the delegation tools are registered).
+    pub fn set_definitions(&self, definitions: AgentDefs) {
+        let _ = self.definitions_listing.set(definitions.tool_listing());
+        let _ = self.definitions.set(Arc::new(definitions));
+    }
+
+    /// The session's agent definitions (none until set).
+    pub fn definitions(&self) -> Arc<AgentDefs> {
+        self.definitions.get().cloned().unwrap_or_default()
+    }
+
+    /// The client a child runs on: the children's usual one, or one for the
+    /// `model` an agent definition names (same provider, endpoint and key;
+    /// built once per model and session).
+    pub(crate) fn client_for(&self, model: Option<&str>) -> Result<Arc<LlmClient>, String> {
+        let Some(model) = model.filter(|m| *m != self.client.model()) else {
+            return Ok(Arc::clone(&self.client));
+        };
+        let mut clients = self
+            .model_clients
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some(client) = clients.get(model) {
+            return Ok(Arc::clone(client));
+        }
+        let base = self
+            .settings
+            .child_client_config()
+            .unwrap_or_else(|| self.settings.client_config());
+        let client = LlmClient::new(herald_llm::ClientConfig {
+            model: model.to_owned(),
+            ..base
+        })
+        .map(Arc::new)
+        .map_err(|err| format!("cannot build a client for model {model}: {err}"))?;
+        clients.insert(model.to_owned(), Arc::clone(&client));
+        Ok(client)
     }
 
     /// The session tree's call interceptors, in order.
@@ -250,7 +301,11 @@ impl Delegation {
 
     /// Adds `delegate_task` and the agent lifecycle tools, bound to `scope`.
     pub fn register_tools(self: &Arc<Self>, registry: &mut ToolRegistry, scope: &AgentScope) {
-        registry.register(typed(DelegateTask::new(Arc::clone(self), scope.clone())));
+        let listing = self.definitions_listing.get().map_or("", String::as_str);
+        registry.register(super::described::with_description(
+            typed(DelegateTask::new(Arc::clone(self), scope.clone())),
+            listing,
+        ));
         registry.register(typed(AgentStatus::new(Arc::clone(self), scope.clone())));
         registry.register(typed(AgentList::new(Arc::clone(self), scope.clone())));
         registry.register(typed(AgentWait::new(Arc::clone(self), scope.clone())));
@@ -443,6 +498,8 @@ impl Delegation {
             .and_then(|s| serde_json::from_str(s).ok())
             .ok_or("its journal entry has no readable spawn spec")?;
         let registry = child_registry(parent_registry, &spec.task)?;
+        let model = spec.task.definition.as_ref().and_then(|d| d.model.clone());
+        let client = self.client_for(model.as_deref())?;
         let id = record.session_id.clone();
         let session = store
             .call(move |s| s.get_session(&id))
@@ -481,6 +538,7 @@ impl Delegation {
             summary_limit: spec.summary_limit,
             task: spec.task,
             prior,
+            client,
         })
     }
 

@@ -89,6 +89,13 @@ pub fn child_registry(parent: &ToolRegistry, task: &ChildTask) -> Result<ToolReg
     for name in task.deny_tools.iter().flatten() {
         registry.remove(name);
     }
+    // An agent definition's tools (already narrowed to the parent's).
+    if let Some(only) = task.definition.as_ref().and_then(|d| d.tools.as_ref()) {
+        let names: Vec<String> = registry.names().map(str::to_owned).collect();
+        for name in names.iter().filter(|n| !only.contains(n)) {
+            registry.remove(name);
+        }
+    }
     Ok(registry)
 }
 
@@ -107,6 +114,8 @@ mod tests {
             role: ChildRole::Leaf,
             allow_tools: None,
             deny_tools: None,
+            agent: None,
+            definition: None,
         }
     }
 
@@ -140,5 +149,30 @@ mod tests {
         t.allow_tools = Some(vec!["rm_rf".into()]);
         let err = child_registry(&parent, &t).unwrap_err();
         assert!(err.contains("rm_rf") && err.contains("read_file"), "{err}");
+    }
+
+    #[test]
+    fn an_agent_definition_narrows_after_allow_and_deny() {
+        let parent = herald_tools::builtin::default_registry(1000);
+        let mut t = task();
+        t.definition = Some(crate::delegation::apply::AppliedAgent {
+            name: "reviewer".into(),
+            path: "/p/reviewer.md".into(),
+            instructions: "Review.".into(),
+            tools: Some(vec![
+                "read_file".into(),
+                "search_files".into(),
+                "terminal".into(),
+            ]),
+            model: None,
+            max_iterations: None,
+        });
+        assert_eq!(
+            names(&child_registry(&parent, &t).unwrap()),
+            ["read_file", "search_files", "terminal"]
+        );
+        t.deny_tools = Some(vec!["terminal".into()]);
+        t.allow_tools = Some(vec!["read_file".into(), "terminal".into(), "patch".into()]);
+        assert_eq!(names(&child_registry(&parent, &t).unwrap()), ["read_file"]);
     }
 }

@@ -13,6 +13,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
+use super::apply::apply_definitions;
 use super::args::{DelegateArgs, child_tasks};
 use super::budget::TokenBudget;
 use super::child::{Spawn, may_delegate, preview, result_from_record};
@@ -63,12 +64,28 @@ not one quick step. background=true returns agent_ids at once; results are appen
                 self.me.depth
             )));
         }
-        let tasks = child_tasks(&args, config.concurrent_children()).map_err(ToolError::new)?;
+        let mut tasks = child_tasks(&args, config.concurrent_children()).map_err(ToolError::new)?;
         let Some(parent_registry) = ctx.registry.clone() else {
             return Err(ToolError::new(
                 "delegate_task can only run inside an agent turn (no tool registry in this call)",
             ));
         };
+        apply_definitions(
+            &mut tasks,
+            &self.rt.definitions(),
+            &parent_registry,
+            self.rt.client.provider(),
+        )
+        .map_err(ToolError::new)?;
+        let mut clients = Vec::with_capacity(tasks.len());
+        for task in &tasks {
+            let model = task.definition.as_ref().and_then(|d| d.model.as_deref());
+            clients.push(
+                self.rt
+                    .client_for(model)
+                    .map_err(|err| ToolError::new(format!("task {}: {err}", task.index)))?,
+            );
+        }
         let mut registries = Vec::with_capacity(tasks.len());
         for task in &tasks {
             registries.push(child_registry(&parent_registry, task).map_err(ToolError::new)?);
@@ -85,11 +102,6 @@ not one quick step. background=true returns agent_ids at once; results are appen
                 )));
             }
         }
-        let max_iterations = args
-            .max_iterations
-            .filter(|n| *n > 0)
-            .unwrap_or(config.max_iterations)
-            .max(1);
         let budget_tokens = args
             .budget_tokens
             .filter(|n| *n > 0)
@@ -98,7 +110,14 @@ not one quick step. background=true returns agent_ids at once; results are appen
         let summary_limit = (self.rt.settings.output_limit_chars / (2 * tasks.len())).max(2000);
         let mut spawns = Vec::with_capacity(tasks.len());
         let mut journal = Vec::with_capacity(tasks.len());
-        for (task, registry) in tasks.into_iter().zip(registries) {
+        for ((task, registry), client) in tasks.into_iter().zip(registries).zip(clients) {
+            // The call's max_iterations, else the agent definition's, else config.
+            let max_iterations = args
+                .max_iterations
+                .filter(|n| *n > 0)
+                .or_else(|| task.definition.as_ref().and_then(|d| d.max_iterations))
+                .unwrap_or(config.max_iterations)
+                .max(1);
             let can_delegate = may_delegate(&task, self.me.depth, &self.rt.settings);
             let agent_id = new_id("ag");
             let session_id = crate::new_session_id();
@@ -120,7 +139,7 @@ not one quick step. background=true returns agent_ids at once; results are appen
                 goal: task.goal.clone(),
                 context: task.context.clone(),
                 background,
-                model: self.rt.client.model().to_owned(),
+                model: client.model().to_owned(),
                 spec: serde_json::to_string(&spec).unwrap_or_default(),
                 call_id: (!ctx.call_id.is_empty()).then(|| ctx.call_id.clone()),
             });
@@ -138,6 +157,7 @@ not one quick step. background=true returns agent_ids at once; results are appen
                 parent_state: Some(Arc::clone(&ctx.state)),
                 summary_limit,
                 prior: super::child::PriorUsage::default(),
+                client,
             });
         }
         if let Some(store) = &self.rt.store {

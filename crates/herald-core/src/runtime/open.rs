@@ -145,6 +145,20 @@ pub async fn open_session(mut options: SessionOptions) -> Result<Session, Runtim
         .map_err(RuntimeError::Config)?,
     );
     delegation.set_permissions(Arc::clone(&permissions));
+    // Agent definitions, read once: delegate_task's description lists them.
+    let definitions = {
+        let (home, cwd) = (settings.home.clone(), settings.cwd.clone());
+        tokio::task::spawn_blocking(move || crate::delegation::AgentDefs::discover(&home, &cwd))
+            .await
+            .unwrap_or_default()
+    };
+    setup_warnings.extend(
+        definitions
+            .problems
+            .iter()
+            .map(|p| format!("agent definition {p}")),
+    );
+    delegation.set_definitions(definitions);
     if let Some(hooks) = &hooks {
         permissions.set_hooks(Arc::clone(hooks));
         delegation.set_hooks(Arc::clone(hooks));

@@ -148,8 +148,9 @@ fn finish(mut found: Discovery) -> Discovery {
 }
 
 /// `cwd` and its parents up to the repository root (the first folder with
-/// `.git`); only `cwd` when it is not inside a repository.
-fn project_dirs(cwd: &Path) -> Vec<PathBuf> {
+/// `.git`); only `cwd` when it is not inside a repository. Agent definitions
+/// are looked up in the same project folders as skills.
+pub fn project_dirs(cwd: &Path) -> Vec<PathBuf> {
     let mut dirs = Vec::new();
     for dir in cwd.ancestors() {
         dirs.push(dir.to_path_buf());

@@ -17,7 +17,7 @@ mod view;
 
 use std::path::PathBuf;
 
-pub use discover::{Discovery, SkillInfo, SkillRoots, SkillSource};
+pub use discover::{Discovery, SkillInfo, SkillRoots, SkillSource, project_dirs};
 pub use index::skills_prompt_index;
 pub use manage::{Actor, SkillManager};
 pub use tools::{
