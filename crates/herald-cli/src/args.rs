@@ -193,8 +193,9 @@ pub(crate) struct OpenArgs {
     #[arg(long = "continue")]
     pub continue_latest: bool,
     /// Start a new session with a copy of a stored session's conversation
-    /// (by id or a unique start of it).
-    #[arg(long, value_name = "ID", conflicts_with_all = ["resume", "continue_latest"])]
+    /// (by id or a unique start of it); `ID@TURN` copies it as it was
+    /// before user turn TURN.
+    #[arg(long, value_name = "ID[@TURN]", conflicts_with_all = ["resume", "continue_latest"])]
     pub fork: Option<String>,
     /// With --resume/--continue: wait for another herald process that runs
     /// the session to finish, instead of refusing.
@@ -302,6 +303,14 @@ pub(crate) enum Command {
         #[command(subcommand)]
         action: HooksAction,
     },
+    /// A session's checkpoints: one per user turn, with the files it changed.
+    Checkpoints {
+        #[command(subcommand)]
+        action: CheckpointsAction,
+    },
+    /// Restore a session's files and conversation to before one of its
+    /// user turns (shell effects outside the working tree are not covered).
+    Rewind(RewindArgs),
     /// Serve sessions over HTTP: OpenAI-compatible endpoints and the /api.
     Serve(crate::serve_cmd::ServeArgs),
 }
@@ -354,6 +363,8 @@ impl Command {
             | Command::Permissions { .. }
             | Command::Skills { .. }
             | Command::Learnings { .. }
+            | Command::Checkpoints { .. }
+            | Command::Rewind(_)
             | Command::Config { .. } => {}
         }
     }

@@ -5,6 +5,7 @@ mod agent_defs_cmd;
 mod agents_cmd;
 mod approval_prompt;
 mod args;
+mod checkpoints_cmd;
 mod config_cmd;
 mod confirm;
 mod doctor;
@@ -135,6 +136,10 @@ async fn dispatch(
         Some(Command::Skills { action }) => skills_cmd::skills(&common, action).await,
         Some(Command::Learnings { action }) => learnings_cmd::learnings(&common, action).await,
         Some(Command::Hooks { action }) => hooks_cmd::hooks(&common, action),
+        Some(Command::Checkpoints { action }) => {
+            checkpoints_cmd::checkpoints(&common, action).await
+        }
+        Some(Command::Rewind(args)) => checkpoints_cmd::rewind(&common, args).await,
         Some(Command::Serve(args)) => serve_cmd::serve(&common, args).await,
     }
 }

@@ -113,7 +113,7 @@ pub(crate) async fn open(
         // A unique start of an id is enough on the command line (the HTTP
         // API keeps exact ids, so this happens here and not in the runtime).
         OpenMode::Resume(id) => OpenMode::Resume(crate::id_lookup::session_id(store, &id).await?),
-        OpenMode::Fork(id) => OpenMode::Fork(crate::id_lookup::session_id(store, &id).await?),
+        OpenMode::Fork(text) => fork_mode(store, &text).await?,
         other => other,
     };
     options.lease_wait = if common.wait {
@@ -138,6 +138,26 @@ pub(crate) async fn open(
         RuntimeError::Store(_) => CliError::failed(err),
         _ => CliError::usage(err),
     })
+}
+
+/// `--fork ID` or `--fork ID@TURN` (the source's conversation before its
+/// user turn TURN), the id possibly a unique start of one.
+async fn fork_mode(store: &StoreHandle, text: &str) -> Result<OpenMode, CliError> {
+    let Some((id, turn)) = text.rsplit_once('@') else {
+        return Ok(OpenMode::Fork(
+            crate::id_lookup::session_id(store, text).await?,
+        ));
+    };
+    let turn = match turn.trim().parse::<u32>() {
+        Ok(turn) if turn > 0 => turn,
+        _ => {
+            return Err(CliError::usage(anyhow::anyhow!(
+                "--fork {text}: '{turn}' is not a turn number; turns are numbered from 1 (`herald checkpoints list {id}` lists them)"
+            )));
+        }
+    };
+    let id = crate::id_lookup::session_id(store, id).await?;
+    Ok(OpenMode::ForkAt(id, turn))
 }
 
 /// How a front end uses its session.

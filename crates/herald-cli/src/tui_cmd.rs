@@ -33,6 +33,7 @@ impl CliHost {
             OpenMode::New => {}
             OpenMode::Resume(id) => common.resume = Some(id.clone()),
             OpenMode::Fork(id) => common.fork = Some(id.clone()),
+            OpenMode::ForkAt(id, turn) => common.fork = Some(format!("{id}@{turn}")),
             OpenMode::ContinueLatest => common.continue_latest = true,
         }
         if model.is_some() {

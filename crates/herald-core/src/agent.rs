@@ -217,6 +217,15 @@ impl Agent {
         &self.messages
     }
 
+    /// Replaces the conversation with `history`, which the store already
+    /// holds (a rewind to before an earlier turn). The last prompt
+    /// measurement no longer applies.
+    pub fn replace_history(&mut self, history: Vec<Message>) {
+        self.messages = history;
+        self.persisted = self.messages.len();
+        self.compactor.observe(0, 0);
+    }
+
     /// The stored system prompt.
     pub fn system_prompt(&self) -> &str {
         &self.system_prompt

@@ -3,6 +3,7 @@
 //! cache-stable.
 
 mod agent;
+pub mod checkpoints;
 pub mod compress;
 pub mod config;
 mod config_sections;

@@ -26,6 +26,7 @@
 
 mod agents;
 mod busy;
+mod checkpoints;
 mod error;
 mod events;
 mod id_prefix;
@@ -51,6 +52,7 @@ mod usage;
 pub mod bench;
 
 pub use agents::{AgentFilter, AgentFinish, AgentRecord, NewAgent};
+pub use checkpoints::{ChangeStats, CheckpointRecord, NewCheckpoint};
 pub use error::StoreError;
 pub use events::{NewEvent, StoredEvent};
 pub use id_prefix::{IdMatch, PREFIX_CANDIDATES};

@@ -343,9 +343,17 @@ CREATE TRIGGER learnings_fts_update AFTER UPDATE OF pattern, error_type, fix, co
 END;
 "#;
 
-/// v14: checkpoints: a snapshot of the working tree (a commit in the shadow
-/// git repository under `$HERALD_HOME`) taken before user turn `turn`
-/// (1-based) of a session, and how many stored messages preceded it.
+/// v14: checkpoints (issue 16): one row per user turn of a session, taken
+/// before the turn: `turn` (1-based), how many stored messages preceded it
+/// (`message_count`: the conversation before the turn is the live history
+/// of the messages with `seq <= message_count`), and the snapshot of the
+/// working tree `cwd` in the shadow git repository under `$HERALD_HOME`
+/// (`commit_id`; NULL with the reason in `note` when none was taken: a
+/// read-only session, git missing, a failed or skipped snapshot).
+/// `end_commit_id` and the stats are what the turn changed (its snapshot
+/// at the turn's end against `commit_id`). A rewind to turn N marks the
+/// rows of turns N and later `rewound_at` (kept, never deleted); only one
+/// row per turn is live.
 const V14_CHECKPOINTS: &str = r#"
 CREATE TABLE checkpoints (
     id             INTEGER PRIMARY KEY,
@@ -354,12 +362,15 @@ CREATE TABLE checkpoints (
     message_count  INTEGER NOT NULL,
     cwd            TEXT NOT NULL,
     commit_id      TEXT,
+    end_commit_id  TEXT,
     files_changed  INTEGER NOT NULL DEFAULT 0,
     insertions     INTEGER NOT NULL DEFAULT 0,
     deletions      INTEGER NOT NULL DEFAULT 0,
+    note           TEXT,
     created_at     INTEGER NOT NULL,
-    UNIQUE(session_id, turn)
+    rewound_at     INTEGER
 );
+CREATE UNIQUE INDEX checkpoints_live_turn ON checkpoints(session_id, turn) WHERE rewound_at IS NULL;
 "#;
 
 /// v15: a short summary of each ended session, searchable with its title.

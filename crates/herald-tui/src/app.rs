@@ -1201,6 +1201,11 @@ impl App {
         &self.session
     }
 
+    /// Whether a turn or a compaction runs.
+    pub(crate) fn is_busy(&self) -> bool {
+        self.busy()
+    }
+
     pub(crate) fn settings(&self) -> &Settings {
         &self.settings
     }

@@ -30,6 +30,7 @@ pub(crate) async fn run(app: &mut App, name: &str, args: String) -> Flow {
         "skills" => skills(app),
         "usage" => usage(app),
         "compress" => app.compact(),
+        "rewind" => rewind(app).await,
         "steer" => {
             if args.trim().is_empty() {
                 app.say(
@@ -398,6 +399,8 @@ pub(crate) async fn picked(app: &mut App, purpose: Purpose, key: String) -> Flow
             );
         }
         Purpose::Agents => transcript(app, &key).await,
+        Purpose::Rewind => rewind_scope(app, &key),
+        Purpose::RewindScope => rewind_to(app, &key).await,
         Purpose::ExitWithAgents => match key.as_str() {
             "wait" => app.wait_then_exit(),
             "cancel" => {
@@ -412,6 +415,153 @@ pub(crate) async fn picked(app: &mut App, purpose: Purpose, key: String) -> Flow
         },
     }
     Flow::Continue
+}
+
+/// `/rewind`: the session's turns, newest first, each with what it changed;
+/// picking one asks what to put back (the next picker).
+async fn rewind(app: &mut App) {
+    if app.is_busy() {
+        app.say(
+            Level::Warning,
+            "a turn is running; rewind after it ends (Esc interrupts it)",
+        );
+        return;
+    }
+    let list = match app.session().checkpoints().await {
+        Ok(list) => list,
+        Err(err) => {
+            app.say(
+                Level::Warning,
+                &format!("cannot read the checkpoints: {err}"),
+            );
+            return;
+        }
+    };
+    let items = list
+        .iter()
+        .rev()
+        .map(|c| {
+            let files = match (&c.commit_id, &c.end_commit_id) {
+                (None, _) => "no file snapshot".to_owned(),
+                (Some(_), None) => "files: turn not ended".to_owned(),
+                (Some(_), Some(_)) => format!(
+                    "{} file{} +{} -{}",
+                    c.changes.files_changed,
+                    if c.changes.files_changed == 1 {
+                        ""
+                    } else {
+                        "s"
+                    },
+                    c.changes.insertions,
+                    c.changes.deletions
+                ),
+            };
+            PickItem {
+                key: c.turn.to_string(),
+                label: format!(
+                    "turn {}  {}",
+                    c.turn,
+                    c.prompt
+                        .as_deref()
+                        .map(herald_protocol::one_line)
+                        .unwrap_or_default()
+                ),
+                detail: format!("{} · {files}", when(c.created_at)),
+                depth: 0,
+            }
+        })
+        .collect();
+    app.show(Overlay::Picker(Picker::new(
+        "rewind to before which turn?",
+        Purpose::Rewind,
+        items,
+        "no turns to rewind yet",
+    )));
+}
+
+/// `/rewind`, second step: files and conversation, one of them, or nothing.
+fn rewind_scope(app: &mut App, turn: &str) {
+    let choices = [
+        (
+            "both",
+            "both",
+            "files as they were before the turn; the model forgets it and later turns",
+        ),
+        ("files", "files only", "the conversation stays as it is"),
+        (
+            "conversation",
+            "conversation only",
+            "the files stay as they are",
+        ),
+        ("cancel", "cancel", "change nothing"),
+    ];
+    let items = choices
+        .iter()
+        .map(|(scope, label, detail)| PickItem {
+            key: format!("{turn}:{scope}"),
+            label: (*label).to_owned(),
+            detail: (*detail).to_owned(),
+            depth: 0,
+        })
+        .collect();
+    app.show(Overlay::Picker(Picker::new(
+        format!("rewind to before turn {turn}? (shell effects outside this directory stay)"),
+        Purpose::RewindScope,
+        items,
+        "",
+    )));
+}
+
+/// Rewinds the session as chosen and says what changed.
+async fn rewind_to(app: &mut App, key: &str) {
+    use herald_core::checkpoints::{Action, RewindScope};
+    let Some((turn, scope)) = key.split_once(':') else {
+        return;
+    };
+    let scope = match scope {
+        "both" => RewindScope::Both,
+        "files" => RewindScope::FilesOnly,
+        "conversation" => RewindScope::ConversationOnly,
+        _ => {
+            app.say(Level::Info, "nothing rewound");
+            return;
+        }
+    };
+    let Ok(turn) = turn.parse::<u32>() else {
+        return;
+    };
+    match app.session().rewind(turn, scope).await {
+        Ok(outcome) => {
+            let mut text = format!("rewound to before turn {turn}");
+            if let Some(files) = &outcome.plan.files {
+                let count = |action| files.changes.iter().filter(|c| c.action == action).count();
+                text.push_str(&format!(
+                    ": files {} restored, {} deleted, {} recreated",
+                    count(Action::Restore),
+                    count(Action::Delete),
+                    count(Action::Recreate)
+                ));
+                let names: Vec<String> = files
+                    .changes
+                    .iter()
+                    .filter(|c| c.action != Action::Keep)
+                    .take(8)
+                    .map(|c| herald_protocol::one_line(&c.path.to_string_lossy()))
+                    .collect();
+                if !names.is_empty() {
+                    text.push_str(&format!(" ({})", names.join(", ")));
+                }
+            }
+            if let Some(history) = &outcome.history {
+                text.push_str(&format!(
+                    "; the model continues from the {} messages before turn {turn} (later turns stay above in the scrollback)",
+                    history.len()
+                ));
+            }
+            app.say(Level::Info, &text);
+        }
+        Err(err) => app.say(Level::Warning, &format!("not rewound: {err}")),
+    }
 }
 
 /// A picker's secondary action: `x` cancels an agent and its descendants.

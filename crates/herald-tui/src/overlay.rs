@@ -50,6 +50,10 @@ pub enum Purpose {
     Agents,
     Model,
     ExitWithAgents,
+    /// `/rewind`: the turn to go back to before (key: the turn number).
+    Rewind,
+    /// `/rewind`, second step: what to put back (key: `TURN:SCOPE`).
+    RewindScope,
 }
 
 /// One overlay.

@@ -70,6 +70,11 @@ pub const COMMANDS: &[SlashCommand] = &[
         description: "summarise older turns now",
     },
     SlashCommand {
+        name: "rewind",
+        args: "",
+        description: "undo turns: files and conversation back to before one",
+    },
+    SlashCommand {
         name: "steer",
         args: "TEXT",
         description: "send TEXT at the next tool boundary",

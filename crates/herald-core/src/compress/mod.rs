@@ -98,11 +98,15 @@ impl CompressError {
 }
 
 /// The part of a stored transcript the model sees: everything after the
-/// last compaction record, or all of it when there is none. `--resume` uses
-/// this so a compacted session continues from its compacted history while
-/// the messages before stay stored and searchable.
+/// last compaction record (or rewind record, see [`crate::checkpoints`]),
+/// or all of it when there is none. `--resume` uses this so a compacted or
+/// rewound session continues from its live history while the messages
+/// before stay stored and searchable.
 pub fn live_history(mut stored: Vec<Message>) -> Vec<Message> {
-    match stored.iter().rposition(is_compaction_record) {
+    match stored
+        .iter()
+        .rposition(|m| is_compaction_record(m) || crate::checkpoints::is_rewind_record(m))
+    {
         Some(at) => stored.split_off(at + 1),
         None => stored,
     }

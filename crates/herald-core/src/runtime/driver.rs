@@ -20,6 +20,7 @@ pub(super) async fn drive(
     mut commands: mpsc::UnboundedReceiver<Command>,
     lease: SessionLease,
     one_shot: bool,
+    mut checkpoints: crate::checkpoints::Checkpointer,
 ) {
     // Whether the session was given anything to do: one left before its
     // first turn may leave nothing behind (see `discard_unused`).
@@ -33,9 +34,19 @@ pub(super) async fn drive(
         match command {
             Command::Turn { text, cancel, done } => {
                 used = true;
-                let result = run_turn(&mut agent, &shared, text, &cancel, one_shot).await;
+                checkpoints.before_turn(agent.events()).await;
+                let result = run_turn(
+                    &mut agent,
+                    &shared,
+                    text,
+                    &cancel,
+                    one_shot,
+                    &mut checkpoints,
+                )
+                .await;
                 *shared.turn.lock().unwrap_or_else(PoisonError::into_inner) = None;
                 if one_shot {
+                    checkpoints.after_turn().await;
                     let reason = result.exit_reason.as_str();
                     close_live(&shared);
                     stop_mcp(&shared).await;
@@ -47,6 +58,8 @@ pub(super) async fn drive(
                     return;
                 }
                 let _ = done.send(result);
+                // What the turn changed; the next command waits for it.
+                checkpoints.after_turn().await;
             }
             Command::Compact { done } => {
                 let cancel = {
@@ -66,6 +79,10 @@ pub(super) async fn drive(
                 *shared.turn.lock().unwrap_or_else(PoisonError::into_inner) = None;
                 let _ = done.send(report.map_err(|err| err.to_string()));
             }
+            Command::Rewind { turn, scope, done } => {
+                let outcome = rewind(&mut agent, &shared, &mut checkpoints, turn, scope).await;
+                let _ = done.send(outcome);
+            }
             Command::Shutdown { done } => {
                 let suspended = end_session(&mut agent, &shared, lease, "exit", used).await;
                 // Refuses what comes next before the caller hears of the end.
@@ -78,6 +95,35 @@ pub(super) async fn drive(
     }
 }
 
+/// Rewinds the open session to before its user turn `turn` (see
+/// [`crate::checkpoints`]); the agent continues from the rewound history.
+async fn rewind(
+    agent: &mut Agent,
+    shared: &Shared,
+    checkpoints: &mut crate::checkpoints::Checkpointer,
+    turn: u32,
+    scope: crate::checkpoints::RewindScope,
+) -> Result<crate::checkpoints::RewindOutcome, String> {
+    let plan = crate::checkpoints::plan_rewind(
+        &shared.store,
+        checkpoints.home(),
+        &shared.session_id,
+        turn,
+        scope,
+    )
+    .await
+    .map_err(|err| err.to_string())?;
+    let outcome = crate::checkpoints::apply_rewind(&shared.store, plan)
+        .await
+        .map_err(|err| err.to_string())?;
+    if let Some(history) = &outcome.history {
+        agent.replace_history(history.clone());
+        checkpoints.rewound_to(turn);
+    }
+    tracing::info!(session_id = %shared.session_id, turn, ?scope, "session rewound");
+    Ok(outcome)
+}
+
 /// Runs one turn and reports it with `run.completed` (the stream's last
 /// event in a one-shot session, after every subagent stopped).
 async fn run_turn(
@@ -86,16 +132,23 @@ async fn run_turn(
     text: String,
     cancel: &tokio_util::sync::CancellationToken,
     one_shot: bool,
+    checkpoints: &mut crate::checkpoints::Checkpointer,
 ) -> TurnResult {
     let started = Instant::now();
     if let Some(hub) = &shared.own_mcp {
         // A one-shot run defers its servers to here (see `open_session`).
         hub.release();
     }
+    if agent.hooks().is_some() {
+        // A hook command may change files: the snapshot comes first.
+        checkpoints.settle().await;
+    }
     let outcome = match prompt_through_hooks(agent, text).await {
         Ok(text) => agent.run_turn(text, cancel).await,
         Err(reason) => blocked_turn(agent, reason),
     };
+    // The snapshot before the turn (and its warning) ends before run.completed.
+    checkpoints.settle().await;
     let status = match outcome.exit_reason {
         ExitReason::Completed | ExitReason::MaxIterations => RunStatus::Completed,
         ExitReason::Interrupted => RunStatus::Interrupted,
@@ -301,6 +354,9 @@ fn drain_refusing(commands: &mut mpsc::UnboundedReceiver<Command>) {
     while let Ok(command) = commands.try_recv() {
         match command {
             Command::Compact { done } => {
+                let _ = done.send(Err("the session has ended".to_owned()));
+            }
+            Command::Rewind { done, .. } => {
                 let _ = done.send(Err("the session has ended".to_owned()));
             }
             Command::Shutdown { done } => {

@@ -68,6 +68,10 @@ pub enum OpenMode {
     /// A new session starting with a copy of this stored session's
     /// conversation (as the model sees it: after its last compaction).
     Fork(String),
+    /// A new session starting with this stored session's conversation
+    /// before its user turn `turn` (1-based; see [`crate::checkpoints`]):
+    /// the same messages, so the provider's prompt cache still hits.
+    ForkAt(String, u32),
 }
 
 /// How a session asks its user (`clarify`).
@@ -148,6 +152,12 @@ pub enum Op {
     Steer { text: String },
     /// Cancels the running subagent `id` and its subtree.
     CancelAgent { id: String },
+    /// Rewinds the session to before its user turn `turn` (files,
+    /// conversation or both; refused while a turn runs).
+    Rewind {
+        turn: u32,
+        scope: crate::checkpoints::RewindScope,
+    },
     /// Answers the open question `request_id` (see [`ClarifyPolicy::Ask`]).
     ClarifyAnswer { request_id: String, answer: String },
     /// Answers the approval request `request_id` (an `approval.requested`
@@ -235,6 +245,11 @@ enum Command {
     },
     Compact {
         done: oneshot::Sender<Result<CompressionReport, String>>,
+    },
+    Rewind {
+        turn: u32,
+        scope: crate::checkpoints::RewindScope,
+        done: oneshot::Sender<Result<crate::checkpoints::RewindOutcome, String>>,
     },
     Shutdown {
         done: oneshot::Sender<usize>,
@@ -444,6 +459,38 @@ impl Session {
             .map_err(RuntimeError::Invalid)
     }
 
+    /// Rewinds the session to before its user turn `turn`: the files of
+    /// the working tree to the turn's snapshot, the conversation to the
+    /// messages before it, or both (see [`crate::checkpoints`]). Refused
+    /// while a turn runs; the agent continues from the rewound history.
+    pub async fn rewind(
+        &self,
+        turn: u32,
+        scope: crate::checkpoints::RewindScope,
+    ) -> Result<crate::checkpoints::RewindOutcome, RuntimeError> {
+        if self.is_busy() {
+            return Err(RuntimeError::TurnRunning(self.shared.session_id.clone()));
+        }
+        let (done, rx) = oneshot::channel();
+        self.commands
+            .send(Command::Rewind { turn, scope, done })
+            .map_err(|_| RuntimeError::Ended(self.shared.session_id.clone()))?;
+        rx.await
+            .map_err(|_| RuntimeError::Ended(self.shared.session_id.clone()))?
+            .map_err(RuntimeError::Invalid)
+    }
+
+    /// The session's live checkpoints, one per user turn, oldest first.
+    pub async fn checkpoints(&self) -> Result<Vec<herald_store::CheckpointRecord>, RuntimeError> {
+        let id = self.shared.session_id.clone();
+        self.shared
+            .store
+            .call(move |s| s.checkpoints(&id, false))
+            .await
+            .map_err(|e| RuntimeError::Store(e.to_string()))?
+            .map_err(|e| RuntimeError::Store(e.to_string()))
+    }
+
     /// The subagents of this session (running and finished in this process).
     pub fn agents(&self) -> Vec<AgentOverview> {
         self.shared.delegation.overview()
@@ -548,6 +595,7 @@ impl Session {
             Op::Compact => self.compact().await.map(drop),
             Op::Steer { text } => self.steer(text),
             Op::CancelAgent { id } => self.cancel_agent(&id),
+            Op::Rewind { turn, scope } => self.rewind(turn, scope).await.map(drop),
             Op::ClarifyAnswer { request_id, answer } => self.answer_clarify(&request_id, &answer),
             Op::ApprovalDecision {
                 request_id,

@@ -59,6 +59,8 @@ pub async fn open_session(mut options: SessionOptions) -> Result<Session, Runtim
         ),
     };
     let (existing, fork_of) = find_session(&options.open, settings, store).await?;
+    // Checked before anything is written: a bad turn of `--fork ID@TURN`.
+    let (fork_history, first_turn) = fork_start(&options.open, store).await?;
     let session_id = existing
         .as_ref()
         .map_or_else(new_session_id, |record| record.id.clone());
@@ -205,7 +207,7 @@ pub async fn open_session(mut options: SessionOptions) -> Result<Session, Runtim
                 .map_err(RuntimeError::Store)?;
             (record.system_prompt, history)
         }
-        None => create_session(&options, &session_id, fork_of).await?,
+        None => create_session(&options, &session_id, fork_of, fork_history).await?,
     };
     let mut agent = Agent::new(AgentSetup {
         client,
@@ -226,7 +228,13 @@ pub async fn open_session(mut options: SessionOptions) -> Result<Session, Runtim
     });
     agent.set_compression(settings.compression.clone());
     agent.set_gate(permissions.gate_for(events.clone()));
-    let interceptors = call_interceptors(settings, store, hooks.as_ref());
+    // First of all: tool calls wait for the snapshot before a turn.
+    let snapshot_gate = Arc::new(crate::checkpoints::SnapshotGate::default());
+    let mut interceptors = call_interceptors(settings, store, hooks.as_ref());
+    interceptors.insert(
+        0,
+        Arc::clone(&snapshot_gate) as Arc<dyn crate::intercept::CallInterceptor>,
+    );
     for interceptor in &interceptors {
         agent.add_interceptor(Arc::clone(interceptor));
     }
@@ -272,6 +280,16 @@ pub async fn open_session(mut options: SessionOptions) -> Result<Session, Runtim
     delegation.watch_external_cancels(std::time::Duration::from_secs(2));
     let steer = Arc::new(crate::SteerQueue::default());
     agent.set_steering(Arc::clone(&steer));
+    let checkpoints = crate::checkpoints::Checkpointer::open(
+        store,
+        &session_id,
+        settings.cwd.clone(),
+        settings.home.clone(),
+        crate::checkpoints::can_change_files(agent.registry(), permissions.mode()),
+        first_turn,
+        snapshot_gate,
+    )
+    .await;
     let (commands, receiver) = mpsc::unbounded_channel();
     let shared = Arc::new(Shared {
         session_id,
@@ -293,8 +311,42 @@ pub async fn open_session(mut options: SessionOptions) -> Result<Session, Runtim
         receiver,
         lease,
         options.one_shot,
+        checkpoints,
     ));
     Ok(Session { shared, commands })
+}
+
+/// For a fork at a turn, the source's conversation before that turn; and
+/// the number of the new session's first turn (a fork continues the
+/// source's numbering).
+async fn fork_start(
+    open: &OpenMode,
+    store: &StoreHandle,
+) -> Result<(Option<Vec<Message>>, u32), RuntimeError> {
+    match open {
+        OpenMode::ForkAt(id, turn) => {
+            let history = crate::checkpoints::fork_history(store, id, *turn)
+                .await
+                .map_err(|err| match err {
+                    crate::checkpoints::RewindError::UnknownSession(id) => {
+                        RuntimeError::UnknownSession(id)
+                    }
+                    crate::checkpoints::RewindError::Store(message) => RuntimeError::Store(message),
+                    other => RuntimeError::Invalid(format!("--fork {id}@{turn}: {other}")),
+                })?;
+            Ok((Some(history), *turn))
+        }
+        OpenMode::Fork(id) => {
+            let id = id.clone();
+            let last = store
+                .call(move |s| s.last_checkpoint_turn(&id))
+                .await
+                .map_err(store_error)?
+                .map_err(store_error)?;
+            Ok((None, last + 1))
+        }
+        OpenMode::New | OpenMode::Resume(_) | OpenMode::ContinueLatest => Ok((None, 1)),
+    }
 }
 
 /// The stored session to continue (resume, continue-latest), or the one to
@@ -318,7 +370,7 @@ async fn find_session(
     match open {
         OpenMode::New => Ok((None, None)),
         OpenMode::Resume(id) => Ok((Some(lookup(id.clone()).await?), None)),
-        OpenMode::Fork(id) => Ok((None, Some(lookup(id.clone()).await?))),
+        OpenMode::Fork(id) | OpenMode::ForkAt(id, _) => Ok((None, Some(lookup(id.clone()).await?))),
         OpenMode::ContinueLatest => {
             let cwd = settings.cwd.display().to_string();
             let found = store
@@ -339,10 +391,13 @@ async fn create_session(
     options: &SessionOptions,
     session_id: &str,
     fork_of: Option<SessionRecord>,
+    fork_history: Option<Vec<Message>>,
 ) -> Result<(String, Vec<Message>), RuntimeError> {
     let settings = &options.settings;
-    let (system_prompt, history) = match fork_of {
-        Some(source) => {
+    let (system_prompt, history) = match (fork_of, fork_history) {
+        // A fork at a turn: the source's conversation before it.
+        (Some(source), Some(history)) => (source.system_prompt, history),
+        (Some(source), None) => {
             let id = source.id.clone();
             let stored = options
                 .store
@@ -356,7 +411,7 @@ async fn create_session(
             crate::answer_dangling_calls(&mut history);
             (source.system_prompt, history)
         }
-        None => (build_system_prompt(&prompt_inputs(settings)), Vec::new()),
+        (None, _) => (build_system_prompt(&prompt_inputs(settings)), Vec::new()),
     };
     let new = NewSession {
         id: session_id.to_owned(),

@@ -1,0 +1,308 @@
+//! `herald checkpoints list SESSION` and `herald rewind SESSION --turn N`:
+//! argument handling and rendering only; `herald_core::checkpoints` does
+//! the work (snapshots, plans, restores).
+
+use herald_core::checkpoints::{
+    Action, NOT_COVERED, RewindError, RewindOutcome, RewindPlan, RewindScope, apply_rewind,
+    plan_rewind,
+};
+use herald_core::{LeaseError, LeaseWait, SessionLease, StoreHandle};
+use herald_protocol::one_line;
+use herald_store::CheckpointRecord;
+
+use crate::args::{CheckpointsAction, CommonArgs, RewindArgs};
+use crate::sessions_cmd::{call, print_json, when};
+use crate::{CliError, Exit, setup};
+
+/// `herald checkpoints …`.
+pub(crate) async fn checkpoints(
+    common: &CommonArgs,
+    action: CheckpointsAction,
+) -> Result<Exit, CliError> {
+    let env = setup::environment();
+    let (home, _) = setup::config_location(common, &env);
+    let store = setup::open_store(&home)?;
+    match action {
+        CheckpointsAction::List { session, all, json } => {
+            let id = existing_session(&store, &session).await?;
+            let lookup = id.clone();
+            let list = call(&store, move |s| s.checkpoints(&lookup, all)).await?;
+            if json {
+                print_json(&list)?;
+            } else if list.is_empty() {
+                println!(
+                    "no checkpoints in {id}: it ran no turn since herald keeps them (one is taken before every user turn)"
+                );
+            } else {
+                println!("turn  time (UTC)        files   lines        prompt");
+                for checkpoint in &list {
+                    println!("{}", line(checkpoint));
+                }
+                println!(
+                    "\n`herald rewind {id} --turn N` restores the files and the conversation to before turn N; {NOT_COVERED}."
+                );
+            }
+        }
+    }
+    Ok(Exit::Completed)
+}
+
+/// The full id of an existing session named by `text` (or a unique start
+/// of it); a usage error naming it otherwise.
+async fn existing_session(store: &StoreHandle, text: &str) -> Result<String, CliError> {
+    let id = crate::id_lookup::session_id(store, text).await?;
+    let lookup = id.clone();
+    if call(store, move |s| s.get_session(&lookup))
+        .await?
+        .is_none()
+    {
+        return Err(CliError::usage(anyhow::anyhow!(
+            "no session '{id}'; list stored sessions with `herald sessions list`"
+        )));
+    }
+    Ok(id)
+}
+
+/// One checkpoint as a line of `checkpoints list`.
+fn line(c: &CheckpointRecord) -> String {
+    let files = match (&c.commit_id, &c.end_commit_id) {
+        (None, _) => "no snapshot".to_owned(),
+        (Some(_), None) => "(turn not ended)".to_owned(),
+        (Some(_), Some(_)) => format!(
+            "{:>2} {:<5} +{:<4} -{:<4}",
+            c.changes.files_changed,
+            if c.changes.files_changed == 1 {
+                "file"
+            } else {
+                "files"
+            },
+            c.changes.insertions,
+            c.changes.deletions
+        ),
+    };
+    let prompt = c.prompt.as_deref().map(one_line).unwrap_or_default();
+    let prompt: String = if prompt.chars().count() > 60 {
+        prompt.chars().take(59).chain(['…']).collect()
+    } else {
+        prompt
+    };
+    let rewound = if c.rewound_at.is_some() {
+        "  (rewound)"
+    } else {
+        ""
+    };
+    format!(
+        "{:>4}  {}  {:<26}  {prompt}{rewound}",
+        c.turn,
+        when(c.created_at),
+        files
+    )
+}
+
+/// `herald rewind SESSION --turn N [--files-only|--conversation-only]`.
+pub(crate) async fn rewind(common: &CommonArgs, args: RewindArgs) -> Result<Exit, CliError> {
+    let env = setup::environment();
+    let (home, _) = setup::config_location(common, &env);
+    let store = setup::open_store(&home)?;
+    let id = existing_session(&store, &args.session).await?;
+    let scope = if args.files_only {
+        RewindScope::FilesOnly
+    } else if args.conversation_only {
+        RewindScope::ConversationOnly
+    } else {
+        RewindScope::Both
+    };
+    // Nobody else may run the session while it is rewound.
+    let lease = SessionLease::acquire(&store, &id, LeaseWait::No, |_| {})
+        .await
+        .map_err(|err| match err {
+            LeaseError::Busy { session_id, pid } => CliError::usage(anyhow::anyhow!(
+                "session {session_id} is in use by herald process {pid}; end that session first (or use /rewind in it), then rewind"
+            )),
+            LeaseError::Store { .. } => CliError::failed(err),
+        })?;
+    let result = rewind_held(&store, &home, &id, &args, scope).await;
+    lease.release().await;
+    result
+}
+
+/// The rewind itself, with the session's lease held.
+async fn rewind_held(
+    store: &StoreHandle,
+    home: &std::path::Path,
+    id: &str,
+    args: &RewindArgs,
+    scope: RewindScope,
+) -> Result<Exit, CliError> {
+    let plan = plan_rewind(store, home, id, args.turn, scope)
+        .await
+        .map_err(rewind_error)?;
+    if args.dry_run {
+        if args.json {
+            print_json(&plan_json(&plan, true))?;
+        } else {
+            println!("would rewind (nothing changed):");
+            show_plan(&plan);
+        }
+        return Ok(Exit::Completed);
+    }
+    if !args.json {
+        show_plan(&plan);
+    }
+    if plan.changes_files() {
+        let agreed = crate::confirm::confirm(
+            &format!(
+                "Restore the files of {} to before turn {}?",
+                plan_work_tree(&plan),
+                plan.turn
+            ),
+            args.yes,
+            || {},
+        )?;
+        if !agreed {
+            eprintln!("nothing changed");
+            return Ok(Exit::Completed);
+        }
+    }
+    let outcome = apply_rewind(store, plan).await.map_err(rewind_error)?;
+    if args.json {
+        print_json(&plan_json(&outcome.plan, false))?;
+    } else {
+        show_outcome(&outcome);
+    }
+    Ok(Exit::Completed)
+}
+
+fn rewind_error(err: RewindError) -> CliError {
+    match err {
+        RewindError::Shadow(_) | RewindError::Store(_) => CliError::failed(err),
+        _ => CliError::usage(err),
+    }
+}
+
+fn plan_work_tree(plan: &RewindPlan) -> String {
+    plan.files.as_ref().map_or_else(
+        || plan.checkpoint.cwd.clone(),
+        |f| f.shadow.work_tree().display().to_string(),
+    )
+}
+
+fn action_word(action: Action) -> &'static str {
+    match action {
+        Action::Restore => "restore ",
+        Action::Delete => "delete  ",
+        Action::Recreate => "recreate",
+        Action::Keep => "keep    ",
+    }
+}
+
+/// What a plan does, on stdout.
+fn show_plan(plan: &RewindPlan) {
+    let prompt = plan
+        .checkpoint
+        .prompt
+        .as_deref()
+        .map(|p| {
+            format!(
+                " (\"{}\")",
+                one_line(p).chars().take(60).collect::<String>()
+            )
+        })
+        .unwrap_or_default();
+    println!(
+        "session {} to before turn {}{prompt}, started {} UTC",
+        plan.session_id,
+        plan.turn,
+        when(plan.checkpoint.created_at)
+    );
+    if let Some(files) = &plan.files {
+        if files.changes.is_empty() {
+            println!("  files in {}: unchanged", plan_work_tree(plan));
+        } else {
+            println!("  files in {}:", plan_work_tree(plan));
+            for change in &files.changes {
+                let note = if change.action == Action::Keep {
+                    "  (exists now but is ignored or over 5 MiB: left as it is)"
+                } else {
+                    ""
+                };
+                println!(
+                    "    {} {}{note}",
+                    action_word(change.action),
+                    one_line(&change.path.to_string_lossy())
+                );
+            }
+        }
+    }
+    if let Some(conversation) = &plan.conversation {
+        let left_out = if conversation.last_turn > plan.turn {
+            format!("turns {} to {}", plan.turn, conversation.last_turn)
+        } else {
+            format!("turn {}", plan.turn)
+        };
+        println!(
+            "  conversation: back to the {} messages before turn {} (the model sees {} now); {left_out} left out (kept in the session for search and export)",
+            conversation.history.len(),
+            plan.turn,
+            conversation.live_now
+        );
+    }
+    println!("  note: {NOT_COVERED}");
+}
+
+/// What a rewind did, on stdout.
+fn show_outcome(outcome: &RewindOutcome) {
+    let plan = &outcome.plan;
+    println!("rewound {} to before turn {}", plan.session_id, plan.turn);
+    if let Some(files) = &plan.files {
+        let count = |action| files.changes.iter().filter(|c| c.action == action).count();
+        println!(
+            "  files: {} restored, {} deleted, {} recreated, {} kept",
+            count(Action::Restore),
+            count(Action::Delete),
+            count(Action::Recreate),
+            count(Action::Keep)
+        );
+        if files.current != files.target {
+            println!(
+                "  the files as they were before the rewind are kept as snapshot {} (one file: git --git-dir {} show {}:PATH)",
+                short(&files.current),
+                files.shadow.git_dir().display(),
+                short(&files.current)
+            );
+        }
+    }
+    if let Some(history) = &outcome.history {
+        println!(
+            "  conversation: continues from the {} messages before turn {}: herald --resume {}",
+            history.len(),
+            plan.turn,
+            plan.session_id
+        );
+    }
+}
+
+fn short(commit: &str) -> &str {
+    commit.get(..12).unwrap_or(commit)
+}
+
+/// A plan (or a done rewind) as JSON.
+fn plan_json(plan: &RewindPlan, dry_run: bool) -> serde_json::Value {
+    serde_json::json!({
+        "dry_run": dry_run,
+        "session_id": plan.session_id,
+        "turn": plan.turn,
+        "files": plan.files.as_ref().map(|f| serde_json::json!({
+            "work_tree": f.shadow.work_tree(),
+            "snapshot": f.target,
+            "saved_as": f.current,
+            "changes": f.changes,
+        })),
+        "conversation": plan.conversation.as_ref().map(|c| serde_json::json!({
+            "messages": c.history.len(),
+            "messages_before": c.live_now,
+            "left_out_turns": (plan.turn..=c.last_turn).collect::<Vec<_>>(),
+        })),
+        "not_covered": NOT_COVERED,
+    })
+}

@@ -1,0 +1,294 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use super::*;
+
+struct Dirs {
+    _tmp: tempfile::TempDir,
+    home: PathBuf,
+    work: PathBuf,
+}
+
+fn dirs() -> Dirs {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    let work = tmp.path().join("work");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::create_dir_all(&work).unwrap();
+    Dirs {
+        home,
+        work: work.canonicalize().unwrap(),
+        _tmp: tmp,
+    }
+}
+
+fn write(root: &Path, rel: &str, text: &str) {
+    let path = root.join(rel);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+fn read(root: &Path, rel: &str) -> Option<String> {
+    std::fs::read_to_string(root.join(rel)).ok()
+}
+
+/// Every file below `dir` with its bytes.
+fn tree(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<PathBuf, Vec<u8>>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                walk(root, &path, out);
+            } else {
+                out.insert(
+                    path.strip_prefix(root).unwrap().to_path_buf(),
+                    std::fs::read(&path).unwrap(),
+                );
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk(dir, dir, &mut out);
+    out
+}
+
+fn user_git(work: &Path, args: &[&str]) {
+    let status = std::process::Command::new("git")
+        .args(["-c", "user.name=u", "-c", "user.email=u@x"])
+        .args(args)
+        .current_dir(work)
+        .env_remove("GIT_DIR")
+        .env_remove("GIT_WORK_TREE")
+        .env_remove("GIT_INDEX_FILE")
+        .status()
+        .unwrap();
+    assert!(status.success(), "git {args:?}");
+}
+
+fn rewind_files(shadow: &Shadow, session: &str, target: &str) -> Vec<FileChange> {
+    let now = shadow.snapshot(session, "before rewind").unwrap();
+    let changes = shadow.changes(&now.commit, target).unwrap();
+    shadow.restore(target, &changes).unwrap();
+    changes
+}
+
+#[test]
+fn restore_brings_back_modified_and_deleted_files_and_removes_created_ones() {
+    let d = dirs();
+    write(&d.work, "keep.txt", "same\n");
+    write(&d.work, "edit.txt", "one\ntwo\n");
+    write(&d.work, "gone/deep.txt", "deep\n");
+    let shadow = Shadow::for_work_tree(&d.home, &d.work).unwrap();
+    let before = shadow.snapshot("ses_t", "before turn 1").unwrap();
+    assert!(before.created);
+    assert!(shadow.git_dir().starts_with(d.home.join("checkpoints")));
+
+    // The turn: edit, create (in a new directory), delete.
+    write(&d.work, "edit.txt", "one\nTWO\nthree\n");
+    write(&d.work, "new/made.txt", "made\n");
+    std::fs::remove_file(d.work.join("gone/deep.txt")).unwrap();
+    std::fs::remove_dir(d.work.join("gone")).unwrap();
+    let after = shadow.snapshot("ses_t", "after turn 1").unwrap();
+    let stats = shadow.stats(&before.commit, &after.commit).unwrap();
+    assert_eq!(stats.files_changed, 3);
+    assert_eq!(stats.insertions, 3, "{stats:?}"); // TWO, three, made
+    assert_eq!(stats.deletions, 2, "{stats:?}"); // two, deep
+
+    let changes = rewind_files(&shadow, "ses_t", &before.commit);
+    let actions: Vec<(String, Action)> = changes
+        .iter()
+        .map(|c| (c.path.display().to_string(), c.action))
+        .collect();
+    assert_eq!(
+        actions,
+        vec![
+            ("edit.txt".to_owned(), Action::Restore),
+            ("gone/deep.txt".to_owned(), Action::Recreate),
+            ("new/made.txt".to_owned(), Action::Delete),
+        ]
+    );
+    assert_eq!(read(&d.work, "edit.txt").as_deref(), Some("one\ntwo\n"));
+    assert_eq!(read(&d.work, "gone/deep.txt").as_deref(), Some("deep\n"));
+    assert_eq!(read(&d.work, "keep.txt").as_deref(), Some("same\n"));
+    assert!(!d.work.join("new/made.txt").exists());
+    assert!(
+        !d.work.join("new").exists(),
+        "the emptied directory goes too"
+    );
+}
+
+#[test]
+fn an_unchanged_tree_reuses_the_last_commit() {
+    let d = dirs();
+    write(&d.work, "a.txt", "a\n");
+    let shadow = Shadow::for_work_tree(&d.home, &d.work).unwrap();
+    let first = shadow.snapshot("ses_t", "one").unwrap();
+    let second = shadow.snapshot("ses_t", "two").unwrap();
+    assert_eq!(first.commit, second.commit);
+    assert!(!second.created);
+    assert_eq!(
+        shadow.stats(&first.commit, &second.commit).unwrap(),
+        herald_store::ChangeStats::default()
+    );
+    write(&d.work, "a.txt", "b\n");
+    let third = shadow.snapshot("ses_t", "three").unwrap();
+    assert!(third.created);
+    assert_ne!(third.commit, first.commit);
+}
+
+#[test]
+fn ignored_files_are_neither_snapshotted_nor_touched() {
+    let d = dirs();
+    write(&d.work, ".gitignore", "build/\n*.log\n");
+    write(&d.work, "src.txt", "v1\n");
+    write(&d.work, "build/out.bin", "old build\n");
+    let shadow = Shadow::for_work_tree(&d.home, &d.work).unwrap();
+    let before = shadow.snapshot("ses_t", "before").unwrap();
+    write(&d.work, "src.txt", "v2\n");
+    write(&d.work, "build/out.bin", "new build\n");
+    write(&d.work, "run.log", "log\n");
+    let changes = rewind_files(&shadow, "ses_t", &before.commit);
+    assert_eq!(changes.len(), 1, "{changes:?}");
+    assert_eq!(read(&d.work, "src.txt").as_deref(), Some("v1\n"));
+    assert_eq!(
+        read(&d.work, "build/out.bin").as_deref(),
+        Some("new build\n")
+    );
+    assert_eq!(read(&d.work, "run.log").as_deref(), Some("log\n"));
+}
+
+#[test]
+fn large_files_are_left_out_and_left_alone() {
+    let d = dirs();
+    write(&d.work, "small.txt", "s1\n");
+    write(&d.work, "big.dat", &"x".repeat(2_000));
+    let shadow = Shadow::for_work_tree(&d.home, &d.work)
+        .unwrap()
+        .with_max_file_bytes(1_000);
+    let before = shadow.snapshot("ses_t", "before").unwrap();
+    assert_eq!(before.too_large, vec![PathBuf::from("big.dat")]);
+    // A file that grows past the bound after being snapshotted small.
+    write(&d.work, "grows.dat", "tiny\n");
+    let middle = shadow.snapshot("ses_t", "middle").unwrap();
+    write(&d.work, "grows.dat", &"y".repeat(3_000));
+    write(&d.work, "big.dat", &"z".repeat(2_500));
+    write(&d.work, "huge-new.dat", &"n".repeat(5_000));
+    write(&d.work, "small.txt", "s2\n");
+    let now = shadow.snapshot("ses_t", "now").unwrap();
+    assert_eq!(
+        now.too_large,
+        vec![
+            PathBuf::from("big.dat"),
+            PathBuf::from("grows.dat"),
+            PathBuf::from("huge-new.dat")
+        ]
+    );
+    let changes = shadow.changes(&now.commit, &middle.commit).unwrap();
+    // grows.dat is in the older snapshot but exists now unsnapshotted: kept.
+    assert!(
+        changes
+            .iter()
+            .any(|c| c.path == Path::new("grows.dat") && c.action == Action::Keep),
+        "{changes:?}"
+    );
+    shadow.restore(&middle.commit, &changes).unwrap();
+    assert_eq!(read(&d.work, "small.txt").as_deref(), Some("s1\n"));
+    assert_eq!(read(&d.work, "big.dat").unwrap().len(), 2_500);
+    assert_eq!(read(&d.work, "grows.dat").unwrap().len(), 3_000);
+    assert_eq!(read(&d.work, "huge-new.dat").unwrap().len(), 5_000);
+}
+
+#[test]
+fn the_users_git_repository_is_never_touched() {
+    let d = dirs();
+    user_git(&d.work, &["init", "-q"]);
+    write(&d.work, "tracked.txt", "committed\n");
+    user_git(&d.work, &["add", "tracked.txt"]);
+    user_git(&d.work, &["commit", "-q", "-m", "first"]);
+    let git_before = tree(&d.work.join(".git"));
+    let shadow = Shadow::for_work_tree(&d.home, &d.work).unwrap();
+    let before = shadow.snapshot("ses_t", "before").unwrap();
+    write(&d.work, "tracked.txt", "changed by the agent\n");
+    write(&d.work, "untracked.txt", "new\n");
+    let after = shadow.snapshot("ses_t", "after").unwrap();
+    // The shadow snapshot never holds the user's .git.
+    let changes = shadow.changes(&before.commit, &after.commit).unwrap();
+    assert!(
+        changes.iter().all(|c| !c.path.starts_with(".git")),
+        "{changes:?}"
+    );
+    rewind_files(&shadow, "ses_t", &before.commit);
+    assert_eq!(read(&d.work, "tracked.txt").as_deref(), Some("committed\n"));
+    assert!(!d.work.join("untracked.txt").exists());
+    assert_eq!(tree(&d.work.join(".git")), git_before);
+    assert!(!shadow.git_dir().starts_with(&d.work));
+}
+
+#[test]
+fn a_nested_repository_without_commits_does_not_fail_the_snapshot() {
+    let d = dirs();
+    write(&d.work, "a.txt", "a\n");
+    std::fs::create_dir_all(d.work.join("vendor/lib")).unwrap();
+    user_git(&d.work.join("vendor/lib"), &["init", "-q"]);
+    write(&d.work, "vendor/lib/x.txt", "x\n");
+    let shadow = Shadow::for_work_tree(&d.home, &d.work).unwrap();
+    let before = shadow.snapshot("ses_t", "before").unwrap();
+    write(&d.work, "a.txt", "b\n");
+    rewind_files(&shadow, "ses_t", &before.commit);
+    assert_eq!(read(&d.work, "a.txt").as_deref(), Some("a\n"));
+    assert_eq!(read(&d.work, "vendor/lib/x.txt").as_deref(), Some("x\n"));
+}
+
+#[test]
+fn each_working_tree_has_its_own_shadow_repository() {
+    let d = dirs();
+    let other = d.work.join("sub");
+    std::fs::create_dir_all(&other).unwrap();
+    let a = Shadow::for_work_tree(&d.home, &d.work).unwrap();
+    let b = Shadow::for_work_tree(&d.home, &other).unwrap();
+    assert_ne!(a.git_dir(), b.git_dir());
+    assert_eq!(
+        Shadow::for_work_tree(&d.home, &d.work.join("sub/.."))
+            .unwrap()
+            .git_dir(),
+        a.git_dir()
+    );
+}
+
+#[test]
+fn a_rewind_record_starts_the_live_history() {
+    let stored = vec![
+        Message::user("one"),
+        Message::assistant("1", vec![]),
+        Message::user("two"),
+        rewind_record(2, 2),
+        Message::user("one"),
+        Message::assistant("1", vec![]),
+    ];
+    assert!(is_rewind_record(&stored[3]));
+    assert!(stored[3].content.contains("turn 2 is left out"));
+    let live = crate::live_history(stored);
+    assert_eq!(live.len(), 2);
+    assert_eq!(live[0].content, "one");
+    assert!(rewind_record(2, 4).content.contains("turns 2 to 4 are"));
+}
+
+#[test]
+fn only_sessions_with_writing_tools_outside_read_only_mode_take_snapshots() {
+    use herald_permissions::Mode;
+    let full = herald_tools::builtin::default_registry(10_000);
+    assert!(can_change_files(&full, Mode::WorkspaceWrite));
+    assert!(can_change_files(&full, Mode::FullAccess));
+    assert!(!can_change_files(&full, Mode::ReadOnly));
+    let mut only_reads = herald_tools::builtin::default_registry(10_000);
+    for name in ["terminal", "process", "write_file"] {
+        only_reads.remove(name);
+    }
+    // patch alone still writes.
+    assert!(can_change_files(&only_reads, Mode::FullAccess));
+    only_reads.remove("patch");
+    // What is left (read_file, search_files) changes no file.
+    assert!(!can_change_files(&only_reads, Mode::FullAccess));
+}
