@@ -10,8 +10,8 @@
 //! What a snapshot leaves out: the user's `.git` (git never adds a `.git`),
 //! files ignored by the `.gitignore` files of the tree (and the user's
 //! `.git/info/exclude` and global ignore file), nested git repositories,
-//! and files larger than [`MAX_FILE_BYTES`]. A rewind leaves all of these
-//! untouched.
+//! files larger than [`MAX_FILE_BYTES`], and `$HERALD_HOME` itself when it
+//! lies inside the tree. A rewind leaves all of these untouched.
 //!
 //! The index is shared per working tree (`herald-index`), so git's stat
 //! cache makes a snapshot of an unchanged tree cheap; each snapshot works on
@@ -194,7 +194,20 @@ impl Shadow {
             )?;
         }
         let mut pathspecs = vec![OsString::from(".")];
-        for path in too_large.iter().chain(&nested) {
+        // `$HERALD_HOME` inside the tree: neither the snapshots nor herald's
+        // state (its database above all) are ever snapshotted or restored.
+        let own = self
+            .git_dir
+            .parent()
+            .and_then(Path::parent)
+            .and_then(|dir| dir.canonicalize().ok())
+            .and_then(|dir| {
+                dir.strip_prefix(&self.work_tree)
+                    .ok()
+                    .map(Path::to_path_buf)
+            })
+            .filter(|rel| !rel.as_os_str().is_empty());
+        for path in too_large.iter().chain(&nested).chain(own.as_ref()) {
             let mut spec = OsString::from(":(exclude,literal)");
             spec.push(path);
             pathspecs.push(spec);

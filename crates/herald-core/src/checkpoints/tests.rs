@@ -292,3 +292,24 @@ fn only_sessions_with_writing_tools_outside_read_only_mode_take_snapshots() {
     // What is left (read_file, search_files) changes no file.
     assert!(!can_change_files(&only_reads, Mode::FullAccess));
 }
+
+#[test]
+fn a_herald_home_inside_the_tree_is_not_snapshotted() {
+    let d = dirs();
+    let home = d.work.join(".herald");
+    std::fs::create_dir_all(&home).unwrap();
+    write(&d.work, "a.txt", "a\n");
+    write(&home, "state.db", "old state");
+    let shadow = Shadow::for_work_tree(&home, &d.work).unwrap();
+    let before = shadow.snapshot("ses_t", "before").unwrap();
+    write(&d.work, "a.txt", "b\n");
+    write(&home, "state.db", "new state");
+    let after = shadow.snapshot("ses_t", "after").unwrap();
+    let changes = shadow.changes(&before.commit, &after.commit).unwrap();
+    assert_eq!(changes.len(), 1, "{changes:?}");
+    assert_eq!(changes[0].path, Path::new("a.txt"));
+    rewind_files(&shadow, "ses_t", &before.commit);
+    assert_eq!(read(&d.work, "a.txt").as_deref(), Some("a\n"));
+    assert_eq!(read(&home, "state.db").as_deref(), Some("new state"));
+    assert!(shadow.git_dir().join("HEAD").exists());
+}
