@@ -746,7 +746,8 @@ pub(crate) enum SessionsAction {
         #[arg(long, value_name = "ID", requires = "events", default_value_t = 0)]
         after: i64,
     },
-    /// Full-text search over every stored message.
+    /// Full-text search over every stored message and each session's title
+    /// and summary.
     Search {
         /// Words to find (FTS5 syntax: "a phrase", OR, prefix*).
         query: String,
@@ -756,6 +757,13 @@ pub(crate) enum SessionsAction {
         /// Sessions to return (1-10).
         #[arg(long, default_value_t = 5)]
         limit: usize,
+        /// Only sessions active since then: a date (2026-11-20, UTC), a date
+        /// and time (2026-11-20T14:30) or an age (7d, 24h, 30m).
+        #[arg(long, value_name = "WHEN")]
+        since: Option<String>,
+        /// Only sessions started before then (a date counts whole).
+        #[arg(long, value_name = "WHEN")]
+        until: Option<String>,
     },
     /// A session and its messages as JSON.
     Export {

@@ -156,7 +156,13 @@ pub(crate) async fn interactive(
     // Running background agents stop (their commands are killed) but stay
     // journaled as running: `--resume` restarts them from their stored
     // conversations.
-    let suspended = session.shutdown().await;
+    let suspended = leave(&session, &exit, &terminate).await;
+    // SIGTERM/SIGHUP while leaving (during the memory flush) still sets
+    // the exit status, as in the TUI.
+    let exit = match (exit, stop.received()) {
+        (Exit::Completed, Some(_)) => stop.exit(),
+        (exit, _) => exit,
+    };
     if suspended > 0 {
         eprintln!(
             "{suspended} background agent(s) still running were suspended; they continue when you resume this session"
@@ -171,6 +177,31 @@ pub(crate) async fn interactive(
         eprintln!("session {session_id} (resume with `herald --resume {session_id}`)");
     }
     Ok(exit)
+}
+
+/// Ends the session. Leaving normally (`/exit`, end of input) lets a long
+/// session run its memory flush first; Ctrl-C or SIGTERM/SIGHUP during it
+/// ends it at once, and leaving on one skips it.
+async fn leave(session: &Session, exit: &Exit, terminate: &CancellationToken) -> usize {
+    if !matches!(exit, Exit::Completed) {
+        return session.shutdown_now().await;
+    }
+    let ending = session.shutdown();
+    tokio::pin!(ending);
+    tokio::select! {
+        suspended = &mut ending => return suspended,
+        _ = tokio::signal::ctrl_c() => {}
+        () = terminate.cancelled() => {}
+    }
+    // Keeps interrupting until the end arrives: the flush may not have
+    // started yet when the key came.
+    loop {
+        session.interrupt();
+        tokio::select! {
+            suspended = &mut ending => return suspended,
+            () = tokio::time::sleep(std::time::Duration::from_millis(50)) => {}
+        }
+    }
 }
 
 /// The name of a slash command this loop does not know: `/model`, `/foo

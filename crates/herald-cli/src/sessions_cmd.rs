@@ -70,6 +70,13 @@ fn show_message(m: &StoredMessage) {
     );
 }
 
+/// Now, in Unix milliseconds.
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
 /// Parses `30d`, `12h`, `45m`, `90s`.
 fn parse_age(text: &str) -> Result<Duration, CliError> {
     let text = text.trim();
@@ -312,11 +319,21 @@ pub(crate) async fn sessions(
                 messages.iter().for_each(show_message);
             }
         }
-        SessionsAction::Search { query, json, limit } => {
+        SessionsAction::Search {
+            query,
+            json,
+            limit,
+            since,
+            until,
+        } => {
+            let active =
+                herald_core::time_bound::parse_period(since.as_deref(), until.as_deref(), now_ms())
+                    .map_err(|err| CliError::usage(anyhow::anyhow!("--{err}")))?;
             let request = SearchRequest {
                 query,
                 limit,
                 window: 1,
+                active,
                 ..SearchRequest::default()
             };
             let hits = call(&store, move |s| s.search(&request)).await?;
@@ -327,7 +344,12 @@ pub(crate) async fn sessions(
             } else {
                 for hit in &hits {
                     println!("{}", line(&hit.session));
-                    show_message(&hit.message);
+                    if let Some(summary) = &hit.session.summary {
+                        println!("  summary: {}", one_line(summary));
+                    }
+                    if let Some(message) = &hit.message {
+                        show_message(message);
+                    }
                     println!();
                 }
             }

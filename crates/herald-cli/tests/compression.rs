@@ -29,13 +29,21 @@ fn has_summary(view: &RequestView) -> bool {
         .any(|m| m.text.contains("[herald] Summary of earlier turns"))
 }
 
+fn is_flush_request(view: &RequestView) -> bool {
+    view.last()
+        .is_some_and(|m| m.text.starts_with("[herald] Memory flush"))
+}
+
 /// A model that plans with `todo_write`, then calls `read_file` on a large
-/// file `reads` times, then answers; summary requests get a summary. Counts
-/// the non-summary requests in `calls`.
+/// file `reads` times, then answers; summary requests get a summary and
+/// memory flush requests a `DONE`. Counts the other requests in `calls`.
 fn reader(reads: usize, calls: Arc<AtomicUsize>) -> Script {
     Script::new().responder(move |view| {
         if is_summary_request(view) {
             return Reply::text(SUMMARY);
+        }
+        if is_flush_request(view) {
+            return Reply::text("DONE");
         }
         match calls.fetch_add(1, Ordering::SeqCst) {
             0 => Reply::tool(
@@ -137,6 +145,13 @@ async fn threshold_compaction_summarises_keeps_pairs_and_resumes() {
             .collect();
         assert_eq!(summaries.len(), compactions.len(), "{wire:?}");
         for &s in &summaries {
+            // The memory flush comes first: the conversation so far plus
+            // its instruction, same system and tools.
+            let flush = requests[s - 1].view().unwrap();
+            assert!(is_flush_request(&flush), "{wire:?}: {:?}", flush.last());
+            assert_eq!(flush.system, first_view.system);
+            assert_eq!(tools_of(&requests[s - 1]), tools_of(first));
+            assert!(!flush.tool_choice_none, "the flush may call memory");
             // The summary request reuses the conversation's system + tools
             // (cached prefix) and forbids tool calls.
             let ask = requests[s].view().unwrap();
@@ -163,7 +178,7 @@ async fn threshold_compaction_summarises_keeps_pairs_and_resumes() {
                 .iter()
                 .position(|m| m.text.contains("[herald] Summary of earlier turns"))
                 .unwrap();
-            let before = requests[s - 1].body["messages"].as_array().unwrap();
+            let before = requests[s - 2].body["messages"].as_array().unwrap();
             let after = next.body["messages"].as_array().unwrap();
             for k in 0..summary_at {
                 assert_eq!(canonical_message(&before[k]), canonical_message(&after[k]));
@@ -245,6 +260,9 @@ async fn failed_summary_call_drops_nothing() {
             "{}[network]\nmax_retries = 1\n",
             small_window(fixed, 1_000)
         ));
+        // Compaction is due before the first request: the memory flush
+        // goes first, then the summary request. Both fail.
+        h.server.inject(fault.clone());
         h.server.inject(fault);
         let (output, events) = h
             .run_json(Wire::OpenAi, &["--resume", &id], "next step")
@@ -252,6 +270,10 @@ async fn failed_summary_call_drops_nothing() {
         assert!(output.status.success(), "{name}: {}", stderr(&output));
         assert_eq!(last(&events)["final_response"], "all read");
         assert!(of_type(&events, "compaction").is_empty(), "{name}");
+        let flushes = of_type(&events, "memory.flush");
+        assert_eq!(flushes.len(), 1, "{name}: {events:?}");
+        assert_eq!(flushes[0]["status"], "failed", "{name}");
+        assert_eq!(flushes[0]["requests"], 0, "{name}");
         let warnings: Vec<_> = of_type(&events, "error")
             .into_iter()
             .filter(|e| e["fatal"] == false)
@@ -265,20 +287,45 @@ async fn failed_summary_call_drops_nothing() {
         );
 
         // The summary request failed; the next request carries the whole
-        // history (every earlier tool call) plus the new input.
+        // history (every earlier tool call) plus the new input, and no
+        // trace of the flush (it got no reply).
         let all = h.server.requests();
-        let ask = &all[run1.len()];
+        let flush = all[run1.len()].view().unwrap();
+        assert!(
+            flush
+                .last()
+                .unwrap()
+                .text
+                .starts_with("[herald] Memory flush"),
+            "{name}: {:?}",
+            flush.last()
+        );
+        let ask = &all[run1.len() + 1];
         assert!(is_summary_request(&ask.view().unwrap()), "{name}");
-        let next = all[run1.len() + 1].view().unwrap();
+        let next = all[run1.len() + 2].view().unwrap();
         assert!(!has_summary(&next));
+        assert!(
+            next.messages
+                .iter()
+                .all(|m| !m.text.contains("Memory flush")),
+            "{name}"
+        );
         let earlier = call_ids(&run1);
-        let now = call_ids(&all[run1.len() + 1..run1.len() + 2]);
+        let now = call_ids(&all[run1.len() + 2..run1.len() + 3]);
         assert!(earlier.is_subset(&now), "{name}: history was cut");
         assert_eq!(next.last().unwrap().text, "next step");
         h.server.assert_invariants();
-        // The store has no compaction record.
+        // The store has no compaction record, and no flush instruction
+        // (it got no reply).
         let stored = stored_messages(&h, &id).await;
         assert!(stored.iter().all(|m| m["role"] != "system"), "{name}");
+        assert!(
+            stored.iter().all(|m| !m["content"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("Memory flush")),
+            "{name}"
+        );
     }
 }
 

@@ -16,6 +16,13 @@ use crate::intercept::CallInterceptor;
 use crate::tool_runner::{CallGuards, run_tool_calls};
 use crate::{EventSink, StoreHandle};
 
+mod flush;
+
+pub use flush::{
+    FLUSH_MARKER, FlushReason, FlushReport, FlushSettings, FlushStatus, flush_instruction,
+    user_turns_since_flush,
+};
+
 /// The message appended when the iteration budget is spent; the model then
 /// answers once more with tool calls forbidden.
 const ITERATION_LIMIT_NOTICE: &str = "[herald] The iteration limit for this turn is reached and no more tool calls will run. Reply now with a summary: what you did, what you found, what is left to do.";
@@ -125,6 +132,8 @@ pub struct Agent {
     compactor: Compactor,
     /// A batch kept results in the store that the next persist replaces.
     kept_results: bool,
+    /// The memory flush (see [`flush`]); the root agent of a session only.
+    memory_flush: Option<FlushSettings>,
 }
 
 impl Agent {
@@ -138,6 +147,7 @@ impl Agent {
             pending_usage: None,
             compactor: Compactor::new(CompressionConfig::default(), setup.client.model()),
             kept_results: false,
+            memory_flush: None,
             budget: setup.budget,
             inbox: setup.inbox,
             steer: None,
@@ -663,11 +673,28 @@ impl Agent {
             };
             hooks.pre_compact(site, trigger).await;
         }
+        // The memory flush (see `flush`) comes first when a summary will be
+        // written, except after "context too long" (its request would not
+        // fit either). The compaction works on the conversation as it was:
+        // the flush's messages stay stored before the compaction record but
+        // are not part of the compacted history.
+        let before_flush = self.messages.len();
+        if trigger != Trigger::ContextTooLong
+            && self.flushes_before_compaction()
+            && self.compactor.will_summarise(
+                fixed_tokens(&self.system_prompt, &self.tools),
+                &self.messages,
+                trigger,
+            )
+        {
+            self.flush_memory(FlushReason::Compaction, cancel, None)
+                .await;
+        }
         let input = CompactionInput {
             client: &self.client,
             system: &self.system_prompt,
             tools: &self.tools,
-            messages: &self.messages,
+            messages: &self.messages[..before_flush.min(self.messages.len())],
             open_todos: self.state.todos.open_items_message(),
             trigger,
         };

@@ -704,10 +704,18 @@ pub const DEFAULT_CONFIG: &str = r#"# herald configuration. Precedence: command-
 # prune_after_hours = 24       # 1-87600; finished agent records older than this are pruned
 
 [memory]
-# memory_enabled = true
+# memory_enabled = true        # false also turns the memory flush off
 # user_profile_enabled = true
 # memory_char_limit = 2200     # 100-100000
 # user_char_limit = 1375       # 100-100000
+# Memory flush: one bounded extra request (only the memory tool runs) lets the
+# model save durable facts before a compaction summarises the conversation and
+# when a long session ends (its reply's closing paragraph becomes the
+# session's searchable summary).
+# flush_before_compaction = true
+# flush_min_turns = 6          # 0-10000 user turns (since the last flush) for the
+#                              #   flush at session end; 0 = never at the end
+# flush_timeout_seconds = 20   # 1-300; Ctrl+C or SIGTERM ends it at once
 
 [compression]
 # enabled = true

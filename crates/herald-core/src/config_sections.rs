@@ -62,7 +62,9 @@ impl DelegationConfig {
     }
 }
 
-/// `[memory]`: the bounded memory files (SPEC §8.2).
+/// `[memory]`: the bounded memory files (SPEC §8.2) and the memory flush
+/// (one bounded request that lets the model save durable facts before a
+/// compaction and at the end of a long session).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct MemoryConfig {
@@ -70,6 +72,13 @@ pub struct MemoryConfig {
     pub user_profile_enabled: bool,
     pub memory_char_limit: usize,
     pub user_char_limit: usize,
+    /// Flush before a compaction summarises the middle of the conversation.
+    pub flush_before_compaction: bool,
+    /// User turns (since the last flush or compaction) a session needs for
+    /// the flush at its end; 0 = never at the end.
+    pub flush_min_turns: u32,
+    /// Longest the end-of-session flush may hold up leaving, in seconds.
+    pub flush_timeout_seconds: u64,
 }
 
 impl Default for MemoryConfig {
@@ -79,6 +88,9 @@ impl Default for MemoryConfig {
             user_profile_enabled: true,
             memory_char_limit: 2200,
             user_char_limit: 1375,
+            flush_before_compaction: true,
+            flush_min_turns: 6,
+            flush_timeout_seconds: 20,
         }
     }
 }

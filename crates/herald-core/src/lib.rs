@@ -24,9 +24,13 @@ mod prompt;
 pub mod runtime;
 mod session_search;
 mod steer;
+pub mod time_bound;
 mod tool_runner;
 
-pub use agent::{Agent, AgentSetup, ExitReason, Recorder, TurnOutcome};
+pub use agent::{
+    Agent, AgentSetup, ExitReason, FLUSH_MARKER, FlushReason, FlushReport, FlushSettings,
+    FlushStatus, Recorder, TurnOutcome, flush_instruction, user_turns_since_flush,
+};
 pub use compress::{CompressError, CompressionReport, live_history};
 pub use config::{Config, ConfigError, Overrides, ProjectMcp, Settings};
 pub use delegation::{AgentScope, Delegation, DelegationSetup};

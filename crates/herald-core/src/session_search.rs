@@ -1,5 +1,7 @@
 //! The `session_search` tool (SPEC §10): full-text recall over every stored
-//! session except the current one, plus read, scroll and browse modes.
+//! session except the current one (its messages, title and end-of-session
+//! summary), plus read, scroll and browse modes; search and browse can be
+//! limited to sessions active in a period (`since`, `until`).
 
 use herald_protocol::Role;
 use herald_store::{SearchRequest, SearchSort, StoredMessage};
@@ -30,6 +32,10 @@ pub struct SessionSearchArgs {
     window: Option<usize>,
     /// "relevance" (default) or "newest".
     sort: Option<String>,
+    /// Only sessions active since then: a date (2026-11-20, UTC) or an age (7d, 24h).
+    since: Option<String>,
+    /// Only sessions started before then: a date (the whole day counts) or an age.
+    until: Option<String>,
 }
 
 /// Searches past sessions through the store thread.
@@ -94,6 +100,13 @@ fn preview(m: &StoredMessage) -> Value {
     out
 }
 
+/// Now, in Unix milliseconds.
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
 fn roles(names: &[String]) -> Result<Vec<Role>, ToolError> {
     names
         .iter()
@@ -112,7 +125,7 @@ impl TypedTool for SessionSearch {
     type Args = SessionSearchArgs;
     const NAME: &'static str = "session_search";
     const TOOLSET: &'static str = "session";
-    const DESCRIPTION: &'static str = "Search your past sessions (not this one). With query: best-matching sessions with the matched message and its neighbours. With session_id: that session's start and end; add around_message_id to scroll. With nothing: recent sessions. Use it when the user refers to earlier work or you need a past decision, command or fix.";
+    const DESCRIPTION: &'static str = "Search your past sessions (not this one). With query: best-matching sessions (by their messages, title or summary) with the matched message and its neighbours. With session_id: that session's start and end; add around_message_id to scroll. With nothing: recent sessions. since/until limit search and browse to sessions active in that period. Use it when the user refers to earlier work or you need a past decision, command or fix.";
     const READ_ONLY: bool = true;
 
     async fn run(&self, args: SessionSearchArgs, _ctx: &ToolContext) -> Result<String, ToolError> {
@@ -149,6 +162,14 @@ impl TypedTool for SessionSearch {
                 )));
             }
         };
+        let active =
+            crate::time_bound::parse_period(args.since.as_deref(), args.until.as_deref(), now_ms())
+                .map_err(ToolError::new)?;
+        if args.session_id.is_some() && active != herald_store::ActiveBetween::default() {
+            return Err(ToolError::new(
+                "since/until limit a search or the list of recent sessions; leave them out when reading a session by session_id",
+            ));
+        }
         let query = args.query.filter(|q| !q.trim().is_empty());
         let gone = |err: crate::StoreGone| ToolError::new(err.to_string());
         let result: Value = match (query, args.session_id, args.around_message_id) {
@@ -160,6 +181,7 @@ impl TypedTool for SessionSearch {
                     exclude_session: Some(current),
                     window,
                     sort,
+                    active,
                 };
                 let mut hits = self
                     .store
@@ -174,9 +196,12 @@ impl TypedTool for SessionSearch {
                     "results": hits.iter().map(|h| json!({
                         "session_id": h.session.id,
                         "title": h.session.title,
+                        "summary": h.session.summary,
                         "started_at_ms": h.session.started_at,
+                        "last_active_at_ms": h.session.last_active_at,
                         "parent_session_id": h.session.parent_session_id,
-                        "match": preview(&h.message),
+                        "matched_summary": h.summary_match,
+                        "match": h.message.as_ref().map(preview),
                         "before": h.before.iter().map(preview).collect::<Vec<_>>(),
                         "after": h.after.iter().map(preview).collect::<Vec<_>>(),
                     })).collect::<Vec<_>>(),
@@ -207,6 +232,7 @@ impl TypedTool for SessionSearch {
                     "mode": "read",
                     "session_id": o.session.id,
                     "title": o.session.title,
+                    "summary": o.session.summary,
                     "started_at_ms": o.session.started_at,
                     "head": o.head.iter().map(preview).collect::<Vec<_>>(),
                     "omitted": o.omitted,
@@ -216,7 +242,7 @@ impl TypedTool for SessionSearch {
             (None, None, _) => {
                 let mut sessions = self
                     .store
-                    .call(move |s| s.recent_sessions(limit + extra, Some(&current)))
+                    .call(move |s| s.recent_sessions_in(limit + extra, Some(&current), active))
                     .await
                     .map_err(gone)?
                     .map_err(|e| ToolError::new(e.to_string()))?;
@@ -227,7 +253,9 @@ impl TypedTool for SessionSearch {
                     "sessions": sessions.iter().map(|s| json!({
                         "session_id": s.id,
                         "title": s.title,
+                        "summary": s.summary,
                         "started_at_ms": s.started_at,
+                        "last_active_at_ms": s.last_active_at,
                         "messages": s.message_count,
                     })).collect::<Vec<_>>(),
                 })

@@ -263,6 +263,24 @@ pub enum EventKind {
         tools: u32,
         message: Option<String>,
     },
+    /// The memory flush ended: the extra request(s) that let the model save
+    /// durable facts with the `memory` tool before a compaction (`reason`
+    /// `compaction`) or at the end of a session (`session_end`). `status`
+    /// is `done`, `interrupted`, `timeout` or `failed` (`message` says
+    /// why); `saved` counts the memory calls that succeeded, `refused` the
+    /// other tools' calls that were refused. Its requests' `usage` events
+    /// come before it; its replies are stored but not `assistant.message`
+    /// events (they are no answer).
+    #[serde(rename = "memory.flush")]
+    MemoryFlush {
+        reason: String,
+        status: String,
+        requests: u32,
+        saved: u32,
+        refused: u32,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        message: Option<String>,
+    },
     /// A hook command ran (`[[hooks]]` in config.toml or an approved
     /// `.herald/hooks.toml`). `event` is the hook event (`pre_tool`,
     /// `session_start`, ...), `outcome` one of `ok`, `blocked`, `error`,

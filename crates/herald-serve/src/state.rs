@@ -301,10 +301,11 @@ impl AppState {
     }
 
     /// Ends every open session (server shutdown): running turns are
-    /// interrupted, background agents suspended, leases released.
+    /// interrupted, background agents suspended, leases released. No
+    /// memory flush: a stopping server should not wait on the model.
     pub(crate) async fn close_all(&self) {
         let sessions: Vec<Session> = self.lock().drain().map(|(_, o)| o.session).collect();
-        let ends = sessions.iter().map(|s| s.shutdown());
+        let ends = sessions.iter().map(|s| s.shutdown_now());
         futures_util::future::join_all(ends).await;
         self.mcp.shutdown().await;
     }

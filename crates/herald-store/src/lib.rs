@@ -76,7 +76,7 @@ pub use records::{
 };
 pub use sanitize::sanitize_fts_query;
 pub use search::{
-    DEFAULT_SEARCH_BUDGET, DEFAULT_SEARCH_LIMIT, DEFAULT_WINDOW, MAX_SEARCH_LIMIT, MAX_WINDOW,
-    MatchMode, SearchHit, SearchRequest, SearchSort,
+    ActiveBetween, DEFAULT_SEARCH_BUDGET, DEFAULT_SEARCH_LIMIT, DEFAULT_WINDOW, MAX_SEARCH_LIMIT,
+    MAX_WINDOW, MatchMode, SearchHit, SearchRequest, SearchSort,
 };
 pub use store::{Store, new_id};

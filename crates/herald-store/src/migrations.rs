@@ -373,9 +373,52 @@ CREATE TABLE checkpoints (
 CREATE UNIQUE INDEX checkpoints_live_turn ON checkpoints(session_id, turn) WHERE rewound_at IS NULL;
 "#;
 
-/// v15: a short summary of each ended session, searchable with its title.
+/// v15: a short summary of each ended session (the model's closing
+/// paragraph from the end-of-session memory flush, else the latest
+/// compaction summary, cut), searchable with its title.
+///
+/// `sessions_fts` indexes the title and summary of top-level sessions (a
+/// subagent's title is its goal, already in the message index). It keeps its
+/// own copy of the text with the `session_id`, and `sessions.search_rowid`
+/// names the session's row in it, so updates and deletes find that row by
+/// key. (External content on `sessions.rowid` would be smaller, but that
+/// table has a text primary key: a `VACUUM` may renumber its rowids and
+/// would silently attach one session's summary to another.) The update
+/// trigger fires only when the title or summary really changed: every
+/// message append sets the title with `coalesce`.
 const V15_SESSION_SUMMARY: &str = r#"
 ALTER TABLE sessions ADD COLUMN summary TEXT;
+ALTER TABLE sessions ADD COLUMN search_rowid INTEGER;
+
+CREATE VIRTUAL TABLE sessions_fts USING fts5(
+    session_id UNINDEXED,
+    title,
+    summary,
+    tokenize = 'unicode61 remove_diacritics 2'
+);
+
+CREATE TRIGGER sessions_fts_insert AFTER INSERT ON sessions
+WHEN new.parent_session_id IS NULL AND (new.title IS NOT NULL OR new.summary IS NOT NULL) BEGIN
+    INSERT INTO sessions_fts(session_id, title, summary) VALUES (new.id, new.title, new.summary);
+    UPDATE sessions SET search_rowid = last_insert_rowid() WHERE id = new.id;
+END;
+CREATE TRIGGER sessions_fts_delete AFTER DELETE ON sessions
+WHEN old.search_rowid IS NOT NULL BEGIN
+    DELETE FROM sessions_fts WHERE rowid = old.search_rowid;
+END;
+CREATE TRIGGER sessions_fts_update AFTER UPDATE OF title, summary ON sessions
+WHEN new.parent_session_id IS NULL
+     AND (old.title IS NOT new.title OR old.summary IS NOT new.summary) BEGIN
+    DELETE FROM sessions_fts WHERE rowid = old.search_rowid;
+    INSERT INTO sessions_fts(session_id, title, summary) VALUES (new.id, new.title, new.summary);
+    UPDATE sessions SET search_rowid = last_insert_rowid() WHERE id = new.id;
+END;
+
+INSERT INTO sessions_fts(rowid, session_id, title, summary)
+    SELECT rowid, id, title, summary FROM sessions
+    WHERE parent_session_id IS NULL AND (title IS NOT NULL OR summary IS NOT NULL);
+UPDATE sessions SET search_rowid = rowid
+    WHERE parent_session_id IS NULL AND (title IS NOT NULL OR summary IS NOT NULL);
 "#;
 
 /// Every schema step, in order. Append only.

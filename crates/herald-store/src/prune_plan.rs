@@ -10,7 +10,7 @@ use rusqlite::TransactionBehavior;
 
 use crate::error::{StoreError, sql};
 use crate::records::SessionRecord;
-use crate::sessions::{SESSION_COLUMNS, session_from_row};
+use crate::sessions::{SESSION_COLUMN_COUNT, SESSION_COLUMNS, session_from_row};
 use crate::store::{Store, now_ms};
 
 /// A top-level session together with the size of its tree.
@@ -50,7 +50,8 @@ impl Store {
             .query_map([cutoff], |row| {
                 Ok(SessionTree {
                     root: session_from_row(row)?,
-                    sessions: usize::try_from(row.get::<_, i64>(19)?).unwrap_or(0),
+                    sessions: usize::try_from(row.get::<_, i64>(SESSION_COLUMN_COUNT)?)
+                        .unwrap_or(0),
                 })
             })
             .map_err(sql(&self.path, "listing stale sessions"))?;

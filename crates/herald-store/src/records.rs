@@ -89,6 +89,10 @@ pub struct SessionRecord {
     pub cache_creation_tokens: u64,
     pub cost_usd: f64,
     pub message_count: u64,
+    /// A short summary stored when the session ended (see
+    /// [`crate::Store::set_summary`]); searchable with the title.
+    #[serde(default)]
+    pub summary: Option<String>,
 }
 
 /// A message as stored: its database id (stable handle for search windows),

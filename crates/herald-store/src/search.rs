@@ -1,6 +1,11 @@
 //! The engine of `session_search` and `herald sessions search`: full-text
 //! search grouped by session, plus browse mode.
 //!
+//! A session matches through its messages (`messages_fts`) or through its
+//! title and end-of-session summary (`sessions_fts`); both are bm25-ranked
+//! and a session's better match decides its place. Both modes can be limited
+//! to sessions active in a period ([`ActiveBetween`]).
+//!
 //! Ranking is FTS5's bm25 (`rank`). To stay fast over millions of messages the
 //! search first takes only the best-ranked candidate rows (`ORDER BY rank
 //! LIMIT k`), joins those to their messages, applies the role and session
@@ -133,6 +138,25 @@ pub enum MatchMode {
     AnyTerm,
 }
 
+/// A period a session must have been active in to be found: started before
+/// `until_ms` and last active at or after `since_ms` (Unix ms; `None` leaves
+/// that side open). So `since` = a week ago finds every session touched in
+/// the last week, however long ago it started.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ActiveBetween {
+    pub since_ms: Option<i64>,
+    pub until_ms: Option<i64>,
+}
+
+impl ActiveBetween {
+    /// Whether a session started at `started_at` and last active at
+    /// `last_active_at` falls in the period.
+    pub fn contains(&self, started_at: i64, last_active_at: i64) -> bool {
+        self.since_ms.is_none_or(|since| last_active_at >= since)
+            && self.until_ms.is_none_or(|until| started_at < until)
+    }
+}
+
 /// A full-text query with its filters. `limit` and `window` are clamped by the
 /// store (1..=10 and 1..=20), so callers may pass user input straight through.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -148,6 +172,8 @@ pub struct SearchRequest {
     /// Messages of context on each side of the match.
     pub window: usize,
     pub sort: SearchSort,
+    /// Only sessions active in this period.
+    pub active: ActiveBetween,
 }
 
 impl Default for SearchRequest {
@@ -159,6 +185,7 @@ impl Default for SearchRequest {
             exclude_session: None,
             window: DEFAULT_WINDOW,
             sort: SearchSort::Relevance,
+            active: ActiveBetween::default(),
         }
     }
 }
@@ -168,9 +195,13 @@ impl Default for SearchRequest {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SearchHit {
     pub session: SessionRecord,
-    pub message: StoredMessage,
+    /// The best-matching message; `None` when only the session's title or
+    /// summary matched (then `before` and `after` are empty).
+    pub message: Option<StoredMessage>,
     pub before: Vec<StoredMessage>,
     pub after: Vec<StoredMessage>,
+    /// Whether the session's title or summary matched the query.
+    pub summary_match: bool,
     /// Relevance of the match (negated bm25: higher is better); 0 when the
     /// hits are ordered newest first.
     pub score: f64,
@@ -187,29 +218,46 @@ struct Best {
     rank: f64,
 }
 
-/// Role and session filters applied to candidate rows.
+/// A session whose title or summary matched.
+struct SummaryMatch {
+    session_id: String,
+    rank: f64,
+}
+
+/// Role, session and period filters applied to candidate rows.
 struct Filter<'a> {
     roles: Option<Vec<&'static str>>,
     exclude: Option<&'a str>,
+    active: ActiveBetween,
 }
 
 impl Filter<'_> {
-    fn accepts(&self, session_id: &str, role: &str) -> bool {
+    fn accepts(&self, session_id: &str, role: &str, started_at: i64, last_active_at: i64) -> bool {
         self.exclude != Some(session_id)
             && self
                 .roles
                 .as_ref()
                 .is_none_or(|roles| roles.contains(&role))
+            && self.active.contains(started_at, last_active_at)
+    }
+
+    /// Whether a title or summary match counts: not with a role filter
+    /// (the caller asked for messages of those roles).
+    fn takes_summaries(&self) -> bool {
+        self.roles.is_none()
     }
 }
 
 impl Store {
-    /// Full-text search over every stored message, one hit per session.
+    /// Full-text search over every stored message and every top-level
+    /// session's title and summary, one hit per session.
     ///
     /// All terms must match; if that finds nothing and the query has several
     /// terms, it is retried with any term matching (hits then say
     /// [`MatchMode::AnyTerm`]). Returns no hits for a query with nothing
-    /// searchable in it.
+    /// searchable in it. A session found both ways shows its best message
+    /// and says `summary_match`; ranked by relevance, the better of its two
+    /// bm25 ranks places it.
     pub fn search(&self, request: &SearchRequest) -> Result<Vec<SearchHit>, StoreError> {
         let terms = fts_terms(&request.query);
         if terms.is_empty() {
@@ -223,34 +271,60 @@ impl Store {
                 .filter(|r| !r.is_empty())
                 .map(|roles| roles.iter().map(|r| role_str(*r)).collect()),
             exclude: request.exclude_session.as_deref(),
+            active: request.active,
         };
         let mut mode = MatchMode::AllTerms;
+        let mut fts = terms.join(" ");
         let (mut best, mut sorted_by) =
-            self.best_per_session(&terms.join(" "), &filter, limit, request.sort)?;
-        if best.is_empty() && terms.len() > 1 {
+            self.best_per_session(&fts, &filter, limit, request.sort)?;
+        let mut summaries = self.summary_matches(&fts, &filter, limit, request.sort)?;
+        if best.is_empty() && summaries.is_empty() && terms.len() > 1 {
             mode = MatchMode::AnyTerm;
-            (best, sorted_by) =
-                self.best_per_session(&terms.join(" OR "), &filter, limit, request.sort)?;
+            fts = terms.join(" OR ");
+            (best, sorted_by) = self.best_per_session(&fts, &filter, limit, request.sort)?;
+            summaries = self.summary_matches(&fts, &filter, limit, request.sort)?;
         }
         let window = clamp_window(request.window);
-        best.into_iter()
-            .map(|b| {
-                let session = require_session(&self.conn, &self.path, &b.session_id)?;
-                let message =
-                    message_in_session(&self.conn, &self.path, &b.session_id, b.message_id)?;
-                let (before, after) =
-                    neighbours(&self.conn, &self.path, &b.session_id, message.seq, window)?;
-                Ok(SearchHit {
-                    session,
-                    message,
-                    before,
-                    after,
-                    score: 0.0 - b.rank, // not `-rank`: keeps 0 from becoming -0
-                    match_mode: mode,
-                    sorted_by,
-                })
-            })
-            .collect()
+        let mut hits = Vec::with_capacity(best.len() + summaries.len());
+        for b in best {
+            let session = require_session(&self.conn, &self.path, &b.session_id)?;
+            let message = message_in_session(&self.conn, &self.path, &b.session_id, b.message_id)?;
+            let (before, after) =
+                neighbours(&self.conn, &self.path, &b.session_id, message.seq, window)?;
+            let summary = summaries.iter().position(|m| m.session_id == b.session_id);
+            let rank = match summary.map(|at| summaries.remove(at)) {
+                Some(matched) => (b.rank.min(matched.rank), true),
+                None => (b.rank, false),
+            };
+            hits.push(SearchHit {
+                session,
+                message: Some(message),
+                before,
+                after,
+                summary_match: rank.1,
+                score: 0.0 - rank.0, // not `-rank`: keeps 0 from becoming -0
+                match_mode: mode,
+                sorted_by,
+            });
+        }
+        for matched in summaries {
+            hits.push(SearchHit {
+                session: require_session(&self.conn, &self.path, &matched.session_id)?,
+                message: None,
+                before: Vec::new(),
+                after: Vec::new(),
+                summary_match: true,
+                score: 0.0 - matched.rank,
+                match_mode: mode,
+                sorted_by,
+            });
+        }
+        match sorted_by {
+            SearchSort::Relevance => hits.sort_by(|a, b| b.score.total_cmp(&a.score)),
+            SearchSort::Newest => hits.sort_by_key(|h| std::cmp::Reverse(newest_of(h))),
+        }
+        hits.truncate(limit);
+        Ok(hits)
     }
 
     /// Browse mode of `session_search` (no query): the most recently active
@@ -260,21 +334,89 @@ impl Store {
         limit: usize,
         exclude: Option<&str>,
     ) -> Result<Vec<SessionRecord>, StoreError> {
+        self.recent_sessions_in(limit, exclude, ActiveBetween::default())
+    }
+
+    /// [`Store::recent_sessions`] limited to sessions active in `active`.
+    pub fn recent_sessions_in(
+        &self,
+        limit: usize,
+        exclude: Option<&str>,
+        active: ActiveBetween,
+    ) -> Result<Vec<SessionRecord>, StoreError> {
         const CTX: &str = "listing recent sessions";
         let mut stmt = self
             .conn
             .prepare_cached(&format!(
                 "SELECT {SESSION_COLUMNS} FROM sessions \
                  WHERE parent_session_id IS NULL AND message_count > 0 AND id IS NOT ?1 \
+                 AND (?3 IS NULL OR last_active_at >= ?3) AND (?4 IS NULL OR started_at < ?4) \
                  ORDER BY last_active_at DESC, rowid DESC LIMIT ?2"
             ))
             .map_err(sql(&self.path, CTX))?;
         stmt.query_map(
-            params![exclude, to_i64(clamp_limit(limit) as u64)],
+            params![
+                exclude,
+                to_i64(clamp_limit(limit) as u64),
+                active.since_ms,
+                active.until_ms
+            ],
             session_from_row,
         )
         .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
         .map_err(sql(&self.path, CTX))
+    }
+
+    /// Up to `limit` top-level sessions whose title or summary match `fts`,
+    /// best bm25 first (or most recently active first), filtered like
+    /// message matches. None when the filter asks for message roles.
+    fn summary_matches(
+        &self,
+        fts: &str,
+        filter: &Filter<'_>,
+        limit: usize,
+        sort: SearchSort,
+    ) -> Result<Vec<SummaryMatch>, StoreError> {
+        const CTX: &str = "searching session titles and summaries";
+        if !filter.takes_summaries() {
+            return Ok(Vec::new());
+        }
+        let mut stmt = self
+            .conn
+            .prepare_cached(match sort {
+                SearchSort::Relevance => {
+                    "SELECT f.session_id, f.rank, s.started_at, s.last_active_at \
+                     FROM sessions_fts f JOIN sessions s ON s.id = f.session_id \
+                     WHERE sessions_fts MATCH ?1 ORDER BY f.rank"
+                }
+                SearchSort::Newest => {
+                    "SELECT f.session_id, 0.0, s.started_at, s.last_active_at \
+                     FROM sessions_fts f JOIN sessions s ON s.id = f.session_id \
+                     WHERE sessions_fts MATCH ?1 ORDER BY s.last_active_at DESC"
+                }
+            })
+            .map_err(sql(&self.path, CTX))?;
+        let mut rows = stmt
+            .query([fts])
+            .map_err(|e| classify(&self.path, CTX, e))?;
+        let mut found = Vec::new();
+        while found.len() < limit
+            && let Some(row) = rows.next().map_err(|e| classify(&self.path, CTX, e))?
+        {
+            let session_id: String = row.get(0).map_err(sql(&self.path, CTX))?;
+            let started_at: i64 = row.get(2).map_err(sql(&self.path, CTX))?;
+            let last_active_at: i64 = row.get(3).map_err(sql(&self.path, CTX))?;
+            if filter.exclude == Some(session_id.as_str())
+                || !filter.active.contains(started_at, last_active_at)
+            {
+                continue;
+            }
+            found.push(SummaryMatch {
+                session_id,
+                rank: row.get(1).map_err(sql(&self.path, CTX))?,
+            });
+        }
+        Ok(found)
     }
 
     /// How long bm25 ranking may run before a search falls back to newest
@@ -321,16 +463,18 @@ impl Store {
     ) -> rusqlite::Result<Vec<Best>> {
         let mut stmt = self.conn.prepare_cached(match order {
             SearchSort::Relevance => {
-                "SELECT c.rowid, c.rank, m.session_id, m.role \
+                "SELECT c.rowid, c.rank, m.session_id, m.role, s.started_at, s.last_active_at \
                  FROM (SELECT rowid, rank FROM messages_fts WHERE messages_fts MATCH ?1 \
                        ORDER BY rank LIMIT ?2) AS c \
-                 JOIN messages m ON m.id = c.rowid ORDER BY c.rank"
+                 JOIN messages m ON m.id = c.rowid JOIN sessions s ON s.id = m.session_id \
+                 ORDER BY c.rank"
             }
             SearchSort::Newest => {
-                "SELECT c.rowid, 0.0, m.session_id, m.role \
+                "SELECT c.rowid, 0.0, m.session_id, m.role, s.started_at, s.last_active_at \
                  FROM (SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?1 \
                        ORDER BY rowid DESC LIMIT ?2) AS c \
-                 JOIN messages m ON m.id = c.rowid ORDER BY c.rowid DESC"
+                 JOIN messages m ON m.id = c.rowid JOIN sessions s ON s.id = m.session_id \
+                 ORDER BY c.rowid DESC"
             }
         })?;
         let mut batch = FIRST_BATCH.max(limit * 16);
@@ -351,7 +495,7 @@ impl Store {
                 }
                 let session_id: String = row.get(2)?;
                 let role: String = row.get(3)?;
-                if !filter.accepts(&session_id, &role)
+                if !filter.accepts(&session_id, &role, row.get(4)?, row.get(5)?)
                     || best.iter().any(|b| b.session_id == session_id)
                 {
                     continue;
@@ -367,5 +511,67 @@ impl Store {
             }
             batch = batch.saturating_mul(8);
         }
+    }
+}
+
+/// When a hit was last relevant, for newest-first order: its message's
+/// time, or the session's last activity for a title or summary match.
+fn newest_of(hit: &SearchHit) -> i64 {
+    match &hit.message {
+        Some(message) if !hit.summary_match => message.created_at,
+        _ => hit.session.last_active_at,
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use rusqlite::Connection;
+
+    use crate::migrations::{MIGRATIONS, migrate};
+
+    /// A database from before v15 gets its existing top-level titles into
+    /// the session index, each row linked by `search_rowid`.
+    #[test]
+    fn v15_indexes_the_titles_already_stored() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        migrate(&mut conn, ":memory:", &MIGRATIONS[..14]).unwrap();
+        conn.execute_batch(
+            "INSERT INTO sessions (id, source, started_at, last_active_at, title) \
+                 VALUES ('a', 'cli', 1, 1, 'tune the narwhal cache'); \
+             INSERT INTO sessions (id, parent_session_id, source, started_at, last_active_at, title) \
+                 VALUES ('c', 'a', 'subagent', 1, 1, 'narwhal child'); \
+             INSERT INTO sessions (id, source, started_at, last_active_at) \
+                 VALUES ('b', 'cli', 1, 1);",
+        )
+        .unwrap();
+        migrate(&mut conn, ":memory:", MIGRATIONS).unwrap();
+        let found: Vec<String> = conn
+            .prepare("SELECT session_id FROM sessions_fts WHERE sessions_fts MATCH 'narwhal'")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(found, ["a"]);
+        let linked: i64 = conn
+            .query_row(
+                "SELECT count(*) FROM sessions s JOIN sessions_fts f ON f.rowid = s.search_rowid \
+                 WHERE f.session_id = s.id",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(linked, 1);
+        // A later title change replaces the row instead of adding one.
+        conn.execute(
+            "UPDATE sessions SET title = 'other words' WHERE id = 'a'",
+            [],
+        )
+        .unwrap();
+        let rows: i64 = conn
+            .query_row("SELECT count(*) FROM sessions_fts", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(rows, 1);
     }
 }

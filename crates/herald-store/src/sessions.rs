@@ -11,7 +11,12 @@ use crate::store::{Store, now_ms, to_u64};
 /// Columns of `sessions` in the order [`session_from_row`] reads them.
 pub(crate) const SESSION_COLUMNS: &str = "id, parent_session_id, agent_id, source, cwd, model, \
      provider, title, system_prompt, started_at, ended_at, end_reason, last_active_at, \
-     input_tokens, output_tokens, cached_tokens, cache_creation_tokens, cost_usd, message_count";
+     input_tokens, output_tokens, cached_tokens, cache_creation_tokens, cost_usd, message_count, \
+     summary";
+
+/// How many columns [`SESSION_COLUMNS`] names: the index of a column a
+/// query selects after them.
+pub(crate) const SESSION_COLUMN_COUNT: usize = 20;
 
 /// Maps a row selected with [`SESSION_COLUMNS`].
 pub(crate) fn session_from_row(row: &Row<'_>) -> rusqlite::Result<SessionRecord> {
@@ -35,6 +40,7 @@ pub(crate) fn session_from_row(row: &Row<'_>) -> rusqlite::Result<SessionRecord>
         cache_creation_tokens: to_u64(row.get(16)?),
         cost_usd: row.get(17)?,
         message_count: to_u64(row.get(18)?),
+        summary: row.get(19)?,
     })
 }
 
@@ -162,6 +168,22 @@ impl Store {
                 params![id, title],
             )
             .map_err(sql(&self.path, "setting a session title"))?;
+        if changed == 0 {
+            return Err(StoreError::UnknownSession(id.to_owned()));
+        }
+        Ok(())
+    }
+
+    /// Stores the short summary of a session (at its end), replacing an
+    /// earlier one; it is searchable with the title (`sessions_fts`).
+    pub fn set_summary(&mut self, id: &str, summary: &str) -> Result<(), StoreError> {
+        let changed = self
+            .conn
+            .execute(
+                "UPDATE sessions SET summary = ?2 WHERE id = ?1",
+                params![id, summary],
+            )
+            .map_err(sql(&self.path, "storing a session summary"))?;
         if changed == 0 {
             return Err(StoreError::UnknownSession(id.to_owned()));
         }

@@ -29,20 +29,25 @@ fn index_follows_inserts_updates_and_deletes() {
     let path = dir.path().join("state.db");
     let mut store = Store::open(&path).unwrap();
     assert!(query(&store, "quokka").is_empty());
-    let ids = session_with(&mut store, "s", &["a quokka appeared", "nothing here"]);
-    assert_eq!(query(&store, "quokka")[0].message.id, ids[0]);
+    // The first user message is the title (indexed with the session); the
+    // quokka is only in the assistant's reply.
+    let ids = session_with(&mut store, "s", &["nothing here", "a quokka appeared"]);
+    assert_eq!(
+        query(&store, "quokka")[0].message.as_ref().unwrap().id,
+        ids[1]
+    );
 
     // Update trigger: edit the row behind the store's back.
     let raw = rusqlite::Connection::open(&path).unwrap();
     raw.execute(
         "UPDATE messages SET content = 'a wombat appeared' WHERE id = ?1",
-        [ids[0]],
+        [ids[1]],
     )
     .unwrap();
     assert!(query(&store, "quokka").is_empty());
     assert_eq!(query(&store, "wombat").len(), 1);
     // Delete trigger on a direct row delete.
-    raw.execute("DELETE FROM messages WHERE id = ?1", [ids[0]])
+    raw.execute("DELETE FROM messages WHERE id = ?1", [ids[1]])
         .unwrap();
     assert!(query(&store, "wombat").is_empty());
     // And the index is still consistent with its content table.
@@ -71,7 +76,11 @@ fn sessions_are_ranked_by_their_best_message_with_one_hit_each() {
     );
     let hits = query(&store, "kubernetes");
     assert_eq!(session_ids(&hits), ["strong", "weak"]);
-    assert_eq!(hits[0].message.seq, 1, "best message of the session");
+    assert_eq!(
+        hits[0].message.as_ref().unwrap().seq,
+        1,
+        "best message of the session"
+    );
     assert!(hits[0].score > hits[1].score);
     assert_eq!(hits[0].match_mode, MatchMode::AllTerms);
 }
@@ -90,7 +99,7 @@ fn hits_carry_their_neighbours_in_order() {
             ..Default::default()
         })
         .unwrap()[0];
-    assert_eq!(hit.message.seq, 5);
+    assert_eq!(hit.message.as_ref().unwrap().seq, 5);
     assert_eq!(hit.before.iter().map(|m| m.seq).collect::<Vec<_>>(), [3, 4]);
     assert_eq!(hit.after.iter().map(|m| m.seq).collect::<Vec<_>>(), [6, 7]);
     assert_eq!(hit.session.title.as_deref(), Some("message number 1"));
@@ -335,8 +344,11 @@ fn explicit_prefix_and_tool_call_arguments_are_searchable() {
     assert_eq!(query(&store, "deploy*").len(), 1);
     assert!(query(&store, "deploy").is_empty());
     let hits = query(&store, "cargo build");
-    assert_eq!(hits[0].message.seq, 2);
-    assert_eq!(hits[0].message.message.tool_calls[0].name, "terminal");
+    assert_eq!(hits[0].message.as_ref().unwrap().seq, 2);
+    assert_eq!(
+        hits[0].message.as_ref().unwrap().message.tool_calls[0].name,
+        "terminal"
+    );
 }
 
 #[test]
@@ -463,7 +475,11 @@ fn ranking_past_its_time_budget_falls_back_to_newest_first() {
             .all(|h| h.sorted_by == SearchSort::Newest && h.score == 0.0)
     );
     assert_eq!(session_ids(&hits), ["s39", "s38", "s37"]);
-    assert_eq!(hits[0].message.seq, 50, "the session's newest match");
+    assert_eq!(
+        hits[0].message.as_ref().unwrap().seq,
+        50,
+        "the session's newest match"
+    );
 
     // The budget only applies to ranking; other queries on the store still work.
     store.set_search_budget(herald_store::DEFAULT_SEARCH_BUDGET);

@@ -419,7 +419,7 @@ fn a_version_1_database_is_upgraded_with_its_data() {
         })
         .unwrap();
     assert_eq!(hits.len(), 1);
-    assert_eq!(hits[0].message.seq, 1);
+    assert_eq!(hits[0].message.as_ref().unwrap().seq, 1);
     // v3's table exists and works; new appends continue the old numbering.
     store
         .record_usage(
@@ -514,7 +514,7 @@ fn a_large_append_keeps_order_ids_and_index() {
             ..Default::default()
         })
         .unwrap();
-    assert_eq!(hit[0].message.seq, 259);
+    assert_eq!(hit[0].message.as_ref().unwrap().seq, 259);
     assert_eq!(
         store.get_session("big").unwrap().unwrap().message_count,
         302

@@ -292,12 +292,39 @@ pub fn is_summary_request(body: &Value) -> bool {
         .is_some_and(|m| is_compaction_text(&canonical_message(m).to_string()))
 }
 
+/// Starts herald's memory flush instruction (herald-core `agent/flush.rs`).
+pub const FLUSH_INSTRUCTION_PREFIX: &str = "[herald] Memory flush";
+
+/// Whether `body` opens a memory flush: its last message holds the flush
+/// instruction. Like a summary request it is a side request: when it gets
+/// no reply (a failed or interrupted flush) herald withdraws the
+/// instruction, so the request after it continues from the request before
+/// it. (A flush that got a reply continues the conversation: its later
+/// requests extend the one before the flush.)
+pub fn is_flush_request(body: &Value) -> bool {
+    body.get("messages")
+        .and_then(Value::as_array)
+        .and_then(|m| m.last())
+        .is_some_and(|m| {
+            canonical_message(m)
+                .to_string()
+                .contains(FLUSH_INSTRUCTION_PREFIX)
+        })
+}
+
+/// A request whose messages need not be a prefix of the next request's:
+/// a summary request or the opening request of a memory flush.
+fn is_side_request(body: &Value) -> bool {
+    is_summary_request(body) || is_flush_request(body)
+}
+
 /// Walks the recorded requests in arrival order and calls `f(prev_index,
 /// cur_index, violations)` for each follow-up request of a conversation.
 /// A follow-up that is a context compaction of its predecessor (see
 /// [`is_allowed_rewrite`]) is skipped: it is neither a violation nor counted. A
-/// summary request (see [`is_summary_request`]) is checked against its
-/// predecessor but is not the predecessor of the next request.
+/// side request (a summary request, see [`is_summary_request`], or a flush
+/// request, see [`is_flush_request`]) is checked against its predecessor but
+/// is not the predecessor of the next request.
 fn for_each_follow_up(requests: &[RecordedRequest], mut f: impl FnMut(usize, usize, Vec<String>)) {
     let mut last: HashMap<&str, usize> = HashMap::new();
     for (i, r) in requests.iter().enumerate() {
@@ -310,7 +337,7 @@ fn for_each_follow_up(requests: &[RecordedRequest], mut f: impl FnMut(usize, usi
                 f(p, i, errors);
             }
         }
-        if !is_summary_request(&r.body) {
+        if !is_side_request(&r.body) {
             last.insert(&r.conversation, i);
         }
     }
@@ -344,13 +371,13 @@ pub fn pairing_violations(requests: &[RecordedRequest]) -> Vec<String> {
 }
 
 /// The request that request `i` must extend, if any: the latest earlier
-/// request of the same conversation that parsed and is not a summary request
+/// request of the same conversation that parsed and is not a side request
 /// (the same predecessor [`prefix_violations`] uses).
 fn predecessor(requests: &[RecordedRequest], i: usize) -> Option<usize> {
     let conversation = requests.get(i)?.conversation.as_str();
     (0..i).rev().find(|&j| {
         let r = &requests[j];
-        r.conversation == conversation && r.view().is_ok() && !is_summary_request(&r.body)
+        r.conversation == conversation && r.view().is_ok() && !is_side_request(&r.body)
     })
 }
 
@@ -654,6 +681,48 @@ mod tests {
             prefix_violations(&reqs).len(),
             2,
             "message changed and history shrank"
+        );
+    }
+
+    #[test]
+    fn a_flush_request_without_a_reply_may_be_withdrawn() {
+        let sys = json!({"role": "system", "content": "sys"});
+        let tools = json!([{"type": "function", "function": {"name": "f"}}]);
+        let body = |messages: Value| json!({"tools": tools, "messages": messages});
+        let before = body(json!([sys, {"role": "user", "content": "task"},
+            {"role": "assistant", "content": "a"}, {"role": "user", "content": "next"}]));
+        let mut flush = before["messages"].as_array().unwrap().clone();
+        flush.push(
+            json!({"role": "user", "content": "[herald] Memory flush: this session is ending."}),
+        );
+        let flush = body(json!(flush));
+        assert!(is_flush_request(&flush) && !is_flush_request(&before));
+        assert!(!is_summary_request(&flush), "the flush is no compaction");
+        // The flush failed: the next request goes on from the one before it.
+        let mut goes_on = before.clone();
+        goes_on["messages"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!({"role": "assistant", "content": "b"}));
+        let reqs = vec![
+            recorded("task", before.clone()),
+            recorded("task", flush.clone()),
+            recorded("task", goes_on),
+        ];
+        assert!(
+            prefix_violations(&reqs).is_empty(),
+            "{:?}",
+            prefix_violations(&reqs)
+        );
+        // A flush request is still checked against the request before it.
+        let mut edited = flush.clone();
+        edited["messages"][1]["content"] = json!("other task");
+        let reqs = vec![recorded("task", before), recorded("task", edited)];
+        assert_eq!(
+            prefix_violations(&reqs).len(),
+            1,
+            "{:?}",
+            prefix_violations(&reqs)
         );
     }
 

@@ -54,8 +54,9 @@ mod wire_openai;
 pub use canonical::{canonical_message, canonical_request, strip_cache_control};
 pub use fault::Fault;
 pub use invariants::{
-    check_pairing, check_prefix, is_compaction, is_compaction_text, is_summary_request,
-    pairing_violations, prefix_stability, prefix_violations, request_violations, violations,
+    FLUSH_INSTRUCTION_PREFIX, check_pairing, check_prefix, is_compaction, is_compaction_text,
+    is_flush_request, is_summary_request, pairing_violations, prefix_stability, prefix_violations,
+    request_violations, violations,
 };
 pub use normalize::{Api, NormMessage, RequestView};
 pub use outside_temp::{dir_outside_temp, is_under_temp};

@@ -174,11 +174,11 @@ async fn run_in_terminal(setup: TuiSetup) -> Result<TuiOutcome, TuiError> {
         let frame_due = last_draw + FRAME;
         tokio::select! {
             biased;
-            () = stop.cancelled() => break app.leave().await,
+            () = stop.cancelled() => break app.leave(&mut input, &stop).await,
             key = input.next() => match key {
                 Some(Ok(TermEvent::Key(key))) if key.kind != KeyEventKind::Release => {
                     if let Flow::Exit = app.on_key(key).await {
-                        break app.leave().await;
+                        break app.leave(&mut input, &stop).await;
                     }
                 }
                 Some(Ok(TermEvent::Paste(text))) => app.on_paste(&text),
@@ -189,7 +189,7 @@ async fn run_in_terminal(setup: TuiSetup) -> Result<TuiOutcome, TuiError> {
                 }
                 Some(Ok(_)) => {}
                 // The terminal went away: leave as if asked to.
-                Some(Err(_)) | None => break app.leave().await,
+                Some(Err(_)) | None => break app.leave(&mut input, &stop).await,
             },
             event = app.events.recv(), if app.events_open => {
                 match event {
@@ -208,7 +208,7 @@ async fn run_in_terminal(setup: TuiSetup) -> Result<TuiOutcome, TuiError> {
             result = poll_turn(&mut app.turn) => {
                 app.turn = None;
                 if let Flow::Exit = app.turn_finished(result).await {
-                    break app.leave().await;
+                    break app.leave(&mut input, &stop).await;
                 }
             }
             report = poll_compact(&mut app.compacting) => {
@@ -227,7 +227,7 @@ async fn run_in_terminal(setup: TuiSetup) -> Result<TuiOutcome, TuiError> {
                 app.status.spinner_frame = app.status.spinner_frame.wrapping_add(1);
                 app.dirty = true;
                 if app.exit_when_idle && !app.background_running() {
-                    break app.leave().await;
+                    break app.leave(&mut input, &stop).await;
                 }
             }
             () = tokio::time::sleep_until(frame_due.into()), if wait_for_frame => {}
@@ -1184,10 +1184,49 @@ impl App {
         Flow::Exit
     }
 
-    /// Ends the session (background agents are suspended).
-    async fn leave(&mut self) -> TuiOutcome {
+    /// Ends the session (background agents are suspended). A long session
+    /// first runs its memory flush; Ctrl+C or Esc (read from `input`), or
+    /// SIGTERM/SIGHUP (`stop`), end it at once, and leaving on a signal
+    /// skips it.
+    async fn leave(
+        &mut self,
+        input: &mut crossterm::event::EventStream,
+        stop: &CancellationToken,
+    ) -> TuiOutcome {
         self.finish_stream();
-        let suspended = self.session.shutdown().await;
+        let suspended = if stop.is_cancelled() {
+            self.session.shutdown_now().await
+        } else {
+            let session = &self.session;
+            let ending = session.shutdown();
+            tokio::pin!(ending);
+            let mut interrupting = false;
+            let mut keys_open = true;
+            loop {
+                tokio::select! {
+                    suspended = &mut ending => break suspended,
+                    () = stop.cancelled(), if !interrupting => interrupting = true,
+                    key = input.next(), if !interrupting && keys_open => match key {
+                        Some(Ok(TermEvent::Key(key)))
+                            if key.kind != KeyEventKind::Release
+                                && (key.code == KeyCode::Esc
+                                    || (key.code == KeyCode::Char('c')
+                                        && key.modifiers.contains(KeyModifiers::CONTROL))) =>
+                        {
+                            interrupting = true;
+                        }
+                        Some(Ok(_)) => {}
+                        // The terminal went away: the deadline still holds.
+                        Some(Err(_)) | None => keys_open = false,
+                    },
+                    // Until the end arrives: the flush may not have started
+                    // when the key came.
+                    () = tokio::time::sleep(Duration::from_millis(50)), if interrupting => {
+                        session.interrupt();
+                    }
+                }
+            }
+        };
         TuiOutcome {
             session_id: self.session.id().to_owned(),
             used: self.used,

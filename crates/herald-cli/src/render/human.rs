@@ -268,6 +268,21 @@ impl View {
             } => self.print(&format!(
                 "  context compacted: ~{tokens_before} \u{2192} ~{tokens_after} tokens"
             )),
+            EventKind::MemoryFlush {
+                reason,
+                status,
+                saved,
+                message,
+                ..
+            } => self.print(&format!(
+                "  memory flush ({}): {saved} saved{}",
+                reason.replace('_', " "),
+                match (status.as_str(), message) {
+                    ("done", _) => String::new(),
+                    (status, Some(why)) => format!(", {status}: {why}"),
+                    (status, None) => format!(", {status}"),
+                }
+            )),
             EventKind::RunCompleted { .. } if root => {
                 self.running.clear();
                 self.redraw();

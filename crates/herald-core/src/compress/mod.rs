@@ -172,6 +172,19 @@ pub(crate) struct Compacted {
     pub usage: Option<Usage>,
 }
 
+/// A compaction planned but not yet done (see [`Compactor::prepare`]).
+struct Prepared {
+    /// Provider tokens per estimated token.
+    ratio: f64,
+    plan: Plan,
+    /// The messages with old large outputs shortened.
+    shrunk: Vec<Message>,
+    /// How many outputs were shortened.
+    shortened: usize,
+    /// Whether the middle is summarised (else outputs shortening is all).
+    summarise: bool,
+}
+
 /// One agent's compression state: settings, the context window planned
 /// with, and the latest measurement of the prompt size.
 #[derive(Debug, Clone)]
@@ -253,22 +266,10 @@ impl Compactor {
                 .is_none_or(|after| tokens >= after + trigger / 10)
     }
 
-    /// Compacts `input.messages`. On success the caller replaces its history
-    /// with the returned one; on error nothing changed.
-    pub(crate) async fn compact(
-        &mut self,
-        input: CompactionInput<'_>,
-        cancel: &CancellationToken,
-    ) -> Result<Compacted, CompressError> {
-        let messages = input.messages;
-        let fixed = fixed_tokens(input.system, input.tools);
-        let tokens_before = self.prompt_tokens(fixed, messages);
+    /// Where a compaction of `messages` now would cut and whether it would
+    /// write a summary (or settle for shortened outputs, or find nothing).
+    fn prepare(&self, fixed: u64, messages: &[Message], trigger: Trigger) -> Prepared {
         let ratio = self.ratio(fixed, messages);
-        if input.trigger == Trigger::ContextTooLong {
-            // The window is smaller than planned (a local server, a wrong
-            // table entry): plan with what was just rejected.
-            self.window = self.window.min(tokens_before.max(1));
-        }
         let trigger_tokens = self.trigger_tokens();
         let limits = PlanLimits {
             protect_first_n: self.config.protect_first_n,
@@ -283,14 +284,58 @@ impl Compactor {
             plan.head_end..plan.recent_start,
             OLD_OUTPUT_KEEP_CHARS,
         );
-        let scaled = |m: &[Message]| ((fixed + estimate_tokens(m)) as f64 * ratio) as u64;
+        let scaled = ((fixed + estimate_tokens(&shrunk)) as f64 * ratio) as u64;
         // Only automatic compaction settles for shortened outputs: after a
         // "too long" error the window is uncertain, and `/compress` asks for
         // the summary.
-        let shrink_is_enough = shortened > 0
-            && input.trigger == Trigger::Threshold
-            && scaled(&shrunk) <= trigger_tokens / 2;
-        let (mut compacted, summarised, usage) = if plan.has_middle() && !shrink_is_enough {
+        let shrink_is_enough =
+            shortened > 0 && trigger == Trigger::Threshold && scaled <= trigger_tokens / 2;
+        Prepared {
+            ratio,
+            summarise: plan.has_middle() && !shrink_is_enough,
+            plan,
+            shrunk,
+            shortened,
+        }
+    }
+
+    /// Whether compacting `messages` now (for `trigger`) would ask the
+    /// model for a summary: what the memory flush before a compaction
+    /// waits for (a compaction that only shortens outputs loses nothing
+    /// worth saving).
+    pub(crate) fn will_summarise(
+        &self,
+        fixed: u64,
+        messages: &[Message],
+        trigger: Trigger,
+    ) -> bool {
+        self.prepare(fixed, messages, trigger).summarise
+    }
+
+    /// Compacts `input.messages`. On success the caller replaces its history
+    /// with the returned one; on error nothing changed.
+    pub(crate) async fn compact(
+        &mut self,
+        input: CompactionInput<'_>,
+        cancel: &CancellationToken,
+    ) -> Result<Compacted, CompressError> {
+        let messages = input.messages;
+        let fixed = fixed_tokens(input.system, input.tools);
+        let tokens_before = self.prompt_tokens(fixed, messages);
+        if input.trigger == Trigger::ContextTooLong {
+            // The window is smaller than planned (a local server, a wrong
+            // table entry): plan with what was just rejected.
+            self.window = self.window.min(tokens_before.max(1));
+        }
+        let Prepared {
+            ratio,
+            plan,
+            shrunk,
+            shortened,
+            summarise,
+        } = self.prepare(fixed, messages, input.trigger);
+        let scaled = |m: &[Message]| ((fixed + estimate_tokens(m)) as f64 * ratio) as u64;
+        let (mut compacted, summarised, usage) = if summarise {
             let budget = ((self.window as f64 * 0.9) as u64)
                 .saturating_sub(SUMMARY_REPLY_ALLOWANCE)
                 .saturating_sub(scaled(&[]));
@@ -551,6 +596,13 @@ mod tests {
         // characters brings ~100k tokens far under half the trigger.
         let messages = big_tool_loop(10, 40_000);
         let mut c = Compactor::new(config.clone(), "m");
+        // What the memory flush asks before a compaction: no summary here
+        // (nothing is lost), one for `/compress`, none without a middle.
+        let fixed = fixed_tokens("sys", &tools);
+        assert!(!c.will_summarise(fixed, &messages, Trigger::Threshold));
+        assert!(c.will_summarise(fixed, &messages, Trigger::Manual));
+        assert!(!c.will_summarise(fixed, &big_tool_loop(1, 10), Trigger::Manual));
+        assert!(c.will_summarise(fixed, &big_tool_loop(10, 100), Trigger::Threshold));
         let done = c
             .compact(
                 input(&client, &tools, &messages, Trigger::Threshold),

@@ -185,6 +185,24 @@ pub(crate) const MEMORY: &[Key] = &[
         "characters USER.md may hold",
         "1375",
     ),
+    key(
+        "flush_before_compaction",
+        Kind::Bool,
+        "let the model save durable facts before a compaction summarises",
+        "true",
+    ),
+    key(
+        "flush_min_turns",
+        int(0, 10_000),
+        "user turns a session needs for the flush at its end; 0 = never",
+        "6",
+    ),
+    key(
+        "flush_timeout_seconds",
+        int(1, 300),
+        "longest the end-of-session flush may hold up leaving",
+        "20",
+    ),
 ];
 
 /// `[compression]`.

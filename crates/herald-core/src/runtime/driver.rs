@@ -27,8 +27,9 @@ pub(super) async fn drive(
     let mut used = false;
     loop {
         let Some(command) = commands.recv().await else {
-            // Every handle is gone: end as if asked to.
-            end_session(&mut agent, &shared, lease, "exit", used).await;
+            // Every handle is gone: end as if asked to (nobody waits for a
+            // memory flush).
+            end_session(&mut agent, &shared, lease, "exit", used, false).await;
             return;
         };
         match command {
@@ -83,8 +84,8 @@ pub(super) async fn drive(
                 let outcome = rewind(&mut agent, &shared, &mut checkpoints, turn, scope).await;
                 let _ = done.send(outcome);
             }
-            Command::Shutdown { done } => {
-                let suspended = end_session(&mut agent, &shared, lease, "exit", used).await;
+            Command::Shutdown { done, flush } => {
+                let suspended = end_session(&mut agent, &shared, lease, "exit", used, flush).await;
                 // Refuses what comes next before the caller hears of the end.
                 commands.close();
                 let _ = done.send(suspended);
@@ -155,6 +156,13 @@ async fn run_turn(
         ExitReason::Error | ExitReason::Budget => RunStatus::Failed,
     };
     if one_shot {
+        // The session ends with this turn: the memory flush (a finished
+        // turn only; a signal cancels `cancel` and ends it) and the summary.
+        let flush = matches!(
+            outcome.exit_reason,
+            ExitReason::Completed | ExitReason::MaxIterations
+        ) && !cancel.is_cancelled();
+        super::end_flush::flush_and_summarise(agent, shared, cancel, flush).await;
         // Background agents still running (after an interrupt, a failure or
         // the iteration limit) are stopped and given a moment to record that
         // they were interrupted, before run.completed: it is the last event.
@@ -241,17 +249,26 @@ fn blocked_turn(agent: &Agent, reason: String) -> crate::TurnOutcome {
     }
 }
 
-/// Suspends the background agents (a resume restarts them), records the
-/// end (or discards a session that was never `used`, see
-/// [`discard_unused`]) and releases the lease. Returns how many agents were
-/// suspended.
+/// Runs the memory flush (with `flush`, after a turn in this process) and
+/// stores the summary, suspends the background agents (a resume restarts
+/// them), records the end (or discards a session that was never `used`,
+/// see [`discard_unused`]) and releases the lease. Returns how many agents
+/// were suspended.
 async fn end_session(
     agent: &mut Agent,
     shared: &Shared,
     lease: SessionLease,
     reason: &str,
     used: bool,
+    flush: bool,
 ) -> usize {
+    if used {
+        // Interruptible like a turn: `Session::interrupt` cancels it.
+        let cancel = shared.cancel.child_token();
+        *shared.turn.lock().unwrap_or_else(PoisonError::into_inner) = Some(cancel.clone());
+        super::end_flush::flush_and_summarise(agent, shared, &cancel, flush).await;
+        *shared.turn.lock().unwrap_or_else(PoisonError::into_inner) = None;
+    }
     let suspended = shared.delegation.suspend(SETTLE_LIMIT).await;
     if let Some(hooks) = agent.hooks() {
         hooks.session_end(reason).await;
@@ -359,7 +376,7 @@ fn drain_refusing(commands: &mut mpsc::UnboundedReceiver<Command>) {
             Command::Rewind { done, .. } => {
                 let _ = done.send(Err("the session has ended".to_owned()));
             }
-            Command::Shutdown { done } => {
+            Command::Shutdown { done, .. } => {
                 let _ = done.send(0);
             }
             Command::Turn { .. } => {}

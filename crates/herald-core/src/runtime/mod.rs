@@ -11,6 +11,7 @@
 
 mod clarify;
 mod driver;
+mod end_flush;
 mod open;
 mod subscription;
 
@@ -253,6 +254,8 @@ enum Command {
     },
     Shutdown {
         done: oneshot::Sender<usize>,
+        /// Run the end-of-session memory flush first (not on a signal).
+        flush: bool,
     },
 }
 
@@ -276,6 +279,9 @@ struct Shared {
     steer: Arc<crate::SteerQueue>,
     /// The MCP servers this session started itself, stopped when it ends.
     own_mcp: Option<Arc<herald_mcp::McpHub>>,
+    /// Longest the end-of-session memory flush may take
+    /// (`[memory] flush_timeout_seconds`).
+    flush_timeout: std::time::Duration,
 }
 
 /// A handle on an open session; clones share it. Dropping every handle
@@ -574,10 +580,27 @@ impl Session {
 
     /// Ends the session (see [`Op::Shutdown`]); returns how many background
     /// agents were suspended. Waits for a running turn to be interrupted.
+    /// A session with enough user turns first runs the memory flush (at
+    /// most `[memory] flush_timeout_seconds`; [`Session::interrupt`] or
+    /// [`Session::stop_all`] end it at once).
     pub async fn shutdown(&self) -> usize {
+        self.end(true).await
+    }
+
+    /// [`Session::shutdown`] without the memory flush: for leaving on a
+    /// signal, when nothing should hold the exit up.
+    pub async fn shutdown_now(&self) -> usize {
+        self.end(false).await
+    }
+
+    async fn end(&self, flush: bool) -> usize {
         self.interrupt();
         let (done, rx) = oneshot::channel();
-        if self.commands.send(Command::Shutdown { done }).is_err() {
+        if self
+            .commands
+            .send(Command::Shutdown { done, flush })
+            .is_err()
+        {
             return 0;
         }
         rx.await.unwrap_or(0)

@@ -227,6 +227,14 @@ pub async fn open_session(mut options: SessionOptions) -> Result<Session, Runtim
         await_background: options.one_shot,
     });
     agent.set_compression(settings.compression.clone());
+    // The root agent flushes memory (subagents never do); not at all with
+    // MEMORY.md disabled.
+    let memory = &settings.memory;
+    agent.set_memory_flush(memory.memory_enabled.then_some(crate::FlushSettings {
+        before_compaction: memory.flush_before_compaction,
+        min_turns: memory.flush_min_turns,
+        user_profile: memory.user_profile_enabled,
+    }));
     agent.set_gate(permissions.gate_for(events.clone()));
     // First of all: tool calls wait for the snapshot before a turn.
     let snapshot_gate = Arc::new(crate::checkpoints::SnapshotGate::default());
@@ -304,6 +312,7 @@ pub async fn open_session(mut options: SessionOptions) -> Result<Session, Runtim
         flusher: events.flusher(),
         steer,
         own_mcp,
+        flush_timeout: std::time::Duration::from_secs(settings.memory.flush_timeout_seconds.max(1)),
     });
     tokio::spawn(super::driver::drive(
         agent,
