@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use common::{Harness, LiveRun, Wire, last, of_type, stderr};
-use herald_testkit::{RecordedRequest, Reply, Script, canonical_message, check_pairing};
+use herald_testkit::{RecordedRequest, Reply, Script, canonical_message};
 use serde_json::{Value, json};
 
 const ONE: &str = "turn one: edit a.txt";
@@ -165,15 +165,6 @@ fn messages(request: &RecordedRequest) -> Vec<Value> {
 
 /// Tool pairing holds in every request (the prefix check is off in the
 /// tests that branch a conversation on purpose).
-fn assert_pairing(h: &Harness) {
-    for request in h.server.requests() {
-        assert_eq!(
-            check_pairing(&request.view().unwrap()),
-            Vec::<String>::new()
-        );
-    }
-}
-
 /// The first request of a continued session starts with exactly the
 /// messages of `earlier` (the last request of the turn before which it was
 /// rewound or forked) and that turn's answer: the same bytes, so the
@@ -197,7 +188,7 @@ fn assert_continues(earlier: &RecordedRequest, later: &RecordedRequest, prompt: 
 #[tokio::test(flavor = "multi_thread")]
 async fn rewind_restores_the_files_and_the_conversation_before_a_turn() {
     let h = harness().await;
-    h.server.skip_invariants(
+    h.server.allow_branches(
         "a rewind branches the conversation: the resumed request continues an earlier one, not the latest",
     );
     let work = h.work_path();
@@ -284,13 +275,13 @@ async fn rewind_restores_the_files_and_the_conversation_before_a_turn() {
     let live = checkpoints(&h, &id, false).await;
     assert_eq!(live.len(), 2);
     assert_eq!(live[1]["prompt"], "turn four: after the rewind");
-    assert_pairing(&h);
+    h.server.assert_invariants();
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn files_only_keeps_the_conversation_and_conversation_only_keeps_the_files() {
     let h = harness().await;
-    h.server.skip_invariants(
+    h.server.allow_branches(
         "a conversation-only rewind branches the conversation: the resumed request continues an earlier one",
     );
     let work = h.work_path();
@@ -334,7 +325,7 @@ async fn files_only_keeps_the_conversation_and_conversation_only_keeps_the_files
         &resumed[0],
         "turn six: conversation only",
     );
-    assert_pairing(&h);
+    h.server.assert_invariants();
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -427,7 +418,7 @@ async fn bad_rewinds_are_refused_and_change_nothing() {
 #[tokio::test(flavor = "multi_thread")]
 async fn fork_at_a_turn_starts_from_the_history_before_it() {
     let h = harness().await;
-    h.server.skip_invariants(
+    h.server.allow_branches(
         "a fork at a turn branches the conversation: its request continues an earlier one, not the latest",
     );
     let id = three_turns(&h).await;
@@ -476,13 +467,13 @@ async fn fork_at_a_turn_starts_from_the_history_before_it() {
         serde_json::from_str(&stdout(&herald(&h, &["sessions", "list", "--json"]).await)).unwrap();
     let before: Vec<Value> = serde_json::from_str(&sessions_before).unwrap();
     assert_eq!(sessions_after.len(), before.len() + 1, "only the good fork");
-    assert_pairing(&h);
+    h.server.assert_invariants();
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn without_git_the_turn_runs_with_one_warning_and_only_the_conversation_rewinds() {
     let h = harness().await;
-    h.server.skip_invariants(
+    h.server.allow_branches(
         "a rewind branches the conversation: the resumed request continues an earlier one",
     );
     let no_git = tempfile::tempdir().unwrap();
@@ -546,7 +537,7 @@ async fn without_git_the_turn_runs_with_one_warning_and_only_the_conversation_re
     let list = checkpoints(&h, &ro, false).await;
     assert!(list[0]["commit_id"].is_null());
     assert!(list[0]["note"].as_str().unwrap().contains("read-only"));
-    assert_pairing(&h);
+    h.server.assert_invariants();
 }
 
 /// `/rewind` in the TUI (under a pseudo-terminal): the turns are listed,
@@ -557,7 +548,7 @@ async fn slash_rewind_in_the_tui_rewinds_the_open_session() {
     use herald_testkit::pty::{PtySession, keys};
     const WAIT: std::time::Duration = std::time::Duration::from_secs(20);
     let h = harness().await;
-    h.server.skip_invariants(
+    h.server.allow_branches(
         "a rewind branches the conversation: the next request continues an earlier one",
     );
     let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_herald"));
@@ -615,5 +606,5 @@ async fn slash_rewind_in_the_tui_rewinds_the_open_session() {
     );
     pty.send(keys::CTRL_D);
     pty.wait_exit(WAIT).expect("herald exits on Ctrl+D");
-    assert_pairing(&h);
+    h.server.assert_invariants();
 }

@@ -270,7 +270,7 @@ fn is_repeated_compaction(prev: &Value, cur: &Value) -> bool {
 /// [`is_compaction`]), or a compaction that repeated an earlier summary (see
 /// [`is_repeated_compaction`]) after a summary request of the conversation
 /// made between the two.
-fn is_allowed_rewrite(requests: &[RecordedRequest], p: usize, i: usize) -> bool {
+fn is_allowed_rewrite(requests: &[RecordedRequest], p: usize, i: usize, allow: Allow) -> bool {
     let (prev, cur) = (&requests[p].body, &requests[i].body);
     is_compaction(prev, cur)
         || (is_repeated_compaction(prev, cur)
@@ -279,6 +279,67 @@ fn is_allowed_rewrite(requests: &[RecordedRequest], p: usize, i: usize) -> bool 
                     && r.view().is_ok()
                     && is_summary_request(&r.body)
             }))
+        || (allow.branches && is_branch(requests, i))
+}
+
+/// What a test allows beyond the two invariants. Everything else is still
+/// checked on every request.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Allow {
+    /// A request may branch off an earlier request of its conversation at
+    /// a user turn (see [`is_branch`]): a rewind or a fork at a turn.
+    pub branches: bool,
+}
+
+/// Whether request `i` starts a branch of its conversation: it ends with a
+/// new user prompt, and everything before that prompt is, byte for byte
+/// (`cache_control` aside), the history some earlier request of the
+/// conversation sent before one of its user prompts, with the same system
+/// prompt and tool list. So a rewound or forked conversation resends a
+/// prefix the provider has already cached, and loses nothing before the
+/// turn it branches at. A history that lost messages in the middle of a
+/// turn, or that changed any earlier message, is still a violation.
+pub fn is_branch(requests: &[RecordedRequest], i: usize) -> bool {
+    let Some(cur) = requests.get(i) else {
+        return false;
+    };
+    let Ok(view) = cur.view() else {
+        return false;
+    };
+    let is_prompt =
+        |m: &crate::normalize::NormMessage| m.role == "user" && m.tool_results.is_empty();
+    if !view.messages.last().is_some_and(is_prompt) {
+        return false;
+    }
+    let null = Value::Null;
+    let empty = Vec::new();
+    let body_messages = |body: &Value| {
+        body.get("messages")
+            .and_then(Value::as_array)
+            .unwrap_or(&empty)
+            .clone()
+    };
+    let mc = body_messages(&cur.body);
+    let k = mc.len().saturating_sub(1);
+    requests[..i].iter().any(|r| {
+        if r.conversation != cur.conversation || is_side_request(&r.body) {
+            return false;
+        }
+        let Ok(earlier) = r.view() else {
+            return false;
+        };
+        let mp = body_messages(&r.body);
+        k < mp.len()
+            && earlier.messages.get(k).is_some_and(is_prompt)
+            && canonical_system(r.body.get("system").unwrap_or(&null))
+                == canonical_system(cur.body.get("system").unwrap_or(&null))
+            && strip_cache_control(r.body.get("tools").unwrap_or(&null))
+                == strip_cache_control(cur.body.get("tools").unwrap_or(&null))
+            && mp[..k]
+                .iter()
+                .zip(&mc[..k])
+                .all(|(a, b)| canonical_message(a) == canonical_message(b))
+    })
 }
 
 /// Whether `body` is herald's summary request: a side request made during a
@@ -325,7 +386,11 @@ fn is_side_request(body: &Value) -> bool {
 /// side request (a summary request, see [`is_summary_request`], or a flush
 /// request, see [`is_flush_request`]) is checked against its predecessor but
 /// is not the predecessor of the next request.
-fn for_each_follow_up(requests: &[RecordedRequest], mut f: impl FnMut(usize, usize, Vec<String>)) {
+fn for_each_follow_up(
+    requests: &[RecordedRequest],
+    allow: Allow,
+    mut f: impl FnMut(usize, usize, Vec<String>),
+) {
     let mut last: HashMap<&str, usize> = HashMap::new();
     for (i, r) in requests.iter().enumerate() {
         if r.view().is_err() {
@@ -333,7 +398,7 @@ fn for_each_follow_up(requests: &[RecordedRequest], mut f: impl FnMut(usize, usi
         }
         if let Some(&p) = last.get(r.conversation.as_str()) {
             let errors = check_prefix(&requests[p].body, &r.body);
-            if errors.is_empty() || !is_allowed_rewrite(requests, p, i) {
+            if errors.is_empty() || !is_allowed_rewrite(requests, p, i, allow) {
                 f(p, i, errors);
             }
         }
@@ -386,6 +451,15 @@ fn predecessor(requests: &[RecordedRequest], i: usize) -> Option<usize> {
 /// its conversation's previous request. The result is what [`violations`]
 /// reports for request `i`, so a server can check each request on arrival.
 pub fn request_violations(requests: &[RecordedRequest], i: usize) -> Vec<String> {
+    request_violations_allowing(requests, i, Allow::default())
+}
+
+/// [`request_violations`] with what the test allows (see [`Allow`]).
+pub fn request_violations_allowing(
+    requests: &[RecordedRequest],
+    i: usize,
+    allow: Allow,
+) -> Vec<String> {
     if i >= requests.len() {
         return Vec::new();
     }
@@ -395,7 +469,7 @@ pub fn request_violations(requests: &[RecordedRequest], i: usize) -> Vec<String>
     }
     if let Some(p) = predecessor(requests, i) {
         let errors = check_prefix(&requests[p].body, &requests[i].body);
-        if !errors.is_empty() && !is_allowed_rewrite(requests, p, i) {
+        if !errors.is_empty() && !is_allowed_rewrite(requests, p, i, allow) {
             let conv = excerpt(&requests[i].conversation, 60);
             out.extend(
                 errors
@@ -410,16 +484,26 @@ pub fn request_violations(requests: &[RecordedRequest], i: usize) -> Vec<String>
 /// Every violation of both invariants across `requests`: the pairing
 /// violations first, then the prefix-stability ones.
 pub fn violations(requests: &[RecordedRequest]) -> Vec<String> {
+    violations_allowing(requests, Allow::default())
+}
+
+/// [`violations`] with what the test allows (see [`Allow`]).
+pub fn violations_allowing(requests: &[RecordedRequest], allow: Allow) -> Vec<String> {
     let mut out = pairing_violations(requests);
-    out.extend(prefix_violations(requests));
+    out.extend(prefix_violations_allowing(requests, allow));
     out
 }
 
 /// Every prefix-stability violation across `requests`, naming the conversation
 /// and both request indexes. Context compactions are not violations.
 pub fn prefix_violations(requests: &[RecordedRequest]) -> Vec<String> {
+    prefix_violations_allowing(requests, Allow::default())
+}
+
+/// [`prefix_violations`] with what the test allows (see [`Allow`]).
+pub fn prefix_violations_allowing(requests: &[RecordedRequest], allow: Allow) -> Vec<String> {
     let mut out = Vec::new();
-    for_each_follow_up(requests, |p, i, errors| {
+    for_each_follow_up(requests, allow, |p, i, errors| {
         let conv = excerpt(&requests[i].conversation, 60);
         out.extend(
             errors
@@ -434,7 +518,7 @@ pub fn prefix_violations(requests: &[RecordedRequest]) -> Vec<String> {
 /// requests)`, context compactions excluded.
 pub fn prefix_stability(requests: &[RecordedRequest]) -> (usize, usize) {
     let (mut good, mut total) = (0, 0);
-    for_each_follow_up(requests, |_, _, errors| {
+    for_each_follow_up(requests, Allow::default(), |_, _, errors| {
         total += 1;
         if errors.is_empty() {
             good += 1;
@@ -915,6 +999,54 @@ mod tests {
         assert!(e[0].contains("request #4"), "{e:?}");
         assert_eq!(violations(&reqs).len(), 2);
         assert_same_as_per_request(&reqs);
+    }
+
+    #[test]
+    fn a_branch_at_a_user_turn_is_allowed_only_when_the_test_allows_it() {
+        let u = |t: &str| json!({"role": "user", "content": t});
+        let a = |t: &str| json!({"role": "assistant", "content": t});
+        let body = |m: Vec<Value>| json!({"messages": m});
+        // Three turns, then a rewind to before turn 2 with a new prompt.
+        let reqs = vec![
+            recorded("P1", body(vec![u("P1")])),
+            recorded("P1", body(vec![u("P1"), a("r1"), u("P2")])),
+            recorded(
+                "P1",
+                body(vec![u("P1"), a("r1"), u("P2"), a("r2"), u("P3")]),
+            ),
+            recorded("P1", body(vec![u("P1"), a("r1"), u("new P2")])),
+            recorded(
+                "P1",
+                body(vec![u("P1"), a("r1"), u("new P2"), a("n2"), u("P3b")]),
+            ),
+        ];
+        assert!(is_branch(&reqs, 3));
+        assert!(!is_branch(&reqs, 2), "an ordinary follow-up is no branch");
+        let branches = Allow { branches: true };
+        assert_eq!(violations_allowing(&reqs, branches), Vec::<String>::new());
+        for i in 0..reqs.len() {
+            assert!(request_violations_allowing(&reqs, i, branches).is_empty());
+        }
+        // Without the allowance the branch is a violation.
+        let e = violations(&reqs);
+        assert!(!e.is_empty());
+        assert!(e.iter().all(|e| e.contains("request #2 -> #3")), "{e:?}");
+
+        // A history that lost an assistant reply mid-history is no branch:
+        // the kept part must end where an earlier request had a user prompt.
+        let lost = vec![
+            recorded("P1", body(vec![u("P1")])),
+            recorded("P1", body(vec![u("P1"), a("r1"), u("P2")])),
+            recorded("P1", body(vec![u("P1"), u("P2 again")])),
+        ];
+        assert!(!is_branch(&lost, 2));
+        assert!(!violations_allowing(&lost, branches).is_empty());
+        // A changed earlier message is no branch either.
+        let changed = vec![
+            recorded("P1", body(vec![u("P1"), a("r1"), u("P2")])),
+            recorded("P1", body(vec![u("P1"), a("r1 edited"), u("P3")])),
+        ];
+        assert!(!is_branch(&changed, 1));
     }
 
     /// Checking each request on arrival finds exactly what the whole-log

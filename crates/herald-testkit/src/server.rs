@@ -42,6 +42,9 @@ struct Shared {
     serial: AtomicU64,
     /// Why this server's invariant checks are off, if a test opted out.
     skip_reason: Mutex<Option<String>>,
+    /// What a test allows beyond the invariants (see
+    /// [`ScriptedServer::allow_branches`]).
+    allow: Mutex<invariants::Allow>,
 }
 
 impl Shared {
@@ -117,6 +120,7 @@ impl ScriptedServer {
             cache: Mutex::new(PrefixCache::default()),
             serial: AtomicU64::new(0),
             skip_reason: Mutex::new(None),
+            allow: Mutex::new(invariants::Allow::default()),
         });
         let router = Router::new()
             .route("/v1/chat/completions", post(openai))
@@ -199,9 +203,26 @@ impl ScriptedServer {
         *lock(&self.shared.skip_reason) = Some(reason.trim().to_string());
     }
 
+    /// Lets a request branch off an earlier request of its conversation at
+    /// a user turn (a rewind or a fork at a turn, see
+    /// [`invariants::is_branch`]); tool pairing and every other prefix rule
+    /// are still checked on every request.
+    ///
+    /// # Panics
+    ///
+    /// If `reason` is empty or blank.
+    pub fn allow_branches(&self, reason: &str) {
+        assert!(
+            !reason.trim().is_empty(),
+            "allow_branches needs a reason saying why this test's conversations branch"
+        );
+        lock(&self.shared.allow).branches = true;
+    }
+
     /// Both invariant checks over all recorded requests.
     pub fn check_invariants(&self) -> Result<(), Vec<String>> {
-        let errors = invariants::violations(&self.requests());
+        let allow = *lock(&self.shared.allow);
+        let errors = invariants::violations_allowing(&self.requests(), allow);
         if errors.is_empty() {
             Ok(())
         } else {
@@ -352,7 +373,7 @@ async fn handle(s: Arc<Shared>, api: Api, uri: Uri, headers: HeaderMap, raw: Byt
         // Each request is checked on arrival, so a violation fails the run
         // where it happens instead of only in the report at drop time.
         let errors = if checked {
-            invariants::request_violations(&log, index)
+            invariants::request_violations_allowing(&log, index, *lock(&s.allow))
         } else {
             Vec::new()
         };
