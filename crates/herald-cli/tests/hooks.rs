@@ -404,6 +404,74 @@ echo '{"decision": "block", "reason": "no shell for you"}'"#,
     h.server.assert_invariants();
 }
 
+/// A script run by `execute_code` calls tools through the registry; those
+/// calls pass the same `pre_tool`/`post_tool` hooks, so a hook that polices
+/// `terminal` cannot be bypassed by a script.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_scripts_tool_calls_pass_the_same_hooks() {
+    const CODE: &str = r#"
+from herald_tools import terminal, read_file
+try:
+    print("terminal ->", terminal(command="touch ran.txt"))
+except Exception as err:
+    print("terminal raised", err)
+print("read ->", read_file("seen.txt"))
+"#;
+    let h = Harness::new(Script::new().conversation(
+        "script things",
+        vec![
+            Reply::tool("execute_code", json!({ "code": CODE })),
+            Reply::text("done"),
+        ],
+    ))
+    .await;
+    let work = h.work_path();
+    std::fs::write(work.join("seen.txt"), "visible\n").unwrap();
+    let refuse = script(
+        &h,
+        "refuse.sh",
+        "cat > /dev/null\necho 'no shell, not even from a script' >&2\nexit 2",
+    );
+    let log = h.home.path().join("post.log");
+    let post = logger(&h, &log);
+    h.config(&format!(
+        "{}{}",
+        hook("pre_tool", Some("terminal"), &refuse, None),
+        hook("post_tool", Some("read_file"), &post, None),
+    ));
+    let (output, events) = h.run_json(Wire::OpenAi, &[], "Please script things").await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(
+        !work.join("ran.txt").exists(),
+        "the script's blocked command ran"
+    );
+    let results = tool_results(&h.requests_of("script things").last().unwrap().body);
+    assert!(
+        results[0].contains("no shell, not even from a script"),
+        "{}",
+        results[0]
+    );
+    assert!(results[0].contains("read -> "), "{}", results[0]);
+    // pre_tool ran for the script's terminal call (and blocked it); the
+    // post_tool hook saw the script's read_file call and its output.
+    let pre = ran(&events, "pre_tool");
+    assert_eq!(pre.len(), 1, "{pre:?}");
+    assert_eq!(pre[0]["outcome"], "blocked");
+    let logged = read_log(&log);
+    let reads = with_event(&logged, "post_tool");
+    assert_eq!(reads.len(), 1, "{logged:?}");
+    assert_eq!(reads[0]["tool_name"], "read_file");
+    assert!(
+        reads[0]["tool_output"]
+            .as_str()
+            .unwrap()
+            .contains("visible"),
+        "{:?}",
+        reads[0]
+    );
+    h.server.assert_invariants();
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn hooks_rewrite_arguments_replace_results_and_add_context_at_the_end() {
     let h = Harness::new(Script::new().conversation(

@@ -107,6 +107,9 @@ pub struct Agent {
     gate: Option<Arc<dyn herald_tools::PermissionGate>>,
     /// See every tool call before and after it runs (hooks, learnings).
     interceptors: Vec<Arc<dyn CallInterceptor>>,
+    /// The interceptors with this agent's identity, as tool calls carry
+    /// them; `None` while there are none.
+    interception: Option<Arc<crate::intercept::Interception>>,
     /// The session's hooks (`pre_compact` here; the runtime runs the rest).
     hooks: Option<Arc<crate::hooks::Hooks>>,
     tools: EncodedTools,
@@ -156,6 +159,7 @@ impl Agent {
             registry: setup.registry,
             gate: None,
             interceptors: Vec::new(),
+            interception: None,
             hooks: None,
             tools,
             system_prompt: setup.system_prompt,
@@ -200,6 +204,11 @@ impl Agent {
     /// [`crate::intercept`]).
     pub fn add_interceptor(&mut self, interceptor: Arc<dyn CallInterceptor>) {
         self.interceptors.push(interceptor);
+        self.interception = crate::intercept::Interception::new(
+            self.interceptors.clone(),
+            self.events.session_id(),
+            self.events.agent_id(),
+        );
     }
 
     /// Gives this agent the session's hooks (see [`crate::hooks`]).
@@ -472,7 +481,7 @@ impl Agent {
                 &self.registry,
                 CallGuards {
                     gate: self.gate.as_ref(),
-                    interceptors: &self.interceptors,
+                    interception: self.interception.as_ref(),
                 },
                 &calls,
                 &self.state,

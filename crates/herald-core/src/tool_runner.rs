@@ -13,7 +13,7 @@ use herald_tools::{
 };
 use tokio_util::sync::CancellationToken;
 
-use crate::intercept::{self, CallInterceptor, CallSite};
+use crate::intercept::Interception;
 use crate::{EventSink, Recorder, nested_calls};
 
 /// How long a tool may take to wind down after an interrupt before it is dropped.
@@ -33,7 +33,7 @@ fn not_started(call: &ToolCall) -> Message {
 #[derive(Clone, Copy)]
 pub(crate) struct CallGuards<'a> {
     pub gate: Option<&'a Arc<dyn PermissionGate>>,
-    pub interceptors: &'a [Arc<dyn CallInterceptor>],
+    pub interception: Option<&'a Arc<Interception>>,
 }
 
 /// Runs `calls` and returns their result messages in call order. The
@@ -52,24 +52,11 @@ pub(crate) async fn run_tool_calls(
 ) -> Vec<Message> {
     let observer = nested_calls::observer(events, recorder);
     let observer = &observer;
-    let cwd = if guards.interceptors.is_empty() {
-        std::path::PathBuf::new()
-    } else {
-        state.cwd()
-    };
-    let site = CallSite {
-        session_id: events.session_id(),
-        agent_id: events.agent_id(),
-        cwd: &cwd,
-    };
     // In a batch of several calls each result is kept in the store as soon
     // as its call ends, so a crash before the batch is stored loses none.
     let keeper = recorder.filter(|_| calls.len() > 1);
     let run = |call| async move {
-        let mut result = run_one(
-            registry, guards, site, call, state, cancel, events, observer,
-        )
-        .await;
+        let mut result = run_one(registry, guards, call, state, cancel, events, observer).await;
         if !images {
             result.images = Vec::new();
         }
@@ -143,7 +130,6 @@ fn append_todo_nudge(calls: &[ToolCall], results: &mut [Message], state: &AgentS
 async fn run_one(
     registry: &Arc<ToolRegistry>,
     guards: CallGuards<'_>,
-    site: CallSite<'_>,
     call: &ToolCall,
     state: &Arc<AgentState>,
     cancel: &CancellationToken,
@@ -156,26 +142,7 @@ async fn run_one(
         arguments: call.arguments.clone(),
     });
     let started = Instant::now();
-    let interceptors = guards.interceptors;
-    // The call as interceptors leave it (a hook may rewrite its arguments);
-    // the stored assistant message keeps what the model sent.
-    let mut rewritten = None;
-    let mut blocked = None;
-    if !interceptors.is_empty() {
-        let mut copy = call.clone();
-        blocked = intercept::before_call(interceptors, site, &mut copy).await;
-        if copy.arguments != call.arguments {
-            rewritten = Some(copy);
-        }
-    }
-    let run_call = rewritten.as_ref().unwrap_or(call);
-    let mut result = match blocked {
-        Some(reason) => ToolResult::error(reason),
-        None => execute(registry, guards.gate, run_call, state, cancel, observer).await,
-    };
-    if !interceptors.is_empty() {
-        intercept::after_call(interceptors, site, run_call, &mut result).await;
-    }
+    let result = execute(registry, guards, call, state, cancel, observer).await;
     events.emit(completed_event(
         call,
         &result.content,
@@ -189,7 +156,7 @@ async fn run_one(
 /// interrupt.
 async fn execute(
     registry: &Arc<ToolRegistry>,
-    gate: Option<&Arc<dyn PermissionGate>>,
+    guards: CallGuards<'_>,
     call: &ToolCall,
     state: &Arc<AgentState>,
     cancel: &CancellationToken,
@@ -198,7 +165,8 @@ async fn execute(
     let ctx = ToolContext::new(Arc::clone(state), cancel.child_token())
         .with_call(&call.id, Arc::clone(registry))
         .with_observer(Arc::clone(observer))
-        .with_gate(gate.cloned());
+        .with_gate(guards.gate.cloned())
+        .with_interception(guards.interception.cloned());
     let execution = registry.execute(call, &ctx);
     tokio::pin!(execution);
     tokio::select! {

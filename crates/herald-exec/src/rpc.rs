@@ -51,6 +51,9 @@ pub(crate) struct Dispatcher {
     /// decides per call) the script's calls run under it too, so a confined
     /// script cannot escape through `terminal`.
     sandbox: Option<Arc<herald_sandbox::SandboxPolicy>>,
+    /// The interceptors of the `execute_code` call's agent: the script's
+    /// calls pass the same hooks and learnings as the model's.
+    interception: Option<Arc<herald_tools::Interception>>,
     parent_call_id: String,
     token: Token,
     allowed: Vec<String>,
@@ -74,6 +77,7 @@ impl Dispatcher {
             observer: ctx.observer.clone(),
             gate: ctx.gate.clone(),
             sandbox: ctx.sandbox.clone(),
+            interception: ctx.interception.clone(),
             parent_call_id: ctx.call_id.clone(),
             token,
             allowed,
@@ -172,7 +176,8 @@ impl Dispatcher {
         };
         let mut ctx = ToolContext::new(Arc::clone(&self.state), self.cancel.clone())
             .with_call(&call.id, Arc::clone(&self.registry))
-            .with_gate(self.gate.clone());
+            .with_gate(self.gate.clone())
+            .with_interception(self.interception.clone());
         ctx.sandbox = self.sandbox.clone();
         let result = self.registry.execute(&call, &ctx).await;
         (call.arguments, result)

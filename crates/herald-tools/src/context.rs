@@ -127,6 +127,9 @@ pub struct ToolContext {
     pub sandbox: Option<Arc<herald_sandbox::SandboxPolicy>>,
     /// Which environment variables processes started by the tool inherit.
     pub env: Arc<herald_sandbox::EnvFilter>,
+    /// What every call made in this context passes before and after it
+    /// runs (hooks, learnings); `None` runs calls as they are.
+    pub interception: Option<Arc<crate::Interception>>,
 }
 
 impl std::fmt::Debug for ToolContext {
@@ -150,7 +153,15 @@ impl ToolContext {
             gate: None,
             sandbox: None,
             env: Arc::default(),
+            interception: None,
         }
+    }
+
+    /// Passes every call made in this context (nested ones too) through
+    /// `interception`.
+    pub fn with_interception(mut self, interception: Option<Arc<crate::Interception>>) -> Self {
+        self.interception = interception;
+        self
     }
 
     /// Passes every call made in this context through `gate`.

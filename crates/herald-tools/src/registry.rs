@@ -118,7 +118,24 @@ impl ToolRegistry {
     /// violations become error results; output is cut to the limit; images
     /// a provider would refuse (not PNG/JPEG/GIF/WebP, bad base64, too
     /// large) are dropped with a note (`herald_protocol::admit_images`).
+    ///
+    /// With an interception in `ctx` (see [`crate::intercept`]) the call
+    /// passes its interceptors first and last; they may rewrite or block it.
     pub async fn execute(&self, call: &ToolCall, ctx: &ToolContext) -> ToolResult {
+        let Some(interception) = &ctx.interception else {
+            return self.execute_checked(call, ctx).await;
+        };
+        let cwd = ctx.state.cwd();
+        interception
+            .around(&cwd, call, |effective| async move {
+                let result = self.execute_checked(&effective, ctx).await;
+                (effective, result)
+            })
+            .await
+    }
+
+    /// [`Self::execute`] without the interceptors.
+    async fn execute_checked(&self, call: &ToolCall, ctx: &ToolContext) -> ToolResult {
         let Some(tool) = self.tools.get(&call.name) else {
             return ToolResult::error(format!(
                 "unknown tool '{}'. Available tools: {}",

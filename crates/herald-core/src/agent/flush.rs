@@ -342,6 +342,11 @@ impl Agent {
             .push(Message::user(flush_instruction(reason, user_profile)));
         let mut interceptors: Vec<Arc<dyn CallInterceptor>> = vec![Arc::new(MemoryOnly)];
         interceptors.extend(self.interceptors.iter().cloned());
+        let interception = crate::intercept::Interception::new(
+            interceptors,
+            self.events.session_id(),
+            self.events.agent_id(),
+        );
         let stopped = |token: &CancellationToken| {
             if cancel.is_cancelled() {
                 Some(FlushStatus::Interrupted)
@@ -389,7 +394,7 @@ impl Agent {
                 &self.registry,
                 CallGuards {
                     gate: self.gate.as_ref(),
-                    interceptors: &interceptors,
+                    interception: interception.as_ref(),
                 },
                 &calls,
                 &self.state,
