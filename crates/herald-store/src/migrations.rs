@@ -421,6 +421,13 @@ UPDATE sessions SET search_rowid = rowid
     WHERE parent_session_id IS NULL AND (title IS NOT NULL OR summary IS NOT NULL);
 "#;
 
+/// v16: an assistant message's reasoning: Anthropic thinking blocks (sent
+/// back unchanged across tool use) and streamed reasoning text, as JSON;
+/// NULL for a message without any.
+const V16_REASONING: &str = r#"
+ALTER TABLE messages ADD COLUMN reasoning TEXT;
+"#;
+
 /// Every schema step, in order. Append only.
 pub(crate) const MIGRATIONS: &[Migration] = &[
     Migration {
@@ -498,10 +505,15 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         name: "session summaries",
         sql: V15_SESSION_SUMMARY,
     },
+    Migration {
+        version: 16,
+        name: "assistant reasoning",
+        sql: V16_REASONING,
+    },
 ];
 
 /// The schema version this build creates and understands.
-pub const SCHEMA_VERSION: i64 = 15;
+pub const SCHEMA_VERSION: i64 = 16;
 
 /// Reads `PRAGMA user_version`.
 pub(crate) fn current_version(conn: &Connection, path: &str) -> Result<i64, StoreError> {
