@@ -299,3 +299,34 @@ async fn openai_server_quirks_are_tolerated_end_to_end() {
     );
     h.server.assert_invariants();
 }
+
+/// A plain-http endpoint needs no certificates: with an empty certificate
+/// store (as in a minimal container) herald still reaches a local server.
+/// Before, building the client loaded the system's roots and failed.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_plain_http_server_is_reached_with_an_empty_certificate_store() {
+    let h =
+        Harness::new(Script::new().conversation("no certs", vec![Reply::text("reached")])).await;
+    let empty = tempfile::tempdir().unwrap();
+    let pem = empty.path().join("empty.pem");
+    std::fs::write(&pem, "").unwrap();
+    for (wire, prompt) in [
+        (Wire::OpenAi, "Please work with no certs on openai"),
+        (Wire::Anthropic, "Please work with no certs on anthropic"),
+    ] {
+        let mut cmd = h.command(wire);
+        cmd.env("SSL_CERT_FILE", &pem)
+            .env("SSL_CERT_DIR", empty.path())
+            .args(["run", "--json", prompt]);
+        let output = cmd.output().await.unwrap();
+        assert!(
+            output.status.success(),
+            "stdout: {}\nstderr: {}",
+            String::from_utf8_lossy(&output.stdout),
+            stderr(&output)
+        );
+        let events = common::parse_events(&output.stdout);
+        assert_eq!(last(&events)["final_response"], "reached");
+    }
+    h.server.assert_invariants();
+}

@@ -85,6 +85,12 @@ pub struct ClientConfig {
     pub images: bool,
 }
 
+/// Whether `base` is an `http://` URL (no TLS to set up).
+fn is_plain_http(base: &str) -> bool {
+    base.get(..7)
+        .is_some_and(|scheme| scheme.eq_ignore_ascii_case("http://"))
+}
+
 /// A streaming client for one provider and model.
 #[derive(Debug, Clone)]
 pub struct LlmClient {
@@ -100,23 +106,28 @@ impl LlmClient {
     pub fn new(config: ClientConfig) -> Result<Self, LlmError> {
         // Several clients may be built; only the first install wins, which is fine.
         let _ = rustls::crypto::ring::default_provider().install_default();
-        let http = reqwest::Client::builder()
-            .connect_timeout(config.connect_timeout)
-            .pool_idle_timeout(Duration::from_secs(90))
-            .tcp_nodelay(true)
-            .build()
-            .map_err(|err| {
-                LlmError::new(
-                    ErrorKind::Network,
-                    format!("could not build the HTTP client: {err}"),
-                )
-            })?;
         let base = if config.base_url.trim().is_empty() {
             config.provider.default_base_url()
         } else {
             config.base_url.trim()
         };
         let base = base.trim_end_matches('/');
+        let mut builder = reqwest::Client::builder()
+            .connect_timeout(config.connect_timeout)
+            .pool_idle_timeout(Duration::from_secs(90))
+            .tcp_nodelay(true);
+        if is_plain_http(base) {
+            // A plain-http endpoint (a local server) needs no certificates:
+            // loading the system's roots costs ~2 ms at start and fails
+            // outright where the store is empty.
+            builder = builder.tls_certs_only(std::iter::empty());
+        }
+        let http = builder.build().map_err(|err| {
+            LlmError::new(
+                ErrorKind::Network,
+                format!("could not build the HTTP client: {err}"),
+            )
+        })?;
         let endpoint = match config.provider {
             ProviderKind::OpenAi => format!("{base}/chat/completions"),
             ProviderKind::Anthropic if base.ends_with("/v1") => format!("{base}/messages"),
@@ -650,6 +661,15 @@ pub fn error_chain(err: &dyn std::error::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_http_urls_skip_tls() {
+        assert!(is_plain_http("http://127.0.0.1:8080/v1"));
+        assert!(is_plain_http("HTTP://localhost"));
+        assert!(!is_plain_http("https://api.openai.com/v1"));
+        assert!(!is_plain_http("http:/"));
+        assert!(!is_plain_http(""));
+    }
 
     /// What the caller saw: `[text]` for deltas, `|` for a restart.
     fn run(attempts: &[&[&str]], final_text: &str) -> String {
