@@ -455,6 +455,9 @@ impl Shadow {
                     OsStr::new("init"),
                     OsStr::new("--quiet"),
                     OsStr::new("--bare"),
+                    // No template: sample hooks and the like are never used
+                    // here, and copying them was most of the first snapshot.
+                    OsStr::new("--template="),
                     &dir,
                 ],
                 None,
@@ -508,7 +511,7 @@ impl Shadow {
         index: Option<&Path>,
         in_repository: bool,
     ) -> Result<Vec<u8>, ShadowError> {
-        let mut cmd = Command::new("git");
+        let mut cmd = Command::new(git_program());
         cmd.env_clear();
         for key in ["PATH", "HOME"] {
             if let Some(value) = std::env::var_os(key) {
@@ -697,4 +700,27 @@ fn number(field: &[u8]) -> u64 {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(0)
+}
+
+/// The `git` to run: found once on `PATH` (every snapshot runs git several
+/// times, and a bare name makes each start search `PATH` again); a bare
+/// `git` when it is not there, so starting it fails as before.
+fn git_program() -> &'static OsStr {
+    static PROGRAM: std::sync::OnceLock<OsString> = std::sync::OnceLock::new();
+    PROGRAM.get_or_init(|| {
+        std::env::var_os("PATH")
+            .and_then(|path| {
+                std::env::split_paths(&path)
+                    .map(|dir| dir.join("git"))
+                    .find(|candidate| is_executable(candidate))
+            })
+            .map_or_else(|| OsString::from("git"), PathBuf::into_os_string)
+    })
+}
+
+/// Whether `path` is a file this process may execute.
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path)
+        .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
 }
