@@ -523,8 +523,11 @@ pub(crate) fn current_version(conn: &Connection, path: &str) -> Result<i64, Stor
 
 /// Brings `conn` up to the last step of `steps`.
 ///
-/// Each step re-reads the version inside its write transaction, so two
-/// processes opening the same new file at once apply every step exactly once.
+/// All pending steps run in one write transaction (one commit: a new store
+/// is created in one go), each inside its own savepoint: a failing step is
+/// rolled back alone and the steps before it are kept. The version is
+/// re-read inside the transaction, so two processes opening the same new
+/// file at once apply every step exactly once.
 pub(crate) fn migrate(
     conn: &mut Connection,
     path: &str,
@@ -539,28 +542,42 @@ pub(crate) fn migrate(
             supported: latest,
         });
     }
-    for step in steps.iter().filter(|m| m.version > found) {
+    if found == latest {
+        return Ok(());
+    }
+    let mut tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(sql(path, "starting a schema migration"))?;
+    let now: i64 = tx
+        .pragma_query_value(None, "user_version", |row| row.get(0))
+        .map_err(sql(path, "reading the schema version"))?;
+    let mut failure = None;
+    for step in steps.iter().filter(|m| m.version > now) {
         let fail = |source| StoreError::Migration {
             path: path.to_owned(),
             version: step.version,
             name: step.name,
             source,
         };
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(sql(path, "starting a schema migration"))?;
-        let now: i64 = tx
-            .pragma_query_value(None, "user_version", |row| row.get(0))
-            .map_err(fail)?;
-        if now >= step.version {
-            continue; // another process got there first; dropping `tx` rolls back nothing
+        let applied = tx.savepoint().and_then(|point| {
+            point.execute_batch(step.sql)?;
+            point.pragma_update(None, "user_version", step.version)?;
+            point.commit()
+        });
+        if let Err(source) = applied {
+            // Dropping the savepoint rolled this step back; the steps
+            // before it are committed below.
+            failure = Some(fail(source));
+            break;
         }
-        tx.execute_batch(step.sql).map_err(fail)?;
-        tx.pragma_update(None, "user_version", step.version)
-            .map_err(fail)?;
-        tx.commit().map_err(fail)?;
     }
-    Ok(())
+    tx.commit().map_err(|source| StoreError::Migration {
+        path: path.to_owned(),
+        version: latest,
+        name: "committing the schema steps",
+        source,
+    })?;
+    failure.map_or(Ok(()), Err)
 }
 
 #[cfg(test)]

@@ -66,13 +66,15 @@ impl Store {
         // connection is creating or reading the new file: retry with backoff
         // up to the busy timeout. The answer is the resulting mode: "wal" for
         // files, "memory" in memory.
+        // Before the switch: creating a new file's WAL then costs no fsync
+        // of its own (with WAL, NORMAL syncs only at checkpoints).
+        conn.pragma_update(None, "synchronous", "NORMAL")
+            .map_err(sql(&path, "setting synchronous=NORMAL"))?;
         let started = Instant::now();
         busy::retry_busy(started, || {
             conn.pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get::<_, String>(0))
         })
         .map_err(|(err, waited)| locked_after(&path, "switching to WAL mode", err, waited))?;
-        conn.pragma_update(None, "synchronous", "NORMAL")
-            .map_err(sql(&path, "setting synchronous=NORMAL"))?;
         conn.pragma_update(None, "foreign_keys", "ON")
             .map_err(sql(&path, "enabling foreign keys"))?;
         conn.set_prepared_statement_cache_capacity(32);
