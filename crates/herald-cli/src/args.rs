@@ -67,6 +67,7 @@ pub(crate) struct CommonArgs {
     pub max_iterations: Option<u32>,
     pub toolsets: Option<Vec<String>>,
     pub cwd: Option<PathBuf>,
+    pub reasoning_effort: Option<String>,
     pub mode: Option<String>,
     pub yolo: bool,
     pub config: Option<PathBuf>,
@@ -139,12 +140,17 @@ pub(crate) struct AgentArgs {
     /// Comma-separated toolsets to enable (e.g. terminal,file).
     #[arg(long, value_delimiter = ',', value_name = "LIST")]
     pub toolsets: Option<Vec<String>>,
+    /// reasoning_effort for OpenAI-compatible reasoning models: low, medium
+    /// or high (overrides the config's).
+    #[arg(long, value_name = "LEVEL")]
+    pub reasoning_effort: Option<String>,
 }
 
 impl AgentArgs {
     fn apply(&self, common: &mut CommonArgs) {
         set(&mut common.max_iterations, &self.max_iterations);
         set(&mut common.toolsets, &self.toolsets);
+        set(&mut common.reasoning_effort, &self.reasoning_effort);
     }
 }
 

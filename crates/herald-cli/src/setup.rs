@@ -76,6 +76,7 @@ pub(crate) fn overrides(common: &CommonArgs) -> Overrides {
         max_iterations: common.max_iterations,
         toolsets: common.toolsets.clone(),
         cwd: common.cwd.clone(),
+        reasoning_effort: common.reasoning_effort.clone(),
     }
 }
 

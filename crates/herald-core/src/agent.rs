@@ -449,7 +449,7 @@ impl Agent {
             outcome.final_response.clone_from(&reply.text);
             let done = tool_calls.is_empty();
             self.messages
-                .push(Message::assistant(reply.text, tool_calls));
+                .push(Message::assistant(reply.text, tool_calls).with_reasoning(reply.reasoning));
             // The assistant message (with its pending calls) is saved before
             // any tool runs, so a crash mid-tool leaves a resumable history.
             if let Err(message) = self.persist().await {
@@ -600,7 +600,14 @@ impl Agent {
             StreamUpdate::TextRestart if stream_deltas => {
                 events.emit(EventKind::AssistantReset {});
             }
-            StreamUpdate::TextDelta(_) | StreamUpdate::TextRestart => {}
+            StreamUpdate::ReasoningDelta(text) if stream_deltas => {
+                events.emit(EventKind::AssistantReasoning {
+                    text: text.to_owned(),
+                });
+            }
+            StreamUpdate::TextDelta(_)
+            | StreamUpdate::TextRestart
+            | StreamUpdate::ReasoningDelta(_) => {}
             StreamUpdate::Retry {
                 attempt,
                 delay_ms,

@@ -7,6 +7,7 @@
 //! effective settings for `herald config show`.
 
 mod check;
+mod reasoning;
 mod show;
 
 use std::collections::HashMap;
@@ -21,6 +22,7 @@ pub use crate::config_sections::{
     PermissionsConfig, ServeConfig,
 };
 pub use check::ConfigWarning;
+pub use reasoning::ThinkingConfig;
 pub use show::EffectiveConfig;
 
 /// A configuration problem; the CLI exits with code 2 and prints the message.
@@ -148,6 +150,11 @@ pub struct Config {
     /// The model takes images (tool results send theirs); `false` for
     /// text-only models. Default true.
     pub images: Option<bool>,
+    /// `reasoning_effort` sent to OpenAI-compatible reasoning models
+    /// (`low`, `medium`, `high`); unset = not sent.
+    pub reasoning_effort: Option<String>,
+    /// `[thinking]`: Anthropic extended thinking.
+    pub thinking: reasoning::ThinkingConfig,
     /// Toolsets to enable; all when unset.
     pub toolsets: Option<Vec<String>>,
     /// `[network]`.
@@ -233,6 +240,8 @@ pub struct Overrides {
     pub max_iterations: Option<u32>,
     pub toolsets: Option<Vec<String>>,
     pub cwd: Option<PathBuf>,
+    /// `--reasoning-effort`.
+    pub reasoning_effort: Option<String>,
 }
 
 /// Where herald keeps its files: `$HERALD_HOME`, else `~/.herald`.
@@ -286,6 +295,8 @@ pub struct Settings {
     pub max_tokens: Option<u32>,
     /// Top-level `images`: tool results send their images to the model.
     pub images: bool,
+    /// `reasoning_effort` and `[thinking]`, checked.
+    pub reasoning: herald_llm::ReasoningConfig,
     /// Toolsets to enable; all when `None`.
     pub toolsets: Option<Vec<String>>,
     /// The agent's working directory.
@@ -455,6 +466,13 @@ impl Settings {
                 "base URL '{base_url}' must start with http:// or https://"
             )));
         }
+        let reasoning = reasoning::resolve(
+            config.reasoning_effort.as_deref(),
+            flags.reasoning_effort.as_deref(),
+            &config.thinking,
+            config.max_tokens,
+            config_path,
+        )?;
         let max_iterations = flags.max_iterations.or(config.max_iterations).unwrap_or(90);
         if !MAX_ITERATIONS.contains(&max_iterations) {
             return Err(ConfigError::OutOfRange(Box::new(OutOfRange {
@@ -524,6 +542,7 @@ impl Settings {
             max_iterations,
             max_tokens: config.max_tokens,
             images: config.images.unwrap_or(true),
+            reasoning,
             toolsets,
             cwd,
             output_limit_chars: config.tools.output_limit_chars,
@@ -559,6 +578,7 @@ impl Settings {
             idle_timeout: Duration::from_secs(self.network.stream_idle_timeout.max(1)),
             connect_timeout: Duration::from_secs(self.network.connect_timeout.max(1)),
             images: self.images,
+            reasoning: self.reasoning,
         }
     }
 
@@ -572,6 +592,9 @@ impl Settings {
             base_url: child.base_url.clone(),
             api_key: child.api_key.clone(),
             model: child.model.clone(),
+            // The parent's reasoning controls are for the parent's model;
+            // another model may refuse them.
+            reasoning: herald_llm::ReasoningConfig::default(),
             ..self.client_config()
         })
     }
@@ -678,6 +701,12 @@ pub const DEFAULT_CONFIG: &str = r#"# herald configuration. Precedence: command-
 # images = true                # the model takes images: tool results (MCP screenshots) send
 #                              #   theirs; false for text-only models (only their text is sent)
 # toolsets = ["terminal", "file"]
+# reasoning_effort = "medium"  # low | medium | high, sent to OpenAI-compatible reasoning
+#                              #   models (max_tokens is then sent as max_completion_tokens)
+
+[thinking]
+# budget_tokens = 4096         # 1024-1000000; Anthropic extended thinking tokens per reply,
+#                              #   below max_tokens (unset: max_tokens = budget + 8192)
 
 [network]
 # max_retries = 4              # 1-20 tries per request on 429 / 5xx / connection errors

@@ -87,6 +87,7 @@ mod tests {
             idle_timeout: Duration::from_secs(120),
             connect_timeout: Duration::from_secs(10),
             images: true,
+            reasoning: Default::default(),
         };
         let line = client_settings(&config);
         assert!(!line.contains("sk-very-secret"), "{line}");

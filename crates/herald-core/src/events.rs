@@ -179,7 +179,9 @@ impl EventSink {
             Some(log)
                 if !matches!(
                     event.kind,
-                    EventKind::AssistantDelta { .. } | EventKind::ToolProgress { .. }
+                    EventKind::AssistantDelta { .. }
+                        | EventKind::AssistantReasoning { .. }
+                        | EventKind::ToolProgress { .. }
                 ) =>
             {
                 log.push_and_emit(event, last, &*self.out.emit);

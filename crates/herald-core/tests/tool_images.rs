@@ -78,6 +78,7 @@ fn client(server: &ScriptedServer, provider: ProviderKind, images: bool) -> Arc<
             idle_timeout: Duration::from_secs(10),
             connect_timeout: Duration::from_secs(5),
             images,
+            reasoning: Default::default(),
         })
         .unwrap(),
     )

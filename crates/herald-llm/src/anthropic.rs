@@ -3,10 +3,12 @@
 
 use std::collections::BTreeMap;
 
-use herald_protocol::{ImageData, Message, Role, ToolCall, ToolSpec, Usage};
+use herald_protocol::{ImageData, Message, Reasoning, Role, ToolCall, ToolSpec, Usage};
 use serde::{Deserialize, Serialize};
 
-use crate::{AssistantReply, ChatRequest, EncodedTools, ErrorKind, LlmError, StreamUpdate};
+use crate::{
+    AssistantReply, ChatRequest, EncodedTools, ErrorKind, LlmError, ReasoningConfig, StreamUpdate,
+};
 
 /// The API version header value herald speaks.
 pub(crate) const API_VERSION: &str = "2023-06-01";
@@ -45,6 +47,14 @@ const EPHEMERAL: CacheControl = CacheControl {
 #[derive(Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 enum Block<'a> {
+    /// A thinking block exactly as it came: the API checks its signature.
+    Thinking {
+        thinking: &'a str,
+        signature: &'a str,
+    },
+    RedactedThinking {
+        data: &'a str,
+    },
     Text {
         text: &'a str,
         #[serde(skip_serializing_if = "Option::is_none")]
@@ -73,6 +83,8 @@ impl Block<'_> {
             Block::Text { cache_control, .. }
             | Block::ToolUse { cache_control, .. }
             | Block::ToolResult { cache_control, .. } => cache_control,
+            // Never last in a message: a text or tool_use block follows.
+            Block::Thinking { .. } | Block::RedactedThinking { .. } => return,
         };
         *slot = Some(EPHEMERAL);
     }
@@ -182,7 +194,21 @@ fn wire_messages(messages: &[Message], images: bool) -> Vec<WireMessage<'_>> {
             }
             Role::Assistant => {
                 in_results = false;
-                let mut content = Vec::with_capacity(1 + message.tool_calls.len());
+                let mut content =
+                    Vec::with_capacity(1 + message.tool_calls.len() + message.reasoning.len());
+                // Thinking blocks first, unchanged, as the API requires
+                // across tool use; streamed reasoning text is never sent.
+                content.extend(message.reasoning.iter().filter_map(|piece| match piece {
+                    Reasoning::Thinking {
+                        thinking,
+                        signature,
+                    } => Some(Block::Thinking {
+                        thinking,
+                        signature,
+                    }),
+                    Reasoning::RedactedThinking { data } => Some(Block::RedactedThinking { data }),
+                    Reasoning::Text { .. } => None,
+                }));
                 if !message.content.trim().is_empty() || message.tool_calls.is_empty() {
                     content.push(Block::Text {
                         text: non_empty(&message.content),
@@ -222,12 +248,20 @@ pub(crate) fn encode_body(
     model: &str,
     max_tokens: u32,
     images: bool,
+    reasoning: &ReasoningConfig,
     req: &ChatRequest<'_>,
 ) -> Result<Vec<u8>, serde_json::Error> {
+    #[derive(Serialize)]
+    struct Thinking {
+        r#type: &'static str,
+        budget_tokens: u32,
+    }
     #[derive(Serialize)]
     struct Body<'a> {
         model: &'a str,
         max_tokens: u32,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        thinking: Option<Thinking>,
         stream: bool,
         system: [Block<'a>; 1],
         #[serde(skip_serializing_if = "Option::is_none")]
@@ -250,6 +284,10 @@ pub(crate) fn encode_body(
     let body = Body {
         model,
         max_tokens,
+        thinking: reasoning.thinking_budget.map(|budget_tokens| Thinking {
+            r#type: "enabled",
+            budget_tokens,
+        }),
         stream: true,
         system: [Block::Text {
             text: non_empty(req.system),
@@ -312,6 +350,16 @@ enum StartBlock {
         id: String,
         name: String,
     },
+    Thinking {
+        #[serde(default)]
+        thinking: String,
+        #[serde(default)]
+        signature: String,
+    },
+    RedactedThinking {
+        #[serde(default)]
+        data: String,
+    },
     #[serde(other)]
     Other,
 }
@@ -324,6 +372,12 @@ enum BlockDelta {
     },
     InputJsonDelta {
         partial_json: String,
+    },
+    ThinkingDelta {
+        thinking: String,
+    },
+    SignatureDelta {
+        signature: String,
     },
     #[serde(other)]
     Other,
@@ -366,6 +420,8 @@ struct ToolBlock {
 pub(crate) struct Assembler {
     text: String,
     tools: BTreeMap<usize, ToolBlock>,
+    /// Thinking and redacted thinking blocks by index, kept whole.
+    thinking: BTreeMap<usize, Reasoning>,
     uncached_input: u64,
     cache_read: u64,
     cache_creation: u64,
@@ -424,6 +480,25 @@ impl Assembler {
                     on_update(StreamUpdate::TextDelta(&text));
                     self.text.push_str(&text);
                 }
+                StartBlock::Thinking {
+                    thinking,
+                    signature,
+                } => {
+                    if !thinking.is_empty() {
+                        on_update(StreamUpdate::ReasoningDelta(&thinking));
+                    }
+                    self.thinking.insert(
+                        index,
+                        Reasoning::Thinking {
+                            thinking,
+                            signature,
+                        },
+                    );
+                }
+                StartBlock::RedactedThinking { data } => {
+                    self.thinking
+                        .insert(index, Reasoning::RedactedThinking { data });
+                }
                 StartBlock::ToolUse { id, name } => {
                     self.tools.insert(
                         index,
@@ -444,6 +519,21 @@ impl Assembler {
                 BlockDelta::InputJsonDelta { partial_json } => {
                     if let Some(tool) = self.tools.get_mut(&index) {
                         tool.json.push_str(&partial_json);
+                    }
+                }
+                BlockDelta::ThinkingDelta { thinking: piece } => {
+                    if let Some(Reasoning::Thinking { thinking, .. }) =
+                        self.thinking.get_mut(&index)
+                    {
+                        on_update(StreamUpdate::ReasoningDelta(&piece));
+                        thinking.push_str(&piece);
+                    }
+                }
+                BlockDelta::SignatureDelta { signature: piece } => {
+                    if let Some(Reasoning::Thinking { signature, .. }) =
+                        self.thinking.get_mut(&index)
+                    {
+                        signature.push_str(&piece);
                     }
                 }
                 BlockDelta::Other => {}
@@ -509,6 +599,7 @@ impl Assembler {
         Ok(AssistantReply {
             text: self.text,
             tool_calls,
+            reasoning: self.thinking.into_values().collect(),
             usage: Usage {
                 input_tokens: self.uncached_input + self.cache_read + self.cache_creation,
                 output_tokens: self.output,
@@ -563,6 +654,16 @@ enum WholeBlock {
         #[serde(default)]
         input: serde_json::Value,
     },
+    Thinking {
+        #[serde(default)]
+        thinking: String,
+        #[serde(default)]
+        signature: String,
+    },
+    RedactedThinking {
+        #[serde(default)]
+        data: String,
+    },
     #[serde(other)]
     Other,
 }
@@ -591,6 +692,20 @@ pub(crate) fn parse_message(body: &serde_json::Value) -> Result<AssistantReply, 
                     other => other.to_string(),
                 };
                 assembler.tools.insert(index, ToolBlock { id, name, json });
+            }
+            WholeBlock::Thinking {
+                thinking,
+                signature,
+            } => {
+                let block = Reasoning::Thinking {
+                    thinking,
+                    signature,
+                };
+                assembler.thinking.insert(index, block);
+            }
+            WholeBlock::RedactedThinking { data } => {
+                let block = Reasoning::RedactedThinking { data };
+                assembler.thinking.insert(index, block);
             }
             WholeBlock::Other => {}
         }
@@ -764,8 +879,10 @@ mod tests {
             tools: &tools,
             forbid_tool_calls: true,
         };
-        let body: serde_json::Value =
-            serde_json::from_slice(&encode_body("claude", 1024, true, &req).unwrap()).unwrap();
+        let body: serde_json::Value = serde_json::from_slice(
+            &encode_body("claude", 1024, true, &ReasoningConfig::default(), &req).unwrap(),
+        )
+        .unwrap();
         assert_eq!(body["system"][0]["cache_control"]["type"], "ephemeral");
         assert_eq!(body["tool_choice"]["type"], "none");
         assert_eq!(body["tools"][0]["input_schema"]["type"], "object");
@@ -790,7 +907,10 @@ mod tests {
             tools: &tools,
             forbid_tool_calls: false,
         };
-        String::from_utf8(encode_body("claude", 1024, images, &req).unwrap()).unwrap()
+        String::from_utf8(
+            encode_body("claude", 1024, images, &ReasoningConfig::default(), &req).unwrap(),
+        )
+        .unwrap()
     }
 
     /// The bytes herald sent for this history before tool results could
@@ -851,6 +971,97 @@ mod tests {
             sent.contains(
                 r#"{"type":"tool_result","tool_use_id":"call_c","content":"(no output)"}"#
             )
+        );
+    }
+
+    #[test]
+    fn thinking_blocks_are_assembled_and_sent_back_unchanged_first() {
+        let reply = assemble(&[
+            r#"{"type":"message_start","message":{"id":"m","usage":{"input_tokens":1}}}"#,
+            r#"{"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":""}}"#,
+            r#"{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"Let me \"think\""}}"#,
+            r#"{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":" more."}}"#,
+            r#"{"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"EqQB=="}}"#,
+            r#"{"type":"content_block_stop","index":0}"#,
+            r#"{"type":"content_block_start","index":1,"content_block":{"type":"redacted_thinking","data":"opaque+/="}}"#,
+            r#"{"type":"content_block_stop","index":1}"#,
+            r#"{"type":"content_block_start","index":2,"content_block":{"type":"tool_use","id":"toolu_1","name":"read_file","input":{}}}"#,
+            r#"{"type":"content_block_stop","index":2}"#,
+            r#"{"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":2}}"#,
+        ])
+        .unwrap();
+        assert_eq!(
+            reply.reasoning,
+            vec![
+                Reasoning::Thinking {
+                    thinking: "Let me \"think\" more.".into(),
+                    signature: "EqQB==".into(),
+                },
+                Reasoning::RedactedThinking {
+                    data: "opaque+/=".into()
+                },
+            ]
+        );
+        let call = &reply.tool_calls[0];
+        let mut reasoning = reply.reasoning.clone();
+        reasoning.push(Reasoning::Text {
+            text: "never sent".into(),
+        });
+        let history = vec![
+            Message::user("go"),
+            Message::assistant("", vec![call.clone()]).with_reasoning(reasoning),
+            Message::tool_result(call, "out", false),
+        ];
+        let sent = body(&history, true);
+        assert!(
+            sent.contains(r#"{"role":"assistant","content":[{"type":"thinking","thinking":"Let me \"think\" more.","signature":"EqQB=="},{"type":"redacted_thinking","data":"opaque+/="},{"type":"tool_use","id":"toolu_1","#),
+            "{sent}"
+        );
+        assert!(!sent.contains("never sent"), "{sent}");
+        assert!(
+            !sent.contains(r#""thinking":{"#),
+            "off unless configured: {sent}"
+        );
+    }
+
+    #[test]
+    fn a_thinking_budget_is_sent_with_max_tokens_past_it() {
+        let tools = encode_tools(&[]);
+        let history = vec![Message::user("go")];
+        let req = ChatRequest {
+            system: "sys",
+            messages: &history,
+            tools: &tools,
+            forbid_tool_calls: false,
+        };
+        let reasoning = ReasoningConfig {
+            thinking_budget: Some(2048),
+            effort: Some(crate::ReasoningEffort::High),
+        };
+        let max = reasoning.anthropic_max_tokens(None);
+        let sent = encode_body("claude", max, true, &reasoning, &req).unwrap();
+        let value: serde_json::Value = serde_json::from_slice(&sent).unwrap();
+        assert_eq!(
+            value["thinking"],
+            serde_json::json!({"type": "enabled", "budget_tokens": 2048})
+        );
+        assert_eq!(value["max_tokens"], 2048 + 8192);
+        assert!(value.get("reasoning_effort").is_none());
+    }
+
+    #[test]
+    fn a_whole_message_keeps_its_thinking() {
+        let body = serde_json::json!({"content": [
+            {"type": "thinking", "thinking": "hm", "signature": "s"},
+            {"type": "text", "text": "ok"}], "stop_reason": "end_turn"});
+        let reply = parse_message(&body).unwrap();
+        assert_eq!(reply.text, "ok");
+        assert_eq!(
+            reply.reasoning,
+            vec![Reasoning::Thinking {
+                thinking: "hm".into(),
+                signature: "s".into()
+            }]
         );
     }
 }

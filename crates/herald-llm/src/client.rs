@@ -83,6 +83,8 @@ pub struct ClientConfig {
     /// `image` blocks, OpenAI as a `user` message after the results).
     /// `false` for text-only models: only the results' text is sent.
     pub images: bool,
+    /// `reasoning_effort` / extended thinking; the default asks for none.
+    pub reasoning: crate::ReasoningConfig,
 }
 
 /// Whether `base` is an `http://` URL (no TLS to set up).
@@ -177,12 +179,16 @@ impl LlmClient {
                 &self.config.model,
                 self.config.max_tokens,
                 self.config.images,
+                &self.config.reasoning,
                 req,
             ),
             ProviderKind::Anthropic => anthropic::encode_body(
                 &self.config.model,
-                self.config.max_tokens.unwrap_or(8192),
+                self.config
+                    .reasoning
+                    .anthropic_max_tokens(self.config.max_tokens),
                 self.config.images,
+                &self.config.reasoning,
                 req,
             ),
         };
@@ -682,6 +688,7 @@ mod tests {
             }
             StreamUpdate::TextRestart => seen.push('|'),
             StreamUpdate::Retry { .. } => seen.push('R'),
+            StreamUpdate::ReasoningDelta(_) => seen.push('T'),
         };
         let mut shown = ShownText::default();
         for pieces in attempts {

@@ -3,10 +3,12 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 
-use herald_protocol::{DataUrl, Message, Role, ToolCall, ToolSpec, Usage};
+use herald_protocol::{DataUrl, Message, Reasoning, Role, ToolCall, ToolSpec, Usage};
 use serde::{Deserialize, Serialize};
 
-use crate::{AssistantReply, ChatRequest, EncodedTools, ErrorKind, LlmError, StreamUpdate};
+use crate::{
+    AssistantReply, ChatRequest, EncodedTools, ErrorKind, LlmError, ReasoningConfig, StreamUpdate,
+};
 
 /// Encodes tool specs as `[{"type":"function","function":{...}}]`.
 pub(crate) fn encode_tools(specs: &[ToolSpec]) -> EncodedTools {
@@ -155,14 +157,26 @@ pub(crate) fn encode_body(
     model: &str,
     max_tokens: Option<u32>,
     images: bool,
+    reasoning: &ReasoningConfig,
     req: &ChatRequest<'_>,
 ) -> Result<Vec<u8>, serde_json::Error> {
     let mut out = Vec::with_capacity(4096 + req.tools.json.len() + req.messages.len() * 256);
     out.extend_from_slice(b"{\"model\":");
     serde_json::to_writer(&mut out, model)?;
     out.extend_from_slice(b",\"stream\":true,\"stream_options\":{\"include_usage\":true}");
-    if let Some(max) = max_tokens {
-        let _ = write!(out, ",\"max_tokens\":{max}");
+    // Reasoning models refuse `max_tokens`: their cap counts the hidden
+    // reasoning too and is called `max_completion_tokens`.
+    match (max_tokens, reasoning.effort) {
+        (Some(max), Some(_)) => {
+            let _ = write!(out, ",\"max_completion_tokens\":{max}");
+        }
+        (Some(max), None) => {
+            let _ = write!(out, ",\"max_tokens\":{max}");
+        }
+        (None, _) => {}
+    }
+    if let Some(effort) = reasoning.effort {
+        let _ = write!(out, ",\"reasoning_effort\":\"{}\"", effort.as_str());
     }
     if !req.tools.is_empty() {
         out.extend_from_slice(b",\"tools\":");
@@ -223,6 +237,10 @@ struct Choice {
 struct Delta {
     #[serde(default)]
     content: Option<String>,
+    /// Reasoning text of DeepSeek, vLLM and similar servers (some call it
+    /// `reasoning`).
+    #[serde(default, alias = "reasoning")]
+    reasoning_content: Option<String>,
     #[serde(default)]
     tool_calls: Option<Vec<ToolCallDelta>>,
 }
@@ -273,6 +291,7 @@ struct PartialCall {
 #[derive(Default)]
 pub(crate) struct Assembler {
     text: String,
+    reasoning: String,
     calls: BTreeMap<usize, PartialCall>,
     usage: Usage,
     finish_reason: Option<String>,
@@ -311,6 +330,10 @@ impl Assembler {
         }
         for choice in chunk.choices {
             if let Some(delta) = choice.delta {
+                if let Some(text) = delta.reasoning_content.filter(|t| !t.is_empty()) {
+                    on_update(StreamUpdate::ReasoningDelta(&text));
+                    self.reasoning.push_str(&text);
+                }
                 if let Some(text) = delta.content.filter(|t| !t.is_empty()) {
                     on_update(StreamUpdate::TextDelta(&text));
                     self.text.push_str(&text);
@@ -376,11 +399,19 @@ impl Assembler {
                 arguments: call.arguments,
             })
             .collect();
+        let reasoning = if self.reasoning.is_empty() {
+            Vec::new()
+        } else {
+            vec![Reasoning::Text {
+                text: self.reasoning,
+            }]
+        };
         Ok(AssistantReply {
             text: self.text,
             tool_calls,
             usage: self.usage,
             finish_reason: self.finish_reason,
+            reasoning,
         })
     }
 }
@@ -519,6 +550,7 @@ pub(crate) fn parse_completion(body: &serde_json::Value) -> Result<AssistantRepl
             .map(WireUsage::into_usage)
             .unwrap_or_default(),
         finish_reason: choice.finish_reason,
+        reasoning: Vec::new(),
     })
 }
 
@@ -733,7 +765,7 @@ mod tests {
             tools: &tools,
             forbid_tool_calls: false,
         };
-        let first = encode_body("m", None, true, &req).unwrap();
+        let first = encode_body("m", None, true, &ReasoningConfig::default(), &req).unwrap();
         let call = ToolCall {
             id: "c".into(),
             name: "t".into(),
@@ -747,7 +779,7 @@ mod tests {
             tools: &tools,
             forbid_tool_calls: false,
         };
-        let second = encode_body("m", None, true, &req).unwrap();
+        let second = encode_body("m", None, true, &ReasoningConfig::default(), &req).unwrap();
         // Everything but the closing "]}" of the first body is a prefix of the second.
         assert!(second.starts_with(&first[..first.len() - 2]));
         let value: serde_json::Value = serde_json::from_slice(&second).unwrap();
@@ -770,7 +802,10 @@ mod tests {
             tools: &tools,
             forbid_tool_calls: false,
         };
-        String::from_utf8(encode_body("m", Some(100), images, &req).unwrap()).unwrap()
+        String::from_utf8(
+            encode_body("m", Some(100), images, &ReasoningConfig::default(), &req).unwrap(),
+        )
+        .unwrap()
     }
 
     /// The bytes herald sent for this history before tool results could
@@ -842,5 +877,69 @@ mod tests {
         assert_eq!(sent, body(&stripped, true));
         assert!(!sent.contains("image_url"));
         assert!(sent.contains(r#""content":"[image: image/png, 3 bytes]""#));
+    }
+
+    #[test]
+    fn reasoning_effort_goes_with_max_completion_tokens() {
+        let tools = encode_tools(&[]);
+        let history = vec![Message::user("go")];
+        let req = ChatRequest {
+            system: "sys",
+            messages: &history,
+            tools: &tools,
+            forbid_tool_calls: false,
+        };
+        let reasoning = ReasoningConfig {
+            effort: Some(crate::ReasoningEffort::Low),
+            thinking_budget: Some(4096),
+        };
+        let sent = encode_body("o3", Some(500), true, &reasoning, &req).unwrap();
+        let value: serde_json::Value = serde_json::from_slice(&sent).unwrap();
+        assert_eq!(value["reasoning_effort"], "low");
+        assert_eq!(value["max_completion_tokens"], 500);
+        assert!(value.get("max_tokens").is_none());
+        assert!(value.get("thinking").is_none());
+        let plain = encode_body("m", Some(500), true, &ReasoningConfig::default(), &req).unwrap();
+        let value: serde_json::Value = serde_json::from_slice(&plain).unwrap();
+        assert_eq!(value["max_tokens"], 500);
+        assert!(value.get("reasoning_effort").is_none());
+        assert!(value.get("max_completion_tokens").is_none());
+    }
+
+    #[test]
+    fn reasoning_content_is_kept_and_streamed_but_never_sent_back() {
+        let mut assembler = Assembler::default();
+        let mut seen = Vec::new();
+        let mut on_update = |u: StreamUpdate<'_>| {
+            if let StreamUpdate::ReasoningDelta(t) = u {
+                seen.push(t.to_owned());
+            }
+        };
+        for chunk in [
+            r#"{"choices":[{"index":0,"delta":{"role":"assistant","content":null,"reasoning_content":"First, "}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"reasoning_content":"think."}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"content":"Answer"}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}"#,
+            "[DONE]",
+        ] {
+            assembler.push(chunk, &mut on_update).unwrap();
+        }
+        let reply = assembler.finish().unwrap();
+        assert_eq!(seen, ["First, ", "think."]);
+        assert_eq!(reply.text, "Answer");
+        assert_eq!(
+            reply.reasoning,
+            vec![Reasoning::Text {
+                text: "First, think.".into()
+            }]
+        );
+        let history = vec![
+            Message::user("go"),
+            Message::assistant(reply.text.clone(), vec![]).with_reasoning(reply.reasoning),
+            Message::user("next"),
+        ];
+        let sent = body(&history, true);
+        assert!(!sent.contains("think."), "{sent}");
+        assert!(!sent.contains("reasoning"), "{sent}");
     }
 }

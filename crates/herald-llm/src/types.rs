@@ -39,6 +39,9 @@ pub struct AssistantReply {
     pub usage: Usage,
     /// The provider's stop reason, as sent.
     pub finish_reason: Option<String>,
+    /// What the model reasoned before answering (thinking blocks, streamed
+    /// reasoning text), in order; kept with the assistant message.
+    pub reasoning: Vec<herald_protocol::Reasoning>,
 }
 
 /// Progress reported while a request is in flight.
@@ -52,6 +55,9 @@ pub enum StreamUpdate<'a> {
     /// answered differently from the text sent before the failure, or
     /// shorter. The reply's text follows again from its start.
     TextRestart,
+    /// A piece of the model's reasoning as it streams in (thinking text,
+    /// `reasoning_content`). Shown only: a retried request may repeat it.
+    ReasoningDelta(&'a str),
     /// A transient failure; the request is retried after `delay_ms`.
     Retry {
         attempt: u32,

@@ -36,6 +36,7 @@ fn client(server: &ScriptedServer, provider: ProviderKind) -> LlmClient {
         idle_timeout: IDLE,
         connect_timeout: Duration::from_secs(5),
         images: true,
+        reasoning: Default::default(),
     })
     .unwrap()
 }
@@ -89,6 +90,7 @@ async fn ask(
         StreamUpdate::TextDelta(text) => seen.deltas.push(Some(text.to_owned())),
         StreamUpdate::TextRestart => seen.deltas.push(None),
         StreamUpdate::Retry { reason, .. } => seen.retries.push(reason.to_owned()),
+        StreamUpdate::ReasoningDelta(_) => {}
     };
     let result = client
         .complete(

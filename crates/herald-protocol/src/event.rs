@@ -70,6 +70,12 @@ pub enum EventKind {
     /// only the new part, without this event.)
     #[serde(rename = "assistant.reset")]
     AssistantReset {},
+    /// A piece of the model's reasoning as it streams in (Anthropic
+    /// thinking text, or `reasoning_content` of an OpenAI-compatible
+    /// server). Not stored, like `assistant.delta`: the whole reasoning is
+    /// kept with the assistant message.
+    #[serde(rename = "assistant.reasoning")]
+    AssistantReasoning { text: String },
     #[serde(rename = "assistant.message")]
     AssistantMessage {
         text: String,

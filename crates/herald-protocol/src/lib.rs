@@ -13,5 +13,5 @@ pub use image::{
     DataUrl, IMAGE_TOKEN_ESTIMATE, ImageData, MAX_IMAGE_BYTES, MAX_RESULT_IMAGE_BYTES,
     MAX_RESULT_IMAGES, admit_images,
 };
-pub use message::{Message, Role, ToolCall, ToolSpec};
+pub use message::{Message, Reasoning, Role, ToolCall, ToolSpec};
 pub use usage::{TokenTotals, Usage};

@@ -42,6 +42,39 @@ pub struct Message {
     /// as it did before images existed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub images: Vec<ImageData>,
+    /// What an assistant message's model reasoned before answering, in the
+    /// order it came. Absent from the JSON when empty, so a history without
+    /// reasoning serialises exactly as before.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reasoning: Vec<Reasoning>,
+}
+
+/// One piece of a model's reasoning, kept with its assistant message so a
+/// provider that requires it gets it back unchanged, and so people can read it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Reasoning {
+    /// An Anthropic `thinking` block. Its text and signature go back
+    /// byte for byte in later requests (the API checks the signature
+    /// across tool use).
+    Thinking { thinking: String, signature: String },
+    /// An Anthropic `redacted_thinking` block: opaque, sent back unchanged.
+    RedactedThinking { data: String },
+    /// Reasoning text an OpenAI-compatible server streamed
+    /// (`reasoning_content`): stored and shown, never sent back (those
+    /// APIs refuse or ignore it in requests).
+    Text { text: String },
+}
+
+impl Reasoning {
+    /// The readable text of this piece (empty for redacted thinking).
+    pub fn text(&self) -> &str {
+        match self {
+            Reasoning::Thinking { thinking, .. } => thinking,
+            Reasoning::Text { text } => text,
+            Reasoning::RedactedThinking { .. } => "",
+        }
+    }
 }
 
 impl Message {
@@ -87,7 +120,15 @@ impl Message {
             tool_name: None,
             is_error: false,
             images: Vec::new(),
+            reasoning: Vec::new(),
         }
+    }
+
+    /// This assistant message with the reasoning that preceded it.
+    #[must_use]
+    pub fn with_reasoning(mut self, reasoning: Vec<Reasoning>) -> Self {
+        self.reasoning = reasoning;
+        self
     }
 }
 
@@ -138,5 +179,31 @@ mod tests {
         );
         let back: Message = serde_json::from_str(&json).unwrap();
         assert_eq!(back, message);
+    }
+
+    #[test]
+    fn reasoning_round_trips_and_is_absent_when_empty() {
+        let plain = Message::assistant("ok", vec![]);
+        assert!(!serde_json::to_string(&plain).unwrap().contains("reasoning"));
+        let message = Message::assistant("ok", vec![call()]).with_reasoning(vec![
+            Reasoning::Thinking {
+                thinking: "hm \"x\"".into(),
+                signature: "sig==".into(),
+            },
+            Reasoning::RedactedThinking {
+                data: "opaque".into(),
+            },
+            Reasoning::Text {
+                text: "plain".into(),
+            },
+        ]);
+        let json = serde_json::to_string(&message).unwrap();
+        assert!(
+            json.contains(r#"{"type":"thinking","thinking":"hm \"x\"","signature":"sig=="}"#),
+            "{json}"
+        );
+        let back: Message = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, message);
+        assert_eq!(back.reasoning[1].text(), "");
     }
 }

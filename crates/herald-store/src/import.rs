@@ -146,6 +146,11 @@ fn parse_line(text: &str, line: usize) -> Result<Line, String> {
             .and_then(Value::as_bool)
             .unwrap_or(false),
         images,
+        reasoning: match obj.get("reasoning") {
+            Some(reasoning) => serde_json::from_value(reasoning.clone())
+                .map_err(|e| format!("\"reasoning\" is not a list of reasoning blocks: {e}"))?,
+            None => Vec::new(),
+        },
     }))
 }
 

@@ -1,6 +1,6 @@
 //! Appending and reading conversation messages.
 
-use herald_protocol::{IMAGE_TOKEN_ESTIMATE, ImageData, Message, Role, ToolCall};
+use herald_protocol::{IMAGE_TOKEN_ESTIMATE, ImageData, Message, Reasoning, Role, ToolCall};
 use rusqlite::{
     Connection, OptionalExtension, Row, Statement, ToSql, Transaction, TransactionBehavior, params,
     params_from_iter,
@@ -16,8 +16,8 @@ use crate::store::{Store, now_ms, to_i64};
 const TITLE_MAX_CHARS: usize = 80;
 
 /// Columns of `messages` in the order [`RawMessage::from_row`] reads them.
-pub(crate) const MESSAGE_COLUMNS: &str =
-    "id, seq, created_at, role, content, tool_calls, tool_call_id, tool_name, is_error, images";
+pub(crate) const MESSAGE_COLUMNS: &str = "id, seq, created_at, role, content, tool_calls, tool_call_id, tool_name, is_error, images, \
+     reasoning";
 
 /// A `messages` row before its role and tool calls are decoded. Decoding is a
 /// separate step so malformed rows become [`StoreError::Malformed`] naming the row.
@@ -32,6 +32,7 @@ pub(crate) struct RawMessage {
     tool_name: Option<String>,
     is_error: bool,
     images: Option<String>,
+    reasoning: Option<String>,
 }
 
 impl RawMessage {
@@ -47,6 +48,7 @@ impl RawMessage {
             tool_name: row.get(7)?,
             is_error: row.get(8)?,
             images: row.get(9)?,
+            reasoning: row.get(10)?,
         })
     }
 
@@ -67,6 +69,11 @@ impl RawMessage {
             Some(json) => serde_json::from_str(json)
                 .map_err(|e| malformed(format!("images is not valid JSON: {e}")))?,
         };
+        let reasoning: Vec<Reasoning> = match &self.reasoning {
+            None => Vec::new(),
+            Some(json) => serde_json::from_str(json)
+                .map_err(|e| malformed(format!("reasoning is not valid JSON: {e}")))?,
+        };
         Ok(StoredMessage {
             id: self.id,
             seq: self.seq,
@@ -79,6 +86,7 @@ impl RawMessage {
                 tool_name: self.tool_name,
                 is_error: self.is_error,
                 images,
+                reasoning,
             },
         })
     }
@@ -155,13 +163,13 @@ const CACHED_CHUNK: usize = 8;
 fn insert_sql(rows: usize) -> String {
     let mut sql = String::from(
         "INSERT INTO messages (session_id, seq, role, content, tool_calls, tool_call_id, \
-         tool_name, is_error, tokens, created_at, images) VALUES ",
+         tool_name, is_error, tokens, created_at, images, reasoning) VALUES ",
     );
     for i in 0..rows {
         if i > 0 {
             sql.push(',');
         }
-        sql.push_str("(?,?,?,?,?,?,?,?,?,?,?)");
+        sql.push_str("(?,?,?,?,?,?,?,?,?,?,?,?)");
     }
     sql.push_str(" RETURNING id, seq");
     sql
@@ -173,6 +181,7 @@ struct NewRow<'a> {
     role: &'static str,
     calls: Option<String>,
     images: Option<String>,
+    reasoning: Option<String>,
     tokens: i64,
     message: &'a Message,
 }
@@ -236,7 +245,18 @@ fn insert_messages_at(
             &message.images,
             &format!("images of a message for session '{session_id}'"),
         )?;
+        let reasoning = if message.reasoning.is_empty() {
+            None
+        } else {
+            Some(
+                serde_json::to_string(&message.reasoning).map_err(|e| StoreError::Malformed {
+                    what: format!("reasoning of a message for session '{session_id}'"),
+                    detail: e.to_string(),
+                })?,
+            )
+        };
         rows.push(NewRow {
+            reasoning,
             seq: first_seq + to_i64(offset as u64),
             role: role_str(message.role),
             tokens: estimate_tokens(message, calls.as_deref()),
@@ -251,7 +271,7 @@ fn insert_messages_at(
         let n = rest.len().min(MAX_CHUNK);
         let (chunk, tail) = rest.split_at(n);
         rest = tail;
-        let mut args: Vec<&dyn ToSql> = Vec::with_capacity(n * 11);
+        let mut args: Vec<&dyn ToSql> = Vec::with_capacity(n * 12);
         for row in chunk {
             args.extend_from_slice(&[
                 &session_id as &dyn ToSql,
@@ -265,6 +285,7 @@ fn insert_messages_at(
                 &row.tokens,
                 &now,
                 &row.images,
+                &row.reasoning,
             ]);
         }
         let text = insert_sql(n);

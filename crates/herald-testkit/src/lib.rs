@@ -62,7 +62,7 @@ pub use normalize::{Api, NormMessage, RequestView};
 pub use outside_temp::{dir_outside_temp, is_under_temp};
 pub use processes::{assert_gone_within, is_gone};
 pub use record::RecordedRequest;
-pub use script::{Lookup, Reply, Script, ScriptedCall};
+pub use script::{Lookup, Reply, Script, ScriptedCall, ScriptedThinking};
 pub use server::ScriptedServer;
 pub use usage::TokenUsage;
 pub use wire_openai::Quirks;

@@ -30,6 +30,10 @@ pub struct NormMessage {
     /// empty media type and the URL); Anthropic: `image` blocks, also
     /// those inside a `tool_result`'s content.
     pub images: Vec<(String, String)>,
+    /// Anthropic `thinking` and `redacted_thinking` blocks of an assistant
+    /// message, in order, each as its JSON text (keys sorted): they must
+    /// come back byte for byte.
+    pub thinking: Vec<String>,
 }
 
 /// A request as a script sees it.
@@ -221,6 +225,16 @@ fn openai_message(m: &Value) -> Result<NormMessage, String> {
             .push((id.to_string(), content_text(content)));
         return Ok(msg);
     }
+    // DeepSeek refuses its own `reasoning_content` in a request; other
+    // servers ignore it at best.
+    for key in ["reasoning_content", "reasoning"] {
+        if m.get(key).is_some() {
+            return Err(format!(
+                "a {} message carries `{key}`: reasoning text must not be sent back",
+                msg.role
+            ));
+        }
+    }
     msg.text = content_text(content);
     content_images(content, &mut msg.images);
     if let Some(calls) = m.get("tool_calls").and_then(Value::as_array) {
@@ -259,7 +273,17 @@ fn anthropic_message(m: &Value) -> Result<NormMessage, String> {
     content_images(content, &mut msg.images);
     let mut texts = Vec::new();
     for (i, b) in blocks.iter().enumerate() {
-        match b.get("type").and_then(Value::as_str) {
+        let kind = b.get("type").and_then(Value::as_str);
+        if let Some(kind @ ("thinking" | "redacted_thinking")) = kind {
+            if i > msg.thinking.len() {
+                return Err(format!(
+                    "{kind} block {i} follows a block of another type: thinking blocks come first"
+                ));
+            }
+            msg.thinking
+                .push(crate::canonical::strip_cache_control(b).to_string());
+        }
+        match kind {
             Some("text") => texts.push(b.get("text").and_then(Value::as_str).unwrap_or_default()),
             Some("tool_use") => {
                 let id = b.get("id").and_then(Value::as_str);
@@ -411,5 +435,28 @@ mod tests {
         assert!(RequestView::from_body(Api::OpenAi, &bad_tool).is_err());
         let bad_block = json!({"messages": [{"role": "user", "content": 3}]});
         assert!(RequestView::from_body(Api::Anthropic, &bad_block).is_err());
+    }
+
+    #[test]
+    fn thinking_blocks_are_kept_first_and_reasoning_text_is_refused() {
+        let body = json!({"messages": [
+            {"role": "user", "content": "q"},
+            {"role": "assistant", "content": [
+                {"type": "thinking", "thinking": "t", "signature": "s"},
+                {"type": "tool_use", "id": "a", "name": "n", "input": {}}]}]});
+        let view = RequestView::from_body(Api::Anthropic, &body).unwrap();
+        assert_eq!(
+            view.messages[1].thinking,
+            [r#"{"signature":"s","thinking":"t","type":"thinking"}"#]
+        );
+        let late = json!({"messages": [{"role": "assistant", "content": [
+            {"type": "text", "text": "x"},
+            {"type": "redacted_thinking", "data": "d"}]}]});
+        let err = RequestView::from_body(Api::Anthropic, &late).unwrap_err();
+        assert!(err.contains("come first"), "{err}");
+        let sent_back = json!({"messages": [
+            {"role": "assistant", "content": "a", "reasoning_content": "r"}]});
+        let err = RequestView::from_body(Api::OpenAi, &sent_back).unwrap_err();
+        assert!(err.contains("must not be sent back"), "{err}");
     }
 }

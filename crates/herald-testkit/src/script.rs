@@ -35,6 +35,41 @@ impl ScriptedCall {
     }
 }
 
+/// One piece of scripted reasoning before a reply's text and calls.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ScriptedThinking {
+    /// Anthropic: a `thinking` block (thinking deltas, then a
+    /// `signature_delta`). OpenAI: `reasoning_content` deltas of `text`
+    /// (the signature is not sent).
+    Thinking {
+        /// The reasoning text.
+        text: String,
+        /// The block's signature (Anthropic only).
+        signature: String,
+    },
+    /// Anthropic: a `redacted_thinking` block carrying `data`. OpenAI:
+    /// nothing.
+    Redacted {
+        /// The opaque payload.
+        data: String,
+    },
+}
+
+impl ScriptedThinking {
+    /// A thinking block with its signature.
+    pub fn thinking(text: impl Into<String>, signature: impl Into<String>) -> Self {
+        ScriptedThinking::Thinking {
+            text: text.into(),
+            signature: signature.into(),
+        }
+    }
+
+    /// A redacted thinking block.
+    pub fn redacted(data: impl Into<String>) -> Self {
+        ScriptedThinking::Redacted { data: data.into() }
+    }
+}
+
 /// One scripted model reply.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Reply {
@@ -46,6 +81,13 @@ pub enum Reply {
         text: String,
         /// The calls, in order.
         calls: Vec<ScriptedCall>,
+    },
+    /// `reply` preceded by reasoning (see [`Reply::with_thinking`]).
+    Reasoned {
+        /// The reasoning, streamed first, in order.
+        thinking: Vec<ScriptedThinking>,
+        /// The text and calls that follow.
+        reply: Box<Reply>,
     },
 }
 
@@ -71,10 +113,28 @@ impl Reply {
         }
     }
 
+    /// This reply preceded by `thinking`: Anthropic thinking blocks, or
+    /// `reasoning_content` deltas on the OpenAI wire.
+    pub fn with_thinking(self, thinking: Vec<ScriptedThinking>) -> Self {
+        Reply::Reasoned {
+            thinking,
+            reply: Box::new(self),
+        }
+    }
+
+    /// The reasoning streamed before the text (empty for most replies).
+    pub fn thinking(&self) -> &[ScriptedThinking] {
+        match self {
+            Reply::Reasoned { thinking, .. } => thinking,
+            _ => &[],
+        }
+    }
+
     /// The reply's text part.
     pub fn text_part(&self) -> &str {
         match self {
             Reply::Text(t) | Reply::ToolCalls { text: t, .. } => t,
+            Reply::Reasoned { reply, .. } => reply.text_part(),
         }
     }
 
@@ -83,12 +143,22 @@ impl Reply {
         match self {
             Reply::Text(_) => &[],
             Reply::ToolCalls { calls, .. } => calls,
+            Reply::Reasoned { reply, .. } => reply.calls(),
         }
     }
 
-    /// Bytes of generated content (text, tool names and arguments).
+    /// Bytes of generated content (reasoning, text, tool names and arguments).
     pub fn content_bytes(&self) -> usize {
-        self.text_part().len()
+        let thinking: usize = self
+            .thinking()
+            .iter()
+            .map(|t| match t {
+                ScriptedThinking::Thinking { text, .. } => text.len(),
+                ScriptedThinking::Redacted { data } => data.len(),
+            })
+            .sum();
+        thinking
+            + self.text_part().len()
             + self
                 .calls()
                 .iter()

@@ -5,6 +5,7 @@ use bytes::Bytes;
 use serde_json::{Value, json};
 
 use crate::render::{RenderContext, SseEvents, arg_pieces, error_type, text_pieces};
+use crate::script::ScriptedThinking;
 
 fn event(name: &str, data: &Value) -> Bytes {
     Bytes::from(format!("event: {name}\ndata: {data}\n\n"))
@@ -49,6 +50,38 @@ pub(crate) fn stream(ctx: &RenderContext<'_>) -> SseEvents {
             pinged = true;
         }
     };
+    for block in ctx.reply.thinking() {
+        let start = match block {
+            ScriptedThinking::Thinking { .. } => json!({"type": "thinking", "thinking": ""}),
+            ScriptedThinking::Redacted { data } => {
+                json!({"type": "redacted_thinking", "data": data})
+            }
+        };
+        out.push(event(
+            "content_block_start",
+            &json!({"type": "content_block_start", "index": index, "content_block": start}),
+        ));
+        ping(&mut out);
+        if let ScriptedThinking::Thinking { text, signature } = block {
+            for piece in text_pieces(text) {
+                out.push(event(
+                    "content_block_delta",
+                    &json!({"type": "content_block_delta", "index": index,
+                            "delta": {"type": "thinking_delta", "thinking": piece}}),
+                ));
+            }
+            out.push(event(
+                "content_block_delta",
+                &json!({"type": "content_block_delta", "index": index,
+                        "delta": {"type": "signature_delta", "signature": signature}}),
+            ));
+        }
+        out.push(event(
+            "content_block_stop",
+            &json!({"type": "content_block_stop", "index": index}),
+        ));
+        index += 1;
+    }
     if !text.is_empty() || calls.is_empty() {
         out.push(event(
             "content_block_start",
@@ -110,7 +143,19 @@ pub(crate) fn stream(ctx: &RenderContext<'_>) -> SseEvents {
 pub(crate) fn complete(ctx: &RenderContext<'_>) -> Value {
     let text = ctx.reply.text_part();
     let calls = ctx.reply.calls();
-    let mut content = Vec::new();
+    let mut content: Vec<Value> = ctx
+        .reply
+        .thinking()
+        .iter()
+        .map(|block| match block {
+            ScriptedThinking::Thinking { text, signature } => {
+                json!({"type": "thinking", "thinking": text, "signature": signature})
+            }
+            ScriptedThinking::Redacted { data } => {
+                json!({"type": "redacted_thinking", "data": data})
+            }
+        })
+        .collect();
     if !text.is_empty() || calls.is_empty() {
         content.push(json!({"type": "text", "text": text}));
     }
@@ -220,5 +265,34 @@ mod tests {
             error_body(401, "no")["error"]["type"],
             "authentication_error"
         );
+    }
+
+    #[test]
+    fn thinking_blocks_stream_first_with_their_signature() {
+        let reply = Reply::text("ok").with_thinking(vec![
+            crate::ScriptedThinking::thinking("hm", "sig"),
+            crate::ScriptedThinking::redacted("opaque"),
+        ]);
+        let ev = stream(&ctx(&reply));
+        let all: String = ev
+            .events
+            .iter()
+            .map(|b| std::str::from_utf8(b).unwrap().to_owned())
+            .collect();
+        let think = all
+            .find(r#""thinking":"hm","type":"thinking_delta""#)
+            .unwrap();
+        let sig = all
+            .find(r#""signature":"sig","type":"signature_delta""#)
+            .unwrap();
+        let redacted = all
+            .find(r#""data":"opaque","type":"redacted_thinking""#)
+            .unwrap();
+        let text = all.find(r#""text":"ok","type":"text_delta""#).unwrap();
+        assert!(think < sig && sig < redacted && redacted < text, "{all}");
+        let v = complete(&ctx(&reply));
+        assert_eq!(v["content"][0]["signature"], "sig");
+        assert_eq!(v["content"][1]["type"], "redacted_thinking");
+        assert_eq!(v["content"][2]["text"], "ok");
     }
 }

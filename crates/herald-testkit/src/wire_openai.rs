@@ -5,6 +5,7 @@ use bytes::Bytes;
 use serde_json::{Value, json};
 
 use crate::render::{RenderContext, SseEvents, arg_pieces, error_type, text_pieces, unix_now};
+use crate::script::ScriptedThinking;
 use crate::usage::TokenUsage;
 
 /// Deviations from the reference stream format that real OpenAI-compatible
@@ -86,6 +87,13 @@ pub(crate) fn stream(ctx: &RenderContext<'_>, quirks: Quirks) -> SseEvents {
         json!("")
     };
     w.delta(json!({"role": "assistant", "content": first_content}));
+    for block in ctx.reply.thinking() {
+        if let ScriptedThinking::Thinking { text, .. } = block {
+            for piece in text_pieces(text) {
+                w.delta(json!({"content": null, "reasoning_content": piece}));
+            }
+        }
+    }
     for piece in text_pieces(text) {
         w.delta(json!({"content": piece}));
     }

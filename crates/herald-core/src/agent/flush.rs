@@ -376,8 +376,9 @@ impl Agent {
             // are dropped so none is left without a result.
             let calls = if last { Vec::new() } else { reply.tool_calls };
             let text = reply.text;
-            self.messages
-                .push(Message::assistant(text.clone(), calls.clone()));
+            self.messages.push(
+                Message::assistant(text.clone(), calls.clone()).with_reasoning(reply.reasoning),
+            );
             if let Err(message) = self.persist().await {
                 report.status = FlushStatus::Failed;
                 report.message = Some(message);

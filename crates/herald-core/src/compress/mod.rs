@@ -542,6 +542,7 @@ mod tests {
             idle_timeout: std::time::Duration::from_secs(5),
             connect_timeout: std::time::Duration::from_secs(1),
             images: true,
+            reasoning: Default::default(),
         })
         .unwrap()
     }

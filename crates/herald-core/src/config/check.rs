@@ -318,6 +318,14 @@ pub(crate) const SERVE: &[Key] = &[
     ),
 ];
 
+/// `[thinking]`: Anthropic extended thinking.
+const THINKING: &[Key] = &[key(
+    "budget_tokens",
+    int(1_024, 1_000_000),
+    "tokens the model may think per reply (Anthropic extended thinking)",
+    "unset",
+)];
+
 /// The top level of the file.
 pub(crate) const TOP: &[Key] = &[
     key("model", Kind::Str, "model name", "\"\""),
@@ -343,6 +351,13 @@ pub(crate) const TOP: &[Key] = &[
         "true",
     ),
     key("toolsets", Kind::StrList, "toolsets to enable", "all"),
+    key(
+        "reasoning_effort",
+        Kind::Str,
+        "low, medium or high, for OpenAI-compatible reasoning models",
+        "unset",
+    ),
+    key("thinking", Kind::Section(THINKING), "", ""),
     key("network", Kind::Section(NETWORK), "", ""),
     key("tools", Kind::Section(TOOLS), "", ""),
     key("delegation", Kind::Section(DELEGATION), "", ""),
@@ -670,6 +685,7 @@ mod tests {
             max_tokens: Some(1),
             images: Some(true),
             toolsets: Some(Vec::new()),
+            reasoning_effort: Some(String::new()),
             ..Config::default()
         };
         let serialized = toml::Table::try_from(&full).unwrap();
