@@ -117,6 +117,9 @@ pub struct App {
     status: Status,
     /// The root agent's answer being streamed.
     stream: Option<MarkdownStream>,
+    /// Streamed reasoning of the current reply not shown yet: complete
+    /// lines are shown (dim) as they come, the rest when the answer starts.
+    thinking: String,
     overlay: Option<Overlay>,
     /// Requests waiting behind the open overlay.
     waiting: VecDeque<Overlay>,
@@ -295,6 +298,7 @@ impl App {
             live: Live::default(),
             status: Status::default(),
             stream: None,
+            thinking: String::new(),
             overlay: None,
             waiting: VecDeque::new(),
             history: Vec::new(),
@@ -530,7 +534,14 @@ impl App {
     fn on_event(&mut self, event: &Event) {
         self.dirty = true;
         let root = event.agent_id == "root";
+        if root && !matches!(event.kind, EventKind::AssistantReasoning { .. }) {
+            self.show_thinking(true);
+        }
         match &event.kind {
+            EventKind::AssistantReasoning { text } if root => {
+                self.thinking.push_str(text);
+                self.show_thinking(false);
+            }
             EventKind::AssistantDelta { text } if root => {
                 if self.stream.is_none() {
                     self.gap_after_tools();
@@ -783,6 +794,17 @@ impl App {
     fn gap_after_tools(&mut self) {
         if std::mem::take(&mut self.after_tool) {
             self.history.push(Line::default());
+        }
+    }
+
+    /// Shows the complete lines of streamed reasoning, dim; with `all`,
+    /// the unfinished last line too.
+    fn show_thinking(&mut self, all: bool) {
+        for line in take_lines(&mut self.thinking, all) {
+            self.gap_after_tools();
+            let text = format!("  {line}");
+            self.history
+                .extend(crate::wrap::wrap_text(&text, self.width, cells::dim()));
         }
     }
 
@@ -1373,5 +1395,42 @@ impl App {
                 }
             }
         }
+    }
+}
+
+/// Takes the complete lines off the front of `buffer` (all of it with
+/// `all`), without their line ends.
+fn take_lines(buffer: &mut String, all: bool) -> Vec<String> {
+    let end = if all {
+        buffer.len()
+    } else {
+        buffer.rfind('\n').map_or(0, |at| at + 1)
+    };
+    let taken: String = buffer.drain(..end).collect();
+    if taken.is_empty() {
+        return Vec::new();
+    }
+    taken
+        .strip_suffix('\n')
+        .unwrap_or(&taken)
+        .split('\n')
+        .map(str::to_owned)
+        .collect()
+}
+
+#[cfg(test)]
+mod thinking_tests {
+    use super::take_lines;
+
+    #[test]
+    fn reasoning_shows_by_whole_lines_and_the_rest_at_the_end() {
+        let mut buffer = String::from("first line\nsecond");
+        assert_eq!(take_lines(&mut buffer, false), ["first line"]);
+        assert_eq!(buffer, "second");
+        buffer.push_str(" half");
+        assert!(take_lines(&mut buffer, false).is_empty());
+        assert_eq!(take_lines(&mut buffer, true), ["second half"]);
+        assert!(buffer.is_empty());
+        assert!(take_lines(&mut buffer, true).is_empty());
     }
 }
