@@ -425,3 +425,154 @@ async fn slash_compress_in_the_interactive_loop() {
     assert_eq!(next.messages.len(), 6, "{:?}", next.messages);
     h.server.assert_invariants();
 }
+
+/// `reader` whose summary requests always fail: the model answers them
+/// with no text (a failed summary, like any provider error).
+fn reader_without_summaries(reads: usize, calls: Arc<AtomicUsize>) -> Script {
+    Script::new().responder(move |view| {
+        if is_summary_request(view) {
+            return Reply::text("");
+        }
+        if is_flush_request(view) {
+            return Reply::text("DONE");
+        }
+        match calls.fetch_add(1, Ordering::SeqCst) {
+            n if n < reads => Reply::tool("read_file", json!({"path": "big.txt"})),
+            _ => Reply::text("all read"),
+        }
+    })
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn failed_summaries_back_off_doubling_the_wait() {
+    let fixed = fixed_tokens(Wire::OpenAi).await;
+    let calls = Arc::new(AtomicUsize::new(0));
+    let h = harness(reader_without_summaries(18, calls)).await;
+    h.config(&small_window(fixed, 1_000));
+    let (output, events) = h.run_json(Wire::OpenAi, &[], TASK).await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(last(&events)["final_response"], "all read");
+    assert!(of_type(&events, "compaction").is_empty());
+
+    // Model requests (not summaries, not flushes) before each summary attempt.
+    let mut turns = 0;
+    let mut attempts_at = Vec::new();
+    for r in h.server.requests() {
+        let view = r.view().unwrap();
+        if is_summary_request(&view) {
+            attempts_at.push(turns);
+        } else if !is_flush_request(&view) {
+            turns += 1;
+        }
+    }
+    assert_eq!(turns, 19, "18 reads and the answer");
+    // Compaction is due from the second request on; without backoff every
+    // request would be preceded by an attempt. With it the waits double.
+    assert!(attempts_at.len() >= 3, "{attempts_at:?}");
+    let gaps: Vec<usize> = attempts_at.windows(2).map(|w| w[1] - w[0]).collect();
+    let doubling: Vec<usize> = (0..gaps.len()).map(|i| 2 << i).collect();
+    assert_eq!(gaps, doubling, "attempts before requests {attempts_at:?}");
+    // Each failure is reported, none ends the run.
+    let skipped = of_type(&events, "error")
+        .into_iter()
+        .filter(|e| {
+            e["fatal"] == false
+                && e["message"]
+                    .as_str()
+                    .unwrap()
+                    .contains("context compaction skipped")
+        })
+        .count();
+    assert_eq!(skipped, attempts_at.len());
+    h.server.assert_invariants();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn compression_model_writes_the_summaries() {
+    for wire in [Wire::OpenAi, Wire::Anthropic] {
+        let fixed = fixed_tokens(wire).await;
+        let h = harness(reader(6, Arc::default())).await;
+        h.config(&format!(
+            "{}model = \"cheap-summarizer\"\n",
+            small_window(fixed, 4_000)
+        ));
+        let (output, events) = h.run_json(wire, &[], TASK).await;
+        assert!(output.status.success(), "{wire:?}: {}", stderr(&output));
+        assert!(!of_type(&events, "compaction").is_empty(), "{wire:?}");
+        let requests = h.server.requests();
+        let (summaries, others): (Vec<_>, Vec<_>) = requests
+            .iter()
+            .partition(|r| is_summary_request(&r.view().unwrap()));
+        assert!(!summaries.is_empty(), "{wire:?}");
+        for r in &summaries {
+            assert_eq!(r.body["model"], "cheap-summarizer", "{wire:?}");
+        }
+        for r in &others {
+            assert_ne!(r.body["model"], "cheap-summarizer", "{wire:?}");
+            assert!(r.body["model"].is_string(), "{wire:?}");
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_fixed_prompt_over_half_the_window_is_not_compacted_and_said_once() {
+    let fixed = fixed_tokens(Wire::OpenAi).await;
+    let h = harness(reader(4, Arc::default())).await;
+    // The fixed prompt is two thirds of the window: compaction is due from
+    // the first request, but could never free enough room.
+    h.config(&format!(
+        "[compression]\nthreshold = 0.5\ncontext_window = {}\n",
+        fixed * 3 / 2
+    ));
+    let (output, events) = h.run_json(Wire::OpenAi, &[], TASK).await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(last(&events)["final_response"], "all read");
+    assert!(of_type(&events, "compaction").is_empty());
+    let said: Vec<_> = of_type(&events, "error")
+        .into_iter()
+        .filter(|e| e["message"].as_str().unwrap().contains("over half"))
+        .collect();
+    assert_eq!(said.len(), 1, "{events:?}");
+    assert_eq!(said[0]["fatal"], false);
+    let window = (fixed * 3 / 2).to_string();
+    assert!(said[0]["message"].as_str().unwrap().contains(&window));
+    // No summary and no memory flush was asked for.
+    for r in h.server.requests() {
+        let view = r.view().unwrap();
+        assert!(!is_summary_request(&view) && !is_flush_request(&view));
+    }
+    assert_eq!(h.server.requests().len(), 6, "todo, 4 reads, the answer");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_prompt_over_the_window_is_an_error_before_any_request() {
+    for wire in [Wire::OpenAi, Wire::Anthropic] {
+        let h = harness(reader(2, Arc::default())).await;
+        // 1,000 tokens: less than the system prompt and tool schemas.
+        h.config("[compression]\ncontext_window = 1000\n");
+        let (output, events) = h.run_json(wire, &[], TASK).await;
+        assert_eq!(
+            output.status.code(),
+            Some(1),
+            "{wire:?}: {}",
+            stderr(&output)
+        );
+        assert!(
+            h.server.requests().is_empty(),
+            "{wire:?}: a request was sent"
+        );
+        let errors = of_type(&events, "error");
+        assert!(
+            errors.iter().any(|e| {
+                let m = e["message"].as_str().unwrap();
+                m.contains("context window of 1000 tokens") && m.contains("nothing was sent")
+            }),
+            "{wire:?}: {events:?}"
+        );
+        // With compression off the window is still known and still checked.
+        h.config("[compression]\nenabled = false\ncontext_window = 1000\n");
+        let (output, _) = h.run_json(wire, &[], TASK).await;
+        assert_eq!(output.status.code(), Some(1), "{wire:?}");
+        assert!(h.server.requests().is_empty(), "{wire:?}");
+    }
+}

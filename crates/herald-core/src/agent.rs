@@ -397,10 +397,14 @@ impl Agent {
                 }
                 return outcome;
             }
-            if self.compactor.due(
-                fixed_tokens(&self.system_prompt, &self.tools),
-                &self.messages,
-            ) {
+            let fixed = fixed_tokens(&self.system_prompt, &self.tools);
+            if let Some(message) =
+                self.compactor
+                    .overflow(fixed, &self.messages, self.client.model())
+            {
+                return self.fail(outcome, message, Some(ErrorKind::ContextTooLong));
+            }
+            if self.compactor.due(fixed, &self.messages) {
                 // A failed compaction keeps the history unchanged; go on.
                 let _ = self.compact(Trigger::Threshold, cancel).await;
             }
@@ -633,6 +637,12 @@ impl Agent {
         self.compactor = Compactor::new(config, self.client.model());
     }
 
+    /// Summaries are written by `client` (`[compression] model`); call
+    /// after [`Agent::set_compression`].
+    pub fn set_summary_client(&mut self, client: Arc<LlmClient>) {
+        self.compactor.set_summary_client(client);
+    }
+
     /// Compresses the conversation now (`/compress`), whatever its size and
     /// whether automatic compression is on. On error nothing changed.
     pub async fn compress_now(
@@ -731,7 +741,7 @@ impl Agent {
         };
         let mut usage_row = None;
         if let Some(usage) = compacted.usage {
-            let cost = cost_usd(self.client.model(), &usage);
+            let cost = cost_usd(&compacted.summary_model, &usage);
             self.usage.add(&usage);
             self.cost_usd += cost;
             if let Some(budget) = &self.budget {
@@ -752,7 +762,7 @@ impl Agent {
             rows.push(compaction_record(&compacted.report));
             rows.extend_from_slice(&compacted.messages);
             let session = recorder.session_id.clone();
-            let model = self.client.model().to_owned();
+            let model = compacted.summary_model.clone();
             let saved = recorder
                 .store
                 .call(move |store| {

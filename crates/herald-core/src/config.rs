@@ -753,6 +753,7 @@ pub const DEFAULT_CONFIG: &str = r#"# herald configuration. Precedence: command-
 # protect_first_n = 3          # 0-1000
 # protect_last_n = 20          # 1-1000
 # context_window = 0           # 0 = built-in table by model name, else 1000-100000000
+# model = ""                   # a cheaper model for summaries (same endpoint); empty = the session's
 
 [code_execution]
 # timeout = 300                # 1-86400 seconds

@@ -109,6 +109,9 @@ pub struct CompressionConfig {
     pub protect_last_n: usize,
     /// Context window in tokens; 0 = look the model up in the built-in table.
     pub context_window: u64,
+    /// Model that writes the summaries, on the session's endpoint (a
+    /// cheaper one than the session's); empty = the session's model.
+    pub model: String,
 }
 
 impl Default for CompressionConfig {
@@ -120,6 +123,7 @@ impl Default for CompressionConfig {
             protect_first_n: 3,
             protect_last_n: 20,
             context_window: 0,
+            model: String::new(),
         }
     }
 }

@@ -18,23 +18,27 @@ const MESSAGE_PREVIEW_CHARS: usize = 600;
 /// Arguments of `session_search`.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct SessionSearchArgs {
-    /// Words to find (FTS). Omit to browse recent sessions.
+    /// Words to find (FTS).
+    #[schemars(description = "")]
     query: Option<String>,
-    /// Sessions to return (default 3, max 10).
+    /// Max 10.
     limit: Option<usize>,
-    /// Only match these roles: user, assistant, tool.
+    /// user, assistant, tool.
+    #[schemars(description = "")]
     role_filter: Option<Vec<String>>,
     /// Read this session (its start and end), or scroll it with around_message_id.
+    #[schemars(description = "")]
     session_id: Option<String>,
     /// Message id to centre a window on (needs session_id).
+    #[schemars(description = "")]
     around_message_id: Option<i64>,
-    /// Messages each side of a match or scroll point (default 5, max 20).
+    /// Messages each side (max 20).
     window: Option<usize>,
-    /// "relevance" (default) or "newest".
+    /// relevance or newest.
     sort: Option<String>,
-    /// Only sessions active since then: a date (2026-11-20, UTC) or an age (7d, 24h).
+    /// Active since: a date (2026-11-20) or age (7d).
     since: Option<String>,
-    /// Only sessions started before then: a date (the whole day counts) or an age.
+    /// Started before: date or age.
     until: Option<String>,
 }
 
@@ -125,7 +129,7 @@ impl TypedTool for SessionSearch {
     type Args = SessionSearchArgs;
     const NAME: &'static str = "session_search";
     const TOOLSET: &'static str = "session";
-    const DESCRIPTION: &'static str = "Search your past sessions (not this one). With query: best-matching sessions (by their messages, title or summary) with the matched message and its neighbours. With session_id: that session's start and end; add around_message_id to scroll. With nothing: recent sessions. since/until limit search and browse to sessions active in that period. Use it when the user refers to earlier work or you need a past decision, command or fix.";
+    const DESCRIPTION: &'static str = "Search your past sessions, e.g. when the user refers to earlier work. query: best matches with neighbouring messages. session_id: its start and end (around_message_id scrolls). Neither: recent sessions.";
     const READ_ONLY: bool = true;
 
     async fn run(&self, args: SessionSearchArgs, _ctx: &ToolContext) -> Result<String, ToolError> {

@@ -61,8 +61,9 @@ impl ExecuteCode {
 #[schemars(description = "")]
 pub struct ExecuteCodeArgs {
     /// Python 3 source to run.
+    #[schemars(description = "")]
     pub code: String,
-    /// Seconds before the script is stopped (default and maximum: the configured limit, 300).
+    /// Seconds (default and max: the configured limit).
     pub timeout: Option<u64>,
 }
 
@@ -70,12 +71,10 @@ impl TypedTool for ExecuteCode {
     type Args = ExecuteCodeArgs;
     const NAME: &'static str = "execute_code";
     const TOOLSET: &'static str = "code_execution";
-    const DESCRIPTION: &'static str = "Run a Python 3 script that calls tools itself: use it for 3+ tool calls with logic between them \
-(loops, filtering, branching); only what the script prints comes back, so filter and summarise there. \
-`from herald_tools import read_file, write_file, patch, search_files, terminal, web_search, web_extract, session_search` \
-(those enabled here; same arguments as the tools; JSON results arrive as dicts, others as str; failures raise HeraldToolError). \
-terminal runs in the foreground only. Limits: 50 tool calls, timeout, 50 KB of stdout. Runs in the working directory with no API keys in its environment. \
-Returns JSON {status, output, error?, tool_calls_made, duration_seconds}.";
+    const DESCRIPTION: &'static str = "Run a Python 3 script that calls tools: for 3+ calls with logic between them; only \
+its prints come back. `from herald_tools import read_file, write_file, patch, search_files, terminal, web_search, web_extract, \
+session_search` (those enabled; same arguments; JSON results are dicts; errors raise HeraldToolError; terminal foreground \
+only). Max 50 tool calls, 50 KB stdout; no API keys in its environment.";
     const READ_ONLY: bool = false;
 
     async fn run(&self, args: ExecuteCodeArgs, ctx: &ToolContext) -> Result<String, ToolError> {

@@ -134,8 +134,8 @@ impl TypedTool for Clarify {
     type Args = ClarifyArgs;
     const NAME: &'static str = "clarify";
     const TOOLSET: &'static str = "clarify";
-    const DESCRIPTION: &'static str = "Ask the user and wait for the answer, only when you cannot go on sensibly without their decision (ambiguous request, risky choice). \
-Up to 6 short choices; allow_freetext (default true) lets them type their own. Fails when no user is present: then decide yourself and state your assumptions.";
+    const DESCRIPTION: &'static str = "Ask the user and wait, only when you cannot go on without their decision. Up to 6 \
+short choices; allow_freetext (default true) lets them type. Without a user it fails: then decide and state your assumptions.";
     const READ_ONLY: bool = false;
 
     async fn run(&self, args: ClarifyArgs, ctx: &ToolContext) -> Result<String, ToolError> {

@@ -157,6 +157,14 @@ fn strip_noise(value: &mut serde_json::Value) {
             if map.get("minimum") == Some(&Value::from(0)) {
                 map.remove("minimum");
             }
+            // `#[schemars(description = "")]` keeps a field's Rust doc off
+            // the wire; a `null` default says nothing `required` does not.
+            if map.get("description") == Some(&Value::from("")) {
+                map.remove("description");
+            }
+            if map.get("default") == Some(&Value::Null) {
+                map.remove("default");
+            }
             if let Some(Value::Array(types)) = map.get_mut("type") {
                 types.retain(|t| t != "null");
                 if types.len() == 1 {

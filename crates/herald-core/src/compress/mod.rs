@@ -23,6 +23,8 @@ mod shrink;
 mod summarize;
 mod window;
 
+use std::sync::Arc;
+
 use herald_llm::{EncodedTools, LlmClient, LlmError};
 use herald_protocol::{Message, Role, Usage};
 use tokio_util::sync::CancellationToken;
@@ -46,6 +48,24 @@ pub const COMPACTION_RECORD_PREFIX: &str = "[herald:compaction]";
 
 /// Output tokens reserved for the summary when sizing its request.
 const SUMMARY_REPLY_ALLOWANCE: u64 = 4_096;
+
+/// Requests to wait after the first failed summary request; each further
+/// failure doubles it, up to [`MAX_RETRY_WAIT`] (a provider that cannot
+/// summarise is not asked again on every other request).
+const FIRST_RETRY_WAIT: u64 = 2;
+/// Longest wait, in requests, between failed summary attempts.
+const MAX_RETRY_WAIT: u64 = 32;
+
+/// Requests to wait before the next automatic attempt after `failures`
+/// failed summary requests in a row (0 when none failed).
+fn retry_wait(failures: u32) -> u64 {
+    match failures {
+        0 => 0,
+        n => FIRST_RETRY_WAIT
+            .saturating_mul(1u64 << (n - 1).min(16))
+            .min(MAX_RETRY_WAIT),
+    }
+}
 
 /// Why a compaction happened.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -88,6 +108,12 @@ pub enum CompressError {
     /// The compacted history could not be saved; the conversation is kept.
     #[error("cannot save the compacted conversation: {0}")]
     Store(String),
+    /// The system prompt and tool schemas alone take more than half the
+    /// window: a summary could not free enough room to be worth its request.
+    #[error(
+        "not compacting: the system prompt and tool schemas alone take ~{fixed} of the {window}-token context window (over half); raise [compression] context_window if the model has more, or enable fewer tools"
+    )]
+    WindowTooSmall { fixed: u64, window: u64 },
 }
 
 impl CompressError {
@@ -170,6 +196,9 @@ pub(crate) struct Compacted {
     pub report: CompressionReport,
     /// Usage of the summary request, when one was made.
     pub usage: Option<Usage>,
+    /// The model that wrote the summary (`[compression] model` or the
+    /// session's), for pricing its usage.
+    pub summary_model: String,
 }
 
 /// A compaction planned but not yet done (see [`Compactor::prepare`]).
@@ -197,6 +226,16 @@ pub(crate) struct Compactor {
     /// compaction waits until the prompt grew past it, so a history that
     /// cannot shrink further does not trigger a summary on every request.
     last_after: Option<u64>,
+    /// The client for `[compression] model`; `None` = the session's.
+    summary_client: Option<Arc<LlmClient>>,
+    /// Replies observed so far: the clock the retry backoff counts in.
+    requests: u64,
+    /// Failed summary requests in a row (reset by a successful one).
+    failures: u32,
+    /// No automatic attempt before `requests` reaches this.
+    retry_at: u64,
+    /// Automatic compaction was refused for a too-small window (said once).
+    refused: bool,
 }
 
 impl Compactor {
@@ -208,12 +247,41 @@ impl Compactor {
             window,
             measured: None,
             last_after: None,
+            summary_client: None,
+            requests: 0,
+            failures: 0,
+            retry_at: 0,
+            refused: false,
         }
+    }
+
+    /// Summaries are written by `client` (`[compression] model`).
+    pub(crate) fn set_summary_client(&mut self, client: Arc<LlmClient>) {
+        self.summary_client = Some(client);
+    }
+
+    /// Why the next request cannot fit whatever compaction does: the fixed
+    /// prompt (system + tools) plus the latest user message (always kept)
+    /// exceed the context window. The message names the window.
+    pub(crate) fn overflow(&self, fixed: u64, messages: &[Message], model: &str) -> Option<String> {
+        let latest = messages
+            .iter()
+            .rev()
+            .find(|m| m.role == Role::User)
+            .map_or(0, estimate_message_tokens);
+        let needed = fixed + latest;
+        (needed > self.window).then(|| {
+            format!(
+                "the prompt alone (~{needed} tokens: system prompt, tool schemas and the latest user message) exceeds the {} context window of {} tokens; nothing was sent. Shorten the message, enable fewer tools, or set [compression] context_window if the model has a larger window",
+                model, self.window
+            )
+        })
     }
 
     /// Records the provider's prompt token count for a request of
     /// `messages_sent` messages.
     pub(crate) fn observe(&mut self, prompt_tokens: u64, messages_sent: usize) {
+        self.requests += 1;
         self.measured = (prompt_tokens > 0).then_some((prompt_tokens, messages_sent));
     }
 
@@ -253,9 +321,14 @@ impl Compactor {
         }
     }
 
-    /// Whether the next request should be preceded by a compaction.
+    /// Whether the next request should be preceded by a compaction. Not
+    /// while a failed summary's backoff lasts, and once refused for a
+    /// too-small window never again (the refusal is reported once).
     pub(crate) fn due(&self, fixed: u64, messages: &[Message]) -> bool {
-        if !self.config.enabled || messages.is_empty() {
+        if !self.config.enabled || messages.is_empty() || self.refused {
+            return false;
+        }
+        if self.requests < self.retry_at {
             return false;
         }
         let tokens = self.prompt_tokens(fixed, messages);
@@ -309,7 +382,7 @@ impl Compactor {
         messages: &[Message],
         trigger: Trigger,
     ) -> bool {
-        self.prepare(fixed, messages, trigger).summarise
+        fixed * 2 <= self.window && self.prepare(fixed, messages, trigger).summarise
     }
 
     /// Compacts `input.messages`. On success the caller replaces its history
@@ -321,6 +394,13 @@ impl Compactor {
     ) -> Result<Compacted, CompressError> {
         let messages = input.messages;
         let fixed = fixed_tokens(input.system, input.tools);
+        if fixed * 2 > self.window {
+            self.refused = true;
+            return Err(CompressError::WindowTooSmall {
+                fixed,
+                window: self.window,
+            });
+        }
         let tokens_before = self.prompt_tokens(fixed, messages);
         if input.trigger == Trigger::ContextTooLong {
             // The window is smaller than planned (a local server, a wrong
@@ -341,7 +421,7 @@ impl Compactor {
                 .saturating_sub(scaled(&[]));
             let request_input = summary_input(messages, &shrunk, &plan, budget, ratio);
             let (summary, usage) = match summarize::request_summary(
-                input.client,
+                self.summary_client.as_deref().unwrap_or(input.client),
                 input.system,
                 input.tools,
                 &request_input,
@@ -349,10 +429,18 @@ impl Compactor {
             )
             .await
             {
-                Ok(done) => done,
+                Ok(done) => {
+                    self.failures = 0;
+                    self.retry_at = 0;
+                    done
+                }
                 Err(err) => {
-                    // Do not retry on every request; wait for more growth.
-                    self.last_after = Some(tokens_before);
+                    // Back off: 2, 4, 8, ... requests (capped) before the
+                    // next automatic attempt; an interrupt is no failure.
+                    if err.kind != herald_llm::ErrorKind::Cancelled {
+                        self.failures = self.failures.saturating_add(1);
+                        self.retry_at = self.requests + retry_wait(self.failures);
+                    }
                     return Err(CompressError::Summary(err));
                 }
             };
@@ -393,8 +481,30 @@ impl Compactor {
             messages: compacted,
             report,
             usage,
+            summary_model: self
+                .summary_client
+                .as_deref()
+                .unwrap_or(input.client)
+                .model()
+                .to_owned(),
         })
     }
+}
+
+/// The client for `[compression] model` on the session's endpoint, or
+/// `None` when summaries use the session's own model.
+pub(crate) fn summary_client(
+    settings: &crate::config::Settings,
+) -> Result<Option<Arc<LlmClient>>, LlmError> {
+    let model = settings.compression.model.trim();
+    if model.is_empty() || model == settings.model {
+        return Ok(None);
+    }
+    LlmClient::new(herald_llm::ClientConfig {
+        model: model.to_owned(),
+        ..settings.client_config()
+    })
+    .map(|client| Some(Arc::new(client)))
 }
 
 /// Estimated tokens of the parts every request repeats: system prompt and tools.
@@ -639,6 +749,138 @@ mod tests {
             matches!(err, CompressError::NothingToCompress { .. }),
             "{err}"
         );
+    }
+
+    #[test]
+    fn retry_wait_doubles_from_two_and_is_capped() {
+        let waits: Vec<u64> = (0..8).map(retry_wait).collect();
+        assert_eq!(waits, vec![0, 2, 4, 8, 16, 32, 32, 32]);
+        assert_eq!(retry_wait(u32::MAX), MAX_RETRY_WAIT);
+    }
+
+    #[tokio::test]
+    async fn failed_summaries_back_off_and_success_resets() {
+        let client = unreachable_client();
+        let tools = client.encode_tools(&[]);
+        let cancel = CancellationToken::new();
+        let config = CompressionConfig {
+            context_window: 2_000,
+            protect_first_n: 1,
+            protect_last_n: 2,
+            ..CompressionConfig::default()
+        };
+        let messages = big_tool_loop(6, 1_000);
+        let fixed = fixed_tokens("sys", &tools);
+        let mut c = Compactor::new(config, "m");
+        assert!(c.due(fixed, &messages));
+        // Each failure waits twice as many requests as the one before.
+        for wait in [2, 4, 8] {
+            let err = c
+                .compact(
+                    input(&client, &tools, &messages, Trigger::Threshold),
+                    &cancel,
+                )
+                .await
+                .err()
+                .unwrap();
+            assert!(matches!(err, CompressError::Summary(_)), "{err}");
+            let mut waited = 0;
+            while !c.due(fixed, &messages) {
+                c.observe(0, 0);
+                waited += 1;
+                assert!(waited <= wait, "still waiting after {waited} requests");
+            }
+            assert_eq!(waited, wait);
+        }
+        // An interrupt is no failure: the next attempt is not delayed.
+        let cancelled = CancellationToken::new();
+        cancelled.cancel();
+        let err = c
+            .compact(
+                input(&client, &tools, &messages, Trigger::Threshold),
+                &cancelled,
+            )
+            .await
+            .err()
+            .unwrap();
+        assert!(err.is_cancelled(), "{err}");
+        assert!(c.due(fixed, &messages));
+        assert_eq!(c.failures, 3);
+    }
+
+    #[tokio::test]
+    async fn a_fixed_prompt_over_half_the_window_is_refused_once() {
+        let client = unreachable_client();
+        let tools = client.encode_tools(&[]);
+        let cancel = CancellationToken::new();
+        let config = CompressionConfig {
+            context_window: 8_000,
+            protect_first_n: 1,
+            protect_last_n: 2,
+            ..CompressionConfig::default()
+        };
+        let messages = big_tool_loop(6, 4_000);
+        let mut c = Compactor::new(config, "m");
+        let system = "s".repeat(4 * 4_001);
+        let fixed = fixed_tokens(&system, &tools);
+        assert!(fixed > 4_000);
+        assert!(c.due(fixed, &messages), "the first time it is tried");
+        assert!(
+            !c.will_summarise(fixed, &messages, Trigger::Manual),
+            "no flush for it"
+        );
+        let err = c
+            .compact(
+                CompactionInput {
+                    system: &system,
+                    ..input(&client, &tools, &messages, Trigger::Threshold)
+                },
+                &cancel,
+            )
+            .await
+            .err()
+            .unwrap();
+        assert!(
+            matches!(err, CompressError::WindowTooSmall { window: 8_000, .. }),
+            "{err}"
+        );
+        assert!(
+            err.to_string().contains("8000-token context window"),
+            "{err}"
+        );
+        assert!(!c.due(fixed, &messages), "said once, then never due again");
+        // Half the window or less is compacted as usual.
+        let mut fits = Compactor::new(c.config.clone(), "m");
+        assert!(fits.due(fixed_tokens("sys", &tools), &messages));
+        let err = fits
+            .compact(
+                input(&client, &tools, &messages, Trigger::Threshold),
+                &cancel,
+            )
+            .await
+            .err()
+            .unwrap();
+        assert!(matches!(err, CompressError::Summary(_)), "{err}");
+    }
+
+    #[test]
+    fn a_prompt_over_the_window_is_named_before_any_request() {
+        let config = CompressionConfig {
+            context_window: 8_000,
+            ..CompressionConfig::default()
+        };
+        let c = Compactor::new(config, "m");
+        let history = big_tool_loop(20, 4_000);
+        // History can be compacted; the fixed part and latest user message cannot.
+        assert_eq!(c.overflow(3_000, &history, "m"), None);
+        let huge = vec![Message::user("x".repeat(4 * 6_000))];
+        let message = c.overflow(3_000, &huge, "small-model").unwrap();
+        assert!(
+            message.contains("small-model context window of 8000 tokens"),
+            "{message}"
+        );
+        assert!(c.overflow(8_001, &[], "m").is_some());
+        assert_eq!(c.overflow(8_000, &[], "m"), None);
     }
 
     /// The torture test's failure, replayed without timing: a resumed run

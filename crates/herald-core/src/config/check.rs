@@ -253,6 +253,12 @@ pub(crate) const COMPRESSION: &[Key] = &[
         "context window in tokens",
         "0",
     ),
+    key(
+        "model",
+        Kind::Str,
+        "model that writes summaries; empty = the session's",
+        "\"\"",
+    ),
 ];
 
 /// `[code_execution]`.

@@ -42,23 +42,11 @@ pub struct TaskArg {
 
 /// A compact schema for `tasks`: every byte of it is sent on each request.
 fn tasks_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-    let names = serde_json::json!({"type": "array", "items": {"type": "string"}});
     schemars::json_schema!({
         "type": ["array", "string"],
-        "description": "Batch run in parallel; replaces goal. Fields as above, per task.",
-        "items": {
-            "type": "object",
-            "properties": {
-                "goal": {"type": "string"},
-                "context": {"type": "string"},
-                "toolsets": names,
-                "role": {"enum": ["leaf", "orchestrator"]},
-                "allow_tools": names,
-                "deny_tools": names,
-                "agent": {"type": "string"},
-            },
-            "required": ["goal"],
-        },
+        "description": "Parallel batch replacing goal: objects with goal and the per-child fields above.",
+        // Some providers refuse an array schema without `items`.
+        "items": {"type": "object"},
     })
 }
 
@@ -67,18 +55,20 @@ fn role_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
     schemars::json_schema!({
         "type": ["string", "null"],
         "enum": ["leaf", "orchestrator", null],
-        "description": "leaf (default) or orchestrator (may delegate further if depth allows).",
+        "description": "orchestrator may delegate further (default leaf).",
     })
 }
 
 /// Arguments of `delegate_task`.
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 pub struct DelegateArgs {
-    /// One child's task: specific and self-contained.
+    /// The task, specific and self-contained.
     pub goal: Option<String>,
-    /// Facts the child needs (paths, constraints, what was tried).
+    /// Facts it needs: paths, constraints, what was tried.
+    #[schemars(description = "")]
     pub context: Option<String>,
-    /// Child toolsets (default and maximum: yours).
+    /// Default and maximum: yours.
+    #[schemars(description = "")]
     pub toolsets: Option<Vec<String>>,
     #[serde(default)]
     #[schemars(schema_with = "tasks_schema")]
@@ -86,17 +76,16 @@ pub struct DelegateArgs {
     #[serde(default)]
     #[schemars(schema_with = "role_schema")]
     pub role: Option<ChildRole>,
-    /// Model requests per child.
     pub max_iterations: Option<u32>,
-    /// Return agent ids at once; results arrive later.
     pub background: Option<bool>,
-    /// Only these tools for the children.
+    /// Only these tools.
+    #[schemars(description = "")]
     pub allow_tools: Option<Vec<String>>,
-    /// Tools removed from the children.
     pub deny_tools: Option<Vec<String>>,
-    /// Token cap for this delegation's tree.
+    /// Token cap for the whole delegation.
+    #[schemars(description = "")]
     pub budget_tokens: Option<u64>,
-    /// Agent definition to use (listed above): its instructions, tools and model.
+    /// An agent definition's name.
     pub agent: Option<String>,
 }
 

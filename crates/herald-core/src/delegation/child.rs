@@ -248,6 +248,13 @@ impl Delegation {
             await_background: true,
         });
         agent.set_compression(self.settings.compression.clone());
+        // Children summarise with `[compression] model` too, on their endpoint.
+        let summary_model = self.settings.compression.model.trim();
+        if !summary_model.is_empty()
+            && let Ok(client) = self.client_for(Some(summary_model))
+        {
+            agent.set_summary_client(client);
+        }
         if let Some(gate) = self.gate_for(agent.events()) {
             agent.set_gate(gate);
         }

@@ -49,10 +49,9 @@ impl TypedTool for DelegateTask {
     type Args = DelegateArgs;
     const NAME: &'static str = "delegate_task";
     const TOOLSET: &'static str = TOOLSET;
-    const DESCRIPTION: &'static str = "Hand work to subagents: fresh agents with their own conversation and terminal that see \
-nothing of yours, so put every needed fact in goal/context. Only each child's final summary returns (results in task order with \
-status, summary, tokens, tool_trace). Use for independent pieces (research, parallel edits of separate files, long investigations), \
-not one quick step. background=true returns agent_ids at once; results are appended when done, or block with agent_wait.";
+    const DESCRIPTION: &'static str = "Hand work to subagents that see nothing of yours: put every needed fact in \
+goal/context; only each one's final summary returns. For independent pieces (research, separate files), not one quick \
+step. background=true returns agent_ids at once; results arrive later or via agent_wait.";
     const READ_ONLY: bool = false;
 
     async fn run(&self, args: DelegateArgs, ctx: &ToolContext) -> Result<String, ToolError> {
@@ -288,6 +287,7 @@ impl Delegation {
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct AgentIdArgs {
     /// An id returned by delegate_task.
+    #[schemars(description = "")]
     pub agent_id: String,
 }
 
@@ -307,8 +307,8 @@ impl TypedTool for AgentStatus {
     type Args = AgentIdArgs;
     const NAME: &'static str = "agent_status";
     const TOOLSET: &'static str = TOOLSET;
-    const DESCRIPTION: &'static str = "A subagent's status, task, elapsed time, API calls, tokens, current tool and result preview. \
-Do not poll: agent_wait blocks until agents finish.";
+    const DESCRIPTION: &'static str =
+        "A subagent's progress or result. Do not poll: use agent_wait.";
     const READ_ONLY: bool = true;
 
     async fn run(&self, args: AgentIdArgs, _ctx: &ToolContext) -> Result<String, ToolError> {
@@ -325,9 +325,10 @@ Do not poll: agent_wait blocks until agents finish.";
 /// Arguments of `agent_list`.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct AgentListArgs {
-    /// Only this status (running, completed, failed, timeout, interrupted).
+    /// running, completed, failed, timeout or interrupted.
     pub status: Option<String>,
-    /// At most this many (default 20, max 100).
+    /// Max 100.
+    #[schemars(description = "")]
     pub limit: Option<usize>,
 }
 
@@ -348,7 +349,7 @@ impl TypedTool for AgentList {
     const NAME: &'static str = "agent_list";
     const TOOLSET: &'static str = TOOLSET;
     const DESCRIPTION: &'static str =
-        "List the subagents of this session (newest first) with status, goal and tokens.";
+        "This session's subagents, newest first, with status, goal and tokens.";
     const READ_ONLY: bool = true;
 
     async fn run(&self, args: AgentListArgs, _ctx: &ToolContext) -> Result<String, ToolError> {
@@ -389,8 +390,9 @@ impl TypedTool for AgentList {
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct AgentWaitArgs {
     /// Agents to wait for; returns when any of them has finished.
+    #[schemars(description = "")]
     pub agent_ids: Vec<String>,
-    /// Give up after this many seconds (default 300, max 3600).
+    /// Default 300, max 3600.
     pub timeout_seconds: Option<u64>,
 }
 
@@ -411,8 +413,8 @@ impl TypedTool for AgentWait {
     type Args = AgentWaitArgs;
     const NAME: &'static str = "agent_wait";
     const TOOLSET: &'static str = TOOLSET;
-    const DESCRIPTION: &'static str = "Block until one of the given background agents finishes (or timeout); returns finished results \
-and those still running. Costs no tokens while waiting.";
+    const DESCRIPTION: &'static str = "Wait (no token cost) until one of these agents finishes or timeout; returns finished results \
+and those still running.";
     const READ_ONLY: bool = true;
 
     async fn run(&self, args: AgentWaitArgs, ctx: &ToolContext) -> Result<String, ToolError> {
@@ -502,7 +504,7 @@ impl TypedTool for AgentCancel {
     const NAME: &'static str = "agent_cancel";
     const TOOLSET: &'static str = TOOLSET;
     const DESCRIPTION: &'static str =
-        "Cancel a running subagent and its descendants; its result reports status interrupted.";
+        "Cancel a running subagent and its descendants (status interrupted).";
     const READ_ONLY: bool = false;
 
     async fn run(&self, args: AgentIdArgs, _ctx: &ToolContext) -> Result<String, ToolError> {

@@ -41,23 +41,31 @@ pub enum LearningAction {
 #[schemars(description = "")]
 pub struct LearningArgs {
     pub action: LearningAction,
-    /// save: the failure as it shows (key error message or symptom)
+    /// the error as shown
     pub pattern: Option<String>,
-    /// save: short kind, e.g. missing-dependency, wrong-flag, permission
+    /// save: short kind
+    #[schemars(description = "")]
     pub error_type: Option<String>,
-    /// save: what fixed it (command, edit or setting)
+    /// save: what worked
+    #[schemars(description = "")]
     pub fix: Option<String>,
     /// save: keywords
+    #[schemars(description = "")]
     pub tags: Option<Vec<String>>,
-    /// save: when it applies (versions, OS, setup)
+    /// save: when it applies
+    #[schemars(description = "")]
     pub context: Option<String>,
-    /// save: the tool whose call failed (terminal, patch, ...)
+    /// save: the failed tool
+    #[schemars(description = "")]
     pub tool: Option<String>,
-    /// save: true if it only holds in this project
+    /// save: only this project
+    #[schemars(description = "")]
     pub project_specific: Option<bool>,
-    /// search: words to find
+    /// search: words
+    #[schemars(description = "")]
     pub query: Option<String>,
-    /// forget: the learning's id
+    /// forget: its id
+    #[schemars(description = "")]
     pub id: Option<i64>,
 }
 
@@ -199,11 +207,9 @@ impl TypedTool for LearningTool {
     type Args = LearningArgs;
     const NAME: &'static str = "learning";
     const TOOLSET: &'static str = "learning";
-    const DESCRIPTION: &'static str = "Your error memory, shared across sessions: fixes that worked. \
-After you fixed a failed call and the fix would help next time (a missing dependency, a wrong flag or path, a project quirk), \
-save it: action=save with pattern (the error as it shows), error_type (a short kind), fix (what worked), tags, tool (the one that failed), \
-project_specific=true if it only holds here. Saved fixes are appended automatically when a similar call fails. \
-search/list look them up; forget (id) drops a wrong one. Not for typos, one-offs or secrets.";
+    const DESCRIPTION: &'static str = "Your error memory across sessions. After fixing a failed call in a way that would \
+help next time (missing dependency, wrong flag or path, project quirk), save it; saved fixes are appended when a similar \
+call fails. Not for typos, one-offs or secrets.";
     const READ_ONLY: bool = false;
 
     async fn run(&self, args: LearningArgs, _ctx: &ToolContext) -> Result<String, ToolError> {

@@ -22,10 +22,10 @@ Work until the task is done, then reply with a concise answer: what you did, wha
 /// description, not here, so this text never needs to change.
 const GUIDANCE: &str = "\
 # Working rules
-- Act through tools; do not ask for permission to use them. Read before you edit, and verify changes (run the build or tests) when you can.
-- Independent read-only calls (read_file, search_files) may be issued together in one reply; they run in parallel.
-- A tool error is information: read it, adjust the call, and continue. Do not repeat a failing call unchanged.
-- Paths are relative to the working directory below unless absolute. Keep answers short; no need to restate tool output.";
+- Act through tools without asking permission. Read before you edit; verify changes (build, tests) when you can.
+- Independent read-only calls (read_file, search_files) may go together in one reply; they run in parallel.
+- A tool error is information: adjust the call and continue; never repeat a failing call unchanged.
+- Paths are relative to the working directory below unless absolute. Keep answers short; do not restate tool output.";
 
 /// The heading and preamble of the project-context layer.
 const PROJECT_CONTEXT_HEADER: &str = "\

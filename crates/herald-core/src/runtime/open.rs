@@ -227,6 +227,11 @@ pub async fn open_session(mut options: SessionOptions) -> Result<Session, Runtim
         await_background: options.one_shot,
     });
     agent.set_compression(settings.compression.clone());
+    if let Some(summaries) = crate::compress::summary_client(settings)
+        .map_err(|e| RuntimeError::Config(format!("[compression] model: {e}")))?
+    {
+        agent.set_summary_client(summaries);
+    }
     // The root agent flushes memory (subagents never do); not at all with
     // MEMORY.md disabled.
     let memory = &settings.memory;

@@ -30,7 +30,7 @@ pub struct MemoryArgs {
     pub target: MemoryTarget,
     /// add, replace
     pub content: Option<String>,
-    /// replace, remove
+    /// replace/remove: a few words of the entry
     pub old_text: Option<String>,
 }
 
@@ -51,10 +51,10 @@ impl TypedTool for MemoryTool {
     type Args = MemoryArgs;
     const NAME: &'static str = "memory";
     const TOOLSET: &'static str = "memory";
-    const DESCRIPTION: &'static str = "Memory kept across sessions; the system prompt shows it as of session start (changes appear in results and later sessions). \
-target=memory: your notes (environment, conventions, tool quirks, hard-won lessons); target=user: the user's profile (preferences, style, corrections). \
-old_text: a few words identifying one entry. Save durable facts only: no secrets, one-offs or things easy to re-find (procedures belong in skills). \
-Each file has a char limit ([% used/limit]); above ~80%, merge or replace entries before adding.";
+    const DESCRIPTION: &'static str = "Memory across sessions, shown in the system prompt as of session start. \
+target=memory: your notes (environment, conventions, quirks); user: the user's profile (preferences, corrections). \
+Durable facts only: no secrets, one-offs or things easy to re-find. Each file has a char limit ([% used/limit]); above ~80%, \
+merge entries before adding.";
     const READ_ONLY: bool = false;
 
     async fn run(&self, args: MemoryArgs, _ctx: &ToolContext) -> Result<String, ToolError> {

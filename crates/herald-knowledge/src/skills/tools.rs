@@ -37,8 +37,7 @@ impl TypedTool for SkillsList {
     type Args = SkillsListArgs;
     const NAME: &'static str = "skills_list";
     const TOOLSET: &'static str = "skills";
-    const DESCRIPTION: &'static str =
-        "List skills (saved procedures): name, source, category, description.";
+    const DESCRIPTION: &'static str = "List skills: name, source, category, description.";
     const READ_ONLY: bool = true;
 
     async fn run(&self, args: SkillsListArgs, _ctx: &ToolContext) -> Result<String, ToolError> {
@@ -200,10 +199,10 @@ impl TypedTool for SkillManage {
     type Args = SkillManageArgs;
     const NAME: &'static str = "skill_manage";
     const TOOLSET: &'static str = "skills";
-    const DESCRIPTION: &'static str = "Save and maintain your skills (reusable procedures) in $HERALD_HOME/skills; only skills you created can be changed. \
-create/edit: content = the whole SKILL.md; patch: old_string -> new_string (file_path for a linked file); delete; write_file/remove_file: file_path under references/, templates/, scripts/ or assets/. \
-SKILL.md: '---', YAML name (a-z0-9._-, max 64, equals the skill name) and description (when to use it, max 1024), '---', then markdown: triggers, the steps that worked with exact commands, pitfalls, how to verify. \
-Save when a recurring kind of task needed iteration, error recovery or a user correction (5+ calls), not for one-offs; offer it first and create only if the user agrees.";
+    const DESCRIPTION: &'static str = "Save and maintain your skills (only ones you created). create/edit: content = the \
+whole SKILL.md: '---', YAML name (= the skill name) and description (when to use it), '---', markdown: steps with exact commands, pitfalls, verification. patch: old_string -> new_string (file_path for a linked file). \
+write_file/remove_file: file_path under references/, templates/, scripts/ or assets/. Save when a recurring task needed \
+iteration or a correction (5+ calls); offer first, create only if the user agrees.";
     const READ_ONLY: bool = false;
 
     async fn run(&self, args: SkillManageArgs, _ctx: &ToolContext) -> Result<String, ToolError> {

@@ -39,12 +39,16 @@ pub struct Patch;
 #[schemars(description = "")]
 pub struct PatchArgs {
     /// File to edit.
+    #[schemars(description = "")]
     pub path: String,
-    /// Text to find; must occur exactly once unless replace_all.
+    /// Must occur once unless replace_all.
+    #[schemars(description = "")]
     pub old_string: String,
     /// Replacement text.
+    #[schemars(description = "")]
     pub new_string: String,
-    /// Replace every occurrence (default false).
+    /// Replace every occurrence.
+    #[schemars(description = "")]
     pub replace_all: Option<bool>,
 }
 
@@ -52,9 +56,9 @@ impl TypedTool for Patch {
     type Args = PatchArgs;
     const NAME: &'static str = "patch";
     const TOOLSET: &'static str = "file";
-    const DESCRIPTION: &'static str = "Edit a file by replacing old_string with new_string. old_string must match exactly once \
-(include a few surrounding lines to make it unique) unless replace_all=true; if no exact match, lines are matched \
-ignoring trailing whitespace, then indentation. Returns a unified diff. Read the file first. Files over 32 MiB are refused.";
+    const DESCRIPTION: &'static str = "Replace old_string with new_string in a file (read it first). old_string must match \
+once (add surrounding lines) unless replace_all; else lines match ignoring trailing whitespace, then indentation. Returns a \
+diff. Max 32 MiB.";
     const READ_ONLY: bool = false;
 
     async fn run(&self, args: PatchArgs, ctx: &ToolContext) -> Result<String, ToolError> {

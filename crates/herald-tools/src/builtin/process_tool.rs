@@ -22,6 +22,7 @@ pub struct ProcessTool;
 
 /// What to do with background processes.
 #[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
+#[schemars(description = "")]
 #[serde(rename_all = "lowercase")]
 pub enum ProcessAction {
     List,
@@ -37,12 +38,13 @@ pub enum ProcessAction {
 #[schemars(description = "")]
 pub struct ProcessArgs {
     /// list | poll (status + new output) | log (all output) | wait | kill | write (stdin)
+    #[schemars(description = "")]
     pub action: ProcessAction,
-    /// Target process, e.g. proc_1 (every action except list).
+    /// e.g. proc_1 (all but list).
     pub process_id: Option<String>,
-    /// Text for write; end with "\n" to send a line.
+    /// write: end with "\n" for a line.
     pub input: Option<String>,
-    /// Seconds wait blocks (default 30).
+    /// wait: seconds (default 30).
     pub timeout: Option<u64>,
 }
 
@@ -50,10 +52,8 @@ impl TypedTool for ProcessTool {
     type Args = ProcessArgs;
     const NAME: &'static str = "process";
     const TOOLSET: &'static str = "terminal";
-    const DESCRIPTION: &'static str = "Manage background processes started with terminal(background=true). \
-list: all processes with status and runtime. poll: status plus output since the last poll. \
-log: all kept output. wait: block until exit or timeout (default 30s). \
-kill: stop the process and its children. write: send input to its stdin.";
+    const DESCRIPTION: &'static str = "Manage terminal(background=true) processes: list; poll (status, new output); log (all output); \
+wait (until exit or timeout); kill (with its children); write (stdin).";
     const READ_ONLY: bool = false;
 
     async fn run(&self, args: ProcessArgs, ctx: &ToolContext) -> Result<String, ToolError> {

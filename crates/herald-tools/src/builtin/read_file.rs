@@ -31,10 +31,11 @@ pub struct ReadFile;
 #[schemars(description = "")]
 pub struct ReadFileArgs {
     /// File path, absolute or relative to the current directory.
+    #[schemars(description = "")]
     pub path: String,
-    /// First line to show, 1-based (default 1).
+    /// First line, 1-based.
     pub offset: Option<u64>,
-    /// Maximum number of lines (default 500).
+    /// Lines (default 500).
     pub limit: Option<u64>,
 }
 
@@ -42,9 +43,8 @@ impl TypedTool for ReadFile {
     type Args = ReadFileArgs;
     const NAME: &'static str = "read_file";
     const TOOLSET: &'static str = "file";
-    const DESCRIPTION: &'static str = "Read a text file as numbered lines `N|text`, up to limit lines from offset, \
-with the total line count and the offset to continue from. Use before patching a file; \
-the line numbers are not part of the content. Long lines are cut at 2000 chars.";
+    const DESCRIPTION: &'static str = "Read a text file as `N|text` lines (numbers are not content), with the line count \
+and the offset to continue from; lines are cut at 2000 chars.";
     const READ_ONLY: bool = true;
 
     async fn run(&self, args: ReadFileArgs, ctx: &ToolContext) -> Result<String, ToolError> {

@@ -37,6 +37,7 @@ pub struct SearchFiles;
 
 /// What `search_files` looks for.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
+#[schemars(description = "")]
 #[serde(rename_all = "lowercase")]
 pub enum SearchTarget {
     #[default]
@@ -48,15 +49,18 @@ pub enum SearchTarget {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[schemars(description = "")]
 pub struct SearchFilesArgs {
-    /// Regex (content) or glob such as *.rs, **/mod.rs (files).
+    /// Regex (content) or glob, e.g. **/mod.rs (files).
     pub pattern: String,
     /// content (default): search inside files; files: find files by path.
+    #[schemars(description = "")]
     pub target: Option<SearchTarget>,
-    /// Directory or file to search (default ".").
+    /// Default ".".
+    #[schemars(description = "")]
     pub path: Option<String>,
-    /// Only search files whose name matches this glob, e.g. *.py.
+    /// Only names matching, e.g. *.py.
     pub file_glob: Option<String>,
-    /// Maximum results (default 50).
+    /// Default 50.
+    #[schemars(description = "")]
     pub limit: Option<u64>,
 }
 
@@ -64,9 +68,8 @@ impl TypedTool for SearchFiles {
     type Args = SearchFilesArgs;
     const NAME: &'static str = "search_files";
     const TOOLSET: &'static str = "file";
-    const DESCRIPTION: &'static str = "Search a directory tree, skipping .gitignored and hidden files. \
-target=content (default): regex search of file contents, results `path:line:text`. \
-target=files: find files whose path matches the glob pattern. Use instead of grep/find in terminal.";
+    const DESCRIPTION: &'static str = "Search files, skipping .gitignored and hidden ones. target=content (default): regex, results \
+`path:line:text`; target=files: paths matching the glob. Use instead of grep/find.";
     const READ_ONLY: bool = true;
 
     async fn run(&self, args: SearchFilesArgs, ctx: &ToolContext) -> Result<String, ToolError> {

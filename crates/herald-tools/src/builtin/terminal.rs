@@ -35,14 +35,16 @@ pub struct Terminal;
 #[schemars(description = "")]
 pub struct TerminalArgs {
     /// Bash command line.
+    #[schemars(description = "")]
     pub command: String,
-    /// Seconds before the command is killed (default 180).
+    /// Seconds (default 180).
     pub timeout: Option<u64>,
-    /// Directory for this call only (default: current directory).
+    /// Directory for this call only.
     pub workdir: Option<String>,
-    /// Start in the background and return a process_id at once.
+    /// Return a process_id at once.
+    #[schemars(description = "")]
     pub background: Option<bool>,
-    /// Run outside the sandbox; the user is asked for approval first. Use only after a command failed because of the sandbox.
+    /// Only after a sandbox failure: run unsandboxed (the user approves).
     pub unsandboxed: Option<bool>,
 }
 
@@ -50,10 +52,9 @@ impl TypedTool for Terminal {
     type Args = TerminalArgs;
     const NAME: &'static str = "terminal";
     const TOOLSET: &'static str = "terminal";
-    const DESCRIPTION: &'static str = "Run a bash command. The working directory persists between calls (cd sticks). \
-Returns JSON {output, exit_code}; stdout and stderr are interleaved, stdin is empty, so avoid interactive programs. \
-Killed after timeout seconds. For servers, watchers and long jobs use background=true, then the process tool. \
-Prefer read_file/search_files/patch over cat/grep/sed.";
+    const DESCRIPTION: &'static str = "Run a bash command; cd persists. Returns {output, exit_code}, stdout and stderr \
+interleaved; stdin is empty (no interactive programs). Servers, watchers, long jobs: background=true, then process. Prefer \
+read_file/search_files/patch over cat/grep/sed.";
     const READ_ONLY: bool = false;
 
     async fn run(&self, args: TerminalArgs, ctx: &ToolContext) -> Result<String, ToolError> {

@@ -565,11 +565,9 @@ impl TypedTool for TodoWrite {
     type Args = TodoWriteArgs;
     const NAME: &'static str = "todo_write";
     const TOOLSET: &'static str = "todo";
-    const DESCRIPTION: &'static str = "Plan and track multi-step work (3+ steps, or several requests); skip it for simple tasks. \
-Status: pending|in_progress|completed|cancelled; list order is priority. merge=false replaces the list; merge=true updates the given fields by id and appends new ids. \
-Rules: set the first item in_progress and start it; keep exactly one in_progress; mark items completed as soon as done; \
-on failure cancel the item and add a revised one; no test/verify items unless asked; update silently. \
-Returns the list and counts. Max 256 items, 4000 chars each.";
+    const DESCRIPTION: &'static str = "Plan multi-step work (3+ steps; not simple tasks). Order is priority. merge=true \
+updates items by id and appends new ones; false replaces the list. Keep one in_progress; mark completed at once; on failure \
+cancel and add a revised item; no test/verify items unless asked; update silently.";
     const READ_ONLY: bool = false;
 
     async fn run(&self, args: TodoWriteArgs, ctx: &ToolContext) -> Result<String, ToolError> {
@@ -591,7 +589,7 @@ impl TypedTool for TodoRead {
     const NAME: &'static str = "todo_read";
     const TOOLSET: &'static str = "todo";
     const DESCRIPTION: &'static str =
-        "Show the task list, its counts, and the tool calls made since it last changed.";
+        "The task list, its counts and the tool calls since it last changed.";
     const READ_ONLY: bool = true;
 
     async fn run(&self, _args: TodoReadArgs, ctx: &ToolContext) -> Result<String, ToolError> {

@@ -16,8 +16,10 @@ pub struct WriteFile;
 #[schemars(description = "")]
 pub struct WriteFileArgs {
     /// File path, absolute or relative to the current directory.
+    #[schemars(description = "")]
     pub path: String,
     /// The complete new content of the file.
+    #[schemars(description = "")]
     pub content: String,
 }
 
@@ -25,8 +27,7 @@ impl TypedTool for WriteFile {
     type Args = WriteFileArgs;
     const NAME: &'static str = "write_file";
     const TOOLSET: &'static str = "file";
-    const DESCRIPTION: &'static str = "Create a file or replace its whole content (atomic; parent directories are created). \
-For changes to an existing file prefer patch, which does not need the full content.";
+    const DESCRIPTION: &'static str = "Create or overwrite a whole file (atomic; creates parent directories). Prefer patch for edits.";
     const READ_ONLY: bool = false;
 
     async fn run(&self, args: WriteFileArgs, ctx: &ToolContext) -> Result<String, ToolError> {
