@@ -99,12 +99,12 @@ async fn doctor_fails_on_unknown_keys_and_warns_on_unimplemented_sections() {
 #[tokio::test(flavor = "multi_thread")]
 async fn unimplemented_sections_warn_on_every_run() {
     let h = Harness::new(hello_script()).await;
-    h.config("[permissions]\nmode = \"read-only\"\n[[fallback]]\nprovider = \"x\"\n[mcp_servers.web]\nurl = \"http://127.0.0.1:1/mcp\"\nstartup_timeout_sec = 1\n");
+    h.config("[permissions]\nmode = \"read-only\"\n[pricing.m]\ninput = 1.0\n[mcp_servers.web]\nurl = \"http://127.0.0.1:1/mcp\"\nstartup_timeout_sec = 1\n");
     let (output, _) = h.run_json(Wire::OpenAi, &[], "hello").await;
     assert!(output.status.success(), "{}", stderr(&output));
     let err = stderr(&output);
     assert!(
-        err.contains("warning") && err.contains("[fallback] is accepted but not implemented yet"),
+        err.contains("warning") && err.contains("[pricing] is accepted but not implemented yet"),
         "{err}"
     );
     // [mcp_servers] is implemented: no such warning, the server is started
@@ -113,8 +113,9 @@ async fn unimplemented_sections_warn_on_every_run() {
     assert!(err.contains("MCP server `web`"), "{err}");
     assert!(!err.contains("[permissions]"), "{err}");
     assert!(
-        !err.lines()
-            .any(|l| l.contains("unknown") && !l.contains("MCP server")),
+        !err.lines().any(|l| l.contains("unknown")
+            && !l.contains("MCP server")
+            && !l.contains("[pricing]")),
         "{err}"
     );
     h.server.assert_invariants();

@@ -621,6 +621,23 @@ impl Agent {
                 delay_ms,
                 reason: reason.to_owned(),
             }),
+            StreamUpdate::Fallback {
+                from_provider,
+                from_model,
+                to_provider,
+                to_model,
+                reason,
+            } => events.emit(EventKind::ProviderFallback {
+                from: herald_protocol::ProviderModel {
+                    provider: from_provider.to_owned(),
+                    model: from_model.to_owned(),
+                },
+                to: herald_protocol::ProviderModel {
+                    provider: to_provider.to_owned(),
+                    model: to_model.to_owned(),
+                },
+                reason: reason.to_owned(),
+            }),
         };
         let request = ChatRequest {
             system: &self.system_prompt,

@@ -7,6 +7,7 @@
 //! effective settings for `herald config show`.
 
 mod check;
+mod fallback;
 mod reasoning;
 mod show;
 
@@ -22,6 +23,7 @@ pub use crate::config_sections::{
     PermissionsConfig, ServeConfig,
 };
 pub use check::ConfigWarning;
+pub use fallback::{FallbackEntry, FallbackProvider};
 pub use reasoning::ThinkingConfig;
 pub use show::EffectiveConfig;
 
@@ -143,6 +145,13 @@ pub struct Config {
     pub base_url: Option<String>,
     /// Provider key; the provider's key variable wins over it.
     pub api_key: Option<String>,
+    /// The variable holding the key, or a list of them (a credential pool
+    /// rotated on 429); the provider's key variable when unset.
+    pub api_key_env: Option<toml::Value>,
+    /// `[[fallback]]`: endpoints tried in order when the current one fails.
+    pub fallback: Vec<FallbackEntry>,
+    /// Seconds on a fallback before the primary is tried again (default 300).
+    pub fallback_cooldown: Option<u64>,
     /// Model requests per turn (default 90).
     pub max_iterations: Option<u32>,
     /// Output token cap per reply.
@@ -287,8 +296,14 @@ pub struct Settings {
     pub model: String,
     /// The root agent's base URL; empty = the provider's public endpoint.
     pub base_url: String,
-    /// The root agent's key, if any.
+    /// The root agent's key, if any (the first of `api_keys` when a pool is set).
     pub api_key: Option<String>,
+    /// The root's credential pool from `api_key_env` (empty = `api_key` alone).
+    pub api_keys: Vec<herald_llm::PoolKey>,
+    /// `[[fallback]]` endpoints, resolved, in order.
+    pub fallbacks: Vec<FallbackProvider>,
+    /// `fallback_cooldown`.
+    pub fallback_cooldown: Duration,
     /// Model requests per turn.
     pub max_iterations: u32,
     /// Output token cap per reply.
@@ -449,9 +464,30 @@ impl Settings {
             .or_else(|| env_value(provider.base_url_var()))
             .or_else(|| config.base_url.clone())
             .unwrap_or_default();
-        let api_key = env_value(provider.key_var())
-            .or_else(|| config.api_key.clone())
-            .filter(|k| !k.trim().is_empty());
+        let key_vars = fallback::key_vars(config.api_key_env.as_ref(), "api_key_env")?;
+        let api_keys = key_vars
+            .as_deref()
+            .map(|names| fallback::pool(names, env))
+            .unwrap_or_default();
+        // Variables named on purpose must hold a key, even for a local server.
+        if let Some(names) = key_vars.as_deref().filter(|_| require_credentials)
+            && api_keys.is_empty()
+        {
+            return Err(ConfigError::Invalid(format!(
+                "api_key_env in {} names {} but none of them is set: set one, or remove api_key_env to use {}",
+                config_path.display(),
+                names.join(", "),
+                provider.key_var()
+            )));
+        }
+        let api_key = match &key_vars {
+            Some(_) => api_keys.first().map(|k| k.value.clone()),
+            None => env_value(provider.key_var())
+                .or_else(|| config.api_key.clone())
+                .filter(|k| !k.trim().is_empty()),
+        };
+        let fallbacks =
+            fallback::resolve_fallbacks(&config.fallback, env, config_path, require_credentials)?;
         if require_credentials && api_key.is_none() && base_url.trim().is_empty() {
             return Err(ConfigError::MissingCredentials {
                 provider: provider.as_str(),
@@ -539,6 +575,9 @@ impl Settings {
             model,
             base_url,
             api_key,
+            api_keys,
+            fallbacks,
+            fallback_cooldown: fallback::cooldown(config.fallback_cooldown),
             max_iterations,
             max_tokens: config.max_tokens,
             images: config.images.unwrap_or(true),
@@ -812,7 +851,20 @@ pub const DEFAULT_CONFIG: &str = r#"# herald configuration. Precedence: command-
 # command = "~/.herald/hooks/guard.sh"   # run with bash -c in the session's directory
 # timeout = 60                  # 1-600 seconds, then the command's process group is killed
 
-# Accepted but not implemented yet (a warning says so): [[fallback]], [pricing].
+# Providers that keep working: when the provider fails after its retries
+# (429 / 5xx / connection errors) or answers 401 / 403 / 404 (unknown model),
+# requests move to the next [[fallback]] entry (a provider.fallback event and a
+# line on stderr say so); after fallback_cooldown seconds the primary is tried again.
+# api_key_env = ["OPENAI_API_KEY", "OPENAI_API_KEY_2"]   # a credential pool: on 429 the
+#                              #   next key is used at once; backoff only when all are limited
+# fallback_cooldown = 300      # 0-86400 seconds on a fallback; 0 = try the primary every request
+# [[fallback]]
+# provider = "anthropic"
+# model = "claude-sonnet-4-5"  # empty = that provider's default
+# base_url = ""                # empty = that provider's base URL variable or public endpoint
+# api_key_env = "ANTHROPIC_API_KEY"   # or a list (a pool); default that provider's variable
+
+# Accepted but not implemented yet (a warning says so): [pricing].
 "#;
 
 #[cfg(test)]

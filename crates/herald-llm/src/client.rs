@@ -101,6 +101,10 @@ pub struct LlmClient {
     /// The base URL in use (configured or default), without a trailing slash.
     base: String,
     endpoint: String,
+    /// The keys requests use, rotated on 429 (shared by clones).
+    keys: std::sync::Arc<crate::chain::KeyPool>,
+    /// `[[fallback]]` endpoints, when configured (shared by clones).
+    chain: Option<std::sync::Arc<crate::chain::Chain>>,
 }
 
 impl LlmClient {
@@ -135,12 +139,44 @@ impl LlmClient {
             ProviderKind::Anthropic if base.ends_with("/v1") => format!("{base}/messages"),
             ProviderKind::Anthropic => format!("{base}/v1/messages"),
         };
+        let keys = config
+            .api_key
+            .iter()
+            .filter(|k| !k.is_empty())
+            .map(|value| crate::PoolKey {
+                source: config.provider.key_var().to_owned(),
+                value: value.clone(),
+            })
+            .collect();
         Ok(Self {
             http,
             base: base.to_owned(),
             config,
             endpoint,
+            keys: std::sync::Arc::new(crate::chain::KeyPool::new(keys)),
+            chain: None,
         })
+    }
+
+    /// Uses a credential pool instead of the single configured key: on 429
+    /// the next key is tried at once, and backoff starts only when every
+    /// key was rate limited. An empty list keeps the configured key.
+    #[must_use]
+    pub fn with_keys(mut self, keys: Vec<crate::PoolKey>) -> Self {
+        if !keys.is_empty() {
+            self.keys = std::sync::Arc::new(crate::chain::KeyPool::new(keys));
+        }
+        self
+    }
+
+    /// Adds `[[fallback]]` endpoints, tried in order when this one fails
+    /// after its retries (429/5xx/connection) or answers 401/403/404; the
+    /// client stays on a fallback for `cooldown`, then tries this one again.
+    #[must_use]
+    pub fn with_fallbacks(mut self, fallbacks: Vec<LlmClient>, cooldown: Duration) -> Self {
+        self.chain = (!fallbacks.is_empty())
+            .then(|| std::sync::Arc::new(crate::chain::Chain::new(fallbacks, cooldown)));
+        self
     }
 
     /// The model this client asks for.
@@ -201,8 +237,22 @@ impl LlmClient {
     }
 
     /// Sends the request and streams the reply, retrying transient failures
-    /// (429, 5xx, broken or idle connections, truncated streams) with backoff.
+    /// (429, 5xx, broken or idle connections, truncated streams) with backoff,
+    /// then moving to the `[[fallback]]` endpoints when there are any.
     pub async fn complete(
+        &self,
+        req: ChatRequest<'_>,
+        on_update: &mut (dyn FnMut(StreamUpdate<'_>) + Send),
+        cancel: &CancellationToken,
+    ) -> Result<AssistantReply, LlmError> {
+        match &self.chain {
+            Some(chain) => chain.complete(self, req, on_update, cancel).await,
+            None => self.complete_here(req, on_update, cancel).await,
+        }
+    }
+
+    /// [`complete`](Self::complete) on this endpoint only.
+    pub(crate) async fn complete_here(
         &self,
         req: ChatRequest<'_>,
         on_update: &mut (dyn FnMut(StreamUpdate<'_>) + Send),
@@ -211,16 +261,38 @@ impl LlmClient {
         let body = bytes::Bytes::from(self.encode_body(&req)?);
         let mut shown = ShownText::default();
         let mut attempt = 1;
+        // Keys that answered 429 since the last backoff.
+        let mut limited = 0;
         loop {
             shown.begin_attempt();
+            let (key_index, key) = self.keys.current();
             let result = {
                 let mut forward = |update: StreamUpdate<'_>| shown.forward(update, on_update);
-                self.attempt(body.clone(), &mut forward, cancel).await
+                let key = key.map(|k| k.value.as_str());
+                self.attempt(body.clone(), key, &mut forward, cancel).await
             };
             match result {
                 Ok(reply) => {
                     shown.settle(&reply.text, on_update);
                     return Ok(reply);
+                }
+                Err(err) if err.kind == ErrorKind::RateLimited && limited + 1 < self.keys.len() => {
+                    // Another key of the pool may not be limited: no wait.
+                    limited += 1;
+                    let from = key.map_or("", |k| k.source.as_str());
+                    let to = self
+                        .keys
+                        .rotate_from(key_index)
+                        .map_or("", |k| k.source.as_str());
+                    let reason = format!(
+                        "{} (key from {from}); trying the key from {to}",
+                        err.message
+                    );
+                    on_update(StreamUpdate::Retry {
+                        attempt,
+                        delay_ms: 0,
+                        reason: &reason,
+                    });
                 }
                 Err(err) if err.kind.is_retryable() && attempt < self.config.retry.max_attempts => {
                     let delay = self.config.retry.delay(attempt, err.retry_after_ms);
@@ -235,6 +307,7 @@ impl LlmClient {
                         () = tokio::time::sleep(delay) => {}
                     }
                     attempt += 1;
+                    limited = 0;
                 }
                 Err(mut err) => {
                     if err.kind.is_retryable() && attempt > 1 {
@@ -249,6 +322,7 @@ impl LlmClient {
     async fn attempt(
         &self,
         body: bytes::Bytes,
+        key: Option<&str>,
         on_update: &mut (dyn FnMut(StreamUpdate<'_>) + Send),
         cancel: &CancellationToken,
     ) -> Result<AssistantReply, LlmError> {
@@ -258,7 +332,7 @@ impl LlmClient {
             .header("content-type", "application/json")
             .header("accept", "text/event-stream")
             .body(body);
-        let key = self.config.api_key.as_deref().filter(|k| !k.is_empty());
+        let key = key.filter(|k| !k.is_empty());
         request = match self.config.provider {
             ProviderKind::OpenAi => match key {
                 Some(key) => request.bearer_auth(key),
@@ -688,6 +762,7 @@ mod tests {
             }
             StreamUpdate::TextRestart => seen.push('|'),
             StreamUpdate::Retry { .. } => seen.push('R'),
+            StreamUpdate::Fallback { .. } => seen.push('F'),
             StreamUpdate::ReasoningDelta(_) => seen.push('T'),
         };
         let mut shown = ShownText::default();

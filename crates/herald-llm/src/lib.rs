@@ -3,6 +3,7 @@
 //! [`ChatRequest`] into an [`AssistantReply`], retrying transient failures.
 
 mod anthropic;
+mod chain;
 mod client;
 mod error;
 mod openai;
@@ -12,6 +13,7 @@ mod retry;
 mod sse;
 mod types;
 
+pub use chain::PoolKey;
 pub use client::{ClientConfig, LlmClient, ProviderKind, error_chain};
 pub use error::{ErrorKind, LlmError};
 pub use pricing::cost_usd;

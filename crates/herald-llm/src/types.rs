@@ -64,6 +64,16 @@ pub enum StreamUpdate<'a> {
         delay_ms: u64,
         reason: &'a str,
     },
+    /// The provider in use failed (after its retries) in a way another may
+    /// not, and the request moves to the next `[[fallback]]` entry; or the
+    /// cooldown is over and the primary is tried again.
+    Fallback {
+        from_provider: &'a str,
+        from_model: &'a str,
+        to_provider: &'a str,
+        to_model: &'a str,
+        reason: &'a str,
+    },
 }
 
 /// A history exercising every message shape without images: the golden

@@ -90,6 +90,7 @@ async fn ask(
         StreamUpdate::TextDelta(text) => seen.deltas.push(Some(text.to_owned())),
         StreamUpdate::TextRestart => seen.deltas.push(None),
         StreamUpdate::Retry { reason, .. } => seen.retries.push(reason.to_owned()),
+        StreamUpdate::Fallback { .. } => {}
         StreamUpdate::ReasoningDelta(_) => {}
     };
     let result = client

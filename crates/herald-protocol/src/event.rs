@@ -42,6 +42,14 @@ pub enum ToolStatus {
     Error,
 }
 
+/// One model endpoint, as named in `provider.fallback`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProviderModel {
+    /// `openai` or `anthropic` (the wire API).
+    pub provider: String,
+    pub model: String,
+}
+
 /// How a run ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -137,6 +145,15 @@ pub enum EventKind {
     Retry {
         attempt: u32,
         delay_ms: u64,
+        reason: String,
+    },
+    /// Requests move to another `[[fallback]]` endpoint: the one in use
+    /// failed after its retries (or answered 401/403/404), or the cooldown
+    /// is over and the primary is tried again.
+    #[serde(rename = "provider.fallback")]
+    ProviderFallback {
+        from: ProviderModel,
+        to: ProviderModel,
         reason: String,
     },
     #[serde(rename = "compaction")]

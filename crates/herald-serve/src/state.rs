@@ -102,9 +102,7 @@ impl AppState {
         yolo: bool,
     ) -> Self {
         let max_turns = max_turns.max(1);
-        let client = herald_core::LlmClient::new(settings.client_config())
-            .ok()
-            .map(Arc::new);
+        let client = settings.build_client().ok().map(Arc::new);
         let mcp = herald_core::start_mcp_hub(&settings);
         Self {
             mcp,

@@ -253,6 +253,14 @@ impl View {
                 "  retry {attempt} in {:.1} s: {reason}",
                 *delay_ms as f64 / 1000.0
             )),
+            EventKind::ProviderFallback { from, to, reason } => self.print(&format!(
+                "  switching provider: {}/{} -> {}/{}: {}",
+                from.provider,
+                from.model,
+                to.provider,
+                to.model,
+                herald_protocol::one_line(reason)
+            )),
             EventKind::Error {
                 message,
                 fatal: false,

@@ -338,6 +338,14 @@ pub(crate) const TOP: &[Key] = &[
     key("provider", Kind::Str, "openai or anthropic", "\"openai\""),
     key("base_url", Kind::Str, "provider base URL", "\"\""),
     key("api_key", Kind::Str, "provider API key", "\"\""),
+    key("api_key_env", Kind::Table, "", ""),
+    key("fallback", Kind::Table, "", ""),
+    key(
+        "fallback_cooldown",
+        int_or_zero(1, 86_400, "try the primary again on every request"),
+        "seconds on a fallback provider before the primary is tried again",
+        "300",
+    ),
     key(
         "max_iterations",
         int(1, 10_000),
@@ -435,16 +443,10 @@ pub(crate) const PERMISSIONS: &[Key] = &[
 
 /// Sections of SPEC §3 herald accepts but does not act on yet, with what
 /// that means for the user.
-pub(crate) const NOT_IMPLEMENTED: &[(&str, &str)] = &[
-    (
-        "fallback",
-        "no fallback provider is tried when the main one fails",
-    ),
-    (
-        "pricing",
-        "costs use the built-in price table (unknown models cost 0)",
-    ),
-];
+pub(crate) const NOT_IMPLEMENTED: &[(&str, &str)] = &[(
+    "pricing",
+    "costs use the built-in price table (unknown models cost 0)",
+)];
 
 /// A problem with `config.toml` that does not stop herald.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -687,6 +689,8 @@ mod tests {
             provider: Some("openai".into()),
             base_url: Some(String::new()),
             api_key: Some(String::new()),
+            api_key_env: Some(toml::Value::String("K".into())),
+            fallback_cooldown: Some(300),
             max_iterations: Some(1),
             max_tokens: Some(1),
             images: Some(true),
@@ -789,7 +793,7 @@ mod tests {
     #[test]
     fn unimplemented_sections_are_accepted_with_a_warning() {
         let warnings = check(&table(
-            "[permissions]\nmode = \"read-only\"\n[mcp_servers.fs]\ncommand = \"npx\"\n[[hooks]]\nevent = \"x\"\n[[fallback]]\nprovider = \"x\"\n",
+            "[permissions]\nmode = \"read-only\"\n[mcp_servers.fs]\ncommand = \"npx\"\n[[hooks]]\nevent = \"x\"\n[[fallback]]\nprovider = \"x\"\n[pricing.m]\ninput = 1.0\n",
         ))
         .unwrap();
         assert_eq!(warnings.len(), 1, "{warnings:?}");
@@ -797,7 +801,7 @@ mod tests {
         let text: Vec<String> = warnings.iter().map(ToString::to_string).collect();
         assert!(
             text.iter()
-                .any(|t| t.contains("[fallback]") && t.contains("not implemented")),
+                .any(|t| t.contains("[pricing]") && t.contains("not implemented")),
             "{text:?}"
         );
     }

@@ -11,8 +11,8 @@ use tokio_util::sync::CancellationToken;
 use super::clarify::{EventClarifier, OpenQuestions};
 use super::{ClarifyPolicy, OpenMode, RuntimeError, Session, SessionOptions, Shared};
 use crate::{
-    Agent, AgentScope, AgentSetup, Delegation, DelegationSetup, EventSink, LeaseError, LlmClient,
-    Recorder, SessionLease, Settings, StoreHandle, StoreProcessJournal, build_registry_with,
+    Agent, AgentScope, AgentSetup, Delegation, DelegationSetup, EventSink, LeaseError, Recorder,
+    SessionLease, Settings, StoreHandle, StoreProcessJournal, build_registry_with,
     build_system_prompt, new_session_id, restore_conversation,
 };
 
@@ -54,7 +54,8 @@ pub async fn open_session(mut options: SessionOptions) -> Result<Session, Runtim
     let client = match shared_client {
         Some(client) => client,
         None => Arc::new(
-            LlmClient::new(settings.client_config())
+            settings
+                .build_client()
                 .map_err(|e| RuntimeError::Config(e.to_string()))?,
         ),
     };
