@@ -67,6 +67,14 @@ async fn anthropic_thinking_blocks_round_trip_byte_identical_across_a_tool_call_
     .await;
     std::fs::write(h.work.path().join("notes.txt"), "hello\n").unwrap();
     h.config("[thinking]\nbudget_tokens = 2048\n");
+    let shown = h
+        .command(Wire::Anthropic)
+        .args(["config", "show", "--json"])
+        .output()
+        .await
+        .unwrap();
+    let shown: Value = serde_json::from_slice(&shown.stdout).unwrap();
+    assert_eq!(shown["thinking"]["budget_tokens"], 2048, "{shown}");
     let (output, events) = h
         .run_json(Wire::Anthropic, &["--stream"], "read notes.txt")
         .await;
@@ -120,6 +128,16 @@ async fn reasoning_effort_and_max_completion_tokens_go_on_the_openai_wire() {
     assert!(output.status.success(), "{}", stderr(&output));
     let requests = h.server.requests();
     assert_eq!(requests.len(), 2);
+    let shown = h
+        .command(Wire::OpenAi)
+        .args(["config", "show", "--json"])
+        .output()
+        .await
+        .unwrap();
+    assert!(shown.status.success(), "{}", stderr(&shown));
+    let shown: Value = serde_json::from_slice(&shown.stdout).unwrap();
+    assert_eq!(shown["reasoning_effort"], "high", "{shown}");
+    assert!(shown["thinking"]["budget_tokens"].is_null(), "{shown}");
     assert_eq!(requests[0].body["reasoning_effort"], "high");
     assert_eq!(requests[1].body["reasoning_effort"], "low");
     for r in &requests {

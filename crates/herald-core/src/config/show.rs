@@ -83,6 +83,10 @@ pub struct EffectiveConfig {
     pub max_tokens: Option<u32>,
     /// Whether tool results send their images to the model.
     pub images: bool,
+    /// `reasoning_effort` sent to OpenAI-compatible reasoning models;
+    /// absent = not sent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reasoning_effort: Option<String>,
     /// Enabled toolsets; absent = all.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub toolsets: Option<Vec<String>>,
@@ -92,6 +96,8 @@ pub struct EffectiveConfig {
     pub network: NetworkConfig,
     /// `[tools]`.
     pub tools: ToolsConfig,
+    /// `[thinking]`: Anthropic extended thinking (no `budget_tokens` = off).
+    pub thinking: crate::config::ThinkingConfig,
     /// `[delegation]`.
     pub delegation: EffectiveDelegation,
     /// `[memory]`.
@@ -158,11 +164,18 @@ impl EffectiveConfig {
             max_iterations: settings.max_iterations,
             max_tokens: settings.max_tokens,
             images: settings.images,
+            reasoning_effort: settings
+                .reasoning
+                .effort
+                .map(|effort| effort.as_str().to_owned()),
             toolsets: settings.toolsets.clone(),
             warnings: warnings.iter().map(ToString::to_string).collect(),
             network: settings.network.clone(),
             tools: ToolsConfig {
                 output_limit_chars: settings.output_limit_chars,
+            },
+            thinking: crate::config::ThinkingConfig {
+                budget_tokens: settings.reasoning.thinking_budget,
             },
             delegation: EffectiveDelegation {
                 config: delegation,
