@@ -319,6 +319,9 @@ pub(crate) enum Command {
     Rewind(RewindArgs),
     /// Serve sessions over HTTP: OpenAI-compatible endpoints and the /api.
     Serve(crate::serve_cmd::ServeArgs),
+    /// Spend, tokens and cache-hit share from the store, by day, model,
+    /// session or project.
+    Usage(crate::usage_cmd::UsageArgs),
 }
 
 impl Command {
@@ -371,6 +374,7 @@ impl Command {
             | Command::Learnings { .. }
             | Command::Checkpoints { .. }
             | Command::Rewind(_)
+            | Command::Usage(_)
             | Command::Config { .. } => {}
         }
     }

@@ -97,11 +97,13 @@ pub(crate) fn human_line(stored: &StoredEvent) -> String {
             text(&event, "parent_call_id")
         ),
         "usage" => format!(
-            "in {} out {} cached {} · ${:.4}",
+            "in {} out {} cached {} · {}",
             number(&event, "input_tokens"),
             number(&event, "output_tokens"),
             number(&event, "cached_tokens"),
-            event["cost_usd"].as_f64().unwrap_or_default()
+            event["cost_usd"]
+                .as_f64()
+                .map_or_else(|| "cost unknown".to_owned(), |usd| format!("${usd}"))
         ),
         "retry" => format!(
             "attempt {} in {} ms: {}",

@@ -30,6 +30,7 @@ mod signals;
 mod skills_cmd;
 mod tree;
 mod tui_cmd;
+mod usage_cmd;
 
 use std::process::ExitCode;
 
@@ -141,5 +142,6 @@ async fn dispatch(
         }
         Some(Command::Rewind(args)) => checkpoints_cmd::rewind(&common, args).await,
         Some(Command::Serve(args)) => serve_cmd::serve(&common, args).await,
+        Some(Command::Usage(args)) => usage_cmd::usage(&common, args).await,
     }
 }

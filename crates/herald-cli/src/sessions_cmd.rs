@@ -70,6 +70,14 @@ fn show_message(m: &StoredMessage) {
     );
 }
 
+/// A cost rounded to 1e-6 (`$0.01478`), or `cost unknown`.
+fn usd(cost: Option<f64>) -> String {
+    cost.map_or_else(
+        || "cost unknown".to_owned(),
+        |usd| format!("${}", herald_protocol::round_cost(usd)),
+    )
+}
+
 /// Now, in Unix milliseconds.
 fn now_ms() -> i64 {
     std::time::SystemTime::now()
@@ -301,21 +309,45 @@ pub(crate) async fn sessions(
             if events {
                 return show_events(&store, &record, json, after).await;
             }
+            let tree_id = id.clone();
+            let (tree, children) = call(&store, move |s| {
+                Ok((s.tree_usage(&tree_id)?, s.child_sessions(&tree_id)?))
+            })
+            .await?;
             let messages = call(&store, move |s| s.load_messages(&id)).await?;
             if json {
-                print_json(&serde_json::json!({"session": record, "messages": messages}))?;
+                print_json(&serde_json::json!({
+                    "session": record,
+                    "tree_usage": tree,
+                    "children": children,
+                    "messages": messages,
+                }))?;
             } else {
                 println!("{}", line(&record));
                 println!(
-                    "model {} ({}) · cwd {} · tokens in {} out {} cached {} · ${:.4}",
+                    "model {} ({}) · cwd {} · tokens in {} out {} cached {} · {}",
                     one_line(&record.model),
                     one_line(&record.provider),
                     one_line(&record.cwd),
                     record.input_tokens,
                     record.output_tokens,
                     record.cached_tokens,
-                    record.cost_usd
+                    usd(Some(record.cost_usd))
                 );
+                if !children.is_empty() {
+                    println!(
+                        "tree ({} subagent sessions) · {} requests · tokens in {} out {} cached {} · {}",
+                        children.len(),
+                        tree.requests,
+                        tree.input,
+                        tree.output,
+                        tree.cached,
+                        usd(tree.cost_usd)
+                    );
+                    for child in &children {
+                        println!("  {}", line(child));
+                    }
+                }
                 messages.iter().for_each(show_message);
             }
         }

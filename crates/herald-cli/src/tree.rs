@@ -172,7 +172,9 @@ mod tests {
                     output: 5,
                     cached: 0,
                 },
-                cost_usd: 0.0,
+                cost_usd: Some(0.0),
+                usage: Default::default(),
+                tree_usage: Default::default(),
                 duration_seconds: 1.25,
             },
         ));

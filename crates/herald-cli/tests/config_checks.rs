@@ -81,41 +81,33 @@ async fn doctor_fails_on_unknown_keys_and_warns_on_unimplemented_sections() {
         "{detail}"
     );
 
-    // Accepted but not implemented: a warning, not a failure.
+    // Every section is implemented now: [permissions] and [pricing] pass.
     h.config(
-        "[permissions]\nmode = \"read-only\"\ndeny = [\"write_file(/etc/**)\"]\n[pricing]\nx = 1\n",
+        "[permissions]\nmode = \"read-only\"\ndeny = [\"write_file(/etc/**)\"]\n[pricing.m]\ninput = 1\noutput = 2\n",
     );
     let (output, report) = doctor_json(&mut h.command(Wire::OpenAi)).await;
     assert!(output.status.success(), "{report} {}", stderr(&output));
     let (status, detail) = check(&report, "config");
-    assert_eq!(status, "warn", "{report}");
-    assert!(
-        detail.contains("[pricing] is accepted but not implemented yet")
-            && !detail.contains("[permissions]"),
-        "[permissions] is implemented now: {detail}"
-    );
+    assert_eq!(status, "ok", "{report}");
+    assert!(!detail.contains("not implemented"), "{detail}");
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn unimplemented_sections_warn_on_every_run() {
+async fn implemented_sections_run_without_a_warning() {
     let h = Harness::new(hello_script()).await;
-    h.config("[permissions]\nmode = \"read-only\"\n[pricing.m]\ninput = 1.0\n[mcp_servers.web]\nurl = \"http://127.0.0.1:1/mcp\"\nstartup_timeout_sec = 1\n");
+    h.config("[permissions]\nmode = \"read-only\"\n[pricing.m]\ninput = 1.0\noutput = 2.0\n[mcp_servers.web]\nurl = \"http://127.0.0.1:1/mcp\"\nstartup_timeout_sec = 1\n");
     let (output, _) = h.run_json(Wire::OpenAi, &[], "hello").await;
     assert!(output.status.success(), "{}", stderr(&output));
     let err = stderr(&output);
-    assert!(
-        err.contains("warning") && err.contains("[pricing] is accepted but not implemented yet"),
-        "{err}"
-    );
+    assert!(!err.contains("not implemented"), "{err}");
     // [mcp_servers] is implemented: no such warning, the server is started
     // (and reported, as it cannot be reached).
     assert!(!err.contains("[mcp_servers] is accepted"), "{err}");
     assert!(err.contains("MCP server `web`"), "{err}");
     assert!(!err.contains("[permissions]"), "{err}");
     assert!(
-        !err.lines().any(|l| l.contains("unknown")
-            && !l.contains("MCP server")
-            && !l.contains("[pricing]")),
+        !err.lines()
+            .any(|l| l.contains("unknown") && !l.contains("MCP server")),
         "{err}"
     );
     h.server.assert_invariants();

@@ -91,7 +91,8 @@ pub struct TurnOutcome {
     /// Model requests made in this turn.
     pub iterations: u32,
     pub usage: Usage,
-    pub cost_usd: f64,
+    /// USD; `None` once a request used a model without a price.
+    pub cost_usd: Option<f64>,
     /// The fatal provider error, when `exit_reason` is `Error`.
     pub error: Option<String>,
     /// The kind of that error (e.g. to decide on compression later).
@@ -120,12 +121,14 @@ pub struct Agent {
     stream_deltas: bool,
     events: EventSink,
     usage: Usage,
-    cost_usd: f64,
+    cost_usd: Option<f64>,
+    /// Counts each request in this agent's and its ancestors' totals.
+    meter: Arc<crate::UsageMeter>,
     recorder: Option<Recorder>,
     /// How many leading messages are already in the store.
     persisted: usize,
     /// Usage of the latest reply, not yet recorded.
-    pending_usage: Option<(Usage, f64)>,
+    pending_usage: Option<(Usage, Option<f64>)>,
     budget: Option<Arc<TokenBudget>>,
     inbox: Option<Arc<Inbox>>,
     /// What the user sends during a turn (the interactive root only).
@@ -169,7 +172,8 @@ impl Agent {
             stream_deltas: setup.stream_deltas,
             events: setup.events,
             usage: Usage::default(),
-            cost_usd: 0.0,
+            cost_usd: Some(0.0),
+            meter: crate::UsageMeter::new(None),
         }
     }
 
@@ -260,8 +264,19 @@ impl Agent {
         self.usage
     }
 
+    /// Counts this agent's requests from now on in `meter` (a child's,
+    /// below its parent's, so the parent's subtree totals include it).
+    pub fn set_meter(&mut self, meter: Arc<crate::UsageMeter>) {
+        self.meter = meter;
+    }
+
+    /// This agent's usage meter (own and subtree totals).
+    pub fn meter(&self) -> &Arc<crate::UsageMeter> {
+        &self.meter
+    }
+
     /// Cost summed over the agent's life.
-    pub fn cost_usd(&self) -> f64 {
+    pub fn cost_usd(&self) -> Option<f64> {
         self.cost_usd
     }
 
@@ -290,7 +305,7 @@ impl Agent {
                 final_response: last.content.clone(),
                 iterations: 0,
                 usage: Usage::default(),
-                cost_usd: 0.0,
+                cost_usd: Some(0.0),
                 error: None,
                 error_kind: None,
             };
@@ -374,7 +389,7 @@ impl Agent {
             final_response: String::new(),
             iterations: 0,
             usage: Usage::default(),
-            cost_usd: 0.0,
+            cost_usd: Some(0.0),
             error: None,
             error_kind: None,
         };
@@ -428,9 +443,10 @@ impl Agent {
                 .observe(reply.usage.input_tokens, self.messages.len());
             let cost = cost_usd(self.client.model(), &reply.usage);
             self.usage.add(&reply.usage);
-            self.cost_usd += cost;
+            self.cost_usd = herald_protocol::add_cost(self.cost_usd, cost);
+            self.meter.record(&reply.usage, cost);
             outcome.usage.add(&reply.usage);
-            outcome.cost_usd += cost;
+            outcome.cost_usd = herald_protocol::add_cost(outcome.cost_usd, cost);
             // Saved with the assistant message below, in one store round trip.
             self.pending_usage = Some((reply.usage, cost));
             self.events.emit(EventKind::Usage {
@@ -551,7 +567,7 @@ impl Agent {
             .call(move |store| {
                 if let Some((usage, cost)) = usage {
                     // Usage is bookkeeping: its failure must not stop the turn.
-                    let _ = store.record_usage(&session, &model, &usage, Some(cost));
+                    let _ = store.record_usage(&session, &model, &usage, cost);
                 }
                 if !pending.is_empty() {
                     store.append_messages_delivering(&session, &pending, &delivered, clear_kept)?;
@@ -760,7 +776,8 @@ impl Agent {
         if let Some(usage) = compacted.usage {
             let cost = cost_usd(&compacted.summary_model, &usage);
             self.usage.add(&usage);
-            self.cost_usd += cost;
+            self.cost_usd = herald_protocol::add_cost(self.cost_usd, cost);
+            self.meter.record(&usage, cost);
             if let Some(budget) = &self.budget {
                 budget.add(usage.input_tokens + usage.output_tokens);
             }
@@ -784,7 +801,7 @@ impl Agent {
                 .store
                 .call(move |store| {
                     if let Some((usage, cost)) = usage_row {
-                        let _ = store.record_usage(&session, &model, &usage, Some(cost));
+                        let _ = store.record_usage(&session, &model, &usage, cost);
                     }
                     store.append_messages(&session, &rows)
                 })

@@ -8,6 +8,7 @@
 
 mod check;
 mod fallback;
+mod pricing;
 mod reasoning;
 mod show;
 
@@ -189,6 +190,9 @@ pub struct Config {
     pub mcp_servers: toml::Table,
     /// `[[hooks]]`: commands run on session events (checked when loaded).
     pub hooks: Vec<crate::hooks::HookEntry>,
+    /// `[pricing."model"]`: USD per million tokens that extend or override
+    /// the built-in price table (checked when loaded).
+    pub pricing: toml::Table,
     /// Every other key of the file, unread.
     #[serde(flatten)]
     pub other: toml::Table,
@@ -234,6 +238,8 @@ impl Config {
         let mut config: Self = toml::from_str(text).map_err(parse_error)?;
         crate::hooks::check_hooks(&config.hooks, crate::hooks::HookOrigin::User, path)
             .map_err(ConfigError::Invalid)?;
+        pricing::parse(&config.pricing)
+            .map_err(|err| ConfigError::Invalid(format!("{}: {err}", path.display())))?;
         config.warnings = warnings;
         Ok(config)
     }
@@ -346,6 +352,9 @@ pub struct Settings {
     /// The project's `.herald/hooks.toml`, if the working directory has one
     /// (its hooks run only once approved).
     pub project_hooks: Option<crate::hooks::ProjectHooks>,
+    /// `[pricing]`: price overrides by model name, installed for the
+    /// process when a session opens (`herald_llm::install_price_overrides`).
+    pub pricing: Vec<(String, herald_llm::Price)>,
 }
 
 /// A project's `.mcp.json` and whether the user approved it as it is.
@@ -568,6 +577,8 @@ impl Settings {
             crate::hooks::check_hooks(&config.hooks, crate::hooks::HookOrigin::User, config_path)
                 .map_err(ConfigError::Invalid)?;
         let project_hooks = crate::hooks::ProjectHooks::find(&cwd, &home);
+        let pricing = pricing::parse(&config.pricing)
+            .map_err(|err| ConfigError::Invalid(format!("{}: {err}", config_path.display())))?;
         Ok(Self {
             home,
             config_path: config_path.to_owned(),
@@ -598,6 +609,7 @@ impl Settings {
             project_mcp,
             hooks,
             project_hooks,
+            pricing,
         })
     }
 
@@ -864,7 +876,14 @@ pub const DEFAULT_CONFIG: &str = r#"# herald configuration. Precedence: command-
 # base_url = ""                # empty = that provider's base URL variable or public endpoint
 # api_key_env = "ANTHROPIC_API_KEY"   # or a list (a pool); default that provider's variable
 
-# Accepted but not implemented yet (a warning says so): [pricing].
+# Prices in USD per million tokens, over the built-in table (a model without a
+# price has cost `null` / "cost unknown", never a silent 0). Named exactly
+# (an `org/` routing prefix may be left off); cache prices default to `input`.
+# [pricing."my-model"]
+# input = 0.40
+# output = 1.60
+# cache_read = 0.10            # prompt tokens served from the provider's cache
+# cache_write = 0.50           # prompt tokens written to it (Anthropic)
 "#;
 
 #[cfg(test)]
@@ -1021,7 +1040,7 @@ mod tests {
                 && text.contains("/h/config.toml"),
             "{text}"
         );
-        let config = parse("modle = \"x\"\n[pricing]\nx = 1\n").unwrap();
+        let config = parse("modle = \"x\"\n[delegation]\nmax_iteratons = 3\n").unwrap();
         assert_eq!(config.warnings.len(), 2, "{:?}", config.warnings);
         let flags = Overrides {
             max_iterations: Some(0),

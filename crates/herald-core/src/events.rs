@@ -497,7 +497,8 @@ mod tests {
             final_response: "done".into(),
             iterations: 1,
             usage: Default::default(),
-            cost_usd: 0.0,
+            cost_usd: Some(0.0),
+            tree_usage: Default::default(),
             duration_ms: 1,
         }
     }

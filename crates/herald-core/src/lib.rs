@@ -26,6 +26,7 @@ mod session_search;
 mod steer;
 pub mod time_bound;
 mod tool_runner;
+pub mod usage_meter;
 
 pub use agent::{
     Agent, AgentSetup, ExitReason, FLUSH_MARKER, FlushReason, FlushReport, FlushSettings,
@@ -53,6 +54,7 @@ pub use prompt::{
 };
 pub use session_search::{SessionSearch, SessionSearchArgs};
 pub use steer::SteerQueue;
+pub use usage_meter::UsageMeter;
 
 /// Builds the tool registry an agent gets from settings: every built-in tool,
 /// the todo tools, the knowledge tools (`memory`, skills, a headless

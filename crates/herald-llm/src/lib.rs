@@ -16,7 +16,7 @@ mod types;
 pub use chain::PoolKey;
 pub use client::{ClientConfig, LlmClient, ProviderKind, error_chain};
 pub use error::{ErrorKind, LlmError};
-pub use pricing::cost_usd;
+pub use pricing::{Price, cost_usd, install_price_overrides, price_of};
 pub use reasoning::{MIN_THINKING_BUDGET, ReasoningConfig, ReasoningEffort};
 pub use retry::RetryPolicy;
 pub use types::{AssistantReply, ChatRequest, EncodedTools, StreamUpdate};

@@ -1,6 +1,6 @@
 use serde::{Deserialize, Serialize};
 
-use crate::TokenTotals;
+use crate::{TokenTotals, UsageTotals};
 
 /// One line of the event stream (`herald run --json`). Every event names the
 /// session and agent it belongs to and when it happened.
@@ -139,7 +139,9 @@ pub enum EventKind {
         input_tokens: u64,
         output_tokens: u64,
         cached_tokens: u64,
-        cost_usd: f64,
+        /// USD, rounded to 1e-6; `null` when a model has no price.
+        #[serde(default, with = "crate::cost_serde")]
+        cost_usd: Option<f64>,
     },
     #[serde(rename = "retry")]
     Retry {
@@ -168,8 +170,16 @@ pub enum EventKind {
         exit_reason: String,
         final_response: String,
         iterations: u32,
-        usage: TokenTotals,
-        cost_usd: f64,
+        /// The root agent's own requests of this run (`cost_usd` repeats
+        /// its cost).
+        usage: UsageTotals,
+        /// USD, rounded to 1e-6; `null` when a model has no price.
+        #[serde(default, with = "crate::cost_serde")]
+        cost_usd: Option<f64>,
+        /// Every agent of the run, subagents at any depth included: the sum
+        /// of all their `usage` events.
+        #[serde(default)]
+        tree_usage: UsageTotals,
         duration_ms: u64,
     },
     /// A subagent began (the event's `agent_id` is the child's).
@@ -202,7 +212,15 @@ pub enum EventKind {
         exit_reason: String,
         summary: String,
         tokens: TokenTotals,
-        cost_usd: f64,
+        /// USD, rounded to 1e-6; `null` when a model has no price.
+        #[serde(default, with = "crate::cost_serde")]
+        cost_usd: Option<f64>,
+        /// The subagent's own requests in this run.
+        #[serde(default)]
+        usage: UsageTotals,
+        /// Its own and all its descendants' requests in this run.
+        #[serde(default)]
+        tree_usage: UsageTotals,
         duration_seconds: f64,
     },
     /// The agent asks the user a question (`clarify`) and waits: a front

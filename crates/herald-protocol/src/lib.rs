@@ -14,4 +14,4 @@ pub use image::{
     MAX_RESULT_IMAGES, admit_images,
 };
 pub use message::{Message, Reasoning, Role, ToolCall, ToolSpec};
-pub use usage::{TokenTotals, Usage};
+pub use usage::{TokenTotals, Usage, UsageTotals, add_cost, cost_serde, round_cost};

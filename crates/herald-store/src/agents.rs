@@ -74,6 +74,7 @@ pub struct AgentRecord {
     pub error: Option<String>,
     pub iterations: u32,
     pub tokens: TokenTotals,
+    #[serde(serialize_with = "herald_protocol::cost_serde::serialize_amount")]
     pub cost_usd: f64,
     pub model: String,
     /// Milliseconds since the epoch.

@@ -48,6 +48,7 @@ mod sessions;
 mod store;
 mod todos;
 mod usage;
+mod usage_report;
 
 pub mod bench;
 
@@ -80,3 +81,4 @@ pub use search::{
     MAX_WINDOW, MatchMode, SearchHit, SearchRequest, SearchSort,
 };
 pub use store::{Store, new_id};
+pub use usage_report::{UsageGrouping, UsageRow};

@@ -87,6 +87,8 @@ pub struct SessionRecord {
     pub output_tokens: u64,
     pub cached_tokens: u64,
     pub cache_creation_tokens: u64,
+    /// USD of the priced requests (written rounded to 1e-6).
+    #[serde(serialize_with = "herald_protocol::cost_serde::serialize_amount")]
     pub cost_usd: f64,
     pub message_count: u64,
     /// A short summary stored when the session ended (see
@@ -115,7 +117,8 @@ pub struct UsageRecord {
     pub output_tokens: u64,
     pub cached_tokens: u64,
     pub cache_creation_tokens: u64,
-    /// `None` when the model's price was unknown.
+    /// `None` when the model's price was unknown (written rounded to 1e-6).
+    #[serde(default, with = "herald_protocol::cost_serde")]
     pub cost_usd: Option<f64>,
     pub created_at: i64,
 }

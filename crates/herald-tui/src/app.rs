@@ -632,9 +632,9 @@ impl App {
                 self.status.input_tokens += input_tokens;
                 self.status.output_tokens += output_tokens;
                 self.status.cached_tokens += cached_tokens;
-                *self.status.cost_usd.get_or_insert(0.0) += cost_usd;
-                if *cost_usd == 0.0 && (input_tokens + output_tokens) > 0 {
-                    self.status.unpriced_requests += 1;
+                match cost_usd {
+                    Some(cost) => *self.status.cost_usd.get_or_insert(0.0) += cost,
+                    None => self.status.unpriced_requests += 1,
                 }
                 self.status.context_tokens = *input_tokens;
             }
@@ -701,9 +701,9 @@ impl App {
                 self.status.input_tokens += tokens.input;
                 self.status.output_tokens += tokens.output;
                 self.status.cached_tokens += tokens.cached;
-                *self.status.cost_usd.get_or_insert(0.0) += cost_usd;
-                if *cost_usd == 0.0 && (tokens.input + tokens.output) > 0 {
-                    self.status.unpriced_requests += 1;
+                match cost_usd {
+                    Some(cost) => *self.status.cost_usd.get_or_insert(0.0) += cost,
+                    None => self.status.unpriced_requests += 1,
                 }
                 let goal = self
                     .live

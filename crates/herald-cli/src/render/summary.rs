@@ -6,7 +6,7 @@
 //! root's observer); its `subagent.completed` carries its totals, so the
 //! tree total is the root's `usage` events plus every `subagent.completed`.
 
-use herald_protocol::{Event, EventKind, Usage};
+use herald_protocol::{Event, EventKind};
 
 use super::format;
 
@@ -19,6 +19,9 @@ pub(crate) struct RunTotals {
     pub output_tokens: u64,
     pub cached_tokens: u64,
     pub cost_usd: f64,
+    /// Whether some part of the tree ran on a model without a price (its
+    /// cost, and so the tree's, is unknown).
+    pub unpriced: bool,
     /// Subagents that reported their totals.
     pub subagents: u32,
     /// `run.completed` of the root, once seen.
@@ -49,7 +52,7 @@ impl RunTotals {
                 self.input_tokens += input_tokens;
                 self.output_tokens += output_tokens;
                 self.cached_tokens += cached_tokens;
-                self.cost_usd += cost_usd;
+                self.add_cost(*cost_usd);
             }
             EventKind::SubagentCompleted {
                 tokens, cost_usd, ..
@@ -57,7 +60,7 @@ impl RunTotals {
                 self.input_tokens += tokens.input;
                 self.output_tokens += tokens.output;
                 self.cached_tokens += tokens.cached;
-                self.cost_usd += cost_usd;
+                self.add_cost(*cost_usd);
                 self.subagents += 1;
             }
             EventKind::RunCompleted {
@@ -76,24 +79,20 @@ impl RunTotals {
         }
     }
 
-    /// The tree's cost, or `None` when it is not known: nothing was
-    /// charged and herald has no price for the model (unknown models are
-    /// counted as free, as local servers are).
-    pub(crate) fn cost(&self) -> Option<f64> {
-        let priced = self.model.as_deref().is_some_and(model_is_priced);
-        (priced || self.cost_usd > 0.0).then_some(self.cost_usd)
+    fn add_cost(&mut self, cost: Option<f64>) {
+        match cost {
+            Some(usd) => self.cost_usd += usd,
+            None => self.unpriced = true,
+        }
     }
-}
 
-/// Whether herald knows a price for `model`.
-pub(crate) fn model_is_priced(model: &str) -> bool {
-    let probe = Usage {
-        input_tokens: 1_000_000,
-        output_tokens: 1_000_000,
-        cached_tokens: 0,
-        cache_creation_tokens: 0,
-    };
-    herald_llm::cost_usd(model, &probe) > 0.0
+    /// The tree's cost, or `None` when it is not known: some request ran
+    /// on a model herald has no price for (add it under `[pricing]`), or
+    /// no request was made at all.
+    pub(crate) fn cost(&self) -> Option<f64> {
+        let requested = self.end.is_some() || self.input_tokens + self.output_tokens > 0;
+        (requested && !self.unpriced).then_some(self.cost_usd)
+    }
 }
 
 /// `session ses_… · 4 iterations · 12.3k in / 1.1k out tokens (tree) ·
@@ -143,7 +142,7 @@ mod tests {
         Event::new("ses_1", "root", kind)
     }
 
-    fn usage(input: u64, output: u64, cached: u64, cost: f64) -> Event {
+    fn usage(input: u64, output: u64, cached: u64, cost: Option<f64>) -> Event {
         root(EventKind::Usage {
             input_tokens: input,
             output_tokens: output,
@@ -167,8 +166,9 @@ mod tests {
             exit_reason: "completed".into(),
             final_response: "done".into(),
             iterations,
-            usage: TokenTotals::default(),
-            cost_usd: 0.0,
+            usage: Default::default(),
+            cost_usd: Some(0.0),
+            tree_usage: Default::default(),
             duration_ms,
         })
     }
@@ -178,8 +178,8 @@ mod tests {
         let mut totals = RunTotals::default();
         for event in [
             started("gpt-4.1-mini"),
-            usage(8_000, 600, 5_000, 0.01),
-            usage(2_300, 300, 2_000, 0.0048),
+            usage(8_000, 600, 5_000, Some(0.01)),
+            usage(2_300, 300, 2_000, Some(0.0048)),
             Event::new(
                 "ses_1",
                 "ag_1",
@@ -194,7 +194,9 @@ mod tests {
                         output: 200,
                         cached: 800,
                     },
-                    cost_usd: 0.0001,
+                    cost_usd: Some(0.0001),
+                    usage: Default::default(),
+                    tree_usage: Default::default(),
                     duration_seconds: 1.0,
                 },
             ),
@@ -206,7 +208,7 @@ mod tests {
                     input_tokens: 2_000,
                     output_tokens: 200,
                     cached_tokens: 800,
-                    cost_usd: 0.0001,
+                    cost_usd: Some(0.0001),
                 },
             ),
             completed(4, 12_400),
@@ -224,7 +226,7 @@ mod tests {
         let mut totals = RunTotals::default();
         for event in [
             started("llama3:8b"),
-            usage(900, 10, 0, 0.0),
+            usage(900, 10, 0, None),
             completed(1, 300),
         ] {
             totals.apply(&event);
@@ -234,9 +236,6 @@ mod tests {
             summary_line("ses_9", &totals),
             "session ses_9 \u{b7} 1 iteration \u{b7} 900 in / 10 out tokens \u{b7} 0% cached \u{b7} cost unknown \u{b7} 300 ms"
         );
-        assert!(model_is_priced("claude-sonnet-4-5"));
-        assert!(model_is_priced("openai/gpt-4.1-mini"));
-        assert!(!model_is_priced("qwen2.5-coder:7b"));
     }
 
     #[test]

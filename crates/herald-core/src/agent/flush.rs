@@ -446,7 +446,8 @@ impl Agent {
     fn account_flush_usage(&mut self, usage: &herald_protocol::Usage) {
         let cost = cost_usd(self.client.model(), usage);
         self.usage.add(usage);
-        self.cost_usd += cost;
+        self.cost_usd = herald_protocol::add_cost(self.cost_usd, cost);
+        self.meter.record(usage, cost);
         if let Some(budget) = &self.budget {
             budget.add(usage.input_tokens + usage.output_tokens);
         }

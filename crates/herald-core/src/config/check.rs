@@ -383,6 +383,7 @@ pub(crate) const TOP: &[Key] = &[
     key("mcp_servers", Kind::Table, "", ""),
     key("mcp", Kind::Section(MCP), "", ""),
     key("hooks", Kind::Table, "", ""),
+    key("pricing", Kind::Table, "", ""),
 ];
 
 /// `[permissions]`.
@@ -443,10 +444,7 @@ pub(crate) const PERMISSIONS: &[Key] = &[
 
 /// Sections of SPEC §3 herald accepts but does not act on yet, with what
 /// that means for the user.
-pub(crate) const NOT_IMPLEMENTED: &[(&str, &str)] = &[(
-    "pricing",
-    "costs use the built-in price table (unknown models cost 0)",
-)];
+pub(crate) const NOT_IMPLEMENTED: &[(&str, &str)] = &[];
 
 /// A problem with `config.toml` that does not stop herald.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -791,19 +789,12 @@ mod tests {
     }
 
     #[test]
-    fn unimplemented_sections_are_accepted_with_a_warning() {
+    fn tables_their_own_parsers_check_are_accepted_without_warnings() {
         let warnings = check(&table(
             "[permissions]\nmode = \"read-only\"\n[mcp_servers.fs]\ncommand = \"npx\"\n[[hooks]]\nevent = \"x\"\n[[fallback]]\nprovider = \"x\"\n[pricing.m]\ninput = 1.0\n",
         ))
         .unwrap();
-        assert_eq!(warnings.len(), 1, "{warnings:?}");
-        assert!(warnings.iter().all(|w| !w.is_unknown_key()));
-        let text: Vec<String> = warnings.iter().map(ToString::to_string).collect();
-        assert!(
-            text.iter()
-                .any(|t| t.contains("[pricing]") && t.contains("not implemented")),
-            "{text:?}"
-        );
+        assert!(warnings.is_empty(), "{warnings:?}");
     }
 
     #[test]

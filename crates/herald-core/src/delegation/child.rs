@@ -48,7 +48,7 @@ pub(crate) struct Spawn {
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct PriorUsage {
     pub tokens: TokenTotals,
-    pub cost_usd: f64,
+    pub cost_usd: Option<f64>,
 }
 
 impl Delegation {
@@ -70,6 +70,7 @@ impl Delegation {
             spawn.background,
             spawn.client.model().to_owned(),
             cancel.clone(),
+            crate::UsageMeter::new(Some(Arc::clone(&spawn.parent.meter))),
         ));
         self.add_live(Arc::clone(&live));
         let out = self
@@ -98,7 +99,7 @@ impl Delegation {
                 duration_seconds: 0.0,
                 model: spawn.client.model().to_owned(),
                 tokens: TokenTotals::default(),
-                cost_usd: 0.0,
+                cost_usd: Some(0.0),
                 tool_trace: Vec::new(),
                 error: Some(message),
             },
@@ -127,7 +128,7 @@ impl Delegation {
                 error: result.error.clone(),
                 iterations: result.api_calls,
                 tokens: result.tokens,
-                cost_usd: result.cost_usd,
+                cost_usd: result.cost_usd.unwrap_or(0.0),
             };
             let _ = store.call(move |s| s.finish_agent(&id, &finish)).await;
         }
@@ -142,6 +143,8 @@ impl Delegation {
             summary: preview(&result.summary, 300),
             tokens: result.tokens,
             cost_usd: result.cost_usd,
+            usage: live.meter.own().totals(),
+            tree_usage: live.meter.tree().totals(),
             duration_seconds: result.duration_seconds,
         });
         if let Some(hooks) = self.hooks() {
@@ -176,6 +179,7 @@ impl Delegation {
             depth,
             budget: Some(Arc::clone(&spawn.budget)),
             ancestor_sessions,
+            meter: Arc::clone(&live.meter),
         };
         // The parent's session_search is bound to the parent's session: the
         // child's own excludes its session and every ancestor's.
@@ -248,6 +252,7 @@ impl Delegation {
             await_background: true,
         });
         agent.set_compression(self.settings.compression.clone());
+        agent.set_meter(Arc::clone(&live.meter));
         // Children summarise with `[compression] model` too, on their endpoint.
         let summary_model = self.settings.compression.model.trim();
         if !summary_model.is_empty()
@@ -378,7 +383,7 @@ impl Delegation {
             duration_seconds: 0.0,
             model: spawn.client.model().to_owned(),
             tokens: add_totals(usage.totals(), spawn.prior.tokens),
-            cost_usd: agent.cost_usd() + spawn.prior.cost_usd,
+            cost_usd: herald_protocol::add_cost(agent.cost_usd(), spawn.prior.cost_usd),
             tool_trace: tool_trace(agent.messages()),
             error,
         })
@@ -596,7 +601,7 @@ pub(crate) fn result_from_record(record: &AgentRecord) -> ChildResult {
         duration_seconds: duration,
         model: record.model.clone(),
         tokens: record.tokens,
-        cost_usd: record.cost_usd,
+        cost_usd: Some(record.cost_usd),
         tool_trace: Vec::new(),
         error: record.error.clone(),
     }

@@ -4,7 +4,7 @@
 //! the durable copy.
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
 use herald_protocol::TokenTotals;
@@ -75,14 +75,16 @@ impl Progress {
     }
 
     /// Counts one answered model request.
-    pub fn api_call(&self, input: u64, output: u64, cached: u64, cost_usd: f64) {
+    pub fn api_call(&self, input: u64, output: u64, cached: u64, cost_usd: Option<f64>) {
         self.api_calls.fetch_add(1, Ordering::Relaxed);
         let mut tokens = self.tokens.lock().unwrap_or_else(PoisonError::into_inner);
         tokens.input += input;
         tokens.output += output;
         tokens.cached += cached;
-        self.cost_micro_usd
-            .fetch_add((cost_usd * 1e6).round() as u64, Ordering::Relaxed);
+        if let Some(cost) = cost_usd {
+            self.cost_micro_usd
+                .fetch_add((cost * 1e6).round() as u64, Ordering::Relaxed);
+        }
         self.touch();
     }
 
@@ -133,6 +135,8 @@ pub struct LiveAgent {
     /// Cancels the agent and, through child tokens, its descendants.
     pub cancel: CancellationToken,
     pub progress: Progress,
+    /// Its own and its subtree's usage (below its parent's meter).
+    pub meter: Arc<crate::UsageMeter>,
     result: Mutex<Option<ChildResult>>,
     /// Who cancelled it (0 = nobody / an interrupt, 1 = `agent_cancel`,
     /// 2 = `herald agents cancel` from another process), for the result.
@@ -152,6 +156,7 @@ impl LiveAgent {
         background: bool,
         model: String,
         cancel: CancellationToken,
+        meter: Arc<crate::UsageMeter>,
     ) -> Self {
         Self {
             id,
@@ -164,6 +169,7 @@ impl LiveAgent {
             model,
             cancel,
             progress: Progress::new(),
+            meter,
             result: Mutex::new(None),
             cancelled_by_tool: AtomicU32::new(0),
         }

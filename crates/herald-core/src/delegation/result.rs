@@ -31,7 +31,9 @@ pub struct ChildResult {
     pub duration_seconds: f64,
     pub model: String,
     pub tokens: TokenTotals,
-    pub cost_usd: f64,
+    /// USD rounded to 1e-6; `null` when its model has no price.
+    #[serde(default, with = "herald_protocol::cost_serde")]
+    pub cost_usd: Option<f64>,
     pub tool_trace: Vec<ToolTraceEntry>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,

@@ -37,6 +37,8 @@ pub struct AgentScope {
     /// The sessions of its ancestors, root first (empty for the root): live
     /// conversations `session_search` must not show it.
     pub ancestor_sessions: Vec<String>,
+    /// The agent's usage meter; its children's meters count into it.
+    pub meter: Arc<crate::UsageMeter>,
 }
 
 impl AgentScope {
@@ -48,6 +50,7 @@ impl AgentScope {
             depth: 0,
             budget: None,
             ancestor_sessions: Vec::new(),
+            meter: crate::UsageMeter::new(None),
         }
     }
 }
@@ -515,7 +518,7 @@ impl Delegation {
                         output: session.output_tokens,
                         cached: session.cached_tokens,
                     },
-                    cost_usd: session.cost_usd,
+                    cost_usd: Some(session.cost_usd),
                 };
                 (Some(history), prior)
             }

@@ -66,6 +66,7 @@ async fn a_call_at_the_depth_limit_names_the_key() {
         depth: 2,
         budget: None,
         ancestor_sessions: vec!["s0".into(), "s1".into()],
+        meter: crate::UsageMeter::new(None),
     };
     let tool = DelegateTask::new(Arc::clone(&rt), scope.clone());
     let err = tool

@@ -136,6 +136,9 @@ async fn run_turn(
     checkpoints: &mut crate::checkpoints::Checkpointer,
 ) -> TurnResult {
     let started = Instant::now();
+    // Readings before the turn: the turn's usage is what they grow by.
+    let own_before = agent.meter().own();
+    let tree_before = agent.meter().tree();
     if let Some(hub) = &shared.own_mcp {
         // A one-shot run defers its servers to here (see `open_session`).
         hub.release();
@@ -172,13 +175,17 @@ async fn run_turn(
     if let Some(error) = &outcome.error {
         tracing::error!(session_id = %shared.session_id, reason = outcome.exit_reason.as_str(), "turn failed: {error}");
     }
+    // Every request of the turn, compaction and memory flush included.
+    let own_usage = agent.meter().own().since(&own_before).totals();
+    let tree_usage = agent.meter().tree().since(&tree_before).totals();
     let result = TurnResult {
         status,
         exit_reason: outcome.exit_reason,
         final_response: outcome.final_response,
         iterations: outcome.iterations,
-        usage: outcome.usage.totals(),
-        cost_usd: outcome.cost_usd,
+        usage: own_usage.tokens(),
+        cost_usd: own_usage.cost_usd,
+        tree_usage,
         duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
         error: outcome.error,
     };
@@ -208,8 +215,9 @@ async fn run_turn(
         exit_reason: result.exit_reason.as_str().to_owned(),
         final_response: result.final_response.clone(),
         iterations: result.iterations,
-        usage: result.usage,
+        usage: own_usage,
         cost_usd: result.cost_usd,
+        tree_usage: result.tree_usage,
         duration_ms: result.duration_ms,
     };
     if one_shot {
@@ -243,7 +251,7 @@ fn blocked_turn(agent: &Agent, reason: String) -> crate::TurnOutcome {
         final_response: String::new(),
         iterations: 0,
         usage: herald_protocol::Usage::default(),
-        cost_usd: 0.0,
+        cost_usd: Some(0.0),
         error: Some(reason),
         error_kind: None,
     }

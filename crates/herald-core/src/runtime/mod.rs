@@ -221,7 +221,10 @@ pub struct TurnResult {
     pub iterations: u32,
     /// Tokens of this turn's requests.
     pub usage: TokenTotals,
-    pub cost_usd: f64,
+    /// USD; `None` when a model used has no price.
+    pub cost_usd: Option<f64>,
+    /// Every agent of the turn, subagents at any depth included.
+    pub tree_usage: herald_protocol::UsageTotals,
     pub duration_ms: u64,
     /// The fatal error, when the turn failed.
     pub error: Option<String>,

@@ -51,6 +51,8 @@ pub async fn open_session(mut options: SessionOptions) -> Result<Session, Runtim
     let shared_mcp = options.mcp.take();
     let settings = &options.settings;
     let store = &options.store;
+    // A process runs one config: its `[pricing]` prices every agent.
+    herald_llm::install_price_overrides(settings.pricing.clone());
     let client = match shared_client {
         Some(client) => client,
         None => Arc::new(
@@ -228,6 +230,8 @@ pub async fn open_session(mut options: SessionOptions) -> Result<Session, Runtim
         await_background: options.one_shot,
     });
     agent.set_compression(settings.compression.clone());
+    // The tree's meter: every subagent's requests count into it too.
+    agent.set_meter(Arc::clone(&root_scope.meter));
     if let Some(summaries) = crate::compress::summary_client(settings)
         .map_err(|e| RuntimeError::Config(format!("[compression] model: {e}")))?
     {

@@ -57,7 +57,13 @@ pub struct TurnResultView {
     /// Tokens of this turn's requests (`input` includes `cached`).
     #[schema(value_type = Object)]
     pub usage: TokenTotals,
-    pub cost_usd: f64,
+    /// USD rounded to 1e-6; `null` when a model used has no price.
+    #[serde(with = "herald_protocol::cost_serde")]
+    #[schema(value_type = Option<f64>)]
+    pub cost_usd: Option<f64>,
+    /// Every agent of the turn (subagents included): tokens, cost, requests.
+    #[schema(value_type = Object)]
+    pub tree_usage: herald_protocol::UsageTotals,
     pub duration_ms: u64,
     pub error: Option<String>,
     /// The number of the last event before the turn.
@@ -74,6 +80,7 @@ impl TurnResultView {
             iterations: result.iterations,
             usage: result.usage,
             cost_usd: result.cost_usd,
+            tree_usage: result.tree_usage,
             duration_ms: result.duration_ms,
             error: result.error,
             after,

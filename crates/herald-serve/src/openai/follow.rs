@@ -103,7 +103,7 @@ impl TurnFollower {
                         status: *status,
                         exit_reason: exit_reason.clone(),
                         final_response: final_response.clone(),
-                        usage: *usage,
+                        usage: usage.tokens(),
                     });
                 }
                 _ => {}
