@@ -627,6 +627,12 @@ async fn background_agents_dispatch_wait_and_cancel() {
     let status: Value = serde_json::from_str(&results[4]).unwrap();
     assert_eq!(status["status"], "interrupted");
     assert_eq!(status["role"], "leaf");
+    // Its own usage (one request before the cancel) and its subtree's (no
+    // children: the same), costs rounded decimals.
+    assert_eq!(status["usage"]["requests"], 1, "{status}");
+    assert!(status["usage"]["input"].as_u64().unwrap() > 0);
+    assert!(status["usage"]["cost_usd"].as_f64().unwrap() > 0.0);
+    assert_eq!(status["tree_usage"], status["usage"]);
     let list: Value = serde_json::from_str(&results[5]).unwrap();
     assert_eq!(list["total"], 2);
     assert!(

@@ -44,6 +44,19 @@ fn assert_run_completed_last(events: &[Value]) {
         of_type(events, "subagent.completed").len(),
         "every started subagent reports before run.completed: {kinds:?}"
     );
+    // The root's usage and the whole tree's, with every field; the tree
+    // holds at least the root's requests.
+    let end = events.last().unwrap();
+    for totals in ["usage", "tree_usage"] {
+        for field in ["input", "output", "cached", "cache_creation", "requests"] {
+            assert!(end[totals][field].is_u64(), "{totals}.{field}: {end}");
+        }
+        assert!(
+            end[totals]["cost_usd"].is_f64() || end[totals]["cost_usd"].is_null(),
+            "{end}"
+        );
+    }
+    assert!(end["tree_usage"]["requests"].as_u64() >= end["usage"]["requests"].as_u64());
 }
 
 /// `herald sessions show ID --events [--json]` output.

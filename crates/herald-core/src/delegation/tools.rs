@@ -228,6 +228,9 @@ fn live_status(rt: &Delegation, agent: &LiveAgent) -> serde_json::Value {
         "elapsed_seconds": result.as_ref().map_or_else(|| (agent.progress.elapsed_seconds() * 10.0).round() / 10.0, |r| r.duration_seconds),
         "api_calls": result.as_ref().map_or_else(|| agent.progress.api_calls(), |r| r.api_calls),
         "tokens": tokens,
+        // This run's requests: the agent's own, and with its descendants'.
+        "usage": agent.meter.own().totals(),
+        "tree_usage": agent.meter.tree().totals(),
         "current_tool": agent.progress.current_tool(),
         "result_preview": result.as_ref().map(|r| preview(&r.summary, 500)),
         "error": result.as_ref().and_then(|r| r.error.clone()),
