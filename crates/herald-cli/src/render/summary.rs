@@ -67,8 +67,18 @@ impl RunTotals {
                 exit_reason,
                 iterations,
                 duration_ms,
+                tree_usage,
                 ..
             } if root => {
+                // The whole tree, grandchildren included (their
+                // subagent.completed stays in their parent's stream).
+                if tree_usage.requests > 0 {
+                    self.input_tokens = tree_usage.input;
+                    self.output_tokens = tree_usage.output;
+                    self.cached_tokens = tree_usage.cached;
+                    self.cost_usd = tree_usage.cost_usd.unwrap_or(0.0);
+                    self.unpriced = tree_usage.cost_usd.is_none();
+                }
                 self.end = Some(RunEnd {
                     exit_reason: exit_reason.clone(),
                     iterations: *iterations,
@@ -219,6 +229,48 @@ mod tests {
             summary_line("ses_1", &totals),
             "session ses_1 \u{b7} 4 iterations \u{b7} 12.3k in / 1.1k out tokens (tree) \u{b7} 63% cached \u{b7} $0.0149 \u{b7} 12.4 s"
         );
+    }
+
+    #[test]
+    fn run_completed_tree_usage_wins_over_the_streamed_sums() {
+        let mut totals = RunTotals::default();
+        totals.apply(&started("gpt-4.1"));
+        totals.apply(&usage(1_000, 10, 0, Some(0.001)));
+        totals.apply(&root(EventKind::RunCompleted {
+            status: RunStatus::Completed,
+            exit_reason: "completed".into(),
+            final_response: "done".into(),
+            iterations: 1,
+            usage: Default::default(),
+            cost_usd: Some(0.001),
+            tree_usage: herald_protocol::UsageTotals {
+                input: 5_000,
+                output: 50,
+                cached: 2_500,
+                cache_creation: 0,
+                cost_usd: Some(0.0167),
+                requests: 4,
+            },
+            duration_ms: 5,
+        }));
+        assert_eq!(totals.cost(), Some(0.0167));
+        assert_eq!((totals.input_tokens, totals.cached_tokens), (5_000, 2_500));
+        let mut unknown = RunTotals::default();
+        unknown.apply(&root(EventKind::RunCompleted {
+            status: RunStatus::Completed,
+            exit_reason: "completed".into(),
+            final_response: "done".into(),
+            iterations: 1,
+            usage: Default::default(),
+            cost_usd: None,
+            tree_usage: herald_protocol::UsageTotals {
+                requests: 1,
+                cost_usd: None,
+                ..Default::default()
+            },
+            duration_ms: 5,
+        }));
+        assert_eq!(unknown.cost(), None);
     }
 
     #[test]
