@@ -310,14 +310,29 @@ pub(crate) async fn sessions(
                 return show_events(&store, &record, json, after).await;
             }
             let tree_id = id.clone();
-            let (tree, children) = call(&store, move |s| {
-                Ok((s.tree_usage(&tree_id)?, s.child_sessions(&tree_id)?))
+            let (tree, children, unpriced) = call(&store, move |s| {
+                let unpriced = s
+                    .session_usage(&tree_id)?
+                    .iter()
+                    .any(|row| row.cost_usd.is_none());
+                Ok((
+                    s.tree_usage(&tree_id)?,
+                    s.child_sessions(&tree_id)?,
+                    unpriced,
+                ))
             })
             .await?;
+            // The stored total counts priced requests only: with an
+            // unpriced one the session's cost is unknown.
+            let own_cost = (!unpriced).then_some(record.cost_usd);
             let messages = call(&store, move |s| s.load_messages(&id)).await?;
             if json {
+                let mut session = serde_json::to_value(&record).map_err(CliError::failed)?;
+                if own_cost.is_none() {
+                    session["cost_usd"] = serde_json::Value::Null;
+                }
                 print_json(&serde_json::json!({
-                    "session": record,
+                    "session": session,
                     "tree_usage": tree,
                     "children": children,
                     "messages": messages,
@@ -332,7 +347,7 @@ pub(crate) async fn sessions(
                     record.input_tokens,
                     record.output_tokens,
                     record.cached_tokens,
-                    usd(Some(record.cost_usd))
+                    usd(own_cost)
                 );
                 if !children.is_empty() {
                     println!(

@@ -93,6 +93,29 @@ async fn a_model_without_a_price_costs_null_not_zero() {
     assert_eq!(usage.len(), 3);
     assert!(usage.iter().all(|e| e["cost_usd"].is_null()), "{usage:?}");
     assert!(last(&events)["cost_usd"].is_null(), "{}", last(&events));
+    assert!(last(&events)["tree_usage"]["cost_usd"].is_null());
+    // The stored session says so too.
+    let session = last(&events)["session_id"].as_str().unwrap().to_owned();
+    let shown = h
+        .command(Wire::OpenAi)
+        .args(["sessions", "show", &session, "--json"])
+        .output()
+        .await
+        .unwrap();
+    let shown: Value = serde_json::from_slice(&shown.stdout).unwrap();
+    assert!(shown["session"]["cost_usd"].is_null(), "{shown}");
+    assert!(shown["tree_usage"]["cost_usd"].is_null(), "{shown}");
+    let human = h
+        .command(Wire::OpenAi)
+        .args(["sessions", "show", &session])
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&human.stdout).contains("cost unknown"),
+        "{}",
+        String::from_utf8_lossy(&human.stdout)
+    );
 
     // The human summary says so instead of printing $0.
     let output = h
