@@ -90,8 +90,7 @@ async fn ask(
         StreamUpdate::TextDelta(text) => seen.deltas.push(Some(text.to_owned())),
         StreamUpdate::TextRestart => seen.deltas.push(None),
         StreamUpdate::Retry { reason, .. } => seen.retries.push(reason.to_owned()),
-        StreamUpdate::Fallback { .. } => {}
-        StreamUpdate::ReasoningDelta(_) => {}
+        StreamUpdate::Fallback { .. } | StreamUpdate::ReasoningDelta(_) => {}
     };
     let result = client
         .complete(
