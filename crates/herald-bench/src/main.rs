@@ -50,7 +50,8 @@ fn herald_binary() -> Result<PathBuf> {
     Ok(bin)
 }
 
-/// One scripted long run: `turns` tool calls (a small read_file), then an answer.
+/// One scripted long run: `turns` tool calls, then an answer. Each call reads
+/// a file of about `result_bytes` bytes whole, or with 0 three short lines.
 struct TurnRun {
     requests: usize,
     cpu: Duration,
@@ -64,18 +65,36 @@ struct TurnRun {
     wall: Duration,
 }
 
-async fn turn_run(herald: &Path, turns: usize, anthropic: bool) -> Result<TurnRun> {
+async fn turn_run(
+    herald: &Path,
+    turns: usize,
+    anthropic: bool,
+    result_bytes: usize,
+) -> Result<TurnRun> {
     let script = Script::new().responder(move |view| {
         if view.turn >= turns {
             Reply::text("all done")
-        } else {
+        } else if result_bytes == 0 {
             Reply::tool("read_file", json!({"path": "small.txt", "limit": 3}))
+        } else {
+            // A different file each turn, as a model reading a codebase does.
+            let path = format!("src/file{}.txt", view.turn % 8);
+            Reply::tool("read_file", json!({ "path": path }))
         }
     });
     let server = ScriptedServer::start(script).await?;
     let home = tempfile::tempdir()?;
     let work = tempfile::tempdir()?;
     std::fs::write(work.path().join("small.txt"), "one\ntwo\nthree\n")?;
+    if result_bytes > 0 {
+        std::fs::create_dir_all(work.path().join("src"))?;
+        for i in 0..8 {
+            std::fs::write(
+                work.path().join(format!("src/file{i}.txt")),
+                source_like_text(result_bytes, i),
+            )?;
+        }
+    }
     // HERALD_BENCH_WRAP="perf record -g" (say) runs herald under a profiler.
     let wrap = std::env::var("HERALD_BENCH_WRAP").unwrap_or_default();
     let mut words = wrap.split_whitespace();
@@ -145,6 +164,44 @@ async fn turn_run(herald: &Path, turns: usize, anthropic: bool) -> Result<TurnRu
     })
 }
 
+/// About `bytes` of source-like text (indented lines of words, quotes and
+/// braces, so JSON escaping has its usual work), different per `seed`.
+fn source_like_text(bytes: usize, seed: usize) -> String {
+    let words = [
+        "let",
+        "value",
+        "=",
+        "match",
+        "request",
+        "{",
+        "}",
+        "\"text\"",
+        "return",
+        "Ok(()),",
+        "self.inner",
+        "// note:",
+        "if",
+        "else",
+        "for",
+        "item",
+        "in",
+        "list.iter()",
+        "\tspan",
+    ];
+    let mut out = String::with_capacity(bytes + 80);
+    let mut n = seed * 7;
+    while out.len() < bytes {
+        out.push_str("    ");
+        for _ in 0..10 {
+            out.push_str(words[n % words.len()]);
+            out.push(' ');
+            n = n.wrapping_mul(31).wrapping_add(17);
+        }
+        out.push('\n');
+    }
+    out
+}
+
 fn version_times(herald: &Path, runs: usize) -> Result<Vec<Duration>> {
     let mut times = Vec::with_capacity(runs);
     for _ in 0..runs {
@@ -166,10 +223,11 @@ fn best_of(
     herald: &Path,
     turns: usize,
     anthropic: bool,
+    result_bytes: usize,
 ) -> Result<TurnRun> {
     let mut runs = Vec::with_capacity(3);
     for _ in 0..3 {
-        runs.push(runtime.block_on(turn_run(herald, turns, anthropic))?);
+        runs.push(runtime.block_on(turn_run(herald, turns, anthropic, result_bytes))?);
     }
     runs.sort_by_key(|r| r.cpu);
     runs.into_iter().nth(1).context("no run")
@@ -180,7 +238,7 @@ pub(crate) fn ms(d: Duration) -> f64 {
 }
 
 fn main() -> Result<()> {
-    // `herald-bench store|agent|prompt|delegation|serve|permissions|mcp|tui` runs one part; default all.
+    // `herald-bench store|agent|turns|prompt|delegation|serve|permissions|mcp|tui` runs one part; default all.
     let part = std::env::args().nth(1).unwrap_or_default();
     println!("| measure | target | result |");
     println!("|---|---|---|");
@@ -189,6 +247,26 @@ fn main() -> Result<()> {
     }
     if part.is_empty() || part == "agent" {
         agent_benchmarks()?;
+    }
+    if part == "turns" {
+        // `herald-bench turns BYTES [anthropic]`: the 60-turn run alone.
+        let bytes: usize = std::env::args()
+            .nth(2)
+            .unwrap_or_default()
+            .parse()
+            .context("usage: herald-bench turns RESULT_BYTES [anthropic]")?;
+        let anthropic = std::env::args().nth(3).as_deref() == Some("anthropic");
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()?;
+        let run = best_of(&runtime, &herald_binary()?, 60, anthropic, bytes)?;
+        println!(
+            "| harness CPU per turn, 60-turn run, {bytes}-byte results | < 1 ms | {:.3} ms (peak RSS {:.1} MB, first request {:.2} ms, {} requests) |",
+            ms(run.cpu) / run.requests as f64,
+            run.max_rss_kb as f64 / 1024.0,
+            ms(run.first_request),
+            run.requests
+        );
     }
     if part.is_empty() || part == "exec" {
         exec::run()?;
@@ -221,9 +299,12 @@ fn agent_benchmarks() -> Result<()> {
         .build()?;
     // Warm the page cache so the first measured start is not a cold one.
     version_times(&herald, 3)?;
-    let openai60 = best_of(&runtime, &herald, 60, false)?;
-    let anthropic60 = best_of(&runtime, &herald, 60, true)?;
-    let long = runtime.block_on(turn_run(&herald, 120, false))?;
+    let openai60 = best_of(&runtime, &herald, 60, false, 0)?;
+    let anthropic60 = best_of(&runtime, &herald, 60, true, 0)?;
+    let openai_1k = best_of(&runtime, &herald, 60, false, 1_000)?;
+    let openai_13k = best_of(&runtime, &herald, 60, false, 13_000)?;
+    let anthropic_13k = best_of(&runtime, &herald, 60, true, 13_000)?;
+    let long = runtime.block_on(turn_run(&herald, 120, false, 0))?;
     let version = version_times(&herald, 50)?;
 
     let at_200: Vec<Duration> = long
@@ -260,6 +341,23 @@ fn agent_benchmarks() -> Result<()> {
             100.0 * run.prefix.0 as f64 / run.prefix.1.max(1) as f64
         );
     }
+    let per_request = |run: &TurnRun| ms(run.cpu) / run.requests as f64;
+    for (name, run) in [
+        ("1 KB results, OpenAI wire", &openai_1k),
+        ("13 KB results, OpenAI wire", &openai_13k),
+        ("13 KB results, Anthropic wire", &anthropic_13k),
+    ] {
+        println!(
+            "| harness CPU per turn, 60-turn run, {name} | < 1 ms | {:.3} ms (peak RSS {:.1} MB, first request {:.2} ms) |",
+            per_request(run),
+            run.max_rss_kb as f64 / 1024.0,
+            ms(run.first_request)
+        );
+    }
+    println!(
+        "| growth of CPU per turn from 1 KB to 13 KB results, OpenAI wire | < 10% | {:+.1}% |",
+        100.0 * (per_request(&openai_13k) / per_request(&openai_1k) - 1.0)
+    );
     println!(
         "| harness time per turn, 60-turn run (p50 / p95) | — | {:.3} ms / {:.3} ms |",
         ms(median(&all_gaps)),

@@ -140,6 +140,9 @@ pub struct Agent {
     kept_results: bool,
     /// The memory flush (see [`flush`]); the root agent of a session only.
     memory_flush: Option<FlushSettings>,
+    /// The encoded bodies of this conversation's requests: each request
+    /// encodes only the messages added since the one before.
+    body_cache: herald_llm::BodyCache,
 }
 
 impl Agent {
@@ -174,6 +177,7 @@ impl Agent {
             usage: Usage::default(),
             cost_usd: Some(0.0),
             meter: crate::UsageMeter::new(None),
+            body_cache: herald_llm::BodyCache::default(),
         }
     }
 
@@ -661,7 +665,9 @@ impl Agent {
             tools: &self.tools,
             forbid_tool_calls,
         };
-        self.client.complete(request, &mut on_update, cancel).await
+        self.client
+            .complete_cached(request, Some(&self.body_cache), &mut on_update, cancel)
+            .await
     }
 
     /// Uses `config` (`[compression]`) for automatic compression; agents

@@ -158,77 +158,84 @@ fn non_empty(text: &str) -> &str {
     }
 }
 
-/// Groups the history into Anthropic turns: consecutive tool results become
-/// one user message of `tool_result` blocks (with their images when
+/// The end (exclusive) of the Anthropic turn starting at `start`:
+/// consecutive tool results make one user turn, any other message its own.
+fn turn_end(messages: &[Message], start: usize) -> usize {
+    if messages[start].role != Role::Tool {
+        return start + 1;
+    }
+    messages[start..]
+        .iter()
+        .position(|m| m.role != Role::Tool)
+        .map_or(messages.len(), |n| start + n)
+}
+
+/// [`turn_end`] for the body cache's tests.
+#[cfg(test)]
+pub(crate) fn tests_turn_end(messages: &[Message], start: usize) -> usize {
+    turn_end(messages, start)
+}
+
+/// One Anthropic turn made of `messages` (a run of tool results becomes
+/// one user message of `tool_result` blocks, with their images when
 /// `images` is set).
-fn wire_messages(messages: &[Message], images: bool) -> Vec<WireMessage<'_>> {
-    let mut out: Vec<WireMessage<'_>> = Vec::with_capacity(messages.len());
-    let mut in_results = false;
-    for message in messages {
-        match message.role {
-            Role::Tool => {
-                let block = Block::ToolResult {
+fn wire_turn(messages: &[Message], images: bool) -> WireMessage<'_> {
+    let first = &messages[0];
+    match first.role {
+        Role::Tool => WireMessage {
+            role: "user",
+            content: messages
+                .iter()
+                .map(|message| Block::ToolResult {
                     tool_use_id: message.tool_call_id.as_deref().unwrap_or_default(),
                     content: ResultContent::of(message, images),
                     is_error: message.is_error,
                     cache_control: None,
-                };
-                match out.last_mut() {
-                    Some(last) if in_results => last.content.push(block),
-                    _ => out.push(WireMessage {
-                        role: "user",
-                        content: vec![block],
-                    }),
-                }
-                in_results = true;
-            }
-            Role::User | Role::System => {
-                in_results = false;
-                out.push(WireMessage {
-                    role: "user",
-                    content: vec![Block::Text {
-                        text: non_empty(&message.content),
-                        cache_control: None,
-                    }],
-                });
-            }
-            Role::Assistant => {
-                in_results = false;
-                let mut content =
-                    Vec::with_capacity(1 + message.tool_calls.len() + message.reasoning.len());
-                // Thinking blocks first, unchanged, as the API requires
-                // across tool use; streamed reasoning text is never sent.
-                content.extend(message.reasoning.iter().filter_map(|piece| match piece {
-                    Reasoning::Thinking {
-                        thinking,
-                        signature,
-                    } => Some(Block::Thinking {
-                        thinking,
-                        signature,
-                    }),
-                    Reasoning::RedactedThinking { data } => Some(Block::RedactedThinking { data }),
-                    Reasoning::Text { .. } => None,
-                }));
-                if !message.content.trim().is_empty() || message.tool_calls.is_empty() {
-                    content.push(Block::Text {
-                        text: non_empty(&message.content),
-                        cache_control: None,
-                    });
-                }
-                content.extend(message.tool_calls.iter().map(|call| Block::ToolUse {
-                    id: &call.id,
-                    name: &call.name,
-                    input: tool_input(&call.arguments),
+                })
+                .collect(),
+        },
+        Role::User | Role::System => WireMessage {
+            role: "user",
+            content: vec![Block::Text {
+                text: non_empty(&first.content),
+                cache_control: None,
+            }],
+        },
+        Role::Assistant => {
+            let message = first;
+            let mut content =
+                Vec::with_capacity(1 + message.tool_calls.len() + message.reasoning.len());
+            // Thinking blocks first, unchanged, as the API requires
+            // across tool use; streamed reasoning text is never sent.
+            content.extend(message.reasoning.iter().filter_map(|piece| match piece {
+                Reasoning::Thinking {
+                    thinking,
+                    signature,
+                } => Some(Block::Thinking {
+                    thinking,
+                    signature,
+                }),
+                Reasoning::RedactedThinking { data } => Some(Block::RedactedThinking { data }),
+                Reasoning::Text { .. } => None,
+            }));
+            if !message.content.trim().is_empty() || message.tool_calls.is_empty() {
+                content.push(Block::Text {
+                    text: non_empty(&message.content),
                     cache_control: None,
-                }));
-                out.push(WireMessage {
-                    role: "assistant",
-                    content,
                 });
+            }
+            content.extend(message.tool_calls.iter().map(|call| Block::ToolUse {
+                id: &call.id,
+                name: &call.name,
+                input: tool_input(&call.arguments),
+                cache_control: None,
+            }));
+            WireMessage {
+                role: "assistant",
+                content,
             }
         }
     }
-    out
 }
 
 /// The `input` object for a stored call. Arguments that are not a JSON object
@@ -241,66 +248,92 @@ fn tool_input(arguments: &str) -> serde_json::Value {
     }
 }
 
-/// Writes the streaming request body with cache breakpoints on the system
-/// block and on the newest message. Tool results carry their images as
-/// `image` blocks when `images` is set, else only their text.
-pub(crate) fn encode_body(
-    model: &str,
-    max_tokens: u32,
-    images: bool,
-    reasoning: &ReasoningConfig,
-    req: &ChatRequest<'_>,
-) -> Result<Vec<u8>, serde_json::Error> {
-    #[derive(Serialize)]
-    struct Thinking {
-        r#type: &'static str,
-        budget_tokens: u32,
+/// How the Messages API writes a request body (see [`crate::body`]): cache
+/// breakpoints on the system block and on the newest message. Tool results
+/// carry their images as `image` blocks when `images` is set, else only
+/// their text.
+pub(crate) struct Wire<'a> {
+    pub model: &'a str,
+    pub max_tokens: u32,
+    pub images: bool,
+    pub reasoning: &'a ReasoningConfig,
+}
+
+impl crate::body::Wire for Wire<'_> {
+    fn head(&self, req: &ChatRequest<'_>, out: &mut Vec<u8>) -> Result<(), serde_json::Error> {
+        #[derive(Serialize)]
+        struct Thinking {
+            r#type: &'static str,
+            budget_tokens: u32,
+        }
+        #[derive(Serialize)]
+        struct Head<'a> {
+            model: &'a str,
+            max_tokens: u32,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            thinking: Option<Thinking>,
+            stream: bool,
+            system: [Block<'a>; 1],
+        }
+        let head = Head {
+            model: self.model,
+            max_tokens: self.max_tokens,
+            thinking: self
+                .reasoning
+                .thinking_budget
+                .map(|budget_tokens| Thinking {
+                    r#type: "enabled",
+                    budget_tokens,
+                }),
+            stream: true,
+            system: [Block::Text {
+                text: non_empty(req.system),
+                cache_control: Some(EPHEMERAL),
+            }],
+        };
+        serde_json::to_writer(&mut *out, &head)?;
+        // Reopen the object: the encoded tools and the messages follow.
+        out.pop();
+        if !req.tools.is_empty() {
+            out.extend_from_slice(b",\"tools\":");
+            out.extend_from_slice(req.tools.json.as_bytes());
+            if req.forbid_tool_calls {
+                out.extend_from_slice(b",\"tool_choice\":{\"type\":\"none\"}");
+            }
+        }
+        out.extend_from_slice(b",\"messages\":[");
+        Ok(())
     }
-    #[derive(Serialize)]
-    struct Body<'a> {
-        model: &'a str,
-        max_tokens: u32,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        thinking: Option<Thinking>,
-        stream: bool,
-        system: [Block<'a>; 1],
-        #[serde(skip_serializing_if = "Option::is_none")]
-        tools: Option<&'a serde_json::value::RawValue>,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        tool_choice: Option<serde_json::Value>,
-        messages: Vec<WireMessage<'a>>,
+
+    fn segment_end(&self, messages: &[Message], start: usize) -> usize {
+        turn_end(messages, start)
     }
-    let mut messages = wire_messages(req.messages, images);
-    if let Some(block) = messages.last_mut().and_then(|m| m.content.last_mut()) {
-        block.mark_cache();
+
+    fn boundary_flag(&self, _messages: &[Message], _end: usize) -> bool {
+        false
     }
-    let tools = if req.tools.is_empty() {
-        None
-    } else {
-        Some(serde_json::from_str::<&serde_json::value::RawValue>(
-            &req.tools.json,
-        )?)
-    };
-    let body = Body {
-        model,
-        max_tokens,
-        thinking: reasoning.thinking_budget.map(|budget_tokens| Thinking {
-            r#type: "enabled",
-            budget_tokens,
-        }),
-        stream: true,
-        system: [Block::Text {
-            text: non_empty(req.system),
-            cache_control: Some(EPHEMERAL),
-        }],
-        tool_choice: (tools.is_some() && req.forbid_tool_calls)
-            .then(|| serde_json::json!({"type": "none"})),
-        tools,
-        messages,
-    };
-    let mut out = Vec::with_capacity(4096 + req.tools.json.len() + req.messages.len() * 256);
-    serde_json::to_writer(&mut out, &body)?;
-    Ok(out)
+
+    fn segment(
+        &self,
+        messages: &[Message],
+        start: usize,
+        end: usize,
+        last: bool,
+        out: &mut Vec<u8>,
+    ) -> Result<(), serde_json::Error> {
+        if start > 0 {
+            out.push(b',');
+        }
+        let mut turn = wire_turn(&messages[start..end], self.images);
+        if last && let Some(block) = turn.content.last_mut() {
+            block.mark_cache();
+        }
+        serde_json::to_writer(&mut *out, &turn)
+    }
+
+    fn last_is_plain(&self) -> bool {
+        false
+    }
 }
 
 #[derive(Deserialize)]
@@ -717,6 +750,22 @@ pub(crate) fn parse_message(body: &serde_json::Value) -> Result<AssistantReply, 
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    fn encode_body(
+        model: &str,
+        max_tokens: u32,
+        images: bool,
+        reasoning: &ReasoningConfig,
+        req: &ChatRequest<'_>,
+    ) -> Result<Vec<u8>, serde_json::Error> {
+        let wire = Wire {
+            model,
+            max_tokens,
+            images,
+            reasoning,
+        };
+        crate::body::encode_full(&wire, req)
+    }
 
     fn assemble(events: &[&str]) -> Result<AssistantReply, LlmError> {
         let mut assembler = Assembler::default();

@@ -159,6 +159,7 @@ impl Chain {
         &self,
         primary: &LlmClient,
         req: ChatRequest<'_>,
+        cache: Option<&crate::BodyCache>,
         on_update: &mut (dyn FnMut(StreamUpdate<'_>) + Send),
         cancel: &CancellationToken,
     ) -> Result<AssistantReply, LlmError> {
@@ -178,7 +179,9 @@ impl Chain {
                     }
                     on_update(update);
                 };
-                client.complete_here(request, &mut forward, cancel).await
+                client
+                    .complete_here(request, cache, &mut forward, cancel)
+                    .await
             };
             match result {
                 Err(err) if switches_provider(err.kind) && index < self.fallbacks.len() => {

@@ -210,30 +210,42 @@ impl LlmClient {
 
     /// The exact request body that [`complete`](Self::complete) would send.
     pub fn encode_body(&self, req: &ChatRequest<'_>) -> Result<Vec<u8>, LlmError> {
-        let encoded = match self.config.provider {
-            ProviderKind::OpenAi => openai::encode_body(
-                &self.config.model,
-                self.config.max_tokens,
-                self.config.images,
-                &self.config.reasoning,
-                req,
-            ),
-            ProviderKind::Anthropic => anthropic::encode_body(
-                &self.config.model,
-                self.config
-                    .reasoning
-                    .anthropic_max_tokens(self.config.max_tokens),
-                self.config.images,
-                &self.config.reasoning,
-                req,
-            ),
-        };
-        encoded.map_err(|err| {
-            LlmError::new(
-                ErrorKind::Protocol,
-                format!("could not encode the request: {err}"),
-            )
-        })
+        self.with_wire(|wire| crate::body::encode_full(wire, req))
+            .map_err(encode_error)
+    }
+
+    /// The body to send: from the conversation's [`BodyCache`](crate::BodyCache)
+    /// when there is one, so only new messages are encoded.
+    fn request_body(
+        &self,
+        req: &ChatRequest<'_>,
+        cache: Option<&crate::BodyCache>,
+    ) -> Result<bytes::Bytes, LlmError> {
+        match cache {
+            Some(cache) => self
+                .with_wire(|wire| cache.encode(wire, req))
+                .map_err(encode_error),
+            None => self.encode_body(req).map(bytes::Bytes::from),
+        }
+    }
+
+    /// Calls `f` with this endpoint's body writer.
+    fn with_wire<T>(&self, f: impl FnOnce(&dyn crate::body::Wire) -> T) -> T {
+        let config = &self.config;
+        match config.provider {
+            ProviderKind::OpenAi => f(&openai::Wire {
+                model: &config.model,
+                max_tokens: config.max_tokens,
+                images: config.images,
+                reasoning: &config.reasoning,
+            }),
+            ProviderKind::Anthropic => f(&anthropic::Wire {
+                model: &config.model,
+                max_tokens: config.reasoning.anthropic_max_tokens(config.max_tokens),
+                images: config.images,
+                reasoning: &config.reasoning,
+            }),
+        }
     }
 
     /// Sends the request and streams the reply, retrying transient failures
@@ -245,9 +257,22 @@ impl LlmClient {
         on_update: &mut (dyn FnMut(StreamUpdate<'_>) + Send),
         cancel: &CancellationToken,
     ) -> Result<AssistantReply, LlmError> {
+        self.complete_cached(req, None, on_update, cancel).await
+    }
+
+    /// [`complete`](Self::complete) for one conversation's next request:
+    /// `cache` keeps the encoding of its earlier messages, so only the new
+    /// ones are encoded (see [`BodyCache`](crate::BodyCache)).
+    pub async fn complete_cached(
+        &self,
+        req: ChatRequest<'_>,
+        cache: Option<&crate::BodyCache>,
+        on_update: &mut (dyn FnMut(StreamUpdate<'_>) + Send),
+        cancel: &CancellationToken,
+    ) -> Result<AssistantReply, LlmError> {
         match &self.chain {
-            Some(chain) => chain.complete(self, req, on_update, cancel).await,
-            None => self.complete_here(req, on_update, cancel).await,
+            Some(chain) => chain.complete(self, req, cache, on_update, cancel).await,
+            None => self.complete_here(req, cache, on_update, cancel).await,
         }
     }
 
@@ -255,10 +280,11 @@ impl LlmClient {
     pub(crate) async fn complete_here(
         &self,
         req: ChatRequest<'_>,
+        cache: Option<&crate::BodyCache>,
         on_update: &mut (dyn FnMut(StreamUpdate<'_>) + Send),
         cancel: &CancellationToken,
     ) -> Result<AssistantReply, LlmError> {
-        let body = bytes::Bytes::from(self.encode_body(&req)?);
+        let body = self.request_body(&req, cache)?;
         let mut shown = ShownText::default();
         let mut attempt = 1;
         // Keys that answered 429 since the last backoff.
@@ -736,6 +762,13 @@ pub fn error_chain(err: &dyn std::error::Error) -> String {
         source = cause.source();
     }
     text
+}
+
+fn encode_error(err: serde_json::Error) -> LlmError {
+    LlmError::new(
+        ErrorKind::Protocol,
+        format!("could not encode the request: {err}"),
+    )
 }
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 //! [`ChatRequest`] into an [`AssistantReply`], retrying transient failures.
 
 mod anthropic;
+mod body;
 mod chain;
 mod client;
 mod error;
@@ -13,6 +14,7 @@ mod retry;
 mod sse;
 mod types;
 
+pub use body::BodyCache;
 pub use chain::PoolKey;
 pub use client::{ClientConfig, LlmClient, ProviderKind, error_chain};
 pub use error::{ErrorKind, LlmError};

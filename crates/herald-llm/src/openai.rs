@@ -146,73 +146,98 @@ fn image_message(results: &[Message]) -> Option<ImageMessage<'_>> {
     })
 }
 
-/// Writes the streaming request body. Field order is fixed so two requests
-/// of one conversation share their bytes up to the first new message.
+/// How the Chat Completions API writes a request body (see [`crate::body`]).
+/// Field order is fixed so two requests of one conversation share their
+/// bytes up to the first new message.
 ///
 /// With `images`, the images of tool results follow each run of `tool`
 /// messages (the results of one assistant reply) as one `user` message
 /// (see [`image_message`]); the history decides where, so every request
 /// of a conversation writes it at the same place with the same bytes.
-pub(crate) fn encode_body(
-    model: &str,
-    max_tokens: Option<u32>,
-    images: bool,
-    reasoning: &ReasoningConfig,
-    req: &ChatRequest<'_>,
-) -> Result<Vec<u8>, serde_json::Error> {
-    let mut out = Vec::with_capacity(4096 + req.tools.json.len() + req.messages.len() * 256);
-    out.extend_from_slice(b"{\"model\":");
-    serde_json::to_writer(&mut out, model)?;
-    out.extend_from_slice(b",\"stream\":true,\"stream_options\":{\"include_usage\":true}");
-    // Reasoning models refuse `max_tokens`: their cap counts the hidden
-    // reasoning too and is called `max_completion_tokens`.
-    match (max_tokens, reasoning.effort) {
-        (Some(max), Some(_)) => {
-            let _ = write!(out, ",\"max_completion_tokens\":{max}");
+pub(crate) struct Wire<'a> {
+    pub model: &'a str,
+    pub max_tokens: Option<u32>,
+    pub images: bool,
+    pub reasoning: &'a ReasoningConfig,
+}
+
+impl crate::body::Wire for Wire<'_> {
+    fn head(&self, req: &ChatRequest<'_>, out: &mut Vec<u8>) -> Result<(), serde_json::Error> {
+        out.extend_from_slice(b"{\"model\":");
+        serde_json::to_writer(&mut *out, self.model)?;
+        out.extend_from_slice(b",\"stream\":true,\"stream_options\":{\"include_usage\":true}");
+        // Reasoning models refuse `max_tokens`: their cap counts the hidden
+        // reasoning too and is called `max_completion_tokens`.
+        match (self.max_tokens, self.reasoning.effort) {
+            (Some(max), Some(_)) => {
+                let _ = write!(out, ",\"max_completion_tokens\":{max}");
+            }
+            (Some(max), None) => {
+                let _ = write!(out, ",\"max_tokens\":{max}");
+            }
+            (None, _) => {}
         }
-        (Some(max), None) => {
-            let _ = write!(out, ",\"max_tokens\":{max}");
+        if let Some(effort) = self.reasoning.effort {
+            let _ = write!(out, ",\"reasoning_effort\":\"{}\"", effort.as_str());
         }
-        (None, _) => {}
-    }
-    if let Some(effort) = reasoning.effort {
-        let _ = write!(out, ",\"reasoning_effort\":\"{}\"", effort.as_str());
-    }
-    if !req.tools.is_empty() {
-        out.extend_from_slice(b",\"tools\":");
-        out.extend_from_slice(req.tools.json.as_bytes());
-        if req.forbid_tool_calls {
-            out.extend_from_slice(b",\"tool_choice\":\"none\"");
+        if !req.tools.is_empty() {
+            out.extend_from_slice(b",\"tools\":");
+            out.extend_from_slice(req.tools.json.as_bytes());
+            if req.forbid_tool_calls {
+                out.extend_from_slice(b",\"tool_choice\":\"none\"");
+            }
         }
+        out.extend_from_slice(b",\"messages\":[");
+        let system = WireMessage {
+            role: "system",
+            content: Some(req.system),
+            tool_calls: Vec::new(),
+            tool_call_id: None,
+        };
+        serde_json::to_writer(&mut *out, &system)
     }
-    out.extend_from_slice(b",\"messages\":[");
-    let system = WireMessage {
-        role: "system",
-        content: Some(req.system),
-        tool_calls: Vec::new(),
-        tool_call_id: None,
-    };
-    serde_json::to_writer(&mut out, &system)?;
-    // Where the current run of tool results began.
-    let mut run_start = 0;
-    for (i, message) in req.messages.iter().enumerate() {
+
+    fn segment_end(&self, _messages: &[Message], start: usize) -> usize {
+        start + 1
+    }
+
+    fn boundary_flag(&self, messages: &[Message], end: usize) -> bool {
+        self.images && run_ends_before(messages, end)
+    }
+
+    fn segment(
+        &self,
+        messages: &[Message],
+        start: usize,
+        _end: usize,
+        _last: bool,
+        out: &mut Vec<u8>,
+    ) -> Result<(), serde_json::Error> {
         out.push(b',');
-        serde_json::to_writer(&mut out, &wire_message(message))?;
-        if message.role != Role::Tool {
-            run_start = i + 1;
-            continue;
+        serde_json::to_writer(&mut *out, &wire_message(&messages[start]))?;
+        if self.images && run_ends_before(messages, start + 1) {
+            let run_start = messages[..start]
+                .iter()
+                .rposition(|m| m.role != Role::Tool)
+                .map_or(0, |i| i + 1);
+            if let Some(shown) = image_message(&messages[run_start..=start]) {
+                out.push(b',');
+                serde_json::to_writer(&mut *out, &shown)?;
+            }
         }
-        let run_ends = req.messages.get(i + 1).is_none_or(|m| m.role != Role::Tool);
-        if images
-            && run_ends
-            && let Some(shown) = image_message(&req.messages[run_start..=i])
-        {
-            out.push(b',');
-            serde_json::to_writer(&mut out, &shown)?;
-        }
+        Ok(())
     }
-    out.extend_from_slice(b"]}");
-    Ok(out)
+
+    fn last_is_plain(&self) -> bool {
+        true
+    }
+}
+
+/// Whether a run of tool results ends right before `end`.
+fn run_ends_before(messages: &[Message], end: usize) -> bool {
+    end > 0
+        && messages[end - 1].role == Role::Tool
+        && messages.get(end).is_none_or(|m| m.role != Role::Tool)
 }
 
 #[derive(Deserialize)]
@@ -558,6 +583,22 @@ pub(crate) fn parse_completion(body: &serde_json::Value) -> Result<AssistantRepl
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    fn encode_body(
+        model: &str,
+        max_tokens: Option<u32>,
+        images: bool,
+        reasoning: &ReasoningConfig,
+        req: &ChatRequest<'_>,
+    ) -> Result<Vec<u8>, serde_json::Error> {
+        let wire = Wire {
+            model,
+            max_tokens,
+            images,
+            reasoning,
+        };
+        crate::body::encode_full(&wire, req)
+    }
 
     fn assemble(chunks: &[&str]) -> Result<(AssistantReply, String), LlmError> {
         let mut assembler = Assembler::default();
