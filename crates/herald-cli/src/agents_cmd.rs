@@ -1,27 +1,64 @@
 //! `herald agents list|show|cancel`: the journaled subagents (SPEC §9.2),
 //! readable after a restart (`defs` lives in `agent_defs_cmd.rs`).
 
-use herald_protocol::{one_line, terminal_safe};
+use herald_protocol::{UsageTotals, one_line, terminal_safe};
 use herald_store::{AgentFilter, AgentRecord, StoreError};
 
 use crate::args::{AgentsAction, CommonArgs};
 use crate::sessions_cmd::{call, print_json, when};
 use crate::{CliError, Exit, setup};
 
-/// One line per agent; the goal (the model's words) is stripped of
-/// terminal control sequences.
+/// A journaled cost: `$0.01478`, or `cost unknown` for a model without a
+/// price.
+fn usd(cost: Option<f64>) -> String {
+    cost.map_or_else(
+        || "cost unknown".to_owned(),
+        |usd| format!("${}", herald_protocol::round_cost(usd)),
+    )
+}
+
+/// The subtree part of a list line, when the agent had descendants.
+fn subtree_note(record: &AgentRecord) -> String {
+    match &record.tree_usage {
+        Some(tree) if tree.requests > record.usage.requests => format!(
+            " (subtree {} tok {})",
+            tree.input + tree.output,
+            usd(tree.cost_usd)
+        ),
+        _ => String::new(),
+    }
+}
+
+/// One line per agent: its own tokens and cost, and its subtree's when it
+/// delegated; the goal (the model's words) is stripped of terminal control
+/// sequences.
 fn line(record: &AgentRecord) -> String {
     let goal: String = one_line(&record.goal).chars().take(60).collect();
     format!(
-        "{}  {:<11} d{} {:<12}  {}  {:>7} tok  {}{}",
+        "{}  {:<11} d{} {:<12}  {}  {:>7} tok {}{}  {}{}",
         record.id,
         record.status,
         record.depth,
         one_line(&record.role),
         when(record.created_at),
         record.tokens.input + record.tokens.output,
+        usd(record.cost_usd),
+        subtree_note(record),
         if record.background { "[bg] " } else { "" },
         goal
+    )
+}
+
+/// `N requests · tokens in X out Y cached Z cache-write W · $C`.
+fn totals_text(totals: &UsageTotals) -> String {
+    format!(
+        "{} requests · tokens in {} out {} cached {} cache-write {} · {}",
+        totals.requests,
+        totals.input,
+        totals.output,
+        totals.cached,
+        totals.cache_creation,
+        usd(totals.cost_usd)
     )
 }
 
@@ -145,6 +182,13 @@ pub(crate) async fn agents(common: &CommonArgs, action: AgentsAction) -> Result<
                 println!("goal: {}", terminal_safe(&record.goal));
                 if let Some(context) = &record.context {
                     println!("context: {}", terminal_safe(context));
+                }
+                println!("own: {}", totals_text(&record.usage));
+                match &record.tree_usage {
+                    Some(tree) => println!("subtree: {}", totals_text(tree)),
+                    None => println!(
+                        "subtree: not recorded (unfinished, or journaled by an older herald)"
+                    ),
                 }
                 if let Some(reason) = &record.exit_reason {
                     println!(

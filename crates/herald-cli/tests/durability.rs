@@ -762,6 +762,10 @@ async fn a_restarted_child_counts_what_it_spent_before_the_crash() {
         input > second * 3 / 2,
         "input {input}, second request ~{second}"
     );
+    // The journal's own and subtree totals count both runs too.
+    assert_eq!(child["usage"]["requests"], 2, "{child}");
+    assert_eq!(child["usage"]["input"], child["tokens"]["input"]);
+    assert_eq!(child["tree_usage"]["requests"], 2, "{child}");
 }
 
 #[tokio::test(flavor = "multi_thread")]

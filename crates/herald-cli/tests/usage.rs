@@ -436,3 +436,152 @@ async fn sessions_show_gives_the_tree_total_and_the_child_sessions() {
         assert!(text.contains(child["id"].as_str().unwrap()), "{text}");
     }
 }
+
+/// `herald agents list --session ROOT --json`: the journal of one run.
+async fn journal(h: &Harness, root_session: &str) -> Vec<Value> {
+    let output = h
+        .command(Wire::Anthropic)
+        .args(["agents", "list", "--session", root_session, "--json"])
+        .output()
+        .await
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    serde_json::from_slice::<Value>(&output.stdout)
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+/// The ids of `id` and every agent below it in the journal.
+fn subtree_ids(records: &[Value], id: &str) -> Vec<String> {
+    let mut ids = vec![id.to_owned()];
+    let mut at = 0;
+    while at < ids.len() {
+        let parent = ids[at].clone();
+        ids.extend(
+            records
+                .iter()
+                .filter(|r| r["parent_agent_id"] == parent.as_str())
+                .map(|r| r["id"].as_str().unwrap().to_owned()),
+        );
+        at += 1;
+    }
+    ids
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_agents_journal_keeps_each_agents_own_and_subtree_totals() {
+    let h = Harness::new(tree_script()).await;
+    std::fs::write(h.work_path().join("a.txt"), "j".repeat(1_800)).unwrap();
+    h.config("[delegation]\nmax_spawn_depth = 2\n");
+    let (output, events) = h
+        .run_json(Wire::Anthropic, &[], "TREE-ROOT split the work")
+        .await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    let end = last(&events);
+    let root_session = end["session_id"].as_str().unwrap().to_owned();
+    let records = journal(&h, &root_session).await;
+    assert_eq!(records.len(), 3, "two children and a grandchild");
+
+    let mut all_subagents = Sum::default();
+    for record in &records {
+        let id = record["id"].as_str().unwrap();
+        // Its own totals: the usage events of its own session.
+        let session = record["session_id"].as_str().unwrap();
+        let mut own = Sum::default();
+        own.add_events(&stored_events(&h, session).await);
+        assert!(own.requests > 0, "{record}");
+        assert_eq!(Sum::of_totals(&record["usage"]), own, "{record}");
+        assert_eq!(micros(&record["cost_usd"]), Some(own.micros));
+        all_subagents.requests += own.requests;
+        all_subagents.micros += own.micros;
+        all_subagents.input += own.input;
+        // Its subtree: the sum of its own and every descendant's own.
+        let mut subtree = Sum::default();
+        for member in subtree_ids(&records, id) {
+            let r = records.iter().find(|r| r["id"] == member.as_str()).unwrap();
+            let part = Sum::of_totals(&r["usage"]);
+            subtree.input += part.input;
+            subtree.output += part.output;
+            subtree.cached += part.cached;
+            subtree.requests += part.requests;
+            subtree.micros += part.micros;
+        }
+        assert_eq!(Sum::of_totals(&record["tree_usage"]), subtree, "{record}");
+        assert!(record["tree_usage"]["cache_creation"].as_u64().unwrap() > 0);
+    }
+    let child_one = records
+        .iter()
+        .find(|r| r["depth"] == 1 && r["tree_usage"]["requests"] != r["usage"]["requests"])
+        .expect("child one's subtree includes the grandchild");
+    // The root's tree total is its own plus every subagent's journaled own.
+    let tree = Sum::of_totals(&end["tree_usage"]);
+    let root = Sum::of_totals(&end["usage"]);
+    assert_eq!(tree.requests, root.requests + all_subagents.requests);
+    assert_eq!(tree.micros, root.micros + all_subagents.micros);
+    assert_eq!(tree.input, root.input + all_subagents.input);
+
+    // The human listing shows the cost and, for child one, its subtree.
+    let output = h
+        .command(Wire::Anthropic)
+        .args(["agents", "list", "--session", &root_session])
+        .output()
+        .await
+        .unwrap();
+    let text = String::from_utf8_lossy(&output.stdout).to_string();
+    let line = text
+        .lines()
+        .find(|l| l.starts_with(child_one["id"].as_str().unwrap()))
+        .unwrap();
+    assert!(line.contains("(subtree ") && line.contains('$'), "{text}");
+    let output = h
+        .command(Wire::Anthropic)
+        .args(["agents", "show", child_one["id"].as_str().unwrap()])
+        .output()
+        .await
+        .unwrap();
+    let text = String::from_utf8_lossy(&output.stdout).to_string();
+    assert!(
+        text.contains(&format!(
+            "subtree: {} requests",
+            child_one["tree_usage"]["requests"]
+        )),
+        "{text}"
+    );
+    h.server.assert_invariants();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_unpriced_tree_is_journaled_with_null_costs() {
+    let h = Harness::new(tree_script()).await;
+    std::fs::write(h.work_path().join("a.txt"), "k".repeat(900)).unwrap();
+    h.config("[delegation]\nmax_spawn_depth = 2\n");
+    let (output, events) = h
+        .run_json(
+            Wire::Anthropic,
+            &["--model", "my-local-model"],
+            "TREE-ROOT split the work",
+        )
+        .await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    let root_session = last(&events)["session_id"].as_str().unwrap().to_owned();
+    let records = journal(&h, &root_session).await;
+    assert_eq!(records.len(), 3);
+    for record in &records {
+        assert!(record["cost_usd"].is_null(), "{record}");
+        assert!(record["usage"]["cost_usd"].is_null(), "{record}");
+        assert!(record["tree_usage"]["cost_usd"].is_null(), "{record}");
+        assert!(record["tree_usage"]["requests"].as_u64().unwrap() > 0);
+        assert!(record["usage"]["input"].as_u64().unwrap() > 0);
+    }
+    let output = h
+        .command(Wire::Anthropic)
+        .args(["agents", "list", "--session", &root_session])
+        .output()
+        .await
+        .unwrap();
+    let text = String::from_utf8_lossy(&output.stdout).to_string();
+    assert_eq!(text.matches("cost unknown").count(), 4, "{text}");
+    assert!(!text.contains('$'), "{text}");
+}

@@ -3,7 +3,7 @@
 //! visible after a restart (`herald agents`) and a resumed parent can restart
 //! the unfinished ones from their stored conversations.
 
-use herald_protocol::TokenTotals;
+use herald_protocol::{TokenTotals, UsageTotals};
 use rusqlite::{OptionalExtension, Row, params};
 
 use crate::error::{StoreError, sql};
@@ -13,7 +13,8 @@ use crate::store::{Store, now_ms, to_i64, to_u64};
 const AGENT_COLUMNS: &str = "id, parent_agent_id, parent_session_id, root_session_id, session_id, \
     depth, role, goal, context, background, status, exit_reason, result, error, iterations, \
     input_tokens, output_tokens, cached_tokens, cost_usd, model, created_at, started_at, ended_at, \
-    delivered, spec, call_id";
+    delivered, spec, call_id, cache_creation_tokens, requests, own_cost_usd, tree_input_tokens, \
+    tree_output_tokens, tree_cached_tokens, tree_cache_creation_tokens, tree_cost_usd, tree_requests";
 
 /// An agent about to be spawned.
 #[derive(Debug, Clone, PartialEq)]
@@ -50,8 +51,10 @@ pub struct AgentFinish {
     pub result: String,
     pub error: Option<String>,
     pub iterations: u32,
-    pub tokens: TokenTotals,
-    pub cost_usd: f64,
+    /// The agent's own requests (its earlier runs included, when restarted).
+    pub usage: UsageTotals,
+    /// Its own and all its descendants' requests.
+    pub tree_usage: UsageTotals,
 }
 
 /// One row of the registry.
@@ -73,9 +76,17 @@ pub struct AgentRecord {
     pub result: Option<String>,
     pub error: Option<String>,
     pub iterations: u32,
+    /// Its own tokens (the `{input, output, cached}` part of `usage`).
     pub tokens: TokenTotals,
-    #[serde(serialize_with = "herald_protocol::cost_serde::serialize_amount")]
-    pub cost_usd: f64,
+    /// Its own cost in USD, rounded to 1e-6; `null` when a request ran on a
+    /// model without a price.
+    #[serde(with = "herald_protocol::cost_serde")]
+    pub cost_usd: Option<f64>,
+    /// Its own requests, tokens and cost (zero until it finishes).
+    pub usage: UsageTotals,
+    /// Its own and all its descendants' requests, tokens and cost; `None`
+    /// until it finishes (and for agents journaled before schema v17).
+    pub tree_usage: Option<UsageTotals>,
     pub model: String,
     /// Milliseconds since the epoch.
     pub created_at: i64,
@@ -109,6 +120,32 @@ pub struct AgentFilter {
 }
 
 fn record(row: &Row<'_>) -> rusqlite::Result<AgentRecord> {
+    let tokens = TokenTotals {
+        input: to_u64(row.get(15)?),
+        output: to_u64(row.get(16)?),
+        cached: to_u64(row.get(17)?),
+    };
+    let cost_usd: Option<f64> = row.get(28)?;
+    let usage = UsageTotals {
+        input: tokens.input,
+        output: tokens.output,
+        cached: tokens.cached,
+        cache_creation: to_u64(row.get(26)?),
+        cost_usd,
+        requests: to_u64(row.get(27)?),
+    };
+    let tree_requests: Option<i64> = row.get(34)?;
+    let tree_usage = match tree_requests {
+        Some(requests) => Some(UsageTotals {
+            input: to_u64(row.get::<_, Option<i64>>(29)?.unwrap_or(0)),
+            output: to_u64(row.get::<_, Option<i64>>(30)?.unwrap_or(0)),
+            cached: to_u64(row.get::<_, Option<i64>>(31)?.unwrap_or(0)),
+            cache_creation: to_u64(row.get::<_, Option<i64>>(32)?.unwrap_or(0)),
+            cost_usd: row.get(33)?,
+            requests: to_u64(requests),
+        }),
+        None => None,
+    };
     Ok(AgentRecord {
         id: row.get(0)?,
         parent_agent_id: row.get(1)?,
@@ -125,12 +162,10 @@ fn record(row: &Row<'_>) -> rusqlite::Result<AgentRecord> {
         result: row.get(12)?,
         error: row.get(13)?,
         iterations: u32::try_from(row.get::<_, i64>(14)?).unwrap_or(0),
-        tokens: TokenTotals {
-            input: to_u64(row.get(15)?),
-            output: to_u64(row.get(16)?),
-            cached: to_u64(row.get(17)?),
-        },
-        cost_usd: row.get(18)?,
+        tokens,
+        cost_usd,
+        usage,
+        tree_usage,
         model: row.get(19)?,
         created_at: row.get(20)?,
         started_at: row.get(21)?,
@@ -188,14 +223,22 @@ impl Store {
         Ok(())
     }
 
-    /// Records how an agent ended.
+    /// Records how an agent ended, with its own and its subtree's usage
+    /// (costs rounded to 1e-6; the own cost also goes to the v4 `cost_usd`
+    /// column, 0 when unknown, as that column cannot hold NULL).
     pub fn finish_agent(&mut self, id: &str, finish: &AgentFinish) -> Result<(), StoreError> {
+        let own = &finish.usage;
+        let tree = &finish.tree_usage;
+        let own_cost = own.cost_usd.map(herald_protocol::round_cost);
         let changed = self
             .conn
             .prepare_cached(
                 "UPDATE agents SET status = ?2, exit_reason = ?3, result = ?4, error = ?5, \
                  iterations = ?6, input_tokens = ?7, output_tokens = ?8, cached_tokens = ?9, \
-                 cost_usd = ?10, ended_at = ?11 WHERE id = ?1",
+                 cost_usd = ?10, ended_at = ?11, cache_creation_tokens = ?12, requests = ?13, \
+                 own_cost_usd = ?14, tree_input_tokens = ?15, tree_output_tokens = ?16, \
+                 tree_cached_tokens = ?17, tree_cache_creation_tokens = ?18, \
+                 tree_cost_usd = ?19, tree_requests = ?20 WHERE id = ?1",
             )
             .and_then(|mut s| {
                 s.execute(params![
@@ -205,11 +248,20 @@ impl Store {
                     finish.result,
                     finish.error,
                     i64::from(finish.iterations),
-                    to_i64(finish.tokens.input),
-                    to_i64(finish.tokens.output),
-                    to_i64(finish.tokens.cached),
-                    finish.cost_usd,
+                    to_i64(own.input),
+                    to_i64(own.output),
+                    to_i64(own.cached),
+                    own_cost.unwrap_or(0.0),
                     now_ms(),
+                    to_i64(own.cache_creation),
+                    to_i64(own.requests),
+                    own_cost,
+                    to_i64(tree.input),
+                    to_i64(tree.output),
+                    to_i64(tree.cached),
+                    to_i64(tree.cache_creation),
+                    tree.cost_usd.map(herald_protocol::round_cost),
+                    to_i64(tree.requests),
                 ])
             })
             .map_err(sql(&self.path, "finishing an agent"))?;
@@ -357,6 +409,125 @@ mod tests {
         }
     }
 
+    fn totals(input: u64, output: u64, cost_usd: Option<f64>) -> UsageTotals {
+        UsageTotals {
+            input,
+            output,
+            cached: input / 5,
+            cache_creation: input / 10,
+            cost_usd,
+            requests: input / 10,
+        }
+    }
+
+    fn finish(usage: UsageTotals, tree_usage: UsageTotals) -> AgentFinish {
+        AgentFinish {
+            status: "completed".into(),
+            exit_reason: "completed".into(),
+            result: "done".into(),
+            error: None,
+            iterations: 1,
+            usage,
+            tree_usage,
+        }
+    }
+
+    #[test]
+    fn own_and_subtree_usage_are_journaled_with_unknown_costs_as_null() {
+        let mut store = Store::open_in_memory().unwrap();
+        store.insert_agent(&agent("a1", "p", false)).unwrap();
+        let queued = store.get_agent("a1").unwrap().unwrap();
+        assert_eq!(queued.usage, UsageTotals::default());
+        assert_eq!(queued.tree_usage, None, "no subtree before it finishes");
+
+        // Priced: costs rounded to 1e-6, every counter kept.
+        let own = totals(100, 20, Some(0.014_779_999_999_999_998));
+        let tree = totals(300, 60, Some(0.044_000_000_000_000_004));
+        store.finish_agent("a1", &finish(own, tree)).unwrap();
+        let a1 = store.get_agent("a1").unwrap().unwrap();
+        assert_eq!(a1.usage.cost_usd, Some(0.01478));
+        assert_eq!(a1.cost_usd, Some(0.01478));
+        assert_eq!((a1.usage.cache_creation, a1.usage.requests), (10, 10));
+        assert_eq!(a1.tokens, own.tokens());
+        let tree_read = a1.tree_usage.unwrap();
+        assert_eq!(tree_read.cost_usd, Some(0.044));
+        assert_eq!(
+            (tree_read.input, tree_read.output, tree_read.cached),
+            (300, 60, 60)
+        );
+        assert_eq!((tree_read.cache_creation, tree_read.requests), (30, 30));
+        let json = serde_json::to_value(&a1).unwrap();
+        assert_eq!(json["cost_usd"], serde_json::json!(0.01478));
+        assert_eq!(json["tree_usage"]["requests"], 30);
+
+        // Unpriced: null, not 0, in the record and its JSON.
+        store.insert_agent(&agent("a2", "p", false)).unwrap();
+        store
+            .finish_agent("a2", &finish(totals(10, 1, None), totals(20, 2, None)))
+            .unwrap();
+        let a2 = store.get_agent("a2").unwrap().unwrap();
+        assert_eq!(a2.cost_usd, None);
+        assert_eq!(a2.tree_usage.unwrap().cost_usd, None);
+        let json = serde_json::to_value(&a2).unwrap();
+        assert!(json["cost_usd"].is_null(), "{json}");
+        assert!(json["usage"]["cost_usd"].is_null(), "{json}");
+        assert!(json["tree_usage"]["cost_usd"].is_null(), "{json}");
+        // A priced own cost under an unpriced subtree stays known.
+        store.insert_agent(&agent("a3", "p", false)).unwrap();
+        store
+            .finish_agent(
+                "a3",
+                &finish(totals(10, 1, Some(0.25)), totals(20, 2, None)),
+            )
+            .unwrap();
+        let a3 = store.get_agent("a3").unwrap().unwrap();
+        assert_eq!(a3.cost_usd, Some(0.25));
+        assert_eq!(a3.tree_usage.unwrap().cost_usd, None);
+    }
+
+    /// A v16 database (before the journal had usage columns) keeps its
+    /// agents: their cost becomes the own cost, their API calls the
+    /// requests, and their subtree is unknown, not invented.
+    #[test]
+    fn a_v16_journal_is_upgraded_with_its_agents() {
+        use crate::migrations::{MIGRATIONS, migrate};
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state.db");
+        {
+            let mut conn = rusqlite::Connection::open(&path).unwrap();
+            migrate(&mut conn, "state.db", &MIGRATIONS[..16]).unwrap();
+            conn.execute_batch(
+                "INSERT INTO agents (id, parent_agent_id, parent_session_id, root_session_id, \
+                     session_id, depth, role, goal, status, iterations, input_tokens, \
+                     output_tokens, cached_tokens, cost_usd, model, created_at, ended_at) \
+                 VALUES ('old', 'root', 'p', 'p', 'old-s', 1, 'leaf', 'g', 'completed', 4, \
+                     400, 40, 100, 0.125, 'm', 1, 2), \
+                     ('busy', 'root', 'p', 'p', 'busy-s', 1, 'leaf', 'g', 'running', 0, \
+                     0, 0, 0, 0, 'm', 3, NULL);",
+            )
+            .unwrap();
+        }
+        let mut store = Store::open(&path).unwrap();
+        assert_eq!(store.schema_version().unwrap(), crate::SCHEMA_VERSION);
+        let old = store.get_agent("old").unwrap().unwrap();
+        assert_eq!(old.status, "completed");
+        assert_eq!(old.cost_usd, Some(0.125));
+        assert_eq!(
+            (old.usage.input, old.usage.output, old.usage.cached),
+            (400, 40, 100)
+        );
+        assert_eq!((old.usage.requests, old.usage.cache_creation), (4, 0));
+        assert_eq!(old.tree_usage, None);
+        // The running one finishes under the new schema with both totals.
+        store
+            .finish_agent("busy", &finish(totals(50, 5, None), totals(80, 8, None)))
+            .unwrap();
+        let busy = store.get_agent("busy").unwrap().unwrap();
+        assert_eq!(busy.cost_usd, None);
+        assert_eq!(busy.tree_usage.unwrap().input, 80);
+        assert_eq!(store.list_agents(&AgentFilter::default()).unwrap().len(), 2);
+    }
+
     #[test]
     fn lifecycle_list_cancel_and_prune() {
         let mut store = Store::open_in_memory().unwrap();
@@ -376,12 +547,8 @@ mod tests {
                     result: "done".into(),
                     error: None,
                     iterations: 3,
-                    tokens: TokenTotals {
-                        input: 10,
-                        output: 5,
-                        cached: 2,
-                    },
-                    cost_usd: 0.5,
+                    usage: totals(10, 5, Some(0.5)),
+                    tree_usage: totals(30, 15, Some(1.5)),
                 },
             )
             .unwrap();

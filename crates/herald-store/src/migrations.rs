@@ -428,6 +428,26 @@ const V16_REASONING: &str = r#"
 ALTER TABLE messages ADD COLUMN reasoning TEXT;
 "#;
 
+/// v17: the agents journal carries each agent's own and subtree usage
+/// (issue 17). `own_cost_usd` is NULL when a request ran on a model without
+/// a price (the v4 `cost_usd` is NOT NULL and stays, written as before);
+/// the `tree_*` columns are NULL until the agent finishes (and for agents
+/// that finished before this step: their subtree was never recorded).
+/// Earlier rows keep their cost as the own cost and count their API calls
+/// as requests.
+const V17_AGENT_TOTALS: &str = r#"
+ALTER TABLE agents ADD COLUMN cache_creation_tokens INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE agents ADD COLUMN requests INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE agents ADD COLUMN own_cost_usd REAL DEFAULT 0;
+ALTER TABLE agents ADD COLUMN tree_input_tokens INTEGER;
+ALTER TABLE agents ADD COLUMN tree_output_tokens INTEGER;
+ALTER TABLE agents ADD COLUMN tree_cached_tokens INTEGER;
+ALTER TABLE agents ADD COLUMN tree_cache_creation_tokens INTEGER;
+ALTER TABLE agents ADD COLUMN tree_cost_usd REAL;
+ALTER TABLE agents ADD COLUMN tree_requests INTEGER;
+UPDATE agents SET own_cost_usd = cost_usd, requests = iterations;
+"#;
+
 /// Every schema step, in order. Append only.
 pub(crate) const MIGRATIONS: &[Migration] = &[
     Migration {
@@ -510,10 +530,15 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         name: "assistant reasoning",
         sql: V16_REASONING,
     },
+    Migration {
+        version: 17,
+        name: "agent own and subtree usage",
+        sql: V17_AGENT_TOTALS,
+    },
 ];
 
 /// The schema version this build creates and understands.
-pub const SCHEMA_VERSION: i64 = 16;
+pub const SCHEMA_VERSION: i64 = 17;
 
 /// Reads `PRAGMA user_version`.
 pub(crate) fn current_version(conn: &Connection, path: &str) -> Result<i64, StoreError> {

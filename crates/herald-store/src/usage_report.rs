@@ -69,6 +69,19 @@ impl Store {
             .map_err(sql(&self.path, CTX))
     }
 
+    /// Every request of `session_id` alone (a restarted subagent's earlier
+    /// runs, counted into what its journal entry records).
+    pub fn session_totals(&self, session_id: &str) -> Result<UsageTotals, StoreError> {
+        const CTX: &str = "summing a session's usage";
+        require_session(&self.conn, &self.path, session_id)?;
+        self.conn
+            .prepare_cached(&format!(
+                "SELECT {SUMS} FROM usage u WHERE u.session_id = ?1"
+            ))
+            .and_then(|mut stmt| stmt.query_row([session_id], |row| totals_at(row, 0)))
+            .map_err(sql(&self.path, CTX))
+    }
+
     /// The subagent sessions below `session_id` at any depth, oldest first.
     pub fn child_sessions(&self, session_id: &str) -> Result<Vec<SessionRecord>, StoreError> {
         const CTX: &str = "listing child sessions";

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use herald_protocol::{EventKind, Message, TokenTotals};
+use herald_protocol::{EventKind, Message, TokenTotals, UsageTotals};
 use herald_store::{AgentFinish, AgentRecord, NewSession, SessionSource};
 use herald_tools::{AgentState, ToolRegistry};
 use tokio_util::sync::CancellationToken;
@@ -49,6 +49,10 @@ pub(crate) struct Spawn {
 pub(crate) struct PriorUsage {
     pub tokens: TokenTotals,
     pub cost_usd: Option<f64>,
+    /// Its own totals as the journal recorded them (added to this run's).
+    pub usage: UsageTotals,
+    /// Its subtree's totals as the journal recorded them.
+    pub tree_usage: UsageTotals,
 }
 
 impl Delegation {
@@ -127,8 +131,8 @@ impl Delegation {
                 result: result.summary.clone(),
                 error: result.error.clone(),
                 iterations: result.api_calls,
-                tokens: result.tokens,
-                cost_usd: result.cost_usd.unwrap_or(0.0),
+                usage: add_usage(&live.meter.own().totals(), &spawn.prior.usage),
+                tree_usage: add_usage(&live.meter.tree().totals(), &spawn.prior.tree_usage),
             };
             let _ = store.call(move |s| s.finish_agent(&id, &finish)).await;
         }
@@ -601,9 +605,22 @@ pub(crate) fn result_from_record(record: &AgentRecord) -> ChildResult {
         duration_seconds: duration,
         model: record.model.clone(),
         tokens: record.tokens,
-        cost_usd: Some(record.cost_usd),
+        cost_usd: record.cost_usd,
         tool_trace: Vec::new(),
         error: record.error.clone(),
+    }
+}
+
+/// Two usage totals added (a cost unknown in either is unknown).
+fn add_usage(a: &UsageTotals, b: &UsageTotals) -> UsageTotals {
+    UsageTotals {
+        input: a.input + b.input,
+        output: a.output + b.output,
+        cached: a.cached + b.cached,
+        cache_creation: a.cache_creation + b.cache_creation,
+        cost_usd: herald_protocol::add_cost(a.cost_usd, b.cost_usd)
+            .map(herald_protocol::round_cost),
+        requests: a.requests + b.requests,
     }
 }
 

@@ -509,6 +509,17 @@ impl Delegation {
             .await
             .map_err(|e| e.to_string())?
             .map_err(|e| e.to_string())?;
+        // What its earlier runs spent, from the stored requests (a crash
+        // left no journal totals): its own session's, and with its
+        // descendants' sessions.
+        let id = record.session_id.clone();
+        let (usage, tree_usage) = store
+            .call(move |s| {
+                Ok::<_, herald_store::StoreError>((s.session_totals(&id)?, s.tree_usage(&id)?))
+            })
+            .await
+            .map_err(|e| e.to_string())?
+            .unwrap_or_default();
         let (history, prior) = match session {
             Some(session) => {
                 let history = crate::restore_conversation(store, &record.session_id).await?;
@@ -519,6 +530,8 @@ impl Delegation {
                         cached: session.cached_tokens,
                     },
                     cost_usd: Some(session.cost_usd),
+                    usage,
+                    tree_usage,
                 };
                 (Some(history), prior)
             }

@@ -253,6 +253,10 @@ fn record_status(record: &AgentRecord) -> serde_json::Value {
         "elapsed_seconds": elapsed,
         "api_calls": record.iterations,
         "tokens": record.tokens,
+        // As journaled: its own requests, and with its descendants'
+        // (`null` until it finishes).
+        "usage": record.usage,
+        "tree_usage": record.tree_usage,
         "result_preview": record.result.as_deref().map(|r| preview(r, 500)),
         "error": record.error,
     })
