@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 
 pub use crate::config_sections::{
     CodeExecutionConfig, CompressionConfig, DelegationConfig, McpConfig, MemoryConfig,
-    PermissionsConfig, ServeConfig,
+    PermissionsConfig, ServeConfig, SessionsConfig,
 };
 pub use check::ConfigWarning;
 pub use fallback::{FallbackEntry, FallbackProvider};
@@ -177,6 +177,8 @@ pub struct Config {
     pub memory: MemoryConfig,
     /// `[compression]`.
     pub compression: CompressionConfig,
+    /// `[sessions]`.
+    pub sessions: SessionsConfig,
     /// `[code_execution]`.
     pub code_execution: CodeExecutionConfig,
     /// `[serve]`.
@@ -335,6 +337,8 @@ pub struct Settings {
     pub memory: MemoryConfig,
     /// `[compression]`.
     pub compression: CompressionConfig,
+    /// `[sessions]`.
+    pub sessions: SessionsConfig,
     /// `[code_execution]`.
     pub code_execution: CodeExecutionConfig,
     /// `[serve]`.
@@ -601,6 +605,7 @@ impl Settings {
             child,
             memory: config.memory.clone(),
             compression: config.compression.clone(),
+            sessions: config.sessions.clone(),
             code_execution: config.code_execution.clone(),
             serve: config.serve.clone(),
             permissions: config.permissions.clone(),
@@ -805,6 +810,11 @@ pub const DEFAULT_CONFIG: &str = r#"# herald configuration. Precedence: command-
 # protect_last_n = 20          # 1-1000
 # context_window = 0           # 0 = built-in table by model name, else 1000-100000000
 # model = ""                   # a cheaper model for summaries (same endpoint); empty = the session's
+
+[sessions]
+# title_model = ""             # a small model names each new session after its first
+#                              #   prompt (same endpoint, one request beside the turn,
+#                              #   counted in its usage); empty = the prompt's first line
 
 [code_execution]
 # timeout = 300                # 1-86400 seconds

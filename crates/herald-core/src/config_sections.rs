@@ -128,6 +128,16 @@ impl Default for CompressionConfig {
     }
 }
 
+/// `[sessions]`: how top-level sessions are kept.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SessionsConfig {
+    /// Model that names a new top-level session after its first prompt,
+    /// on the session's endpoint (one small request, concurrent with the
+    /// turn); empty = the title is the prompt's first line.
+    pub title_model: String,
+}
+
 /// `[code_execution]`: limits of `execute_code` (SPEC §12).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]

@@ -36,6 +36,8 @@ struct Shared {
     script: Script,
     latency: Mutex<Duration>,
     faults: Mutex<VecDeque<Fault>>,
+    /// Faults for requests to one model (see [`ScriptedServer::inject_for_model`]).
+    model_faults: Mutex<Vec<(String, Fault)>>,
     quirks: Mutex<Quirks>,
     log: Mutex<Vec<RecordedRequest>>,
     cache: Mutex<PrefixCache>,
@@ -115,6 +117,7 @@ impl ScriptedServer {
             script,
             latency: Mutex::new(Duration::ZERO),
             faults: Mutex::new(VecDeque::new()),
+            model_faults: Mutex::new(Vec::new()),
             quirks: Mutex::new(Quirks::default()),
             log: Mutex::new(Vec::new()),
             cache: Mutex::new(PrefixCache::default()),
@@ -159,6 +162,14 @@ impl ScriptedServer {
     /// Queues a fault; each queued fault is consumed by the next request (FIFO).
     pub fn inject(&self, fault: Fault) {
         lock(&self.shared.faults).push_back(fault);
+    }
+
+    /// Queues a fault for the next request naming `model` (FIFO per model),
+    /// consumed before the general queue: a test can fail one of several
+    /// concurrent requests (a side request on another model) without
+    /// racing the others.
+    pub fn inject_for_model(&self, model: &str, fault: Fault) {
+        lock(&self.shared.model_faults).push((model.to_owned(), fault));
     }
 
     /// Sets the OpenAI stream quirks used for later replies.
@@ -288,7 +299,12 @@ fn plan(
     raw_len: usize,
     view: Result<RequestView, String>,
 ) -> Plan {
-    let fault = lock(&s.faults).pop_front();
+    let for_model = view.as_ref().ok().and_then(|v| {
+        let mut queued = lock(&s.model_faults);
+        let at = queued.iter().position(|(model, _)| *model == v.model)?;
+        Some(queued.remove(at).1)
+    });
+    let fault = for_model.or_else(|| lock(&s.faults).pop_front());
     if let Some(Fault::Status {
         code,
         retry_after_secs,

@@ -205,6 +205,14 @@ pub(crate) const MEMORY: &[Key] = &[
     ),
 ];
 
+/// `[sessions]`.
+pub(crate) const SESSIONS: &[Key] = &[key(
+    "title_model",
+    Kind::Str,
+    "model that names a new session after its first prompt (same endpoint); empty = the prompt's first line",
+    "\"\"",
+)];
+
 /// `[compression]`.
 pub(crate) const COMPRESSION: &[Key] = &[
     key(
@@ -377,6 +385,7 @@ pub(crate) const TOP: &[Key] = &[
     key("delegation", Kind::Section(DELEGATION), "", ""),
     key("memory", Kind::Section(MEMORY), "", ""),
     key("compression", Kind::Section(COMPRESSION), "", ""),
+    key("sessions", Kind::Section(SESSIONS), "", ""),
     key("code_execution", Kind::Section(CODE_EXECUTION), "", ""),
     key("serve", Kind::Section(SERVE), "", ""),
     key("permissions", Kind::Section(PERMISSIONS), "", ""),
@@ -676,6 +685,11 @@ mod tests {
         same("delegation", DELEGATION, &DelegationConfig::default());
         same("memory", MEMORY, &MemoryConfig::default());
         same("compression", COMPRESSION, &CompressionConfig::default());
+        same(
+            "sessions",
+            SESSIONS,
+            &crate::config::SessionsConfig::default(),
+        );
         same(
             "code_execution",
             CODE_EXECUTION,

@@ -104,6 +104,8 @@ pub struct EffectiveConfig {
     pub memory: MemoryConfig,
     /// `[compression]`.
     pub compression: CompressionConfig,
+    /// `[sessions]`.
+    pub sessions: crate::config::SessionsConfig,
     /// `[code_execution]`.
     pub code_execution: CodeExecutionConfig,
     /// `[serve]`.
@@ -183,6 +185,7 @@ impl EffectiveConfig {
             },
             memory: settings.memory.clone(),
             compression: settings.compression.clone(),
+            sessions: settings.sessions.clone(),
             code_execution: settings.code_execution.clone(),
             serve: settings.serve.clone(),
         }

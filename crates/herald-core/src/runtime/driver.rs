@@ -147,12 +147,23 @@ async fn run_turn(
         // A hook command may change files: the snapshot comes first.
         checkpoints.settle().await;
     }
-    let outcome = match prompt_through_hooks(agent, text).await {
-        Ok(text) => agent.run_turn(text, cancel).await,
+    let mut title = None;
+    let outcome = match prompt_through_hooks(agent, text.clone()).await {
+        Ok(prompt) => {
+            // A new session's first prompt (hooks let it through) is named
+            // beside the turn; the turn does not wait for it.
+            title = start_title(agent, shared, text, cancel);
+            agent.run_turn(prompt, cancel).await
+        }
         Err(reason) => blocked_turn(agent, reason),
     };
     // The snapshot before the turn (and its warning) ends before run.completed.
     checkpoints.settle().await;
+    // The title request made beside the turn (bounded; before the end of a
+    // one-shot run stops everything).
+    if let Some(title) = title {
+        title.finish(agent, shared).await;
+    }
     let status = match outcome.exit_reason {
         ExitReason::Completed | ExitReason::MaxIterations => RunStatus::Completed,
         ExitReason::Interrupted => RunStatus::Interrupted,
@@ -175,7 +186,7 @@ async fn run_turn(
     if let Some(error) = &outcome.error {
         tracing::error!(session_id = %shared.session_id, reason = outcome.exit_reason.as_str(), "turn failed: {error}");
     }
-    // Every request of the turn, compaction and memory flush included.
+    // Every request of the turn, compaction, memory flush and title included.
     let own_usage = agent.meter().own().since(&own_before).totals();
     let tree_usage = agent.meter().tree().since(&tree_before).totals();
     let result = TurnResult {
@@ -228,6 +239,25 @@ async fn run_turn(
         agent.events().emit(event);
     }
     result
+}
+
+/// Starts the title request when `[sessions] title_model` is set and this
+/// is the first turn of a session without history.
+fn start_title(
+    agent: &Agent,
+    shared: &Shared,
+    prompt: String,
+    cancel: &tokio_util::sync::CancellationToken,
+) -> Option<super::title::PendingTitle> {
+    if !agent.messages().is_empty() {
+        return None;
+    }
+    let client = shared
+        .title_client
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .take()?;
+    Some(super::title::start(client, prompt, cancel.clone()))
 }
 
 /// The prompt as the `user_prompt` hooks leave it (context appended), or
