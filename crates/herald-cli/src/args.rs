@@ -322,6 +322,9 @@ pub(crate) enum Command {
     /// Spend, tokens and cache-hit share from the store, by day, model,
     /// session or project.
     Usage(crate::usage_cmd::UsageArgs),
+    /// The system prompt a new session here would start with: its layers,
+    /// sizes and budgets, context files and @imports (no provider needed).
+    Context(crate::context_cmd::ContextArgs),
 }
 
 impl Command {
@@ -334,6 +337,10 @@ impl Command {
                 args.cwd.apply(common);
             }
             Command::Serve(args) => args.service.apply(common),
+            Command::Context(args) => {
+                args.model.apply(common);
+                args.cwd.apply(common);
+            }
             Command::Mcp { action } => match action {
                 McpAction::Serve(service) => service.apply(common),
                 McpAction::List { cwd, .. }

@@ -8,6 +8,7 @@ mod args;
 mod checkpoints_cmd;
 mod config_cmd;
 mod confirm;
+mod context_cmd;
 mod doctor;
 mod elicit_prompt;
 mod events_view;
@@ -143,5 +144,6 @@ async fn dispatch(
         Some(Command::Rewind(args)) => checkpoints_cmd::rewind(&common, args).await,
         Some(Command::Serve(args)) => serve_cmd::serve(&common, args).await,
         Some(Command::Usage(args)) => usage_cmd::usage(&common, args).await,
+        Some(Command::Context(args)) => context_cmd::context(&common, args).await,
     }
 }

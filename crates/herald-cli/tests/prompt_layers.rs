@@ -89,13 +89,17 @@ async fn prompt_layers_budgets_and_byte_identical_resume() {
     // Context files from the repository root down, outermost first.
     assert!(at("ROOT-RULES") < at("ROOT-CLAUDE"));
     assert!(at("ROOT-CLAUDE") < at("SUB-START"));
-    assert!(at("SUB-START") < at("SUB-END"));
     // Then the memory snapshot, the skills index and the environment.
-    assert!(at("SUB-END") < at("MEMORY-FACT-42"));
+    assert!(at("SUB-START") < at("MEMORY-FACT-42"));
     assert!(at("MEMORY-FACT-42") < at("SKILL-DESC"));
     assert!(at("SKILL-DESC") < at("# Environment"));
-    // The oversized file is cut to its budget, head and tail kept.
-    assert!(first.contains("left out to fit the prompt budget"));
+    // The oversized file keeps its head and says how to read the rest.
+    assert!(!first.contains("SUB-END"));
+    let marker = format!(
+        " more chars: read_file {} from line 1]",
+        sub.join("AGENTS.md").display()
+    );
+    assert!(at(&marker) < at("MEMORY-FACT-42"));
     assert!(first.len() < huge.len(), "{} bytes", first.len());
     assert!(first.contains(&format!("Working directory: {}", sub.display())));
 

@@ -50,7 +50,9 @@ pub use permissions::{
 };
 pub use persist::{StoreGone, StoreHandle};
 pub use prompt::{
-    ContextFile, PromptBudgets, PromptInputs, build_system_prompt, find_context_files,
+    ContextFile, ContextFileReport, ContextFiles, ContextReport, Import, ImportRoots, ImportStatus,
+    LayerReport, PromptBudgets, PromptInputs, PromptReport, build_prompt_report,
+    build_system_prompt, find_context_files,
 };
 pub use session_search::{SessionSearch, SessionSearchArgs};
 pub use steer::SteerQueue;

@@ -14,7 +14,6 @@ mod driver;
 mod end_flush;
 mod open;
 mod subscription;
-mod title;
 
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -26,7 +25,7 @@ use crate::delegation::AgentOverview;
 use crate::events::EventFlusher;
 use crate::{CompressionReport, Delegation, ExitReason, LeaseWait, Settings, StoreHandle};
 
-pub use open::open_session;
+pub use open::{open_session, prompt_inputs};
 pub use subscription::{Subscription, is_turn_end};
 
 /// The stored events of session tree `session_id` after number `after`,
@@ -286,9 +285,6 @@ struct Shared {
     /// Longest the end-of-session memory flush may take
     /// (`[memory] flush_timeout_seconds`).
     flush_timeout: std::time::Duration,
-    /// `[sessions] title_model`, until the first turn of a session without
-    /// history takes it (see `title.rs`).
-    title_client: Mutex<Option<Arc<herald_llm::LlmClient>>>,
 }
 
 /// A handle on an open session; clones share it. Dropping every handle

@@ -237,8 +237,6 @@ pub async fn open_session(mut options: SessionOptions) -> Result<Session, Runtim
     {
         agent.set_summary_client(summaries);
     }
-    let title_client = super::title::title_client(settings)
-        .map_err(|e| RuntimeError::Config(format!("[sessions] title_model: {e}")))?;
     // The root agent flushes memory (subagents never do); not at all with
     // MEMORY.md disabled.
     let memory = &settings.memory;
@@ -325,7 +323,6 @@ pub async fn open_session(mut options: SessionOptions) -> Result<Session, Runtim
         steer,
         own_mcp,
         flush_timeout: std::time::Duration::from_secs(settings.memory.flush_timeout_seconds.max(1)),
-        title_client: Mutex::new(title_client),
     });
     tokio::spawn(super::driver::drive(
         agent,
@@ -536,8 +533,9 @@ async fn restore_todos(
 
 /// What the system prompt of a new root session is built from (SPEC §6):
 /// the working directory, model, `$HERALD_HOME` (for `SOUL.md`), and the
-/// memory and skills layers.
-fn prompt_inputs(settings: &Settings) -> crate::PromptInputs {
+/// memory and skills layers. Public so `herald context` shows exactly
+/// what a new session here would build.
+pub fn prompt_inputs(settings: &Settings) -> crate::PromptInputs {
     let mut inputs =
         crate::PromptInputs::new(&settings.cwd, &settings.model).with_home(&settings.home);
     let limits = crate::memory_limits(&settings.memory);
