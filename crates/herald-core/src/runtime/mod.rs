@@ -14,6 +14,7 @@ mod driver;
 mod end_flush;
 mod open;
 mod subscription;
+mod title;
 
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -285,6 +286,9 @@ struct Shared {
     /// Longest the end-of-session memory flush may take
     /// (`[memory] flush_timeout_seconds`).
     flush_timeout: std::time::Duration,
+    /// `[sessions] title_model`, until the first turn of a session without
+    /// history takes it (see `title.rs`).
+    title_client: Mutex<Option<Arc<herald_llm::LlmClient>>>,
 }
 
 /// A handle on an open session; clones share it. Dropping every handle

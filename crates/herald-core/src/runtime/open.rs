@@ -237,6 +237,8 @@ pub async fn open_session(mut options: SessionOptions) -> Result<Session, Runtim
     {
         agent.set_summary_client(summaries);
     }
+    let title_client = super::title::title_client(settings)
+        .map_err(|e| RuntimeError::Config(format!("[sessions] title_model: {e}")))?;
     // The root agent flushes memory (subagents never do); not at all with
     // MEMORY.md disabled.
     let memory = &settings.memory;
@@ -323,6 +325,7 @@ pub async fn open_session(mut options: SessionOptions) -> Result<Session, Runtim
         steer,
         own_mcp,
         flush_timeout: std::time::Duration::from_secs(settings.memory.flush_timeout_seconds.max(1)),
+        title_client: Mutex::new(title_client),
     });
     tokio::spawn(super::driver::drive(
         agent,
