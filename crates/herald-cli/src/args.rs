@@ -782,15 +782,22 @@ pub(crate) enum SessionsAction {
         #[arg(long, value_name = "WHEN")]
         until: Option<String>,
     },
-    /// A session and its messages as JSON.
+    /// A session as JSONL (header with metadata and system prompt, then one
+    /// message per line) that `sessions import` reads back unchanged.
     Export {
         /// The session's id, or a unique start of it (`ses_` may be left out).
         id: String,
-        /// Accepted for symmetry with the other commands: the export is JSON.
+        /// `jsonl` (default, re-importable) or `json` (one pretty document
+        /// with usage, for people).
+        #[arg(long, value_enum, default_value_t = ExportFormat::Jsonl)]
+        format: ExportFormat,
+        /// Same as `--format json`.
         #[arg(long)]
         json: bool,
     },
-    /// Import a JSONL transcript (one message object per line) as a new session.
+    /// Import a transcript as a new session: Claude Code or Codex session
+    /// JSONL, Hermes JSONL, OpenAI `{"messages": [...]}` lines, chat-message
+    /// JSONL or a herald export (the format is detected).
     Import {
         /// The transcript file.
         path: PathBuf,
@@ -829,6 +836,15 @@ pub(crate) enum SessionsAction {
         #[arg(long)]
         json: bool,
     },
+}
+
+/// What `herald sessions export` writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum ExportFormat {
+    /// A header record, then one message per line (re-importable).
+    Jsonl,
+    /// One pretty JSON document with messages and usage.
+    Json,
 }
 
 #[cfg(test)]

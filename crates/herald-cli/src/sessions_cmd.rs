@@ -5,16 +5,57 @@ use std::time::Duration;
 
 use herald_core::StoreHandle;
 use herald_protocol::{one_line, terminal_safe};
-use herald_store::{ListFilter, SearchRequest, SessionRecord, SessionSource, StoredMessage};
+use herald_store::{
+    ImportReport, ListFilter, SearchRequest, SessionRecord, SessionSource, StoredMessage,
+};
 use serde::Serialize;
 
-use crate::args::{CommonArgs, SessionsAction};
+use crate::args::{CommonArgs, ExportFormat, SessionsAction};
 use crate::{CliError, Exit, setup};
 
 pub(crate) fn print_json(value: &impl Serialize) -> Result<(), CliError> {
     let text = serde_json::to_string_pretty(value).map_err(CliError::failed)?;
     println!("{text}");
     Ok(())
+}
+
+/// `sessions import`: the sessions made, then what was skipped and repaired.
+fn print_import(report: &ImportReport) {
+    for session in &report.sessions {
+        let title = session
+            .title
+            .as_deref()
+            .map(|t| format!(" \"{}\"", terminal_safe(&one_line(t))))
+            .unwrap_or_default();
+        println!(
+            "imported {} messages as session {}{title} ({} transcript)",
+            session.messages,
+            session.session_id,
+            report.format.as_str()
+        );
+        if let Some(note) = &session.note {
+            println!("  {note}");
+        }
+    }
+    let list = |counts: &std::collections::BTreeMap<String, usize>| {
+        counts
+            .iter()
+            .map(|(kind, n)| format!("{n} × {kind}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if !report.skipped.is_empty() {
+        println!(
+            "  skipped (no herald equivalent): {}",
+            list(&report.skipped)
+        );
+    }
+    if !report.repaired.is_empty() {
+        println!(
+            "  repaired (so providers accept it): {}",
+            list(&report.repaired)
+        );
+    }
 }
 
 pub(crate) fn when(ms: i64) -> String {
@@ -401,23 +442,30 @@ pub(crate) async fn sessions(
                 }
             }
         }
-        SessionsAction::Export { id, .. } => {
+        SessionsAction::Export { id, format, json } => {
             let id = crate::id_lookup::session_id(&store, &id).await?;
-            let value = call(&store, move |s| s.export_session(&id)).await?;
-            print_json(&value)?;
+            if json || format == ExportFormat::Json {
+                let value = call(&store, move |s| s.export_session(&id)).await?;
+                print_json(&value)?;
+            } else {
+                let bytes = call(&store, move |s| {
+                    let mut out = Vec::new();
+                    s.export_jsonl(&id, &mut out).map(|()| out)
+                })
+                .await?;
+                let mut stdout = std::io::stdout().lock();
+                stdout
+                    .write_all(&bytes)
+                    .and_then(|()| stdout.flush())
+                    .map_err(CliError::failed)?;
+            }
         }
         SessionsAction::Import { path, json } => {
             let report = call(&store, move |s| s.import_jsonl(&path, SessionSource::Cli)).await?;
             if json {
                 print_json(&report)?;
             } else {
-                println!(
-                    "imported {} messages as session {}",
-                    report.messages, report.session_id
-                );
-                for bad in &report.bad_lines {
-                    println!("  skipped line {}: {}", bad.line, one_line(&bad.reason));
-                }
+                print_import(&report);
             }
         }
         SessionsAction::Delete {

@@ -122,7 +122,7 @@ fn files(dir: &Path) -> BTreeMap<String, String> {
 
 /// The stored messages of a session (`sessions export`).
 async fn exported(h: &Harness, id: &str) -> Vec<Value> {
-    let output = herald(h, &["sessions", "export", id]).await;
+    let output = herald(h, &["sessions", "export", id, "--format", "json"]).await;
     assert!(output.status.success(), "{}", stderr(&output));
     let value: Value = serde_json::from_slice(&output.stdout).unwrap();
     value["messages"].as_array().unwrap().clone()

@@ -461,7 +461,7 @@ async fn resuming_a_dangling_call_in_the_middle_is_exact_and_repeatable() {
     // The store holds each message once, in replay order.
     let output = h
         .command(Wire::OpenAi)
-        .args(["sessions", "export", &session])
+        .args(["sessions", "export", &session, "--format", "json"])
         .output()
         .await
         .unwrap();

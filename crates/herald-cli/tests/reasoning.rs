@@ -44,7 +44,7 @@ fn session_of(events: &[Value]) -> String {
 async fn export(h: &Harness, wire: Wire, session: &str) -> Value {
     let output = h
         .command(wire)
-        .args(["sessions", "export", session])
+        .args(["sessions", "export", session, "--format", "json"])
         .output()
         .await
         .unwrap();

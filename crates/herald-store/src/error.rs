@@ -112,16 +112,10 @@ pub enum StoreError {
         source: std::io::Error,
     },
 
-    /// An import file held no usable message at all.
-    #[error(
-        "{path} contains no importable messages ({bad_lines} bad lines{first}); expected one JSON \
-         object per line with \"role\" and \"content\""
-    )]
-    EmptyImport {
-        path: PathBuf,
-        bad_lines: usize,
-        first: String,
-    },
+    /// An import file cannot be imported (empty, unknown format, a line
+    /// that cannot be read, no messages); nothing was stored.
+    #[error("cannot import {path}: {detail}; nothing was imported")]
+    BadImport { path: PathBuf, detail: String },
 
     /// Any other SQLite failure, with what the store was doing at the time.
     #[error("session database {path}: {context} failed: {source}")]

@@ -208,7 +208,12 @@ pub async fn open_session(mut options: SessionOptions) -> Result<Session, Runtim
             let history = restore_conversation(store, &record.id)
                 .await
                 .map_err(RuntimeError::Store)?;
-            (record.system_prompt, history)
+            let system_prompt = if record.system_prompt.is_empty() {
+                adopt_system_prompt(store, &record.id, settings).await?
+            } else {
+                record.system_prompt
+            };
+            (system_prompt, history)
         }
         None => create_session(&options, &session_id, fork_of, fork_history).await?,
     };
@@ -460,6 +465,23 @@ async fn create_session(
         .map_err(store_error)?
         .map_err(store_error)?;
     Ok((system_prompt, history))
+}
+
+/// An imported session has no system prompt: at its first resume it gets
+/// the one herald builds here, stored so every later resume sends the same
+/// bytes (and its working directory, if the transcript had none).
+async fn adopt_system_prompt(
+    store: &StoreHandle,
+    id: &str,
+    settings: &Settings,
+) -> Result<String, RuntimeError> {
+    let built = build_system_prompt(&prompt_inputs(settings));
+    let (id, cwd) = (id.to_owned(), settings.cwd.display().to_string());
+    store
+        .call(move |s| s.adopt_system_prompt(&id, &built, &cwd))
+        .await
+        .map_err(store_error)?
+        .map_err(store_error)
 }
 
 /// Forgets finished agents older than `delegation.prune_after_hours`;
