@@ -813,6 +813,24 @@ mod tests {
     }
 
     #[test]
+    fn a_fifo_is_named_not_read_so_session_start_never_blocks() {
+        let (_dir, repo) = repo();
+        nix::unistd::mkfifo(&repo.join("AGENTS.md"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+        nix::unistd::mkfifo(&repo.join("pipe.md"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+        write(&repo.join("CLAUDE.md"), "@pipe.md then text");
+        let found = find_context_files(&repo, &none());
+        assert_eq!(
+            found.files[0].problem.as_deref(),
+            Some("it is not a regular file")
+        );
+        assert_eq!(
+            found.files[1].text,
+            "@pipe.md [import not loaded: it is not a regular file] then text"
+        );
+        assert_eq!(found.files.len(), 2);
+    }
+
+    #[test]
     fn tokens_skip_code_mentions_and_emails() {
         let text = "@a.md and x@y.com, `@b.md` or ``x @c.md``, @alice\n\
                     ```sh\n@d.md\n```\n\
