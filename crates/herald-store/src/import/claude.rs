@@ -163,8 +163,27 @@ fn assistant(
     Ok(())
 }
 
-/// Reads a Claude Code session file.
+/// Reads a Claude Code session file. A file holding only sidechain records
+/// (a subagent's own transcript, `agent-*.jsonl`) is read as that
+/// conversation.
 pub(crate) fn parse(lines: &[Line], skipped: &mut Tally) -> Result<Transcript, LineError> {
+    let mut main = Tally::default();
+    let t = parse_with(lines, &mut main, false)?;
+    if t.entries.is_empty() && main.0.contains_key(SIDECHAIN) {
+        return parse_with(lines, skipped, true);
+    }
+    skipped.0.extend(main.0);
+    Ok(t)
+}
+
+/// What a skipped sidechain record is counted as.
+const SIDECHAIN: &str = "sidechain record (subagent conversation)";
+
+fn parse_with(
+    lines: &[Line],
+    skipped: &mut Tally,
+    sidechains: bool,
+) -> Result<Transcript, LineError> {
     let mut t = Transcript::default();
     // The `message.id` of the last assistant entry, to merge its records.
     let mut open_assistant: Option<String> = None;
@@ -186,8 +205,8 @@ pub(crate) fn parse(lines: &[Line], skipped: &mut Tally) -> Result<Transcript, L
             skipped.add(format!("{kind} record"));
             continue;
         }
-        if obj.get("isSidechain").and_then(Value::as_bool) == Some(true) {
-            skipped.add("sidechain record (subagent conversation)");
+        if !sidechains && obj.get("isSidechain").and_then(Value::as_bool) == Some(true) {
+            skipped.add(SIDECHAIN);
             continue;
         }
         let at = timestamp(obj.get("timestamp"));
@@ -286,9 +305,24 @@ mod tests {
             Some("toolu_1")
         );
         assert_eq!(tally.0["image block"], 1);
-        assert_eq!(tally.0["sidechain record (subagent conversation)"], 1);
+        assert_eq!(tally.0[SIDECHAIN], 1);
         assert_eq!(tally.0["file-history-snapshot record"], 1);
         assert_eq!(tally.0["meta user message (isMeta)"], 1);
+    }
+
+    #[test]
+    fn a_subagent_file_of_sidechain_records_is_read_as_its_conversation() {
+        let mut tally = Tally::default();
+        let t = parse(
+            &lines(&[
+                json!({"type":"user","isSidechain":true,"agentId":"a1","message":{"role":"user","content":"count the tests"}}),
+                json!({"type":"assistant","isSidechain":true,"agentId":"a1","message":{"id":"m","role":"assistant","content":[{"type":"text","text":"12"}]}}),
+            ]),
+            &mut tally,
+        )
+        .unwrap();
+        assert_eq!(t.entries.len(), 2);
+        assert!(tally.0.is_empty(), "{:?}", tally.0);
     }
 
     #[test]

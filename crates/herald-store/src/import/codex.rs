@@ -48,11 +48,13 @@ fn texts(content: Option<&Value>, skipped: &mut Tally) -> String {
     }
 }
 
-/// A tool output: a string, or `{content}` / any JSON as text.
-fn output_text(value: Option<&Value>) -> String {
+/// A tool output: a string, content items (`input_text` joined, others
+/// counted), or `{content}` / any JSON as text.
+fn output_text(value: Option<&Value>, skipped: &mut Tally) -> String {
     match value {
         None | Some(Value::Null) => String::new(),
         Some(Value::String(s)) => s.clone(),
+        Some(items @ Value::Array(_)) => texts(Some(items), skipped),
         Some(other) => other
             .get("content")
             .and_then(Value::as_str)
@@ -173,7 +175,7 @@ impl Builder<'_> {
                     .ok_or_else(|| LineError::new(line, format!("{kind} without \"call_id\"")))?;
                 let result = Message {
                     role: Role::Tool,
-                    content: output_text(item.get("output")),
+                    content: output_text(item.get("output"), self.skipped),
                     tool_call_id: Some(id.to_owned()),
                     ..Message::user("")
                 };
@@ -285,6 +287,8 @@ mod tests {
                 item(json!({"type":"custom_tool_call_output","call_id":"call_2","output":{"content":"Done"}})),
                 item(json!({"type":"message","role":"assistant","content":[{"type":"output_text","text":"Two files."}]})),
                 item(json!({"type":"web_search_call","status":"completed"})),
+                item(json!({"type":"function_call","name":"view_image","arguments":"{}","call_id":"call_3"})),
+                item(json!({"type":"function_call_output","call_id":"call_3","output":[{"type":"input_text","text":"a chart"},{"type":"input_image","image_url":"data:image/png;base64,AA"}]})),
             ]),
             &mut tally,
         )
@@ -300,7 +304,8 @@ mod tests {
                 Role::Tool,
                 Role::Assistant,
                 Role::Tool,
-                Role::Assistant
+                Role::Assistant,
+                Role::Tool
             ]
         );
         let first = &t.entries[1].message;
@@ -320,6 +325,10 @@ mod tests {
         assert_eq!(tally.0["event_msg record (repeats the response items)"], 1);
         assert_eq!(tally.0["developer message (Codex's own instructions)"], 1);
         assert_eq!(tally.0["encrypted reasoning item (no readable summary)"], 1);
+        // Text then a call in one model turn: one assistant message.
+        assert_eq!(t.entries[5].message.tool_calls[0].id, "call_3");
+        assert_eq!(t.entries[6].message.content, "a chart");
+        assert_eq!(tally.0["input_image block"], 1);
         assert_eq!(tally.0["web_search_call item"], 1);
         assert_eq!(tally.0["Codex instructions (its own system prompt)"], 1);
     }

@@ -1,8 +1,9 @@
 //! Makes an imported conversation one a provider accepts, counting each
 //! repair: every tool call gets exactly one result right after its
 //! assistant message (a missing one is answered as an error), results
-//! without a call and duplicate results are dropped, and empty user and
-//! assistant messages are dropped.
+//! without a call and duplicate results are dropped, empty user and
+//! assistant messages are dropped, and a conversation that does not start
+//! with the user gets a placeholder user message first.
 
 use std::collections::HashSet;
 
@@ -100,8 +101,19 @@ pub(crate) fn repair(entries: Vec<Entry>, tally: &mut Tally) -> Vec<Entry> {
         }
     }
     close(group, &mut out, tally);
+    // Some providers (Anthropic) refuse a conversation that does not start
+    // with the user: a transcript cut before its first prompt gets one.
+    if out.first().is_some_and(|e| e.message.role != Role::User) {
+        tally.add("conversation not starting with a user message (placeholder added)");
+        let at = out.first().and_then(|e| e.at);
+        out.insert(0, Entry::new(Message::user(NO_START), at));
+    }
     out
 }
+
+/// The user message put before a transcript that starts with the assistant.
+pub(crate) const NO_START: &str =
+    "(imported transcript: the conversation before this point was not in the file)";
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
@@ -177,6 +189,22 @@ mod tests {
         assert_eq!(t["empty assistant message (dropped)"], 1);
         assert_eq!(t["tool call without a result (answered as an error)"], 1);
         assert_eq!(t["tool call with a repeated id (dropped)"], 1);
+    }
+
+    #[test]
+    fn a_conversation_starting_with_the_assistant_gets_a_user_message_first() {
+        let mut tally = Tally::default();
+        let out = repair(
+            entries(vec![
+                Message::assistant("so far", vec![]),
+                Message::user("go on"),
+            ]),
+            &mut tally,
+        );
+        assert_eq!(out[0].message.role, Role::User);
+        assert_eq!(out[0].message.content, NO_START);
+        assert_eq!(out.len(), 3);
+        assert_eq!(tally.0.len(), 1);
     }
 
     #[test]
