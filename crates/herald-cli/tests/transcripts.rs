@@ -358,3 +358,32 @@ async fn bad_transcripts_get_their_error_and_import_nothing() {
     assert_eq!(listed, json!([]));
     assert_eq!(h.server.requests().len(), 0);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_fork_of_a_never_resumed_import_gets_herald_prompt_too() {
+    let h = Harness::new(Script::new().responder(|_| Reply::text("forked fine"))).await;
+    let path = fixture("hermes.jsonl");
+    let report = cli_json(
+        &h,
+        &["sessions", "import", path.to_str().unwrap(), "--json"],
+    )
+    .await;
+    let id = report["session_id"].as_str().unwrap().to_owned();
+    let (output, events) = h
+        .run_json(Wire::OpenAi, &["--fork", &id], "and the jar?")
+        .await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    let fork = last(&events)["session_id"].as_str().unwrap().to_owned();
+    assert_ne!(fork, id);
+    let request = h.server.requests().pop().unwrap();
+    let v = view(&request);
+    assert!(v.system.contains("You are herald"), "{}", v.system);
+    assert_eq!(v.messages.last().unwrap().text, "and the jar?");
+    assert_eq!(
+        stored(&h, &fork).await["session"]["system_prompt"],
+        v.system.as_str()
+    );
+    // The import itself is untouched until it is resumed.
+    assert_eq!(stored(&h, &id).await["session"]["system_prompt"], "");
+    h.server.assert_invariants();
+}

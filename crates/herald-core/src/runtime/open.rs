@@ -438,7 +438,14 @@ async fn create_session(
             crate::answer_dangling_calls(&mut history);
             (source.system_prompt, history)
         }
-        (None, _) => (build_system_prompt(&prompt_inputs(settings)), Vec::new()),
+        (None, _) => (String::new(), Vec::new()),
+    };
+    // A new session, or a fork of an imported one that was never resumed
+    // (it has no system prompt yet): herald's prompt for here.
+    let system_prompt = if system_prompt.is_empty() {
+        build_system_prompt(&prompt_inputs(settings))
+    } else {
+        system_prompt
     };
     let new = NewSession {
         id: session_id.to_owned(),
