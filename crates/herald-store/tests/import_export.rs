@@ -334,6 +334,9 @@ fn exported_session(store: &mut Store) -> Vec<Message> {
 fn jsonl_export_round_trips_into_the_same_session() {
     let mut source = memory();
     let original = exported_session(&mut source);
+    source
+        .set_summary("ses_round", "Read a.rs; it has a main.")
+        .unwrap();
     let mut out = Vec::new();
     source.export_jsonl("ses_round", &mut out).unwrap();
     let text = String::from_utf8(out).unwrap();
@@ -374,6 +377,7 @@ fn jsonl_export_round_trips_into_the_same_session() {
         )
     );
     assert_eq!(b.source, SessionSource::Api);
+    assert_eq!(b.summary.as_deref(), Some("Read a.rs; it has a main."));
     let strip = |s: &Store| -> Vec<(i64, i64, Message)> {
         s.load_messages("ses_round")
             .unwrap()

@@ -27,6 +27,7 @@ fn session(transcript: &mut Transcript, session: &Map<String, Value>) {
         transcript.system_prompt.push(prompt.to_owned());
     }
     transcript.started_at = session.get("started_at").and_then(Value::as_i64);
+    Transcript::first(&mut transcript.summary, session.get("summary"));
     transcript.verbatim = true;
 }
 

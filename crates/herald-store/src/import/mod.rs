@@ -61,6 +61,8 @@ pub(crate) struct Transcript {
     /// System prompt parts, joined by blank lines.
     pub system_prompt: Vec<String>,
     pub started_at: Option<i64>,
+    /// The stored end-of-session summary (herald's export).
+    pub summary: Option<String>,
     pub entries: Vec<Entry>,
     /// herald's own export: stored exactly as written, never repaired.
     pub verbatim: bool,
@@ -328,8 +330,9 @@ impl Store {
                 .or_else(|| transcript.entries.iter().find_map(|e| e.at));
             tx.execute(
                 "UPDATE sessions SET title = coalesce(?2, title), \
-                 started_at = coalesce(?3, started_at) WHERE id = ?1",
-                params![new.id, transcript.title, started],
+                 started_at = coalesce(?3, started_at), summary = coalesce(?4, summary) \
+                 WHERE id = ?1",
+                params![new.id, transcript.title, started, transcript.summary],
             )
             .map_err(sql(store_path, CTX))?;
             let title: Option<String> = tx
