@@ -269,6 +269,35 @@ fn openai_messages_lines_are_one_session_each() {
 }
 
 #[test]
+fn whole_file_json_documents_are_read_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = memory();
+    let one = dir.path().join("one.json");
+    std::fs::write(
+        &one,
+        "{\n  \"messages\": [\n    {\"role\": \"user\", \"content\": \"pretty hello\"},\n    {\"role\": \"assistant\", \"content\": \"hi\"}\n  ]\n}\n",
+    )
+    .unwrap();
+    let report = store.import_jsonl(&one, SessionSource::Cli).unwrap();
+    assert_eq!(report.format, ImportFormat::OpenaiMessages);
+    assert_eq!(load(&store, &report.session_id)[0].content, "pretty hello");
+    let list = dir.path().join("list.json");
+    std::fs::write(
+        &list,
+        "[\n {\"role\": \"user\", \"content\": \"array hello\"},\n {\"role\": \"assistant\", \"content\": \"hi\"}\n]\n",
+    )
+    .unwrap();
+    let report = store.import_jsonl(&list, SessionSource::Cli).unwrap();
+    assert_eq!(report.format, ImportFormat::ChatJsonl);
+    assert_eq!(report.messages, 2);
+    // The same array on one line.
+    let text = std::fs::read_to_string(&list).unwrap().replace('\n', "");
+    std::fs::write(&list, text).unwrap();
+    let report = store.import_jsonl(&list, SessionSource::Cli).unwrap();
+    assert_eq!(report.format, ImportFormat::ChatJsonl);
+}
+
+#[test]
 fn bad_files_import_nothing_and_name_the_line() {
     let dir = tempfile::tempdir().unwrap();
     let mut store = memory();

@@ -174,11 +174,43 @@ fn read_lines(file: &Path) -> Result<Vec<Line>, StoreError> {
     Ok(lines)
 }
 
-/// A pretty-printed `herald sessions export --format json` document.
-fn read_document(file: &Path) -> Option<Value> {
+/// A file that is one (pretty-printed) JSON document rather than JSONL:
+/// herald's `--format json` export, one `{"messages": [...]}` conversation,
+/// or an array of chat messages.
+fn read_document(file: &Path) -> Option<(Format, Value)> {
     let text = std::fs::read_to_string(file).ok()?;
     let value: Value = serde_json::from_str(&text).ok()?;
-    (value.get("format").and_then(Value::as_str) == Some(export::FORMAT)).then_some(value)
+    if value.get("format").and_then(Value::as_str) == Some(export::FORMAT) {
+        return Some((Format::Herald, value));
+    }
+    if value.get("messages").is_some_and(Value::is_array) {
+        return Some((Format::OpenaiMessages, value));
+    }
+    let is_chat = value.as_array().is_some_and(|items| {
+        items
+            .iter()
+            .all(|m| m.get("role").is_some_and(Value::is_string))
+    });
+    is_chat.then_some((Format::ChatJsonl, value))
+}
+
+/// A whole-file document, read as its format's lines would be.
+fn from_document(
+    format: Format,
+    doc: Value,
+    skipped: &mut Tally,
+) -> Result<Vec<Transcript>, LineError> {
+    match (format, doc) {
+        (Format::Herald, doc) => herald::from_document(&doc).map(|t| vec![t]),
+        (Format::ChatJsonl, Value::Array(items)) => {
+            let lines: Vec<Line> = items
+                .into_iter()
+                .map(|value| Line { number: 1, value })
+                .collect();
+            chat::parse_lines(&lines, skipped).map(|t| vec![t])
+        }
+        (_, value) => chat::parse_message_lists(&[Line { number: 1, value }], skipped),
+    }
 }
 
 /// Parses `file` in its detected format (no store access).
@@ -193,9 +225,9 @@ fn read_transcripts(
     let lines = match read_lines(file) {
         Ok(lines) => lines,
         Err(err @ StoreError::BadImport { .. }) => match read_document(file) {
-            Some(doc) => {
-                let transcript = herald::from_document(&doc).map_err(|e| bad(e.reason))?;
-                return Ok((Format::Herald, vec![transcript]));
+            Some((format, doc)) => {
+                let transcripts = from_document(format, doc, skipped).map_err(|e| bad(e.reason))?;
+                return Ok((format, transcripts));
             }
             None => return Err(err),
         },
@@ -206,6 +238,13 @@ fn read_transcripts(
             "the file is empty; nothing to import (expected a JSONL transcript)".to_owned(),
         ));
     };
+    if lines.len() == 1
+        && first.value.is_array()
+        && let Some((format, doc)) = read_document(file)
+    {
+        let transcripts = from_document(format, doc, skipped).map_err(|e| bad(e.reason))?;
+        return Ok((format, transcripts));
+    }
     let format = detect::detect(&first.value).ok_or_else(|| {
         bad(format!(
             "line {}: unknown transcript format ({}); herald reads Claude Code and Codex \
