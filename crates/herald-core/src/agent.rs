@@ -249,6 +249,7 @@ impl Agent {
     /// measurement no longer applies.
     pub fn replace_history(&mut self, history: Vec<Message>) {
         self.messages = history;
+        self.body_cache.forget();
         self.persisted = self.messages.len();
         self.compactor.observe(0, 0);
     }
@@ -819,6 +820,7 @@ impl Agent {
             }
         }
         self.messages = compacted.messages;
+        self.body_cache.forget();
         self.persisted = self.messages.len();
         self.events.emit(EventKind::Compaction {
             tokens_before: compacted.report.tokens_before,

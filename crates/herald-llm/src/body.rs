@@ -7,10 +7,11 @@
 //! not the whole conversation, and the buffer is reused instead of being
 //! allocated (and page-faulted) again each turn.
 //!
-//! The cache does not trust its caller to say what changed: each cached
-//! message keeps a fingerprint, and the first message whose fingerprint, or
-//! whose segment boundaries, differ (a compaction, a rewind, a steered tool
-//! result) is where re-encoding starts. Debug builds also encode every body
+//! Each cached message keeps a fingerprint, and the first message whose
+//! fingerprint, or whose segment boundaries, differ (a compaction, a
+//! rewind, a steered tool result) is where re-encoding starts. The
+//! fingerprint reads only the ends of a text, so a caller that replaces
+//! its conversation also calls [`BodyCache::forget`]. Debug builds also encode every body
 //! from scratch and compare the two, so every test checks the cache.
 
 use std::hash::{Hash, Hasher};
@@ -121,6 +122,14 @@ impl AsRef<[u8]> for SharedBody {
 }
 
 impl BodyCache {
+    /// Drops what is cached: the conversation was replaced (a compaction,
+    /// a rewind). The fingerprints would notice most replacements, but not
+    /// a message rewritten to the same length in its middle.
+    pub fn forget(&self) {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        *state = State::default();
+    }
+
     /// The body for `req`, re-encoding only what changed since the last one.
     pub(crate) fn encode(
         &self,
@@ -139,12 +148,21 @@ impl BodyCache {
         #[cfg(debug_assertions)]
         {
             let fresh = encode_full(wire, req)?;
-            assert!(
-                body[..] == fresh[..],
-                "the cached request body differs from a fresh encoding:\ncached: {}\nfresh:  {}",
-                String::from_utf8_lossy(&body),
-                String::from_utf8_lossy(&fresh)
-            );
+            if body[..] != fresh[..] {
+                let at = body
+                    .iter()
+                    .zip(fresh.iter())
+                    .position(|(a, b)| a != b)
+                    .unwrap_or(body.len().min(fresh.len()));
+                let from = at.saturating_sub(300);
+                panic!(
+                    "the cached request body differs from a fresh encoding at byte {at} (of {} / {}):\ncached: …{}\nfresh:  …{}",
+                    body.len(),
+                    fresh.len(),
+                    String::from_utf8_lossy(&body[from..(at + 300).min(body.len())]),
+                    String::from_utf8_lossy(&fresh[from..(at + 300).min(fresh.len())])
+                );
+            }
         }
         Ok(body)
     }
@@ -212,8 +230,9 @@ impl State {
 }
 
 /// A cheap fingerprint of everything a message's encoding depends on:
-/// sizes, the ends of its text and arguments, its ids and flags. O(1) in
-/// the size of the message.
+/// sizes, the ends of its text and arguments, its ids and flags, and where
+/// its text lives (a message put in the place of another has its own
+/// allocation). O(1) in the size of the message.
 fn fingerprint(message: &Message) -> u64 {
     fn ends(text: &str, hasher: &mut impl Hasher) {
         let bytes = text.as_bytes();
@@ -230,6 +249,7 @@ fn fingerprint(message: &Message) -> u64 {
         Role::Tool => 3,
     };
     hasher.write_u8(role);
+    hasher.write_usize(message.content.as_ptr() as usize);
     ends(&message.content, &mut hasher);
     message.tool_calls.len().hash(&mut hasher);
     for call in &message.tool_calls {
@@ -417,6 +437,15 @@ mod tests {
             let text = &mut history[3].content;
             let last = text.pop().unwrap_or('x');
             text.push(if last == 'y' { 'z' } else { 'y' });
+            check(&cache, wire, &request(&history, tools));
+            // Replaced by a message of the same length and ends.
+            let summary =
+                |n: u32| Message::user(format!("{}{n}{}", "a".repeat(40), "b".repeat(40)));
+            history[1] = summary(4);
+            check(&cache, wire, &request(&history, tools));
+            history[1] = summary(6);
+            check(&cache, wire, &request(&history, tools));
+            cache.forget();
             check(&cache, wire, &request(&history, tools));
             // A compaction: a shorter, different history.
             let mut compacted = vec![Message::user("[herald: summary] earlier work")];
