@@ -11,6 +11,7 @@ mod mcp_bench;
 mod permissions_bench;
 mod prompt;
 mod serve_bench;
+mod skills_bench;
 mod stats;
 mod store_bench;
 mod tui_bench;
@@ -238,7 +239,7 @@ pub(crate) fn ms(d: Duration) -> f64 {
 }
 
 fn main() -> Result<()> {
-    // `herald-bench store|agent|turns|prompt|delegation|serve|permissions|mcp|tui` runs one part; default all.
+    // `herald-bench store|agent|turns|prompt|delegation|serve|permissions|mcp|tui|skills` runs one part; default all.
     let part = std::env::args().nth(1).unwrap_or_default();
     println!("| measure | target | result |");
     println!("|---|---|---|");
@@ -288,6 +289,9 @@ fn main() -> Result<()> {
     }
     if part.is_empty() || part == "tui" {
         tui_bench::run(&herald_binary()?)?;
+    }
+    if part.is_empty() || part == "skills" {
+        skills_bench::run()?;
     }
     Ok(())
 }

@@ -87,10 +87,14 @@ pub(crate) fn working_dir(common: &CommonArgs) -> Result<PathBuf, CliError> {
 fn list(roots: &SkillRoots, json: bool) -> Result<Exit, CliError> {
     let found = roots.discover();
     if json {
-        print_json(&json!({"skills": found.skills, "skipped": found.problems}))?;
+        print_json(&json!({
+            "skills": found.skills,
+            "rejected": found.rejected,
+            "skipped": found.problems,
+        }))?;
         return Ok(Exit::Completed);
     }
-    if found.skills.is_empty() {
+    if found.skills.is_empty() && found.rejected.is_empty() {
         println!(
             "no skills yet (create one with `herald skills create NAME --description TEXT`, or let the agent save one)"
         );
@@ -102,16 +106,34 @@ fn list(roots: &SkillRoots, json: bool) -> Result<Exit, CliError> {
             .map(|c| format!(", {c}"))
             .unwrap_or_default();
         let created = if skill.herald_created { ", herald" } else { "" };
+        let user_only = if skill.model_invocable {
+            ""
+        } else {
+            ", user-only"
+        };
         println!(
-            "{}  [{}{}{created}]  {}",
+            "{}  [{}{}{created}{user_only}]  {}",
             one_line(&skill.name),
             skill.source.as_str(),
             one_line(&category),
             one_line(&skill.description)
         );
+        if let Some(warning) = &skill.warning {
+            println!("  warning: {}", one_line(warning));
+        }
     }
-    for problem in &found.problems {
-        eprintln!("skipped: {}", one_line(problem));
+    // Skills that failed to load are listed with why, so none vanishes.
+    for bad in &found.rejected {
+        println!(
+            "{}  [{}]  error: {} ({})",
+            one_line(&bad.name),
+            bad.source.as_str(),
+            one_line(&bad.error),
+            one_line(&bad.path.display().to_string())
+        );
+    }
+    for note in &found.notes {
+        eprintln!("skipped: {}", one_line(note));
     }
     Ok(Exit::Completed)
 }

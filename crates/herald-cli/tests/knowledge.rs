@@ -461,7 +461,7 @@ async fn skills_list_view_create_delete() {
     let output = cli(&h, &["skills", "view", "nope"]).await;
     assert_eq!(output.status.code(), Some(2));
     assert!(
-        stderr(&output).contains("Available skills: lint, release, review"),
+        stderr(&output).contains("no skill named \"nope\". No similar name; skills_list with a query searches all 3 skills"),
         "{}",
         stderr(&output)
     );

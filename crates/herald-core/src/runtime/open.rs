@@ -572,6 +572,10 @@ pub fn prompt_inputs(settings: &Settings) -> crate::PromptInputs {
         crate::PromptInputs::new(&settings.cwd, &settings.model).with_home(&settings.home);
     let limits = crate::memory_limits(&settings.memory);
     inputs.memory_block = herald_knowledge::memory_prompt_block(&settings.home, &limits);
-    inputs.skills_index = herald_knowledge::skills_prompt_index(&settings.home, &settings.cwd);
+    inputs.skills_index = herald_knowledge::skills_prompt_index(
+        &settings.home,
+        &settings.cwd,
+        inputs.budgets.skills_chars,
+    );
     inputs
 }

@@ -17,8 +17,34 @@ pub struct FrontMatter {
     /// `metadata.category`.
     #[serde(default)]
     pub category: Option<String>,
+    /// `disable-model-invocation: true` (Claude Code's key): the skill is
+    /// for the user to invoke, so it stays out of the model's index and
+    /// tools. Accepts a boolean or the strings `"true"`/`"false"`.
+    #[serde(default, rename = "disable-model-invocation")]
+    pub disable_model_invocation: Option<Flag>,
     #[serde(default)]
     metadata: Option<Metadata>,
+}
+
+/// A yes/no front-matter value written as a YAML boolean or as a string, so
+/// `"true"` in quotes does not make a whole skill unreadable.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(untagged)]
+pub enum Flag {
+    /// `true` / `false`.
+    Bool(bool),
+    /// `"true"`, `"yes"`, ... (anything else counts as false).
+    Text(String),
+}
+
+impl Flag {
+    /// Whether the value means yes.
+    pub fn is_set(&self) -> bool {
+        match self {
+            Self::Bool(b) => *b,
+            Self::Text(t) => matches!(t.trim().to_ascii_lowercase().as_str(), "true" | "yes"),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
@@ -112,6 +138,30 @@ pub fn validate_name(name: &str) -> Result<(), SkillError> {
     Ok(())
 }
 
+/// `text` as a skill name: lowercase, runs of characters outside
+/// `[a-z0-9._-]` turned into one `-`, leading and trailing separators dropped,
+/// at most 64 chars (`"Ahrefs Automation"` → `ahrefs-automation`). `None`
+/// when nothing usable is left. Used for folder names of skills whose front
+/// matter name is not a valid identifier, and to look such skills up.
+pub fn slugify(text: &str) -> Option<String> {
+    let mut out = String::with_capacity(text.len());
+    for c in text.trim().chars() {
+        let c = c.to_ascii_lowercase();
+        if c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '.' | '_' | '-') {
+            out.push(c);
+        } else if !out.ends_with('-') {
+            out.push('-');
+        }
+    }
+    let trimmed: String = out
+        .trim_matches(|c: char| !c.is_ascii_alphanumeric())
+        .chars()
+        .take(MAX_NAME_CHARS)
+        .collect();
+    let trimmed = trimmed.trim_end_matches(['-', '.', '_']).to_owned();
+    validate_name(&trimmed).is_ok().then_some(trimmed)
+}
+
 /// Full validation of a `SKILL.md` written through herald: parseable front
 /// matter whose `name` equals `expected_name`, a description of at most
 /// 1,024 chars, and a non-empty body.
@@ -198,6 +248,47 @@ mod tests {
             let err = validate_name(bad).unwrap_err().to_string();
             assert!(err.contains("lowercase a-z"), "{bad}: {err}");
         }
+    }
+
+    #[test]
+    fn slugify_makes_names_from_titles_and_folders() {
+        for (text, slug) in [
+            ("Ahrefs Automation", Some("ahrefs-automation")),
+            ("  PDF  (Forms) & Tables! ", Some("pdf-forms-tables")),
+            ("already-fine", Some("already-fine")),
+            ("v1.2_x", Some("v1.2_x")),
+            ("--.x.--", Some("x")),
+            ("Ünïcode Ñame", Some("n-code-ame")),
+            ("!!!", None),
+            ("", None),
+        ] {
+            assert_eq!(slugify(text).as_deref(), slug, "{text:?}");
+        }
+        let long = slugify(&"Word ".repeat(30)).unwrap();
+        assert!(
+            long.len() <= MAX_NAME_CHARS && !long.ends_with('-'),
+            "{long}"
+        );
+    }
+
+    #[test]
+    fn disable_model_invocation_reads_booleans_and_strings() {
+        for (value, set) in [
+            ("true", true),
+            ("false", false),
+            ("\"true\"", true),
+            ("'no'", false),
+        ] {
+            let text =
+                format!("---\nname: x\ndescription: d\ndisable-model-invocation: {value}\n---\nb");
+            let parsed = parse(&text).unwrap();
+            assert_eq!(
+                parsed.front.disable_model_invocation.map(|f| f.is_set()),
+                Some(set),
+                "{value}"
+            );
+        }
+        assert_eq!(parse(GOOD).unwrap().front.disable_model_invocation, None);
     }
 
     #[test]

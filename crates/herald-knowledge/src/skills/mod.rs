@@ -7,19 +7,31 @@
 //! `.agents/skills/` and `.claude/skills/` ([`SkillRoots`]). herald writes only
 //! under `$HERALD_HOME/skills/` and only to skills it created, which it marks
 //! with a `.herald-created` file ([`SkillManager`]).
+//!
+//! Skill packs are large (hundreds of skills, nested folders, Title Case
+//! names): discovery has no cap and reports every skill it could not load
+//! ([`Discovery::rejected`]); the prompt index names every skill the model
+//! may use within its budget ([`build_index`]); `skills_list {query}` ranks
+//! the rest ([`rank`]).
 
 mod discover;
+pub mod fixture;
 pub mod frontmatter;
 mod index;
 mod manage;
+mod search;
 mod tools;
 mod view;
 
 use std::path::PathBuf;
 
-pub use discover::{Discovery, SkillInfo, SkillRoots, SkillSource, project_dirs};
-pub use index::skills_prompt_index;
+pub use discover::{
+    Discovery, MAX_DEPTH, MAX_SCAN_DIRS, RejectedSkill, SkillInfo, SkillRoots, SkillSource,
+    project_dirs,
+};
+pub use index::{SkillsIndex, build_index, skills_prompt_index};
 pub use manage::{Actor, SkillManager};
+pub use search::rank;
 pub use tools::{
     SkillManage, SkillManageAction, SkillManageArgs, SkillView, SkillViewArgs, SkillsList,
     SkillsListArgs,
@@ -40,8 +52,6 @@ pub const MAX_LINKED_FILES: usize = 100;
 pub const LINKED_DIRS: [&str; 4] = ["references", "templates", "scripts", "assets"];
 /// The file marking a skill as created by herald (and so changeable by it).
 pub const CREATED_MARKER: &str = ".herald-created";
-/// Most skills discovery reads, so a huge folder cannot stall a session.
-pub const MAX_SKILLS: usize = 500;
 
 /// Why a skill operation did nothing. Messages are written for the model and
 /// the user: they say what was wrong and what to do instead.
@@ -53,6 +63,16 @@ pub enum SkillError {
     /// No skill has this name.
     #[error("no skill named {name:?}. {available}")]
     NotFound { name: String, available: String },
+    /// A skill of this name exists but could not be loaded.
+    #[error(
+        "skill {name:?} is not available: {error} ({}). Fix that SKILL.md; `herald skills list` shows every skill that failed to load",
+        path.display()
+    )]
+    Rejected {
+        name: String,
+        path: PathBuf,
+        error: String,
+    },
     /// `create` with a name that is taken.
     #[error(
         "a skill named {name:?} already exists ({place}); choose another name or edit that skill"
