@@ -289,3 +289,58 @@ async fn skills_list_and_view_say_what_was_renamed_or_rejected() {
     );
     assert_eq!(snapshot(&root), before, "skills commands changed files");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_tui_skills_overlay_shows_renames_and_user_only_skills() {
+    use herald_testkit::pty::{PtySession, keys};
+    use std::time::Duration;
+
+    let h = Harness::new(Script::new().responder(|_| Reply::text("unused"))).await;
+    let root = h.work_path().join(".claude/skills");
+    write_skill(
+        &root,
+        "seo/ahrefs-automation",
+        Some("Ahrefs Automation"),
+        "Automate Ahrefs",
+        "",
+    )
+    .unwrap();
+    write_skill(
+        &root,
+        "ops/release-by-hand",
+        Some("release-by-hand"),
+        "Cut a production release step by step",
+        "disable-model-invocation: true\n",
+    )
+    .unwrap();
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_herald"));
+    for (key, _) in std::env::vars() {
+        if key.starts_with("OPENAI_") || key.starts_with("ANTHROPIC_") || key.starts_with("HERALD_")
+        {
+            command.env_remove(key);
+        }
+    }
+    command
+        .env("HERALD_HOME", h.home.path())
+        .env("OPENAI_BASE_URL", h.server.openai_base_url())
+        .env("OPENAI_API_KEY", "sk-test-openai")
+        .env("HERALD_MODEL", "gpt-4.1-mini")
+        .arg("--cwd")
+        .arg(h.work.path());
+    let pty = PtySession::spawn(command, 40, 160).unwrap();
+    let wait = Duration::from_secs(20);
+    let wait_for = |text: &str| {
+        pty.wait_for(|screen| screen.contains(text), wait)
+            .unwrap_or_else(|err| panic!("waiting for {text:?}: {err}"))
+    };
+    wait_for("Ask herald");
+    pty.send_str("/skills");
+    pty.send(keys::ENTER);
+    wait_for("warning: front-matter name \"Ahrefs Automation\" is not a valid skill name");
+    wait_for("release-by-hand  [.claude, user-only]  Cut a production release");
+    pty.send(keys::ESC);
+    std::thread::sleep(Duration::from_millis(300));
+    pty.send(keys::CTRL_D);
+    assert!(pty.wait_exit(wait).is_some(), "herald exits on Ctrl+D");
+    assert!(h.server.requests().is_empty(), "/skills reached the model");
+}

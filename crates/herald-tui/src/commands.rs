@@ -328,9 +328,26 @@ fn skills(app: &mut App) {
                 herald_protocol::one_line(&skill.name),
                 Style::default().add_modifier(Modifier::BOLD),
             ),
-            Span::styled(format!("  [{}]  ", skill.source.as_str()), dim()),
+            Span::styled(
+                format!(
+                    "  [{}{}]  ",
+                    skill.source.as_str(),
+                    if skill.model_invocable {
+                        ""
+                    } else {
+                        ", user-only"
+                    }
+                ),
+                dim(),
+            ),
             Span::raw(herald_protocol::one_line(&skill.description)),
         ]));
+        if let Some(warning) = &skill.warning {
+            lines.push(Line::from(Span::styled(
+                format!("  warning: {}", herald_protocol::one_line(warning)),
+                dim(),
+            )));
+        }
     }
     for problem in &found.problems {
         lines.push(Line::from(Span::styled(
