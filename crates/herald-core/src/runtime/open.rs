@@ -443,7 +443,7 @@ async fn create_session(
     // A new session, or a fork of an imported one that was never resumed
     // (it has no system prompt yet): herald's prompt for here.
     let system_prompt = if system_prompt.is_empty() {
-        build_system_prompt(&prompt_inputs(settings))
+        new_system_prompt(settings).await?
     } else {
         system_prompt
     };
@@ -482,7 +482,7 @@ async fn adopt_system_prompt(
     id: &str,
     settings: &Settings,
 ) -> Result<String, RuntimeError> {
-    let built = build_system_prompt(&prompt_inputs(settings));
+    let built = new_system_prompt(settings).await?;
     let (id, cwd) = (id.to_owned(), settings.cwd.display().to_string());
     store
         .call(move |s| s.adopt_system_prompt(&id, &built, &cwd))
@@ -561,6 +561,17 @@ async fn restore_todos(
         )));
     }
     Ok(None)
+}
+
+/// herald's system prompt for a new session here, built on the blocking
+/// pool: it reads the context files, the memory files and every installed
+/// skill (thousands in a big pack, tens of milliseconds), which must not
+/// stall the other sessions sharing the runtime (`herald serve`).
+async fn new_system_prompt(settings: &Settings) -> Result<String, RuntimeError> {
+    let settings = settings.clone();
+    tokio::task::spawn_blocking(move || build_system_prompt(&prompt_inputs(&settings)))
+        .await
+        .map_err(|err| RuntimeError::Config(format!("building the system prompt failed: {err}")))
 }
 
 /// What the system prompt of a new root session is built from (SPEC §6):
