@@ -47,6 +47,16 @@ fn wait_for(pty: &PtySession, text: &str) -> String {
         .unwrap_or_else(|err| panic!("waiting for {text:?}: {err}"))
 }
 
+/// Waits until every one of `texts` is on the screen at once: parts of one
+/// view (an overlay, a replayed transcript) may land in separate frames.
+fn wait_for_all(pty: &PtySession, texts: &[&str]) -> String {
+    pty.wait_for(
+        |screen| texts.iter().all(|text| screen.contains(text)),
+        WAIT,
+    )
+    .unwrap_or_else(|err| panic!("waiting for all of {texts:?}: {err}"))
+}
+
 /// Starts the TUI and waits for its composer.
 fn start(h: &Harness, args: &[&str]) -> PtySession {
     let pty = spawn(h, args);
@@ -234,11 +244,11 @@ async fn approvals_and_clarify_choices_are_answered_in_overlays() {
     let pty = start(&h, &[]);
     pty.send_str("please tidy up");
     pty.send(keys::ENTER);
-    let screen = wait_for(&pty, "approval needed");
-    assert!(screen.contains("rm -rf old_build"), "{screen}");
+    wait_for_all(&pty, &["approval needed", "rm -rf old_build"]);
     pty.send_str("y");
-    let screen = wait_for(&pty, "Which branch?");
-    assert!(screen.contains("develop"), "{screen}");
+    // The running clarify cell names the question before the overlay with
+    // its choices is drawn: wait for a choice too, which only the overlay shows.
+    wait_for_all(&pty, &["Which branch?", "develop"]);
     pty.send_str("2");
     wait_for(&pty, "tidied");
     assert!(
@@ -288,9 +298,10 @@ async fn resuming_replays_the_conversation() {
     // By unique prefix, as a person types it.
     let prefix = &session[..session.len() - 4];
     let pty = start(&h, &["--resume", prefix]);
-    let screen = wait_for(&pty, "the stored answer");
-    assert!(screen.contains("the first question"), "{screen}");
-    assert!(screen.contains("resumed"), "{screen}");
+    wait_for_all(
+        &pty,
+        &["the stored answer", "the first question", "resumed"],
+    );
     exit_with_ctrl_d(&pty);
 }
 
@@ -356,8 +367,13 @@ async fn leaving_with_a_background_agent_running_asks_and_can_cancel_it() {
     pty.send(keys::ENTER);
     wait_for(&pty, "the helper runs in the background");
     pty.send(keys::CTRL_D);
-    let screen = wait_for(&pty, "background agents are still running");
-    assert!(screen.contains("Leave them suspended"), "{screen}");
+    wait_for_all(
+        &pty,
+        &[
+            "background agents are still running",
+            "Leave them suspended",
+        ],
+    );
     // The third choice: cancel them and exit.
     pty.send(keys::DOWN);
     pty.send(keys::DOWN);
@@ -398,8 +414,7 @@ async fn resume_picks_another_session_and_replays_it() {
     wait_for(&pty, "resume a session");
     pty.send_str("older");
     pty.send(keys::ENTER);
-    let screen = wait_for(&pty, "older answer");
-    assert!(screen.contains("resumed"), "{screen}");
+    wait_for_all(&pty, &["older answer", "resumed"]);
     pty.send_str("and now?");
     pty.send(keys::ENTER);
     wait_for(&pty, "newer answer");
@@ -437,8 +452,7 @@ async fn a_background_agents_approval_outlives_the_turn_that_started_it() {
     let pty = start(&h, &[]);
     pty.send_str("start a cleaner");
     pty.send(keys::ENTER);
-    let screen = wait_for(&pty, "approval needed");
-    assert!(screen.contains("rm -rf old_build"), "{screen}");
+    wait_for_all(&pty, &["approval needed", "rm -rf old_build"]);
     wait_for(&pty, "the cleaner runs in the background");
     // The turn is over; the helper still waits for the answer.
     std::thread::sleep(Duration::from_millis(300));
