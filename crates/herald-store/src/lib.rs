@@ -43,6 +43,7 @@ mod prompts;
 mod prune_plan;
 mod records;
 mod sanitize;
+mod schema;
 mod search;
 mod sessions;
 mod store;

@@ -7,6 +7,11 @@
 //! add a new one at the end (v4 agents registry, v5 todo state, v6 tool events,
 //! v7 crash safety, v8 the stored event stream, v9 its per-tree sequence,
 //! v10 permission decisions, v11 tool result images, v12 prompt history).
+//!
+//! A new, empty database skips the steps: it is created from `schema.sql`,
+//! what the steps produce (see `schema.rs`). After adding a step, regenerate
+//! that file with `HERALD_WRITE_SCHEMA=1 cargo test -p herald-store fresh_schema`;
+//! a test fails until it matches.
 
 use rusqlite::{Connection, TransactionBehavior};
 

@@ -9,7 +9,7 @@ use rusqlite::Connection;
 
 use crate::busy;
 use crate::error::{StoreError, classify, sql};
-use crate::migrations::{self, MIGRATIONS};
+use crate::migrations;
 use crate::search::{DEFAULT_SEARCH_BUDGET, SearchDeadline};
 
 /// Handle on one herald state database.
@@ -78,7 +78,7 @@ impl Store {
         conn.pragma_update(None, "foreign_keys", "ON")
             .map_err(sql(&path, "enabling foreign keys"))?;
         conn.set_prepared_statement_cache_capacity(32);
-        migrations::migrate(&mut conn, &path, MIGRATIONS)?;
+        crate::schema::create_or_migrate(&mut conn, &path)?;
         let deadline = SearchDeadline::new();
         deadline
             .install(&mut conn)
