@@ -4,6 +4,7 @@
 use std::borrow::Cow;
 use std::sync::LazyLock;
 
+use aho_corasick::AhoCorasick;
 use regex::{Regex, RegexSet};
 
 /// Shortest known value worth redacting; shorter ones would hit ordinary
@@ -21,6 +22,9 @@ struct Shape {
     /// Only redact when the secret part has a digit: real keys are random
     /// and nearly always do, long hyphenated words do not.
     needs_digit: bool,
+    /// Literals every match contains (compared ignoring ASCII case): text
+    /// without any of them is not searched with the patterns at all.
+    anchors: &'static [&'static str],
 }
 
 const SHAPES: &[Shape] = &[
@@ -29,54 +33,82 @@ const SHAPES: &[Shape] = &[
         kind: "api_key",
         pattern: r"\bsk-(?:proj-|ant-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}",
         needs_digit: true,
+        anchors: &["sk-"],
     },
     Shape {
         kind: "stripe_key",
         pattern: r"\b[rs]k_(?:live|test)_[A-Za-z0-9]{20,}",
         needs_digit: false,
+        anchors: &["k_live_", "k_test_"],
     },
     Shape {
         kind: "github_token",
         pattern: r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})",
         needs_digit: false,
+        anchors: &["ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"],
     },
     Shape {
         kind: "aws_key",
         pattern: r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b",
         needs_digit: false,
+        anchors: &["AKIA", "ASIA"],
     },
     Shape {
         kind: "slack_token",
         pattern: r"\bxox[abprs]-[A-Za-z0-9-]{10,}",
         needs_digit: true,
+        anchors: &["xox"],
     },
     Shape {
         kind: "google_key",
         pattern: r"\bAIza[0-9A-Za-z_-]{35}",
         needs_digit: false,
+        anchors: &["AIza"],
     },
     Shape {
         kind: "huggingface_token",
         pattern: r"\bhf_[A-Za-z0-9]{34,}",
         needs_digit: true,
+        anchors: &["hf_"],
     },
     Shape {
         kind: "jwt",
         pattern: r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",
         needs_digit: false,
+        anchors: &["eyJ"],
     },
     Shape {
         // A block cut off by truncation is redacted to the end.
         kind: "private_key",
         pattern: r"(?s)-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----.*?(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|\z)",
         needs_digit: false,
+        anchors: &["-----BEGIN "],
     },
     Shape {
         kind: "bearer_token",
         pattern: r"(?i)\bbearer\s+(?P<s>[A-Za-z0-9._~+/-]{20,}=*)",
         needs_digit: true,
+        anchors: &["bearer"],
     },
 ];
+
+/// The shapes' anchors in one automaton: one pass over a text tells
+/// whether any shape can match (most tool output has none), far cheaper
+/// than running the pattern set, and it spares compiling the patterns.
+static ANCHORS: LazyLock<Option<AhoCorasick>> = LazyLock::new(|| {
+    AhoCorasick::builder()
+        .ascii_case_insensitive(true)
+        .build(SHAPES.iter().flat_map(|s| s.anchors.iter()))
+        .ok()
+});
+
+/// Whether `text` may hold a token shape (true when the anchors could not
+/// be built, so nothing is missed).
+fn may_hold_a_shape(text: &str) -> bool {
+    ANCHORS
+        .as_ref()
+        .is_none_or(|anchors| anchors.is_match(text))
+}
 
 /// The shapes, compiled once.
 struct Compiled {
@@ -151,6 +183,9 @@ impl Redactor {
                 out = Cow::Owned(replaced);
             }
         }
+        if !may_hold_a_shape(&out) {
+            return out;
+        }
         let Some(compiled) = COMPILED.as_ref() else {
             return out;
         };
@@ -221,6 +256,20 @@ mod tests {
     #[test]
     fn shapes_are_compiled() {
         assert!(COMPILED.is_some(), "a token pattern does not compile");
+    }
+
+    #[test]
+    fn anchors_are_built_and_text_without_them_skips_the_patterns() {
+        assert!(ANCHORS.is_some(), "the shape anchors do not build");
+        assert!(!may_hold_a_shape("fn main() { println!(\"hello\"); }"));
+        assert!(may_hold_a_shape("Authorization: BEARER x"));
+        assert!(may_hold_a_shape("key sk-abc"));
+        // Every shape's own test below goes through this filter: a shape
+        // whose anchors missed its tokens would fail there.
+        assert_eq!(
+            shapes_only("authorization: bearer abc123def456ghi789jkl012"),
+            "authorization: bearer [REDACTED:bearer_token]"
+        );
     }
 
     #[test]
