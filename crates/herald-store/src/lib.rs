@@ -65,6 +65,7 @@ pub use learnings::{
     normalize_tags, pattern_similarity,
 };
 pub use leases::{LeaseHolder, LeaseOutcome};
+pub use messages::TurnStep;
 pub use migrations::SCHEMA_VERSION;
 pub use owner::ProcessIdentity;
 pub use pending::PendingResult;

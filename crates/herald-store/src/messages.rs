@@ -12,6 +12,21 @@ use crate::search::clamp_window;
 use crate::sessions::require_session;
 use crate::store::{Store, now_ms, to_i64};
 
+/// What [`Store::append_turn`] stores.
+#[derive(Debug, Default)]
+pub struct TurnStep<'a> {
+    /// The request's model, usage and cost (`None` cost: unknown price).
+    pub usage: Option<(&'a str, &'a herald_protocol::Usage, Option<f64>)>,
+    /// The messages to append.
+    pub messages: &'a [Message],
+    /// Background agents whose results these messages deliver.
+    pub delivered: &'a [String],
+    /// Whether the session's kept batch results are now in the messages.
+    pub clear_kept: bool,
+    /// The task list as JSON, when it changed.
+    pub todos: Option<&'a str>,
+}
+
 /// Longest derived title, in characters, including the ellipsis.
 const TITLE_MAX_CHARS: usize = 80;
 
@@ -444,6 +459,49 @@ impl Store {
         Ok(ids)
     }
 
+    /// Stores one step of the agent loop in one transaction: the model
+    /// request's usage, the new messages (with [`Store::append_messages_delivering`]'s
+    /// bookkeeping) and the task list. One commit instead of one per part:
+    /// each commit writes its changed pages to the WAL again, the session
+    /// row among them. The usage is bookkeeping: when it cannot be stored,
+    /// its part alone is rolled back and the messages are still stored.
+    pub fn append_turn(
+        &mut self,
+        session_id: &str,
+        step: &TurnStep<'_>,
+    ) -> Result<Vec<i64>, StoreError> {
+        const CTX: &str = "storing the turn";
+        let path = &self.path;
+        let mut tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(sql(path, CTX))?;
+        if let Some((model, usage, cost)) = step.usage {
+            let stored = tx.savepoint().map_err(sql(path, CTX)).and_then(|point| {
+                crate::usage::record_usage_in(&point, path, session_id, model, usage, cost)?;
+                point.commit().map_err(sql(path, CTX))
+            });
+            // As with `record_usage` alone: a failure costs the usage row
+            // (rolled back with its savepoint), never the messages.
+            let _ = stored;
+        }
+        let ids = if step.messages.is_empty() {
+            Vec::new()
+        } else {
+            let ids = insert_messages(&tx, path, session_id, step.messages)?;
+            crate::agents::mark_delivered(&tx, path, step.delivered)?;
+            if step.clear_kept {
+                crate::pending::clear(&tx, path, session_id)?;
+            }
+            ids
+        };
+        if let Some(items) = step.todos {
+            crate::todos::save_todos_in(&tx, path, session_id, items)?;
+        }
+        tx.commit().map_err(sql(path, CTX))?;
+        Ok(ids)
+    }
+
     /// Inserts `messages` right after the stored message at position
     /// `after_seq` (0: before the first), moving later messages down, in one
     /// transaction. For repairs of a stored conversation (a result added
@@ -556,6 +614,106 @@ impl Store {
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
+    use crate::{NewSession, SessionSource};
+    use herald_protocol::Usage;
+
+    fn store_with_session() -> Store {
+        let mut store = Store::open_in_memory().unwrap();
+        store
+            .create_session(&NewSession {
+                id: "ses_t".into(),
+                parent_session_id: None,
+                agent_id: Some("root".into()),
+                source: SessionSource::Cli,
+                cwd: "/w".into(),
+                model: "m".into(),
+                provider: "openai".into(),
+                system_prompt: "sys".into(),
+            })
+            .unwrap();
+        store
+    }
+
+    fn usage(input: u64) -> Usage {
+        Usage {
+            input_tokens: input,
+            output_tokens: 7,
+            ..Usage::default()
+        }
+    }
+
+    #[test]
+    fn a_turn_stores_usage_messages_and_todos_together() {
+        let mut store = store_with_session();
+        let messages = [Message::user("hello"), Message::assistant("hi", Vec::new())];
+        let used = usage(100);
+        let ids = store
+            .append_turn(
+                "ses_t",
+                &TurnStep {
+                    usage: Some(("m", &used, Some(0.25))),
+                    messages: &messages,
+                    todos: Some("[]"),
+                    ..TurnStep::default()
+                },
+            )
+            .unwrap();
+        assert_eq!(ids.len(), 2);
+        let session = store.get_session("ses_t").unwrap().unwrap();
+        assert_eq!((session.input_tokens, session.message_count), (100, 2));
+        assert_eq!(store.session_usage("ses_t").unwrap().len(), 1);
+        assert_eq!(store.load_todos("ses_t").unwrap().as_deref(), Some("[]"));
+    }
+
+    #[test]
+    fn a_usage_row_that_cannot_be_stored_costs_only_itself() {
+        let mut store = store_with_session();
+        store
+            .conn
+            .execute_batch(
+                "CREATE TRIGGER refuse_usage BEFORE INSERT ON usage \
+                 BEGIN SELECT RAISE(ABORT, 'refused'); END;",
+            )
+            .unwrap();
+        let messages = [Message::user("kept")];
+        let used = usage(100);
+        store
+            .append_turn(
+                "ses_t",
+                &TurnStep {
+                    usage: Some(("m", &used, None)),
+                    messages: &messages,
+                    ..TurnStep::default()
+                },
+            )
+            .unwrap();
+        let session = store.get_session("ses_t").unwrap().unwrap();
+        // The usage part was rolled back whole (the totals too).
+        assert_eq!((session.input_tokens, session.message_count), (0, 1));
+        assert!(store.session_usage("ses_t").unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_turn_of_an_unknown_session_stores_nothing() {
+        let mut store = store_with_session();
+        let messages = [Message::user("lost")];
+        let err = store
+            .append_turn(
+                "ses_missing",
+                &TurnStep {
+                    messages: &messages,
+                    todos: Some("[]"),
+                    ..TurnStep::default()
+                },
+            )
+            .unwrap_err();
+        assert!(err.to_string().contains("ses_missing"), "{err}");
+        let count: i64 = store
+            .conn
+            .query_row("SELECT count(*) FROM messages", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(count, 0);
+    }
 
     #[test]
     fn title_is_first_non_blank_line_trimmed() {

@@ -11,17 +11,7 @@ impl Store {
     /// Stores (replacing) the task list of a session. `items_json` is the
     /// list as the todo tools serialise it; the store keeps it opaque.
     pub fn save_todos(&mut self, session_id: &str, items_json: &str) -> Result<(), StoreError> {
-        const CTX: &str = "saving the task list";
-        require_session(&self.conn, &self.path, session_id)?;
-        self.conn
-            .prepare_cached(
-                "INSERT INTO todos (session_id, items, updated_at) VALUES (?1, ?2, ?3) \
-                 ON CONFLICT(session_id) DO UPDATE SET items = excluded.items, \
-                 updated_at = excluded.updated_at",
-            )
-            .and_then(|mut stmt| stmt.execute(params![session_id, items_json, now_ms()]))
-            .map_err(sql(&self.path, CTX))?;
-        Ok(())
+        save_todos_in(&self.conn, &self.path, session_id, items_json)
     }
 
     /// The stored task list of a session, or `None` when it never had one.
@@ -33,6 +23,25 @@ impl Store {
             .and_then(|mut stmt| stmt.query_row([session_id], |row| row.get(0)).optional())
             .map_err(sql(&self.path, CTX))
     }
+}
+
+/// [`Store::save_todos`] on `conn`, inside the caller's transaction if any.
+pub(crate) fn save_todos_in(
+    conn: &rusqlite::Connection,
+    path: &str,
+    session_id: &str,
+    items_json: &str,
+) -> Result<(), StoreError> {
+    const CTX: &str = "saving the task list";
+    require_session(conn, path, session_id)?;
+    conn.prepare_cached(
+        "INSERT INTO todos (session_id, items, updated_at) VALUES (?1, ?2, ?3) \
+         ON CONFLICT(session_id) DO UPDATE SET items = excluded.items, \
+         updated_at = excluded.updated_at",
+    )
+    .and_then(|mut stmt| stmt.execute(params![session_id, items_json, now_ms()]))
+    .map_err(sql(path, CTX))?;
+    Ok(())
 }
 
 #[cfg(test)]

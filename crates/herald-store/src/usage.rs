@@ -21,50 +21,11 @@ impl Store {
     ) -> Result<(), StoreError> {
         const CTX: &str = "recording usage";
         let path = &self.path;
-        let now = now_ms();
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(sql(path, CTX))?;
-        let updated = tx
-            .prepare_cached(
-                "UPDATE sessions SET input_tokens = input_tokens + ?2, \
-                 output_tokens = output_tokens + ?3, cached_tokens = cached_tokens + ?4, \
-                 cache_creation_tokens = cache_creation_tokens + ?5, \
-                 cost_usd = cost_usd + coalesce(?6, 0), last_active_at = ?7 WHERE id = ?1",
-            )
-            .and_then(|mut s| {
-                s.execute(params![
-                    session_id,
-                    to_i64(usage.input_tokens),
-                    to_i64(usage.output_tokens),
-                    to_i64(usage.cached_tokens),
-                    to_i64(usage.cache_creation_tokens),
-                    cost_usd,
-                    now
-                ])
-            })
-            .map_err(sql(path, CTX))?;
-        if updated == 0 {
-            return Err(StoreError::UnknownSession(session_id.to_owned()));
-        }
-        tx.prepare_cached(
-            "INSERT INTO usage (session_id, model, input_tokens, output_tokens, cached_tokens, \
-             cache_creation_tokens, cost_usd, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-        )
-        .and_then(|mut s| {
-            s.execute(params![
-                session_id,
-                model,
-                to_i64(usage.input_tokens),
-                to_i64(usage.output_tokens),
-                to_i64(usage.cached_tokens),
-                to_i64(usage.cache_creation_tokens),
-                cost_usd,
-                now
-            ])
-        })
-        .map_err(sql(path, CTX))?;
+        record_usage_in(&tx, path, session_id, model, usage, cost_usd)?;
         tx.commit().map_err(sql(path, CTX))
     }
 
@@ -98,4 +59,58 @@ impl Store {
             .map_err(sql(&self.path, CTX));
         rows
     }
+}
+
+/// [`Store::record_usage`] inside the caller's transaction (see
+/// [`Store::append_turn`], which stores a request's usage with its messages).
+pub(crate) fn record_usage_in(
+    tx: &rusqlite::Connection,
+    path: &str,
+    session_id: &str,
+    model: &str,
+    usage: &Usage,
+    cost_usd: Option<f64>,
+) -> Result<(), StoreError> {
+    const CTX: &str = "recording usage";
+    let now = now_ms();
+    let updated = tx
+        .prepare_cached(
+            "UPDATE sessions SET input_tokens = input_tokens + ?2, \
+             output_tokens = output_tokens + ?3, cached_tokens = cached_tokens + ?4, \
+             cache_creation_tokens = cache_creation_tokens + ?5, \
+             cost_usd = cost_usd + coalesce(?6, 0), last_active_at = ?7 WHERE id = ?1",
+        )
+        .and_then(|mut s| {
+            s.execute(params![
+                session_id,
+                to_i64(usage.input_tokens),
+                to_i64(usage.output_tokens),
+                to_i64(usage.cached_tokens),
+                to_i64(usage.cache_creation_tokens),
+                cost_usd,
+                now
+            ])
+        })
+        .map_err(sql(path, CTX))?;
+    if updated == 0 {
+        return Err(StoreError::UnknownSession(session_id.to_owned()));
+    }
+    tx.prepare_cached(
+        "INSERT INTO usage (session_id, model, input_tokens, output_tokens, cached_tokens, \
+         cache_creation_tokens, cost_usd, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+    )
+    .and_then(|mut s| {
+        s.execute(params![
+            session_id,
+            model,
+            to_i64(usage.input_tokens),
+            to_i64(usage.output_tokens),
+            to_i64(usage.cached_tokens),
+            to_i64(usage.cache_creation_tokens),
+            cost_usd,
+            now
+        ])
+    })
+    .map_err(sql(path, CTX))?;
+    Ok(())
 }
