@@ -570,17 +570,18 @@ impl Agent {
         match recorder
             .store
             .call(move |store| {
-                if let Some((usage, cost)) = usage {
-                    // Usage is bookkeeping: its failure must not stop the turn.
-                    let _ = store.record_usage(&session, &model, &usage, cost);
-                }
-                if !pending.is_empty() {
-                    store.append_messages_delivering(&session, &pending, &delivered, clear_kept)?;
-                }
-                match todos {
-                    Some(items) => store.save_todos(&session, &items),
-                    None => Ok(()),
-                }
+                // One transaction; usage is bookkeeping and its failure does
+                // not stop the turn (see `append_turn`).
+                let step = herald_store::TurnStep {
+                    usage: usage
+                        .as_ref()
+                        .map(|(usage, cost)| (model.as_str(), usage, *cost)),
+                    messages: &pending,
+                    delivered: &delivered,
+                    clear_kept,
+                    todos: todos.as_deref(),
+                };
+                store.append_turn(&session, &step).map(drop)
             })
             .await
         {
