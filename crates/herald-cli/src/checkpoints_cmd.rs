@@ -4,7 +4,7 @@
 
 use herald_core::checkpoints::{
     Action, NOT_COVERED, RewindError, RewindOutcome, RewindPlan, RewindScope, apply_rewind,
-    plan_rewind,
+    plan_rewind, took_no_snapshot_for_reads,
 };
 use herald_core::{LeaseError, LeaseWait, SessionLease, StoreHandle};
 use herald_protocol::one_line;
@@ -66,6 +66,8 @@ async fn existing_session(store: &StoreHandle, text: &str) -> Result<String, Cli
 /// One checkpoint as a line of `checkpoints list`.
 fn line(c: &CheckpointRecord) -> String {
     let files = match (&c.commit_id, &c.end_commit_id) {
+        // No call of the turn could change files (no snapshot was needed).
+        _ if took_no_snapshot_for_reads(c.note.as_deref()) => "no file changes".to_owned(),
         (None, _) => "no snapshot".to_owned(),
         (Some(_), None) => "(turn not ended)".to_owned(),
         (Some(_), Some(_)) => format!(
@@ -216,6 +218,9 @@ fn show_plan(plan: &RewindPlan) {
         when(plan.checkpoint.created_at)
     );
     if let Some(files) = &plan.files {
+        if let Some(note) = &files.note {
+            println!("  files: {note}");
+        }
         if files.changes.is_empty() {
             println!("  files in {}: unchanged", plan_work_tree(plan));
         } else {
@@ -297,6 +302,7 @@ fn plan_json(plan: &RewindPlan, dry_run: bool) -> serde_json::Value {
             "snapshot": f.target,
             "saved_as": f.current,
             "changes": f.changes,
+            "note": f.note,
         })),
         "conversation": plan.conversation.as_ref().map(|c| serde_json::json!({
             "messages": c.history.len(),

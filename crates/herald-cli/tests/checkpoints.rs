@@ -54,6 +54,8 @@ fn model() -> Script {
                 write("a.txt", "rewritten in turn three\n"),
                 write("out.log", "log of turn three\n"),
             ]
+        } else if prompt.starts_with("look") {
+            vec![Reply::tool("read_file", json!({"path": "a.txt"}))]
         } else if prompt.starts_with("hold") {
             vec![Reply::tool("terminal", json!({"command": "sleep 30"}))]
         } else {
@@ -537,6 +539,121 @@ async fn without_git_the_turn_runs_with_one_warning_and_only_the_conversation_re
     let list = checkpoints(&h, &ro, false).await;
     assert!(list[0]["commit_id"].is_null());
     assert!(list[0]["note"].as_str().unwrap().contains("read-only"));
+    h.server.assert_invariants();
+}
+
+/// A turn that only reads takes no snapshot (no `git` runs: a spy `git`
+/// first on the PATH is never run and no shadow repository appears) and is listed
+/// as `no file changes`; a rewind to it restores the files the next
+/// writing turn started with, and one to a reading turn with no writing
+/// turn after it changes no file.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_turn_that_only_reads_takes_no_snapshot_and_still_rewinds() {
+    const LOOK: &str = "look at a.txt";
+    const LOOK_AGAIN: &str = "look at a.txt again";
+    let h = harness().await;
+    h.server.allow_branches(
+        "a rewind branches the conversation: the resumed request continues an earlier one",
+    );
+    let work = h.work_path();
+    let shadow_root = h.home.path().join("checkpoints");
+    // Every run has a `git` first on the PATH that notes each run of it
+    // and runs the real one.
+    let spy = tempfile::tempdir().unwrap();
+    let ran = spy.path().join("git-ran");
+    let real_git = std::env::split_paths(&std::env::var_os("PATH").unwrap())
+        .map(|dir| dir.join("git"))
+        .find(|git| git.is_file())
+        .expect("git on the PATH");
+    let fake = spy.path().join("git");
+    std::fs::write(
+        &fake,
+        format!(
+            "#!/bin/sh\necho \"$@\" >> '{}'\nexec '{}' \"$@\"\n",
+            ran.display(),
+            real_git.display()
+        ),
+    )
+    .unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let path = format!(
+        "{}:{}",
+        spy.path().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let run = |resume: Option<&str>, prompt: &str| {
+        let mut cmd = h.command(Wire::OpenAi);
+        cmd.env("PATH", &path).args(["run", "--json"]);
+        if let Some(id) = resume {
+            cmd.args(["--resume", id]);
+        }
+        cmd.arg(prompt);
+        cmd
+    };
+    // Turn 1 reads: no git runs.
+    let output = run(None, LOOK).output().await.unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let events = common::parse_events(&output.stdout);
+    assert!(of_type(&events, "error").is_empty(), "{events:?}");
+    assert_eq!(of_type(&events, "tool.completed").len(), 1, "{events:?}");
+    assert!(
+        !ran.exists(),
+        "git ran: {:?}",
+        std::fs::read_to_string(&ran)
+    );
+    let id = last(&events)["session_id"].as_str().unwrap().to_owned();
+    assert!(!shadow_root.exists(), "no shadow repository");
+    let list = checkpoints(&h, &id, false).await;
+    assert!(list[0]["commit_id"].is_null() && list[0]["end_commit_id"].is_null());
+    assert_eq!(list[0]["note"], "no call of this turn could change files");
+    let text = stdout(&herald(&h, &["checkpoints", "list", &id]).await);
+    assert!(text.contains("no file changes"), "{text}");
+    assert!(!text.contains("no snapshot"), "{text}");
+
+    // An edit by hand, then a turn that writes: it gets a snapshot (and
+    // the spy sees git run).
+    std::fs::write(work.join("hand.txt"), "written by hand\n").unwrap();
+    let before_writing = files(&work);
+    let output = run(Some(&id), ONE).output().await.unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(ran.exists() && shadow_root.exists());
+    turn(&h, Some(&id), LOOK_AGAIN).await;
+    let list = checkpoints(&h, &id, false).await;
+    assert_eq!(list.len(), 3);
+    assert!(list[1]["commit_id"].is_string() && list[1]["end_commit_id"].is_string());
+    assert_eq!(list[1]["changes"]["files_changed"], 1);
+    assert!(list[2]["commit_id"].is_null());
+    let after_writing = files(&work);
+    assert_ne!(after_writing, before_writing);
+
+    // Rewinding to turn 3: herald changed no file since it began.
+    let output = herald(&h, &["rewind", &id, "--turn", "3", "--yes"]).await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    let report = stdout(&output);
+    assert!(
+        report.contains("herald changed no files since turn 3 began"),
+        "{report}"
+    );
+    assert!(report.contains("unchanged"), "{report}");
+    assert_eq!(files(&work), after_writing);
+
+    // Rewinding to turn 1: the files before the writing turn (the edit by
+    // hand made before it is kept), and the conversation before turn 1.
+    let output = herald(&h, &["rewind", &id, "--turn", "1", "--yes"]).await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    let report = stdout(&output);
+    assert!(report.contains("restore  a.txt"), "{report}");
+    assert!(
+        report
+            .contains("turn 1 changed no files: its files are those of the snapshot before turn 2"),
+        "{report}"
+    );
+    assert_eq!(files(&work), before_writing);
+    assert_eq!(files(&work)["a.txt"], "a1\n");
+    assert_eq!(checkpoints(&h, &id, false).await.len(), 0);
     h.server.assert_invariants();
 }
 

@@ -22,6 +22,10 @@ pub struct CallSite<'a> {
     pub agent_id: &'a str,
     /// The agent's working directory.
     pub cwd: &'a Path,
+    /// Whether the registry marks the called tool read-only (false for an
+    /// unknown tool): such a call changes no file, so the checkpoint
+    /// snapshot before a turn need not be taken for it.
+    pub read_only: bool,
 }
 
 /// What an interceptor decides before a call runs.
@@ -98,9 +102,12 @@ impl Interception {
     /// Runs `call` through every interceptor around `run`: the `before`
     /// steps in order (the first block stops the rest and the call), then
     /// `run` on the call as they left it, then every `after` step.
+    /// `read_only` says whether the registry marks the called tool
+    /// read-only (see [`CallSite::read_only`]).
     pub(crate) async fn around<'a, F>(
         &self,
         cwd: &Path,
+        read_only: bool,
         call: &ToolCall,
         run: impl FnOnce(ToolCall) -> F,
     ) -> ToolResult
@@ -111,6 +118,7 @@ impl Interception {
             session_id: &self.session_id,
             agent_id: &self.agent_id,
             cwd,
+            read_only,
         };
         let mut effective = call.clone();
         let mut blocked = None;
@@ -183,6 +191,64 @@ mod tests {
         }
     }
 
+    /// Notes whether each call's site says read-only, and blocks it.
+    #[derive(Default)]
+    struct Sites(std::sync::Mutex<Vec<(String, bool)>>);
+    impl CallInterceptor for Sites {
+        fn before<'a>(
+            &'a self,
+            site: CallSite<'a>,
+            call: &'a mut ToolCall,
+        ) -> BoxFuture<'a, BeforeCall> {
+            self.0
+                .lock()
+                .unwrap()
+                .push((call.name.clone(), site.read_only));
+            Box::pin(async { BeforeCall::Block("seen".into()) })
+        }
+    }
+
+    #[tokio::test]
+    async fn the_site_says_whether_the_registry_marks_the_tool_read_only() {
+        let registry = crate::builtin::default_registry(10_000);
+        let sites = Arc::new(Sites::default());
+        let ctx = crate::ToolContext::new(
+            crate::AgentState::new(std::env::temp_dir()),
+            tokio_util::sync::CancellationToken::new(),
+        )
+        .with_interception(Interception::new(
+            vec![Arc::clone(&sites) as Arc<dyn CallInterceptor>],
+            "s",
+            "root",
+        ));
+        for name in [
+            "read_file",
+            "search_files",
+            "write_file",
+            "terminal",
+            "no_such_tool",
+        ] {
+            let call = ToolCall {
+                name: name.into(),
+                ..call()
+            };
+            assert!(registry.execute(&call, &ctx).await.is_error);
+        }
+        let seen = sites.0.lock().unwrap().clone();
+        let expected: Vec<(String, bool)> = [
+            ("read_file", true),
+            ("search_files", true),
+            ("write_file", false),
+            ("terminal", false),
+            // Unknown tools count as writing.
+            ("no_such_tool", false),
+        ]
+        .into_iter()
+        .map(|(n, r)| (n.to_owned(), r))
+        .collect();
+        assert_eq!(seen, expected);
+    }
+
     fn call() -> ToolCall {
         ToolCall {
             id: "c".into(),
@@ -195,7 +261,7 @@ mod tests {
     async fn the_call_runs_as_rewritten_and_after_steps_see_it() {
         let chain = Interception::new(vec![Arc::new(Rewrite)], "s", "root").unwrap();
         let result = chain
-            .around(Path::new("/"), &call(), |c| async move {
+            .around(Path::new("/"), true, &call(), |c| async move {
                 let out = format!("ran {}", c.arguments);
                 (c, ToolResult::ok(out))
             })
@@ -212,7 +278,7 @@ mod tests {
         )
         .unwrap();
         let result = chain
-            .around(Path::new("/"), &call(), |_| async {
+            .around(Path::new("/"), true, &call(), |_| async {
                 panic!("the call ran")
             })
             .await;

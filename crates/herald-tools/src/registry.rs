@@ -127,10 +127,15 @@ impl ToolRegistry {
         };
         let cwd = ctx.state.cwd();
         interception
-            .around(&cwd, call, |effective| async move {
-                let result = self.execute_checked(&effective, ctx).await;
-                (effective, result)
-            })
+            .around(
+                &cwd,
+                self.is_read_only(&call.name),
+                call,
+                |effective| async move {
+                    let result = self.execute_checked(&effective, ctx).await;
+                    (effective, result)
+                },
+            )
             .await
     }
 

@@ -459,6 +459,9 @@ async fn rewind(app: &mut App) {
         .rev()
         .map(|c| {
             let files = match (&c.commit_id, &c.end_commit_id) {
+                _ if herald_core::checkpoints::took_no_snapshot_for_reads(c.note.as_deref()) => {
+                    "no file changes".to_owned()
+                }
                 (None, _) => "no file snapshot".to_owned(),
                 (Some(_), None) => "files: turn not ended".to_owned(),
                 (Some(_), Some(_)) => format!(
@@ -567,6 +570,9 @@ async fn rewind_to(app: &mut App, key: &str) {
                     .collect();
                 if !names.is_empty() {
                     text.push_str(&format!(" ({})", names.join(", ")));
+                }
+                if let Some(note) = &files.note {
+                    text.push_str(&format!(" ({note})"));
                 }
             }
             if let Some(history) = &outcome.history {

@@ -570,6 +570,7 @@ mod tests {
             session_id: "s",
             agent_id: "root",
             cwd: std::path::Path::new("/"),
+            read_only: false,
         };
         let mut memory = ToolCall {
             id: "1".into(),

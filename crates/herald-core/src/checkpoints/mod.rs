@@ -1,10 +1,11 @@
-//! Checkpoints and rewind (issue 16 item 3): before every user turn that
-//! can change files, the working tree is snapshotted into a shadow git
-//! repository under `$HERALD_HOME/checkpoints/` ([`shadow`]) and a row of
-//! the store's `checkpoints` table records the turn, how many stored
-//! messages preceded it and the snapshot; after the turn its end snapshot
-//! gives what it changed. [`rewind`] puts files and conversation back to
-//! before a turn; [`Checkpointer`] is the session runtime's part.
+//! Checkpoints and rewind (issue 16 item 3): a row of the store's
+//! `checkpoints` table records every user turn and how many stored
+//! messages preceded it; before the turn's first call that can change files
+//! the working tree is snapshotted into a shadow git repository under
+//! `$HERALD_HOME/checkpoints/` ([`shadow`]), and after such a turn its end
+//! snapshot gives what it changed. A turn that only reads spawns no `git`.
+//! [`rewind`] puts files and conversation back to before a turn;
+//! [`Checkpointer`] is the session runtime's part.
 //!
 //! Not covered: whatever a shell command changed outside the working tree
 //! (other directories, databases, services, remote state), ignored files,
@@ -17,7 +18,9 @@ mod shadow;
 use herald_protocol::{Message, Role};
 use herald_tools::ToolRegistry;
 
-pub use recorder::{Checkpointer, SnapshotGate};
+pub use recorder::{
+    Checkpointer, NO_WRITES_NOTE, READ_ONLY_SESSION_NOTE, SnapshotGate, took_no_snapshot_for_reads,
+};
 pub use rewind::{
     ConversationPlan, FilesPlan, RewindError, RewindOutcome, RewindPlan, RewindScope, apply_rewind,
     fork_history, plan_rewind,

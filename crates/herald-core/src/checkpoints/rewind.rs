@@ -5,6 +5,17 @@
 //! the conversation before the turn is appended after a rewind record, so
 //! resuming continues from there while the left-out turns stay searchable;
 //! the files the rewind replaces are kept as a snapshot too.
+//!
+//! A turn none of whose calls could change files took no snapshot (see
+//! [`super::NO_WRITES_NOTE`]). Its files are those of the first snapshot a
+//! later live turn took: nothing herald ran between the start of that turn
+//! and that snapshot could change a file. With no later snapshot, herald
+//! changed no file since the turn began and the files part of a rewind to
+//! it restores nothing. Either way, edits the user made by hand after the
+//! turn began and before that later snapshot are kept; so are changes a
+//! background process made meanwhile. A files rewind records the files it
+//! replaces as the snapshot of the trailing turns that had none, so a later
+//! rewind to one of them still finds the files it started with.
 
 use std::path::PathBuf;
 
@@ -75,13 +86,18 @@ pub enum RewindError {
 #[derive(Debug, Clone)]
 pub struct FilesPlan {
     pub shadow: Shadow,
-    /// The snapshot restored (taken before the turn).
+    /// The snapshot restored: the turn's own, or for a turn that took none
+    /// the next later one (see the module doc); the current files when
+    /// there is none.
     pub target: String,
     /// A snapshot of the files as they are now, taken for the rewind: what
     /// the rewind replaces stays in it.
     pub current: String,
     /// Every path that differs, with what happens to it.
     pub changes: Vec<FileChange>,
+    /// Where `target` comes from when the turn took no snapshot itself,
+    /// for the user.
+    pub note: Option<String>,
 }
 
 /// What a rewind does to the conversation.
@@ -127,12 +143,12 @@ fn store_error(err: impl std::fmt::Display) -> RewindError {
 }
 
 /// The live checkpoint of `turn` in `session_id`, with the session's
-/// last live turn.
+/// live checkpoints after it (oldest first).
 async fn checkpoint_of(
     store: &StoreHandle,
     session_id: &str,
     turn: u32,
-) -> Result<(CheckpointRecord, u32), RewindError> {
+) -> Result<(CheckpointRecord, Vec<CheckpointRecord>), RewindError> {
     let id = session_id.to_owned();
     let found = store
         .call(move |s| -> Result<_, herald_store::StoreError> {
@@ -151,16 +167,69 @@ async fn checkpoint_of(
         return Err(RewindError::NoTurns(session_id.to_owned()));
     };
     let (first, last) = (first.turn, last.turn);
-    let checkpoint =
-        list.into_iter()
-            .find(|c| c.turn == turn)
-            .ok_or_else(|| RewindError::BadTurn {
-                session: session_id.to_owned(),
-                turn,
-                first,
-                last,
-            })?;
-    Ok((checkpoint, last))
+    let Some(at) = list.iter().position(|c| c.turn == turn) else {
+        return Err(RewindError::BadTurn {
+            session: session_id.to_owned(),
+            turn,
+            first,
+            last,
+        });
+    };
+    let mut later = list;
+    let checkpoint = later.remove(at);
+    later.drain(..at);
+    Ok((checkpoint, later))
+}
+
+/// The snapshot holding the files at the start of `checkpoint`'s turn,
+/// with a note when it is not the turn's own; `None` when herald changed no
+/// file since the turn began (see the module doc). `later` are the live
+/// checkpoints after it, oldest first.
+fn files_source(
+    session_id: &str,
+    checkpoint: &CheckpointRecord,
+    later: &[CheckpointRecord],
+) -> Result<Option<(String, Option<String>)>, RewindError> {
+    let turn = checkpoint.turn;
+    let no_snapshot = |c: &CheckpointRecord, reason: String| RewindError::NoSnapshot {
+        session: session_id.to_owned(),
+        turn: c.turn,
+        reason,
+    };
+    if let Some(commit) = &checkpoint.commit_id {
+        return Ok(Some((commit.clone(), None)));
+    }
+    if !super::took_no_snapshot_for_reads(checkpoint.note.as_deref()) {
+        let reason = checkpoint
+            .note
+            .clone()
+            .unwrap_or_else(|| "none was taken".to_owned());
+        return Err(no_snapshot(checkpoint, reason));
+    }
+    for next in later {
+        if let Some(commit) = &next.commit_id {
+            return Ok(Some((
+                commit.clone(),
+                Some(format!(
+                    "turn {turn} changed no files: its files are those of the snapshot before turn {} (edits made by hand in between are kept)",
+                    next.turn
+                )),
+            )));
+        }
+        let note = next.note.as_deref();
+        if !super::took_no_snapshot_for_reads(note) && note != Some(super::READ_ONLY_SESSION_NOTE) {
+            // A later turn may have changed files without a snapshot.
+            return Err(no_snapshot(
+                checkpoint,
+                format!(
+                    "it changed no files, but turn {} after it has no snapshot either ({})",
+                    next.turn,
+                    note.unwrap_or("none was taken")
+                ),
+            ));
+        }
+    }
+    Ok(None)
 }
 
 /// The conversation of `session_id` as the model saw it before the turn
@@ -194,18 +263,10 @@ pub async fn plan_rewind(
     turn: u32,
     scope: RewindScope,
 ) -> Result<RewindPlan, RewindError> {
-    let (checkpoint, last_turn) = checkpoint_of(store, session_id, turn).await?;
+    let (checkpoint, later) = checkpoint_of(store, session_id, turn).await?;
+    let last_turn = later.last().map_or(turn, |c| c.turn);
     let files = if scope.files() {
-        let Some(target) = checkpoint.commit_id.clone() else {
-            return Err(RewindError::NoSnapshot {
-                session: session_id.to_owned(),
-                turn,
-                reason: checkpoint
-                    .note
-                    .clone()
-                    .unwrap_or_else(|| "none was taken".to_owned()),
-            });
-        };
+        let source = files_source(session_id, &checkpoint, &later)?;
         let cwd = PathBuf::from(&checkpoint.cwd);
         let (home, session) = (home.to_path_buf(), session_id.to_owned());
         let gone = || RewindError::WorkTreeGone {
@@ -223,12 +284,25 @@ pub async fn plan_rewind(
                     &format!("before rewinding session {session} to turn {turn}"),
                 )?
                 .commit;
-            let changes = shadow.changes(&current, &target)?;
+            let (target, changes, note) = match source {
+                Some((target, note)) => {
+                    let changes = shadow.changes(&current, &target)?;
+                    (target, changes, note)
+                }
+                None => (
+                    current.clone(),
+                    Vec::new(),
+                    Some(format!(
+                        "herald changed no files since turn {turn} began: there is nothing to restore"
+                    )),
+                ),
+            };
             Ok::<_, ShadowError>(Some(FilesPlan {
                 shadow,
                 target,
                 current,
                 changes,
+                note,
             }))
         })
         .await
@@ -271,6 +345,11 @@ pub async fn apply_rewind(
     store: &StoreHandle,
     plan: RewindPlan,
 ) -> Result<RewindOutcome, RewindError> {
+    if plan.changes_files()
+        && let Some(files) = &plan.files
+    {
+        keep_start_of_trailing_turns(store, &plan.session_id, &files.current).await?;
+    }
     if let Some(files) = &plan.files {
         let files = files.clone();
         tokio::task::spawn_blocking(move || files.shadow.restore(&files.target, &files.changes))
@@ -293,6 +372,40 @@ pub async fn apply_rewind(
         None => None,
     };
     Ok(RewindOutcome { plan, history })
+}
+
+/// Before a files rewind replaces the files: the trailing live turns that
+/// took no snapshot (none after them did) started with the files as they
+/// are now, and no later snapshot will say so once the rewind changed
+/// them; `current` (the rewind's snapshot of them) becomes theirs.
+async fn keep_start_of_trailing_turns(
+    store: &StoreHandle,
+    session_id: &str,
+    current: &str,
+) -> Result<(), RewindError> {
+    let (id, current) = (session_id.to_owned(), current.to_owned());
+    store
+        .call(move |s| -> Result<(), herald_store::StoreError> {
+            let live = s.checkpoints(&id, false)?;
+            for checkpoint in live.iter().rev() {
+                if checkpoint.commit_id.is_some() {
+                    break;
+                }
+                match checkpoint.note.as_deref() {
+                    Some(super::READ_ONLY_SESSION_NOTE) => {}
+                    note if super::took_no_snapshot_for_reads(note) => {
+                        s.set_checkpoint_snapshot(checkpoint.id, Some(&current), note)?;
+                    }
+                    // A turn that may have changed files without a
+                    // snapshot: the turns before it cannot be restored.
+                    _ => break,
+                }
+            }
+            Ok(())
+        })
+        .await
+        .map_err(store_error)?
+        .map_err(store_error)
 }
 
 /// The history a fork of `source` at `turn` starts with: the source's

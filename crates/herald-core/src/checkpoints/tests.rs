@@ -313,3 +313,203 @@ fn a_herald_home_inside_the_tree_is_not_snapshotted() {
     assert_eq!(read(&home, "state.db").as_deref(), Some("new state"));
     assert!(shadow.git_dir().join("HEAD").exists());
 }
+
+/// A session in a store, with its checkpointer and gate, for rewinds.
+struct Session {
+    d: Dirs,
+    store: crate::StoreHandle,
+    gate: std::sync::Arc<SnapshotGate>,
+    checkpoints: Checkpointer,
+}
+
+async fn session() -> Session {
+    let d = dirs();
+    write(&d.work, "a.txt", "a\n");
+    let store = crate::StoreHandle::open(&d.home.join("state.db")).unwrap();
+    let cwd = d.work.display().to_string();
+    store
+        .call(move |s| {
+            s.create_session(&herald_store::NewSession {
+                id: "ses_t".into(),
+                parent_session_id: None,
+                agent_id: None,
+                source: herald_store::SessionSource::Cli,
+                cwd,
+                model: "m".into(),
+                provider: "p".into(),
+                system_prompt: "sys".into(),
+            })
+        })
+        .await
+        .unwrap()
+        .unwrap();
+    let gate = std::sync::Arc::new(SnapshotGate::default());
+    let checkpoints = Checkpointer::open(
+        &store,
+        "ses_t",
+        d.work.clone(),
+        d.home.clone(),
+        true,
+        1,
+        std::sync::Arc::clone(&gate),
+    )
+    .await;
+    Session {
+        d,
+        store,
+        gate,
+        checkpoints,
+    }
+}
+
+impl Session {
+    /// One turn: a read-only call, then (with `edit`) a writing call that
+    /// applies `edit` to the working tree.
+    async fn turn(&mut self, edit: Option<&dyn Fn(&Path)>) {
+        use crate::intercept::{BeforeCall, CallInterceptor, CallSite};
+        self.checkpoints
+            .before_turn(&crate::EventSink::discard())
+            .await;
+        for read_only in [true, false] {
+            if !read_only && edit.is_none() {
+                continue;
+            }
+            let site = CallSite {
+                session_id: "ses_t",
+                agent_id: "root",
+                cwd: &self.d.work,
+                read_only,
+            };
+            let mut call = herald_protocol::ToolCall {
+                id: "c".into(),
+                name: "write_file".into(),
+                arguments: "{}".into(),
+            };
+            assert_eq!(self.gate.before(site, &mut call).await, BeforeCall::Proceed);
+        }
+        if let Some(edit) = edit {
+            edit(&self.d.work);
+        }
+        self.checkpoints.after_turn().await;
+    }
+
+    async fn plan(&self, turn: u32, scope: RewindScope) -> Result<RewindPlan, RewindError> {
+        plan_rewind(&self.store, &self.d.home, "ses_t", turn, scope).await
+    }
+}
+
+#[tokio::test]
+async fn a_rewind_to_a_turn_without_a_snapshot_restores_the_next_later_one() {
+    let mut s = session().await;
+    s.turn(None).await;
+    // An edit by hand between the turns, then a turn that writes.
+    write(&s.d.work, "hand.txt", "by hand\n");
+    s.turn(Some(&|work: &Path| {
+        write(work, "a.txt", "changed\n");
+        write(work, "new.txt", "made\n");
+    }))
+    .await;
+    assert_eq!(s.gate.snapshots_started(), 1, "only the writing turn");
+    let rows = s
+        .store
+        .call(|st| st.checkpoints("ses_t", false))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(rows[0].commit_id, None);
+    assert_eq!(rows[0].note.as_deref(), Some(NO_WRITES_NOTE));
+
+    // A fork at such a turn works (it copies the conversation only).
+    assert!(fork_history(&s.store, "ses_t", 1).await.is_ok());
+    let plan = s.plan(1, RewindScope::Both).await.unwrap();
+    let files = plan.files.as_ref().unwrap();
+    assert_eq!(Some(&files.target), rows[1].commit_id.as_ref());
+    assert!(
+        files.note.as_deref().unwrap().contains("before turn 2"),
+        "{:?}",
+        files.note
+    );
+    apply_rewind(&s.store, plan).await.unwrap();
+    assert_eq!(read(&s.d.work, "a.txt").as_deref(), Some("a\n"));
+    assert!(!s.d.work.join("new.txt").exists());
+    assert_eq!(
+        read(&s.d.work, "hand.txt").as_deref(),
+        Some("by hand\n"),
+        "the edit by hand before the later snapshot is kept"
+    );
+}
+
+#[tokio::test]
+async fn a_rewind_to_a_turn_without_a_later_snapshot_changes_no_file() {
+    let mut s = session().await;
+    s.turn(None).await;
+    s.turn(None).await;
+    write(&s.d.work, "hand.txt", "by hand\n");
+    let plan = s.plan(1, RewindScope::FilesOnly).await.unwrap();
+    let files = plan.files.as_ref().unwrap();
+    assert!(files.changes.is_empty(), "{:?}", files.changes);
+    assert!(!plan.changes_files());
+    assert!(
+        files
+            .note
+            .as_deref()
+            .unwrap()
+            .contains("herald changed no files since turn 1 began"),
+        "{:?}",
+        files.note
+    );
+    apply_rewind(&s.store, plan).await.unwrap();
+    assert_eq!(read(&s.d.work, "a.txt").as_deref(), Some("a\n"));
+    assert_eq!(read(&s.d.work, "hand.txt").as_deref(), Some("by hand\n"));
+}
+
+#[tokio::test]
+async fn a_failed_snapshot_still_refuses_a_files_rewind() {
+    let mut s = session().await;
+    s.turn(None).await;
+    s.turn(None).await;
+    s.turn(Some(&|work: &Path| write(work, "a.txt", "three\n")))
+        .await;
+    // Turn 2's snapshot failed (as if git had): turns 1 and 2 cannot be
+    // restored, even though turn 3 has a snapshot.
+    let rows = s
+        .store
+        .call(|st| st.checkpoints("ses_t", false))
+        .await
+        .unwrap()
+        .unwrap();
+    let id = rows[1].id;
+    s.store
+        .call(move |st| st.set_checkpoint_snapshot(id, None, Some("git is missing")))
+        .await
+        .unwrap()
+        .unwrap();
+    for turn in [1, 2] {
+        match s.plan(turn, RewindScope::FilesOnly).await {
+            Err(RewindError::NoSnapshot { reason, .. }) => {
+                assert!(reason.contains("git is missing"), "{reason}");
+            }
+            other => panic!("turn {turn}: {other:?}"),
+        }
+    }
+    // The conversation alone still rewinds.
+    assert!(s.plan(1, RewindScope::ConversationOnly).await.is_ok());
+    assert!(s.plan(3, RewindScope::FilesOnly).await.is_ok());
+}
+
+#[tokio::test]
+async fn a_files_rewind_keeps_the_start_of_later_turns_without_a_snapshot() {
+    let mut s = session().await;
+    s.turn(Some(&|work: &Path| write(work, "a.txt", "one\n")))
+        .await;
+    s.turn(None).await;
+    // Files only: the conversation (and turn 2) stays.
+    let plan = s.plan(1, RewindScope::FilesOnly).await.unwrap();
+    apply_rewind(&s.store, plan).await.unwrap();
+    assert_eq!(read(&s.d.work, "a.txt").as_deref(), Some("a\n"));
+    // Turn 2 began with turn 1's change, which no later snapshot holds now.
+    let plan = s.plan(2, RewindScope::FilesOnly).await.unwrap();
+    assert!(plan.changes_files());
+    apply_rewind(&s.store, plan).await.unwrap();
+    assert_eq!(read(&s.d.work, "a.txt").as_deref(), Some("one\n"));
+}

@@ -146,6 +146,7 @@ mod tests {
             session_id: session,
             agent_id: "root",
             cwd: Path::new("/p/app"),
+            read_only: false,
         }
     }
 

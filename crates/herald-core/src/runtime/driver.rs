@@ -125,6 +125,17 @@ async fn rewind(
     Ok(outcome)
 }
 
+/// Whether a background process the root agent started still runs (it may
+/// change files while the turn runs, outside any tool call).
+fn background_processes_run(agent: &Agent) -> bool {
+    agent
+        .state()
+        .processes
+        .list()
+        .iter()
+        .any(|p| p.exit().is_none())
+}
+
 /// Runs one turn and reports it with `run.completed` (the stream's last
 /// event in a one-shot session, after every subagent stopped).
 async fn run_turn(
@@ -143,9 +154,10 @@ async fn run_turn(
         // A one-shot run defers its servers to here (see `open_session`).
         hub.release();
     }
-    if agent.hooks().is_some() {
-        // A hook command may change files: the snapshot comes first.
-        checkpoints.settle().await;
+    if agent.hooks().is_some() || background_processes_run(agent) {
+        // A hook command, or a background process, may change files
+        // outside any tool call: the snapshot comes first.
+        checkpoints.snapshot_now().await;
     }
     let mut title = None;
     let outcome = match prompt_through_hooks(agent, text.clone()).await {
