@@ -614,7 +614,7 @@ impl TempIndex {
         let n = TEMP_INDEX.fetch_add(1, Ordering::Relaxed);
         let path = shared.with_file_name(format!("herald-index.{}.{n}", std::process::id()));
         match std::fs::copy(shared, &path) {
-            Ok(_) => {}
+            Ok(_) => keep_modified_time(shared, &path),
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
             Err(err) => {
                 return Err(ShadowError::Io(format!(
@@ -634,6 +634,24 @@ impl TempIndex {
     /// version is a valid index of the tree).
     fn keep_as(mut self, shared: &Path) {
         self.kept = std::fs::rename(&self.path, shared).is_ok();
+    }
+}
+
+/// Gives the copy `to` the modification time of `from`. git trusts an
+/// index entry's cached file times only when the entry is older than the
+/// index file itself ("racy git"); a copy stamped now would make a
+/// same-size change written in the same clock tick as the last snapshot
+/// look unchanged. Best effort: without it that rare change is missed.
+fn keep_modified_time(from: &Path, to: &Path) {
+    let Ok(modified) = std::fs::metadata(from).and_then(|m| m.modified()) else {
+        return;
+    };
+    let set = std::fs::File::options()
+        .write(true)
+        .open(to)
+        .and_then(|file| file.set_modified(modified));
+    if let Err(err) = set {
+        tracing::debug!("cannot keep the checkpoint index's time: {err}");
     }
 }
 
