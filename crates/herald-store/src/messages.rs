@@ -223,26 +223,27 @@ fn insert_messages_at(
     first_seq: Option<i64>,
 ) -> Result<Vec<i64>, StoreError> {
     const CTX: &str = "appending messages";
-    let title: Option<Option<String>> = tx
-        .prepare_cached("SELECT title FROM sessions WHERE id = ?1")
-        .and_then(|mut s| s.query_row([session_id], |r| r.get(0)).optional())
+    // One statement for both; and `messages` filtered through the outer
+    // row, not the parameter: SQLite compiled `... FROM messages WHERE
+    // session_id = ?1` again at every run (see
+    // `the_statements_of_a_turn_are_compiled_once`).
+    let found: Option<(Option<String>, Option<i64>)> = tx
+        .prepare_cached(
+            "SELECT s.title, (SELECT max(seq) FROM messages WHERE session_id = s.id) \
+             FROM sessions s WHERE s.id = ?1",
+        )
+        .and_then(|mut s| {
+            s.query_row([session_id], |r| Ok((r.get(0)?, r.get(1)?)))
+                .optional()
+        })
         .map_err(sql(path, CTX))?;
-    let Some(title) = title else {
+    let Some((title, last_seq)) = found else {
         return Err(StoreError::UnknownSession(session_id.to_owned()));
     };
     if messages.is_empty() {
         return Ok(Vec::new());
     }
-    let first_seq = match first_seq {
-        Some(seq) => seq,
-        None => {
-            let last_seq: Option<i64> = tx
-                .prepare_cached("SELECT max(seq) FROM messages WHERE session_id = ?1")
-                .and_then(|mut s| s.query_row([session_id], |r| r.get(0)))
-                .map_err(sql(path, CTX))?;
-            last_seq.unwrap_or(0) + 1
-        }
-    };
+    let first_seq = first_seq.unwrap_or(last_seq.unwrap_or(0) + 1);
     let now = now_ms();
     let mut rows = Vec::with_capacity(messages.len());
     for (offset, message) in messages.iter().enumerate() {
@@ -663,6 +664,86 @@ mod tests {
         assert_eq!((session.input_tokens, session.message_count), (100, 2));
         assert_eq!(store.session_usage("ses_t").unwrap().len(), 1);
         assert_eq!(store.load_todos("ses_t").unwrap().as_deref(), Some("[]"));
+    }
+
+    /// Every statement the connection holds that SQLite compiled again more
+    /// than once since it was prepared, with how often (FTS5's own
+    /// statements may be compiled again once, after the first write).
+    fn reprepared(store: &Store) -> Vec<(String, i32)> {
+        let mut found = Vec::new();
+        // SAFETY: the handle is the live connection's; sqlite3_next_stmt,
+        // sqlite3_sql and sqlite3_stmt_status only read statements it owns,
+        // and nothing else uses the connection meanwhile.
+        unsafe {
+            let db = store.conn.handle();
+            let mut stmt = rusqlite::ffi::sqlite3_next_stmt(db, std::ptr::null_mut());
+            while !stmt.is_null() {
+                let count = rusqlite::ffi::sqlite3_stmt_status(
+                    stmt,
+                    rusqlite::ffi::SQLITE_STMTSTATUS_REPREPARE,
+                    0,
+                );
+                if count > 1 {
+                    let text = std::ffi::CStr::from_ptr(rusqlite::ffi::sqlite3_sql(stmt));
+                    found.push((text.to_string_lossy().into_owned(), count));
+                }
+                stmt = rusqlite::ffi::sqlite3_next_stmt(db, stmt);
+            }
+        }
+        found
+    }
+
+    /// A cached statement SQLite has to compile again at every run (as
+    /// `SELECT max(seq) FROM messages WHERE session_id = ?1` did: 3% of a
+    /// turn's CPU) defeats the cache; the statements of a turn must not.
+    #[test]
+    fn the_statements_of_a_turn_are_compiled_once() {
+        let mut store = store_with_session();
+        let used = usage(10);
+        for turn in 0..4 {
+            let call = ToolCall {
+                id: format!("c{turn}"),
+                name: "read_file".into(),
+                arguments: "{}".into(),
+            };
+            let result = Message::tool_result(&call, "text", false);
+            let messages = [Message::assistant("", vec![call]), result];
+            store
+                .append_turn(
+                    "ses_t",
+                    &TurnStep {
+                        usage: Some(("m", &used, Some(0.1))),
+                        messages: &messages,
+                        todos: Some("[]"),
+                        ..TurnStep::default()
+                    },
+                )
+                .unwrap();
+            // What else a turn stores: its permission decision and events.
+            store
+                .record_decisions(&[crate::NewDecision {
+                    session_id: "ses_t".into(),
+                    agent_id: "root".into(),
+                    tool: "read_file".into(),
+                    arguments_digest: "d".into(),
+                    summary: "s".into(),
+                    decision: "allow".into(),
+                    rule: None,
+                    reason: "r".into(),
+                    decided_by: "policy".into(),
+                }])
+                .unwrap();
+            let event = crate::NewEvent {
+                agent_id: "root".into(),
+                kind: "tool.completed".into(),
+                payload: "{}".into(),
+                seq: Some(turn),
+            };
+            store
+                .record_events_of_sessions("ses_t", &[("ses_t", event)])
+                .unwrap();
+        }
+        assert_eq!(reprepared(&store), Vec::<(String, i32)>::new());
     }
 
     #[test]
