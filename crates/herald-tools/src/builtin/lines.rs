@@ -31,7 +31,7 @@ pub fn read_capped_line(
             break;
         }
         any = true;
-        let (chunk_len, used, done) = match buf.iter().position(|&b| b == b'\n') {
+        let (chunk_len, used, done) = match memchr::memchr(b'\n', buf) {
             Some(i) => (i, i + 1, true),
             None => (buf.len(), buf.len(), false),
         };
@@ -70,7 +70,7 @@ pub fn count_remaining_lines(reader: &mut impl BufRead, stop: &Stop) -> std::io:
             Err(e) => return Err(e),
         };
         let Some(&end) = buf.last() else { break };
-        count += buf.iter().filter(|&&b| b == b'\n').count() as u64;
+        count += memchr::memchr_iter(b'\n', buf).count() as u64;
         last = end;
         let n = buf.len();
         reader.consume(n);
@@ -138,7 +138,7 @@ impl<R: BufRead> Read for LineCapReader<R> {
             }
             if self.line_len >= self.cap {
                 // Skipping the rest of an over-long line, up to its newline.
-                let (dropped, ends) = match buf.iter().position(|&b| b == b'\n') {
+                let (dropped, ends) = match memchr::memchr(b'\n', buf) {
                     Some(i) => (i, true),
                     None => (buf.len(), false),
                 };
@@ -155,7 +155,7 @@ impl<R: BufRead> Read for LineCapReader<R> {
             }
             let room = self.cap - self.line_len;
             let n = out.len().min(buf.len());
-            let (take, ends) = match buf[..n].iter().position(|&b| b == b'\n') {
+            let (take, ends) = match memchr::memchr(b'\n', &buf[..n]) {
                 Some(i) if i < room => (i + 1, true),
                 _ => (n.min(room), false),
             };

@@ -1,5 +1,6 @@
 //! The `read_file` tool: numbered lines of a text file, a range at a time.
 
+use std::fmt::Write as _;
 use std::io::{BufReader, Cursor, Read};
 use std::path::Path;
 
@@ -75,7 +76,7 @@ fn read_lines(
         .take(BINARY_PROBE)
         .read_to_end(&mut probe)
         .map_err(|e| read_error(shown, &e))?;
-    if probe.contains(&0) {
+    if memchr::memchr(0, &probe).is_some() {
         return Err(ToolError::new(format!(
             "{shown} looks like a binary file (it contains NUL bytes); read_file shows text only. \
              Inspect it with terminal (e.g. `file {shown}` or `xxd {shown} | head`)."
@@ -130,8 +131,8 @@ fn read_error(shown: &str, err: &std::io::Error) -> ToolError {
 /// ending) and whose full length is `length` bytes, cutting it at
 /// [`MAX_LINE_CHARS`] chars with a marker saying how many bytes were left out.
 fn push_line(out: &mut String, number: u64, kept: &[u8], length: u64) {
-    out.push_str(&number.to_string());
-    out.push('|');
+    // Into `out` directly: no string per line.
+    let _ = write!(out, "{number}|");
     let cut = char_boundary(kept, MAX_LINE_CHARS)
         .or_else(|| ((kept.len() as u64) < length).then_some(kept.len()));
     match cut {
