@@ -77,6 +77,12 @@ impl Store {
         .map_err(|(err, waited)| locked_after(&path, "switching to WAL mode", err, waited))?;
         conn.pragma_update(None, "foreign_keys", "ON")
             .map_err(sql(&path, "enabling foreign keys"))?;
+        // 1 MiB of page cache (SQLite's default is 2 MiB): a turn writes a
+        // few pages, and searches read through the system's file cache, so
+        // a bigger cache only makes the process bigger (measured: no CPU
+        // cost per turn, 1 MiB less resident memory in a 60-turn run).
+        conn.pragma_update(None, "cache_size", -1024)
+            .map_err(sql(&path, "setting the page cache size"))?;
         conn.set_prepared_statement_cache_capacity(32);
         crate::schema::create_or_migrate(&mut conn, &path)?;
         let deadline = SearchDeadline::new();
