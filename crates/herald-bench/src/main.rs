@@ -72,6 +72,19 @@ async fn turn_run(
     anthropic: bool,
     result_bytes: usize,
 ) -> Result<TurnRun> {
+    let home = tempfile::tempdir()?;
+    turn_run_in(herald, home.path(), turns, anthropic, result_bytes).await
+}
+
+/// [`turn_run`] with `$HERALD_HOME` at `home` (a used home keeps its
+/// store between runs).
+async fn turn_run_in(
+    herald: &Path,
+    home: &Path,
+    turns: usize,
+    anthropic: bool,
+    result_bytes: usize,
+) -> Result<TurnRun> {
     let script = Script::new().responder(move |view| {
         if view.turn >= turns {
             Reply::text("all done")
@@ -84,7 +97,6 @@ async fn turn_run(
         }
     });
     let server = ScriptedServer::start(script).await?;
-    let home = tempfile::tempdir()?;
     let work = tempfile::tempdir()?;
     std::fs::write(work.path().join("small.txt"), "one\ntwo\nthree\n")?;
     if result_bytes > 0 {
@@ -109,7 +121,7 @@ async fn turn_run(
     };
     cmd.env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("HERALD_HOME", home.path())
+        .env("HERALD_HOME", home)
         .arg("--cwd")
         .arg(work.path())
         .args(["--max-iterations", "1000"])
@@ -260,7 +272,8 @@ fn main() -> Result<()> {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .enable_all()
             .build()?;
-        let run = best_of(&runtime, &herald_binary()?, 60, anthropic, bytes)?;
+        let herald = herald_binary()?;
+        let run = best_of(&runtime, &herald, 60, anthropic, bytes)?;
         println!(
             "| harness CPU per turn, 60-turn run, {bytes}-byte results | < 1 ms | {:.3} ms (peak RSS {:.1} MB, first request {:.2} ms, {} requests) |",
             ms(run.cpu) / run.requests as f64,
@@ -268,6 +281,46 @@ fn main() -> Result<()> {
             ms(run.first_request),
             run.requests
         );
+        // The first request on a fresh home (the store created) and on a
+        // used one: the home of five 60-turn runs of these results.
+        let used = tempfile::tempdir()?;
+        for _ in 0..5 {
+            runtime.block_on(turn_run_in(&herald, used.path(), 60, anthropic, bytes))?;
+        }
+        let (mut fresh_first, mut used_first) = (Vec::new(), Vec::new());
+        for _ in 0..7 {
+            fresh_first.push(
+                runtime
+                    .block_on(turn_run(&herald, 1, anthropic, bytes))?
+                    .first_request,
+            );
+            used_first.push(
+                runtime
+                    .block_on(turn_run_in(&herald, used.path(), 1, anthropic, bytes))?
+                    .first_request,
+            );
+        }
+        println!(
+            "| first model request p50 of 7, fresh home / used home (5 earlier 60-turn runs) | < 20 ms | {:.2} / {:.2} ms |",
+            ms(median(&fresh_first)),
+            ms(median(&used_first))
+        );
+        // Flat as the context grows: the harness time of the first ten
+        // turns against the last ten (whose requests carry ~100 more messages).
+        let window = |turns: &[(usize, Duration)]| -> Vec<Duration> {
+            turns.iter().map(|(_, gap)| *gap).collect()
+        };
+        let n = run.gaps.len();
+        if n >= 20 {
+            let (early, late) = (window(&run.gaps[..10]), window(&run.gaps[n - 10..]));
+            println!(
+                "| harness time per turn p50, turns 1-10 / last 10 ({} / {} messages), {bytes}-byte results | flat | {:.3} / {:.3} ms |",
+                run.gaps[0].0,
+                run.gaps[n - 1].0,
+                ms(median(&early)),
+                ms(median(&late))
+            );
+        }
     }
     if part.is_empty() || part == "exec" {
         exec::run()?;
