@@ -290,9 +290,84 @@ async fn skills_list_and_view_say_what_was_renamed_or_rejected() {
     assert_eq!(snapshot(&root), before, "skills commands changed files");
 }
 
+/// The TUI in a pty, talking to the harness's server.
+fn tui(h: &Harness) -> herald_testkit::pty::PtySession {
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_herald"));
+    for (key, _) in std::env::vars() {
+        if key.starts_with("OPENAI_") || key.starts_with("ANTHROPIC_") || key.starts_with("HERALD_")
+        {
+            command.env_remove(key);
+        }
+    }
+    command
+        .env("HERALD_HOME", h.home.path())
+        .env("OPENAI_BASE_URL", h.server.openai_base_url())
+        .env("OPENAI_API_KEY", "sk-test-openai")
+        .env("HERALD_MODEL", "gpt-4.1-mini")
+        .arg("--cwd")
+        .arg(h.work.path());
+    herald_testkit::pty::PtySession::spawn(command, 40, 160).unwrap()
+}
+
+/// `/skill NAME request` sends a user-only skill's instructions with the
+/// request (the model cannot load such a skill itself); an unknown name is
+/// a warning on screen and no request.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_tui_skill_command_sends_a_user_only_skill_with_the_request() {
+    use herald_testkit::pty::keys;
+    use std::time::Duration;
+
+    let h = Harness::new(Script::new().responder(|_| Reply::text("release cut"))).await;
+    let dir = h.work_path().join(".claude/skills/ops/release-by-hand");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("SKILL.md"),
+        "---\nname: release-by-hand\ndescription: Cut a production release\n\
+         disable-model-invocation: true\n---\n# Release\n1. Tag it RELEASE-STEP-MARKER.\n",
+    )
+    .unwrap();
+    let pty = tui(&h);
+    let wait = Duration::from_secs(20);
+    let wait_for = |text: &str| {
+        pty.wait_for(|screen| screen.contains(text), wait)
+            .unwrap_or_else(|err| panic!("waiting for {text:?}: {err}"))
+    };
+    wait_for("Ask herald");
+    pty.send_str("/skill no-such-skill now");
+    pty.send(keys::ENTER);
+    wait_for("no skill named \"no-such-skill\"");
+    assert!(
+        h.server.requests().is_empty(),
+        "an unknown skill reached the model"
+    );
+    pty.send_str("/skill release-by-hand for version 2.1");
+    pty.send(keys::ENTER);
+    wait_for("release cut");
+    let requests = h.server.requests();
+    assert_eq!(requests.len(), 1, "one request for the skill's prompt");
+    let messages = requests[0].body["messages"].as_array().unwrap();
+    let prompt = messages
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "user")
+        .and_then(|m| m["content"].as_str())
+        .unwrap();
+    assert!(
+        prompt.contains("Use the skill `release-by-hand`"),
+        "{prompt}"
+    );
+    assert!(prompt.contains("RELEASE-STEP-MARKER"), "{prompt}");
+    assert!(prompt.contains("Request: for version 2.1"), "{prompt}");
+    // The skill stays out of the model's own index all the same.
+    let system = system_of(&requests[0].body);
+    assert!(!system.contains("release-by-hand"), "{system}");
+    pty.send(keys::CTRL_D);
+    assert!(pty.wait_exit(wait).is_some(), "herald exits on Ctrl+D");
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn the_tui_skills_overlay_shows_renames_and_user_only_skills() {
-    use herald_testkit::pty::{PtySession, keys};
+    use herald_testkit::pty::keys;
     use std::time::Duration;
 
     let h = Harness::new(Script::new().responder(|_| Reply::text("unused"))).await;
@@ -313,21 +388,7 @@ async fn the_tui_skills_overlay_shows_renames_and_user_only_skills() {
         "disable-model-invocation: true\n",
     )
     .unwrap();
-    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_herald"));
-    for (key, _) in std::env::vars() {
-        if key.starts_with("OPENAI_") || key.starts_with("ANTHROPIC_") || key.starts_with("HERALD_")
-        {
-            command.env_remove(key);
-        }
-    }
-    command
-        .env("HERALD_HOME", h.home.path())
-        .env("OPENAI_BASE_URL", h.server.openai_base_url())
-        .env("OPENAI_API_KEY", "sk-test-openai")
-        .env("HERALD_MODEL", "gpt-4.1-mini")
-        .arg("--cwd")
-        .arg(h.work.path());
-    let pty = PtySession::spawn(command, 40, 160).unwrap();
+    let pty = tui(&h);
     let wait = Duration::from_secs(20);
     let wait_for = |text: &str| {
         pty.wait_for(|screen| screen.contains(text), wait)

@@ -28,6 +28,7 @@ pub(crate) async fn run(app: &mut App, name: &str, args: String) -> Flow {
         "todos" => todos(app).await,
         "memory" => memory(app),
         "skills" => skills(app).await,
+        "skill" => use_skill(app, &args).await,
         "usage" => usage(app),
         "compress" => app.compact(),
         "rewind" => rewind(app).await,
@@ -367,6 +368,58 @@ async fn skills(app: &mut App) {
         )));
     }
     app.show(Overlay::Text(TextView::new("skills", lines)));
+}
+
+/// `/skill NAME [request]`: sends the skill's `SKILL.md` with the request
+/// as a prompt. The way to use a user-only skill
+/// (`disable-model-invocation: true`), which the model cannot load itself.
+async fn use_skill(app: &mut App, args: &str) {
+    let (name, request) = match args.trim().split_once(char::is_whitespace) {
+        Some((name, request)) => (name.to_owned(), request.trim().to_owned()),
+        None => (args.trim().to_owned(), String::new()),
+    };
+    if name.is_empty() {
+        app.say(
+            Level::Warning,
+            "/skill needs a skill's name: /skill NAME [what to do] (/skills lists them)",
+        );
+        return;
+    }
+    let settings = app.settings();
+    let roots = herald_knowledge::SkillRoots::new(&settings.home, &settings.cwd);
+    // Discovery reads every SKILL.md: on the blocking pool.
+    let loaded = tokio::task::spawn_blocking(move || {
+        let skill = roots.find(&name)?;
+        let text = herald_knowledge::skills::render_skill(&skill)?;
+        Ok::<_, herald_knowledge::skills::SkillError>((skill, text))
+    })
+    .await;
+    let (skill, text) = match loaded {
+        Ok(Ok(loaded)) => loaded,
+        Ok(Err(err)) => {
+            app.say(Level::Warning, &err.to_string());
+            return;
+        }
+        Err(err) => {
+            app.say(Level::Warning, &format!("cannot load the skill: {err}"));
+            return;
+        }
+    };
+    let request = if request.is_empty() {
+        "follow the skill.".to_owned()
+    } else {
+        request
+    };
+    app.send_prompt(skill_prompt(&skill.name, &skill.dir, &text, &request));
+}
+
+/// The prompt `/skill` sends.
+fn skill_prompt(name: &str, dir: &std::path::Path, skill: &str, request: &str) -> String {
+    format!(
+        "Use the skill `{name}` for this request. Its instructions:\n\n{skill}\n\n\
+         Its files are in {}; read them with read_file.\n\nRequest: {request}",
+        dir.display()
+    )
 }
 
 /// `/usage`: tokens and cost of this session, the whole tree and each agent.

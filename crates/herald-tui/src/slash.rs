@@ -60,6 +60,11 @@ pub const COMMANDS: &[SlashCommand] = &[
         description: "installed skills",
     },
     SlashCommand {
+        name: "skill",
+        args: "NAME [request]",
+        description: "send a skill's instructions with a request (user-only skills too)",
+    },
+    SlashCommand {
         name: "usage",
         args: "",
         description: "tokens and cost of this session",
