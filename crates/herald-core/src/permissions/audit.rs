@@ -62,8 +62,31 @@ impl Audit {
 
 /// SHA-256 of the arguments' JSON text, hex.
 pub(crate) fn digest(args: &serde_json::Value) -> String {
-    let hash = Sha256::digest(args.to_string().as_bytes());
-    hash.iter().map(|b| format!("{b:02x}")).collect()
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut hasher = Sha256::new();
+    // Hashed as serialised, without building the text first.
+    let _ = serde_json::to_writer(HashWriter(&mut hasher), args);
+    let hash = hasher.finalize();
+    let mut out = String::with_capacity(hash.len() * 2);
+    for byte in hash {
+        out.push(char::from(HEX[usize::from(byte >> 4)]));
+        out.push(char::from(HEX[usize::from(byte & 0x0f)]));
+    }
+    out
+}
+
+/// Feeds what is written into a hash.
+struct HashWriter<'a>(&'a mut Sha256);
+
+impl std::io::Write for HashWriter<'_> {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.update(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// What the call was about in one line: the command, the path, or the
@@ -83,6 +106,15 @@ pub(crate) fn summary(args: &serde_json::Value) -> String {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_digest_is_the_sha256_of_the_arguments_json_text() {
+        // sha256 of `{"a":1,"b":"x y"}`, as `sha256sum` gives it.
+        assert_eq!(
+            digest(&serde_json::json!({"a": 1, "b": "x y"})),
+            "6636d05d410fb2fe93c0955e24c2fe3684e2413aab9a92e96f2b00b64ab2340b"
+        );
+    }
 
     #[test]
     fn summaries_name_the_command_or_path_and_stay_short() {
