@@ -662,27 +662,13 @@ async fn a_turn_that_only_reads_takes_no_snapshot_and_still_rewinds() {
 /// session, and the next prompt continues from before that turn.
 #[tokio::test(flavor = "multi_thread")]
 async fn slash_rewind_in_the_tui_rewinds_the_open_session() {
-    use herald_testkit::pty::{PtySession, keys};
+    use herald_testkit::pty::keys;
     const WAIT: std::time::Duration = std::time::Duration::from_secs(20);
     let h = harness().await;
     h.server.allow_branches(
         "a rewind branches the conversation: the next request continues an earlier one",
     );
-    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_herald"));
-    for (key, _) in std::env::vars() {
-        if key.starts_with("OPENAI_") || key.starts_with("ANTHROPIC_") || key.starts_with("HERALD_")
-        {
-            command.env_remove(key);
-        }
-    }
-    command
-        .env("HERALD_HOME", h.home.path())
-        .env("OPENAI_BASE_URL", h.server.openai_base_url())
-        .env("OPENAI_API_KEY", "sk-test-openai")
-        .env("HERALD_MODEL", "gpt-4.1-mini")
-        .arg("--cwd")
-        .arg(h.work.path());
-    let pty = PtySession::spawn(command, 30, 110).unwrap();
+    let pty = h.tui(&[], 30, 110);
     let wait_for = |text: &str| {
         pty.wait_for(|screen| screen.contains(text), WAIT)
             .unwrap_or_else(|err| panic!("waiting for {text:?}: {err}"))

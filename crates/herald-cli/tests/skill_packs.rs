@@ -290,25 +290,6 @@ async fn skills_list_and_view_say_what_was_renamed_or_rejected() {
     assert_eq!(snapshot(&root), before, "skills commands changed files");
 }
 
-/// The TUI in a pty, talking to the harness's server.
-fn tui(h: &Harness) -> herald_testkit::pty::PtySession {
-    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_herald"));
-    for (key, _) in std::env::vars() {
-        if key.starts_with("OPENAI_") || key.starts_with("ANTHROPIC_") || key.starts_with("HERALD_")
-        {
-            command.env_remove(key);
-        }
-    }
-    command
-        .env("HERALD_HOME", h.home.path())
-        .env("OPENAI_BASE_URL", h.server.openai_base_url())
-        .env("OPENAI_API_KEY", "sk-test-openai")
-        .env("HERALD_MODEL", "gpt-4.1-mini")
-        .arg("--cwd")
-        .arg(h.work.path());
-    herald_testkit::pty::PtySession::spawn(command, 40, 160).unwrap()
-}
-
 /// `/skill NAME request` sends a user-only skill's instructions with the
 /// request (the model cannot load such a skill itself); an unknown name is
 /// a warning on screen and no request.
@@ -326,7 +307,7 @@ async fn the_tui_skill_command_sends_a_user_only_skill_with_the_request() {
          disable-model-invocation: true\n---\n# Release\n1. Tag it RELEASE-STEP-MARKER.\n",
     )
     .unwrap();
-    let pty = tui(&h);
+    let pty = h.tui(&[], 40, 160);
     let wait = Duration::from_secs(20);
     let wait_for = |text: &str| {
         pty.wait_for(|screen| screen.contains(text), wait)
@@ -388,7 +369,7 @@ async fn the_tui_skills_overlay_shows_renames_and_user_only_skills() {
         "disable-model-invocation: true\n",
     )
     .unwrap();
-    let pty = tui(&h);
+    let pty = h.tui(&[], 40, 160);
     let wait = Duration::from_secs(20);
     let wait_for = |text: &str| {
         pty.wait_for(|screen| screen.contains(text), wait)

@@ -6,7 +6,6 @@
 
 mod common;
 
-use std::process::Command;
 use std::time::Duration;
 
 use common::{Harness, tool_results};
@@ -23,22 +22,7 @@ fn terminal(command: &str) -> Reply {
 
 /// `herald ARGS` in a 30×100 terminal, pointed at the scripted server.
 fn spawn(h: &Harness, args: &[&str]) -> PtySession {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_herald"));
-    for (key, _) in std::env::vars() {
-        if key.starts_with("OPENAI_") || key.starts_with("ANTHROPIC_") || key.starts_with("HERALD_")
-        {
-            command.env_remove(key);
-        }
-    }
-    command
-        .env("HERALD_HOME", h.home.path())
-        .env("OPENAI_BASE_URL", h.server.openai_base_url())
-        .env("OPENAI_API_KEY", "sk-test-openai")
-        .env("HERALD_MODEL", "gpt-4.1-mini")
-        .arg("--cwd")
-        .arg(h.work.path())
-        .args(args);
-    PtySession::spawn(command, 30, 100).unwrap()
+    h.tui(args, 30, 100)
 }
 
 /// Waits until the screen (with its scrollback) contains `text`.

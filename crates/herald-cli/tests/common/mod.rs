@@ -98,6 +98,32 @@ impl Harness {
     }
 }
 
+impl Harness {
+    /// `herald ARGS` (the interactive session unless ARGS name a command)
+    /// in a `rows`×`cols` pseudo-terminal, pointed at the scripted server
+    /// with none of the caller's provider or herald variables.
+    pub fn tui(&self, args: &[&str], rows: u16, cols: u16) -> herald_testkit::pty::PtySession {
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_herald"));
+        for (key, _) in std::env::vars() {
+            if key.starts_with("OPENAI_")
+                || key.starts_with("ANTHROPIC_")
+                || key.starts_with("HERALD_")
+            {
+                command.env_remove(key);
+            }
+        }
+        command
+            .env("HERALD_HOME", self.home.path())
+            .env("OPENAI_BASE_URL", self.server.openai_base_url())
+            .env("OPENAI_API_KEY", "sk-test-openai")
+            .env("HERALD_MODEL", "gpt-4.1-mini")
+            .arg("--cwd")
+            .arg(self.work.path())
+            .args(args);
+        herald_testkit::pty::PtySession::spawn(command, rows, cols).unwrap()
+    }
+}
+
 pub fn parse_events(stdout: &[u8]) -> Vec<Value> {
     String::from_utf8_lossy(stdout)
         .lines()
