@@ -462,6 +462,13 @@ pub(crate) async fn sessions(
         }
         SessionsAction::Import { path, json } => {
             let report = call(&store, move |s| s.import_jsonl(&path, SessionSource::Cli)).await?;
+            // Index the imported messages now, not at the next search.
+            if let Err(err) = call(&store, |s| s.catch_up_search_index()).await {
+                eprintln!(
+                    "warning: imported, but not indexed for search yet ({:#}); the next search will index it",
+                    err.error
+                );
+            }
             if json {
                 print_json(&report)?;
             } else {

@@ -387,8 +387,8 @@ impl Generated {
 }
 
 /// Fills `store` with `sessions` sessions of `messages_per_session` messages
-/// each, through the same insert path as `append_messages` (FTS triggers
-/// included), committing about every 20,000 messages. Deterministic text for a
+/// each, through the same insert path as `append_messages` (indexed for
+/// search at the next search, as there), committing about every 20,000 messages. Deterministic text for a
 /// given `seed`; session ids are fresh (`bench_...`) so it can run repeatedly.
 pub fn generate(
     store: &mut Store,

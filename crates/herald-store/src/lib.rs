@@ -45,6 +45,7 @@ mod records;
 mod sanitize;
 mod schema;
 mod search;
+mod search_index;
 mod sessions;
 mod store;
 mod todos;

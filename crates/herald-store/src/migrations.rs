@@ -453,6 +453,53 @@ ALTER TABLE agents ADD COLUMN tree_requests INTEGER;
 UPDATE agents SET own_cost_usd = cost_usd, requests = iterations;
 "#;
 
+/// v18: the message search index is brought up to date when it is searched,
+/// not in the transaction that stores each message.
+///
+/// Indexing a message (FTS5 tokenising plus a segment write and merges at
+/// each commit) cost more than everything else a turn stores: 41% of the
+/// instructions of a turn with 13 KB tool results. `search_index_state`
+/// holds a watermark: a message is in `messages_fts` exactly when its id is
+/// at or below `indexed_upto`. Searching first indexes everything above it
+/// in a few large batches (`Store::catch_up_search_index`), which also
+/// writes fewer, larger segments. The triggers keep the invariant for rows
+/// already indexed (edits and deletes) and for a new row whose id is at or
+/// below the watermark (SQLite reuses the highest id after it is deleted).
+/// Existing databases are fully indexed, so their watermark starts at the
+/// newest message.
+const V18_DEFERRED_SEARCH_INDEX: &str = r#"
+CREATE TABLE search_index_state (
+    name         TEXT PRIMARY KEY,
+    indexed_upto INTEGER NOT NULL
+) WITHOUT ROWID;
+INSERT INTO search_index_state (name, indexed_upto)
+    SELECT 'messages', coalesce(max(id), 0) FROM messages;
+
+DROP TRIGGER messages_fts_insert;
+DROP TRIGGER messages_fts_delete;
+DROP TRIGGER messages_fts_update;
+CREATE TRIGGER messages_fts_insert AFTER INSERT ON messages
+WHEN new.id <= coalesce((SELECT indexed_upto FROM search_index_state WHERE name = 'messages'), 0)
+BEGIN
+    INSERT INTO messages_fts(rowid, content, tool_calls)
+    VALUES (new.id, new.content, new.tool_calls);
+END;
+CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages
+WHEN old.id <= coalesce((SELECT indexed_upto FROM search_index_state WHERE name = 'messages'), 0)
+BEGIN
+    INSERT INTO messages_fts(messages_fts, rowid, content, tool_calls)
+    VALUES ('delete', old.id, old.content, old.tool_calls);
+END;
+CREATE TRIGGER messages_fts_update AFTER UPDATE OF content, tool_calls ON messages
+WHEN old.id <= coalesce((SELECT indexed_upto FROM search_index_state WHERE name = 'messages'), 0)
+BEGIN
+    INSERT INTO messages_fts(messages_fts, rowid, content, tool_calls)
+    VALUES ('delete', old.id, old.content, old.tool_calls);
+    INSERT INTO messages_fts(rowid, content, tool_calls)
+    VALUES (new.id, new.content, new.tool_calls);
+END;
+"#;
+
 /// Every schema step, in order. Append only.
 pub(crate) const MIGRATIONS: &[Migration] = &[
     Migration {
@@ -540,10 +587,15 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         name: "agent own and subtree usage",
         sql: V17_AGENT_TOTALS,
     },
+    Migration {
+        version: 18,
+        name: "search index caught up when searched",
+        sql: V18_DEFERRED_SEARCH_INDEX,
+    },
 ];
 
 /// The schema version this build creates and understands.
-pub const SCHEMA_VERSION: i64 = 17;
+pub const SCHEMA_VERSION: i64 = 18;
 
 /// Reads `PRAGMA user_version`.
 pub(crate) fn current_version(conn: &Connection, path: &str) -> Result<i64, StoreError> {

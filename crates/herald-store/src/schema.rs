@@ -237,6 +237,50 @@ mod tests {
         assert_eq!(kept, 1);
     }
 
+    /// A v17 database had every message indexed by its triggers: v18 starts
+    /// its watermark at the newest message, so nothing is indexed twice and
+    /// later messages wait for the next search.
+    #[test]
+    fn the_search_index_watermark_starts_at_the_newest_indexed_message() {
+        let mut conn = migrated(&MIGRATIONS[..17]);
+        conn.execute_batch(
+            "INSERT INTO sessions (id, source, started_at, last_active_at) VALUES ('s', 'cli', 1, 1);
+             INSERT INTO messages (session_id, seq, role, content, created_at) VALUES ('s', 0, 'user', 'old quokka', 1);
+             INSERT INTO messages (session_id, seq, role, content, created_at) VALUES ('s', 1, 'assistant', 'old wombat', 1);",
+        )
+        .unwrap();
+        create_or_migrate(&mut conn, ":memory:").unwrap();
+        let upto: i64 = conn
+            .query_row(
+                "SELECT indexed_upto FROM search_index_state WHERE name = 'messages'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        let newest: i64 = conn
+            .query_row("SELECT max(id) FROM messages", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(upto, newest);
+        conn.execute(
+            "INSERT INTO messages (session_id, seq, role, content, created_at) VALUES ('s', 2, 'user', 'new dingo', 1)",
+            [],
+        )
+        .unwrap();
+        let indexed: i64 = conn
+            .query_row("SELECT count(*) FROM messages_fts_docsize", [], |r| {
+                r.get(0)
+            })
+            .unwrap();
+        assert_eq!(indexed, 2, "the new message waits for a search");
+        // The index itself is sound (comparing it with the content table,
+        // rank 1, would report the waiting message as missing).
+        conn.execute(
+            "INSERT INTO messages_fts(messages_fts) VALUES ('integrity-check')",
+            [],
+        )
+        .unwrap();
+    }
+
     #[test]
     fn a_version_zero_file_with_tables_is_not_taken_for_a_new_one() {
         // Not herald's: a table but no version. Migrating fails on the

@@ -1,4 +1,4 @@
--- herald state database, schema version 17.
+-- herald state database, schema version 18.
 -- Generated from the migrations in migrations.rs by
 -- `HERALD_WRITE_SCHEMA=1 cargo test -p herald-store fresh_schema`; do not edit.
 
@@ -52,23 +52,6 @@ CREATE VIRTUAL TABLE messages_fts USING fts5(
     content_rowid = 'id',
     tokenize = 'unicode61 remove_diacritics 2'
 );
-
-CREATE TRIGGER messages_fts_insert AFTER INSERT ON messages BEGIN
-    INSERT INTO messages_fts(rowid, content, tool_calls)
-    VALUES (new.id, new.content, new.tool_calls);
-END;
-
-CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages BEGIN
-    INSERT INTO messages_fts(messages_fts, rowid, content, tool_calls)
-    VALUES ('delete', old.id, old.content, old.tool_calls);
-END;
-
-CREATE TRIGGER messages_fts_update AFTER UPDATE OF content, tool_calls ON messages BEGIN
-    INSERT INTO messages_fts(messages_fts, rowid, content, tool_calls)
-    VALUES ('delete', old.id, old.content, old.tool_calls);
-    INSERT INTO messages_fts(rowid, content, tool_calls)
-    VALUES (new.id, new.content, new.tool_calls);
-END;
 
 CREATE TABLE usage (
     id                    INTEGER PRIMARY KEY,
@@ -284,6 +267,34 @@ WHEN new.parent_session_id IS NULL
     DELETE FROM sessions_fts WHERE rowid = old.search_rowid;
     INSERT INTO sessions_fts(session_id, title, summary) VALUES (new.id, new.title, new.summary);
     UPDATE sessions SET search_rowid = last_insert_rowid() WHERE id = new.id;
+END;
+
+CREATE TABLE search_index_state (
+    name         TEXT PRIMARY KEY,
+    indexed_upto INTEGER NOT NULL
+) WITHOUT ROWID;
+
+CREATE TRIGGER messages_fts_insert AFTER INSERT ON messages
+WHEN new.id <= coalesce((SELECT indexed_upto FROM search_index_state WHERE name = 'messages'), 0)
+BEGIN
+    INSERT INTO messages_fts(rowid, content, tool_calls)
+    VALUES (new.id, new.content, new.tool_calls);
+END;
+
+CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages
+WHEN old.id <= coalesce((SELECT indexed_upto FROM search_index_state WHERE name = 'messages'), 0)
+BEGIN
+    INSERT INTO messages_fts(messages_fts, rowid, content, tool_calls)
+    VALUES ('delete', old.id, old.content, old.tool_calls);
+END;
+
+CREATE TRIGGER messages_fts_update AFTER UPDATE OF content, tool_calls ON messages
+WHEN old.id <= coalesce((SELECT indexed_upto FROM search_index_state WHERE name = 'messages'), 0)
+BEGIN
+    INSERT INTO messages_fts(messages_fts, rowid, content, tool_calls)
+    VALUES ('delete', old.id, old.content, old.tool_calls);
+    INSERT INTO messages_fts(rowid, content, tool_calls)
+    VALUES (new.id, new.content, new.tool_calls);
 END;
 
 INSERT INTO messages_fts(messages_fts, rank) VALUES ('rank', 'bm25(1.0, 0.5)');

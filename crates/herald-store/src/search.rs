@@ -6,6 +6,9 @@
 //! and a session's better match decides its place. Both modes can be limited
 //! to sessions active in a period ([`ActiveBetween`]).
 //!
+//! Messages stored since the last search are indexed first
+//! ([`Store::catch_up_search_index`]): storing a message does not index it.
+//!
 //! Ranking is FTS5's bm25 (`rank`). To stay fast over millions of messages the
 //! search first takes only the best-ranked candidate rows (`ORDER BY rank
 //! LIMIT k`), joins those to their messages, applies the role and session
@@ -263,6 +266,7 @@ impl Store {
         if terms.is_empty() {
             return Ok(Vec::new());
         }
+        self.catch_up_search_index()?;
         let limit = clamp_limit(request.limit);
         let filter = Filter {
             roles: request
