@@ -1,6 +1,5 @@
 //! The `read_file` tool: numbered lines of a text file, a range at a time.
 
-use std::fmt::Write as _;
 use std::io::{BufReader, Cursor, Read};
 use std::path::Path;
 
@@ -131,14 +130,20 @@ fn read_error(shown: &str, err: &std::io::Error) -> ToolError {
 /// ending) and whose full length is `length` bytes, cutting it at
 /// [`MAX_LINE_CHARS`] chars with a marker saying how many bytes were left out.
 fn push_line(out: &mut String, number: u64, kept: &[u8], length: u64) {
-    // Into `out` directly: no string per line.
-    let _ = write!(out, "{number}|");
-    let cut = char_boundary(kept, MAX_LINE_CHARS)
+    // Into `out` directly: no string per line, no formatting machinery
+    // (this runs for every line of every file read).
+    push_decimal(out, number);
+    out.push('|');
+    // A line of at most MAX_LINE_CHARS bytes has at most that many chars:
+    // only longer ones need counting.
+    let cut = (kept.len() > MAX_LINE_CHARS)
+        .then(|| char_boundary(kept, MAX_LINE_CHARS))
+        .flatten()
         .or_else(|| ((kept.len() as u64) < length).then_some(kept.len()));
     match cut {
-        None => out.push_str(&String::from_utf8_lossy(kept)),
+        None => push_text(out, kept),
         Some(cut) => {
-            out.push_str(&String::from_utf8_lossy(&kept[..cut]));
+            push_text(out, &kept[..cut]);
             out.push_str(&format!(
                 " [... line cut: {} of {length} bytes not shown]",
                 length - cut as u64
@@ -146,6 +151,33 @@ fn push_line(out: &mut String, number: u64, kept: &[u8], length: u64) {
         }
     }
     out.push('\n');
+}
+
+/// Appends `bytes` as text: as they are when they are UTF-8 (checked with
+/// the standard library's word-at-a-time validation), else with each
+/// invalid sequence replaced by U+FFFD.
+fn push_text(out: &mut String, bytes: &[u8]) {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => out.push_str(text),
+        Err(_) => out.push_str(&String::from_utf8_lossy(bytes)),
+    }
+}
+
+/// Appends `n` in decimal.
+fn push_decimal(out: &mut String, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    for &digit in &digits[at..] {
+        out.push(char::from(digit));
+    }
 }
 
 #[cfg(test)]
@@ -189,6 +221,32 @@ mod tests {
             out,
             "1|alpha\n2|beta\n3|gamma\n[lines 1-3 of 3; end of file]"
         );
+    }
+
+    #[tokio::test]
+    async fn invalid_utf8_is_replaced_and_valid_text_kept_as_is() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::write(
+            tmp.path().join("mixed.txt"),
+            b"caf\xc3\xa9\nbad \xff\xfe end\n",
+        )
+        .unwrap();
+        let out = read(&ctx(tmp.path()), "mixed.txt", None, None)
+            .await
+            .unwrap();
+        assert_eq!(
+            out,
+            "1|café\n2|bad \u{FFFD}\u{FFFD} end\n[lines 1-2 of 2; end of file]"
+        );
+    }
+
+    #[test]
+    fn line_numbers_are_written_in_decimal() {
+        for n in [0, 7, 10, 99, 100, 1_234_567_890, u64::MAX] {
+            let mut out = String::from("x");
+            push_decimal(&mut out, n);
+            assert_eq!(out, format!("x{n}"));
+        }
     }
 
     #[tokio::test]
