@@ -14,11 +14,14 @@ use rusqlite::{OptionalExtension, Transaction, TransactionBehavior, params};
 use crate::error::{StoreError, sql};
 use crate::store::Store;
 
-/// Messages indexed per transaction. Bounds how long a catch-up holds the
-/// write lock (other writers wait on it) to a few tens of milliseconds for
-/// typical messages; a backlog of many batches commits as it goes, so an
-/// interrupted catch-up keeps what it did.
-const BATCH: i64 = 500;
+/// Most messages indexed per transaction.
+const BATCH_MESSAGES: i64 = 500;
+/// Text indexed per transaction, in bytes (a batch stops before the message
+/// that would pass it, but always takes one). With the message cap, this
+/// bounds how long a catch-up holds the write lock, which other writers
+/// wait on, to about 50 ms; a backlog of many batches commits as it goes,
+/// so an interrupted catch-up keeps what it did.
+const BATCH_BYTES: i64 = 1 << 20;
 
 impl Store {
     /// Indexes every stored message the search index does not hold yet, and
@@ -38,11 +41,22 @@ impl Store {
             let tx = Transaction::new_unchecked(&self.conn, TransactionBehavior::Immediate)
                 .map_err(sql(path, CTX))?;
             let upto = indexed_upto(&tx).map_err(sql(path, CTX))?;
+            // The next messages while the text before each stays under
+            // BATCH_BYTES (octet_length reads sizes, not the text).
             let end: Option<i64> = tx
                 .prepare_cached(
-                    "SELECT max(id) FROM (SELECT id FROM messages WHERE id > ?1 ORDER BY id LIMIT ?2)",
+                    "SELECT max(id) FROM ( \
+                       SELECT id, coalesce(sum(size) OVER (ORDER BY id \
+                         ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS before \
+                       FROM (SELECT id, octet_length(content) + coalesce(octet_length(tool_calls), 0) AS size \
+                             FROM messages WHERE id > ?1 ORDER BY id LIMIT ?2)) \
+                     WHERE before < ?3",
                 )
-                .and_then(|mut stmt| stmt.query_row(params![upto, BATCH], |row| row.get(0)))
+                .and_then(|mut stmt| {
+                    stmt.query_row(params![upto, BATCH_MESSAGES, BATCH_BYTES], |row| {
+                        row.get(0)
+                    })
+                })
                 .map_err(sql(path, CTX))?;
             let Some(end) = end else {
                 tx.commit().map_err(sql(path, CTX))?;

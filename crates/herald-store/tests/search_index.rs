@@ -90,6 +90,25 @@ fn a_backlog_larger_than_one_batch_is_indexed_whole() {
 }
 
 #[test]
+fn large_messages_are_indexed_across_several_batches() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.db");
+    let mut store = Store::open(&path).unwrap();
+    store.create_session(&new_session("logs", "/work")).unwrap();
+    // Five 400 KB tool outputs: more text than one batch takes.
+    let messages: Vec<Message> = (0..5)
+        .map(|i| Message::user(format!("{} marker{i}", "build log line ".repeat(27_000))))
+        .collect();
+    store.append_messages("logs", &messages).unwrap();
+    assert_eq!(store.catch_up_search_index().unwrap(), 5);
+    assert_eq!(store.unindexed_messages().unwrap(), 0);
+    for i in 0..5 {
+        assert_eq!(query(&store, &format!("marker{i}")).len(), 1);
+    }
+    assert_index_consistent(&path);
+}
+
+#[test]
 fn deleting_indexed_and_unindexed_messages_keeps_the_index_consistent() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("state.db");
