@@ -305,6 +305,30 @@ fn main() -> Result<()> {
             ms(median(&fresh_first)),
             ms(median(&used_first))
         );
+        // Runs do not index their messages for search: the first search
+        // over the used home does, the next finds them indexed.
+        let search = || -> Result<Duration> {
+            let t0 = Instant::now();
+            let out = std::process::Command::new(&herald)
+                .env_clear()
+                .env("PATH", std::env::var("PATH").unwrap_or_default())
+                .env("HERALD_HOME", used.path())
+                .args(["sessions", "search", "bench"])
+                .output()?;
+            if !out.status.success() {
+                bail!(
+                    "herald sessions search failed: {}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+            }
+            Ok(t0.elapsed())
+        };
+        let (first, next) = (search()?, search()?);
+        println!(
+            "| `herald sessions search` wall time on that home, first (indexes the 12 runs' messages) / next | — | {:.1} / {:.1} ms |",
+            ms(first),
+            ms(next)
+        );
         // Flat as the context grows: the harness time of the first ten
         // turns against the last ten (whose requests carry ~100 more messages).
         let window = |turns: &[(usize, Duration)]| -> Vec<Duration> {

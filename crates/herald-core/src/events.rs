@@ -451,6 +451,14 @@ fn write_events(store: &mut herald_store::Store, session_id: &str, events: &[Eve
 
 /// The `type` of a serialised event.
 fn event_type(json: &str) -> Option<String> {
+    // The tag is serialised first (`{"type":"tool.completed",...`): read it
+    // there rather than parse a payload that can hold kilobytes of output.
+    if let Some(rest) = json.strip_prefix("{\"type\":\"")
+        && let Some(end) = rest.find(['"', '\\'])
+        && rest.as_bytes().get(end) == Some(&b'"')
+    {
+        return rest.get(..end).map(str::to_owned);
+    }
     #[derive(serde::Deserialize)]
     struct Tag<'a> {
         #[serde(rename = "type", borrow)]
@@ -568,5 +576,15 @@ mod tests {
         let json = serde_json::to_string(&event).unwrap();
         assert_eq!(event_type(&json).as_deref(), Some("run.completed"));
         assert_eq!(event_type("{}"), None);
+        // Not first, or escaped: read by parsing.
+        assert_eq!(
+            event_type(r#"{"a":1,"type":"x.y"}"#).as_deref(),
+            Some("x.y")
+        );
+        assert_eq!(
+            event_type(r#"{"type":"a\"b","c":2}"#).as_deref(),
+            Some("a\"b")
+        );
+        assert_eq!(event_type(r#"{"type":"#), None);
     }
 }
