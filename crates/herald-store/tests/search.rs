@@ -2,22 +2,12 @@
 
 mod common;
 
-use common::{call, child_session, memory, new_session, session_with};
+use common::{call, child_session, memory, new_session, query, session_with};
 use herald_protocol::{Message, Role};
 use herald_store::{
     MAX_SEARCH_LIMIT, MAX_WINDOW, MatchMode, SearchHit, SearchRequest, SearchSort, Store,
     StoreError, sanitize_fts_query,
 };
-
-fn query(store: &Store, q: &str) -> Vec<SearchHit> {
-    store
-        .search(&SearchRequest {
-            query: q.into(),
-            limit: 10,
-            ..Default::default()
-        })
-        .unwrap()
-}
 
 fn session_ids(hits: &[SearchHit]) -> Vec<&str> {
     hits.iter().map(|h| h.session.id.as_str()).collect()

@@ -6,19 +6,9 @@
 
 mod common;
 
-use common::{new_session, session_with};
+use common::{new_session, query, session_with};
 use herald_protocol::Message;
-use herald_store::{SearchHit, SearchRequest, Store};
-
-fn query(store: &Store, q: &str) -> Vec<SearchHit> {
-    store
-        .search(&SearchRequest {
-            query: q.into(),
-            limit: 10,
-            ..Default::default()
-        })
-        .unwrap()
-}
+use herald_store::Store;
 
 /// FTS5's own check that the index matches the `messages` rows it covers;
 /// it fails with "database disk image is malformed" otherwise.

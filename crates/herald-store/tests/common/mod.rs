@@ -2,7 +2,7 @@
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 use herald_protocol::{Message, ToolCall};
-use herald_store::{NewSession, SessionSource, Store};
+use herald_store::{NewSession, SearchHit, SearchRequest, SessionSource, Store};
 
 pub fn memory() -> Store {
     Store::open_in_memory().unwrap()
@@ -53,4 +53,15 @@ pub fn call(id: &str, name: &str, arguments: &str) -> ToolCall {
         name: name.to_owned(),
         arguments: arguments.to_owned(),
     }
+}
+
+/// A full-text search for `q`, up to 10 sessions.
+pub fn query(store: &Store, q: &str) -> Vec<SearchHit> {
+    store
+        .search(&SearchRequest {
+            query: q.into(),
+            limit: 10,
+            ..Default::default()
+        })
+        .unwrap()
 }
