@@ -314,6 +314,11 @@ async fn the_tui_skill_command_sends_a_user_only_skill_with_the_request() {
             .unwrap_or_else(|err| panic!("waiting for {text:?}: {err}"))
     };
     wait_for("Ask herald");
+    // With a space typed the command popup is closed (Enter on "/skill"
+    // alone picks the popup's first match, /skills).
+    pty.send_str("/skill ");
+    pty.send(keys::ENTER);
+    wait_for("/skill needs a skill's name");
     pty.send_str("/skill no-such-skill now");
     pty.send(keys::ENTER);
     wait_for("no skill named \"no-such-skill\"");
