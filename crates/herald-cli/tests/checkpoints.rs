@@ -683,9 +683,28 @@ async fn slash_rewind_in_the_tui_rewinds_the_open_session() {
     let work = h.work_path();
     assert!(work.join("b.txt").exists() && !work.join("c.txt").exists());
 
-    pty.send_str("/rewind");
-    pty.send(keys::ENTER);
-    let screen = wait_for("rewind to before which turn?");
+    // The reply shows before the turn has ended (its changes are still
+    // being recorded); `/rewind` is refused until then, so ask again.
+    const BUSY: &str = "a turn is running; rewind after it ends";
+    let screen = loop {
+        let refusals = pty.scrollback_and_screen().matches(BUSY).count();
+        pty.send_str("/rewind");
+        pty.send(keys::ENTER);
+        let screen = pty
+            .wait_for(
+                |screen| {
+                    screen.contains("rewind to before which turn?")
+                        || screen.matches(BUSY).count() > refusals
+                },
+                WAIT,
+            )
+            .unwrap_or_else(|err| panic!("waiting for the rewind picker: {err}"));
+        if screen.contains("rewind to before which turn?") {
+            break screen;
+        }
+        assert!(refusals < 50, "the turn never ended:\n{screen}");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
     assert!(
         screen.contains("turn 1") && screen.contains("turn 2"),
         "{screen}"
