@@ -107,7 +107,7 @@ fn write_json(receiver: mpsc::Receiver<Item>) {
             eprintln!("herald: {problem}");
         }
         line.clear();
-        if serde_json::to_writer(&mut line, event).is_ok() {
+        if herald_protocol::write_json(&mut line, event).is_ok() {
             line.push(b'\n');
             out.write_all(&line).is_ok()
         } else {

@@ -397,7 +397,7 @@ impl EventLog {
 
 /// One stored row for `event`, or `None` when it cannot be serialised.
 fn event_row(event: &Event) -> Option<NewEvent> {
-    let payload = serde_json::to_string(event).ok()?;
+    let payload = herald_protocol::to_json_string(event).ok()?;
     Some(NewEvent {
         agent_id: event.agent_id.to_string(),
         kind: event_type(&payload)?,

@@ -259,7 +259,8 @@ fn error_line(text: &str, max: usize) -> String {
 /// returns `{output, exit_code}`, possibly followed by a note). Only such
 /// results are parsed.
 pub(crate) fn exit_code(content: &str) -> Option<i64> {
-    if !content.contains("\"exit_code\"") {
+    // Only objects can carry one; the cheap test first (results are long).
+    if !content.starts_with('{') || !content.contains("\"exit_code\"") {
         return None;
     }
     json_object(content)?.get("exit_code")?.as_i64()

@@ -21,6 +21,9 @@ const MAX_LINE_BYTES: usize = MAX_LINE_CHARS * 4;
 const BINARY_PROBE: u64 = 8192;
 /// Read buffer size.
 const BUFFER_BYTES: usize = 64 * 1024;
+/// Files up to this size are read whole and split in memory (one read, no
+/// per-line copies); larger ones stream.
+const WHOLE_FILE_BYTES: u64 = 1024 * 1024;
 
 /// The `read_file` tool.
 #[derive(Debug, Default, Clone, Copy)]
@@ -60,8 +63,9 @@ and the offset to continue from; lines are cut at 2000 chars.";
 }
 
 /// Reads lines `offset..offset+limit` of `path` (named `shown` in messages).
-/// Memory stays bounded whatever the file: lines stream through a fixed
-/// buffer and at most [`MAX_LINE_BYTES`] of each is held.
+/// Files up to [`WHOLE_FILE_BYTES`] are read in one go and split in place;
+/// larger ones stream through a fixed buffer, holding at most
+/// [`MAX_LINE_BYTES`] of each line, so memory stays bounded whatever the file.
 fn read_lines(
     path: &Path,
     shown: &str,
@@ -69,37 +73,38 @@ fn read_lines(
     limit: u64,
     stop: &Stop,
 ) -> Result<String, ToolError> {
-    let (file, _) = open_regular(path, shown)?;
-    let mut probe = Vec::new();
+    let (file, meta) = open_regular(path, shown)?;
+    // One more byte than a whole read wants: getting it means the file grew
+    // past the bound since it was measured, and it streams instead.
+    let (want, capacity) = if meta.len() <= WHOLE_FILE_BYTES {
+        (
+            WHOLE_FILE_BYTES + 1,
+            usize::try_from(meta.len()).unwrap_or(0) + 1,
+        )
+    } else {
+        (BINARY_PROBE, 0)
+    };
+    let mut head = Vec::with_capacity(capacity);
     (&file)
-        .take(BINARY_PROBE)
-        .read_to_end(&mut probe)
+        .take(want)
+        .read_to_end(&mut head)
         .map_err(|e| read_error(shown, &e))?;
-    if memchr::memchr(0, &probe).is_some() {
+    let probe = &head[..head.len().min(BINARY_PROBE as usize)];
+    if memchr::memchr(0, probe).is_some() {
         return Err(ToolError::new(format!(
             "{shown} looks like a binary file (it contains NUL bytes); read_file shows text only. \
              Inspect it with terminal (e.g. `file {shown}` or `xxd {shown} | head`)."
         )));
     }
-    let mut reader = BufReader::with_capacity(BUFFER_BYTES, Cursor::new(probe).chain(file));
     let last_wanted = offset.saturating_add(limit - 1);
-    let mut out = String::new();
-    let mut line = Vec::new();
-    let mut total: u64 = 0;
-    while total < last_wanted {
-        let Some(length) = read_capped_line(&mut reader, &mut line, MAX_LINE_BYTES, stop)
+    let (out, total) = if (head.len() as u64) < want {
+        stop.check().map_err(|e| read_error(shown, &e))?;
+        number_lines_in(&head, offset, last_wanted)
+    } else {
+        let reader = BufReader::with_capacity(BUFFER_BYTES, Cursor::new(head).chain(file));
+        number_lines_streamed(reader, offset, last_wanted, stop)
             .map_err(|e| read_error(shown, &e))?
-        else {
-            break;
-        };
-        total += 1;
-        if total >= offset {
-            push_line(&mut out, total, &line, length);
-        }
-    }
-    if total == last_wanted {
-        total += count_remaining_lines(&mut reader, stop).map_err(|e| read_error(shown, &e))?;
-    }
+    };
     if total == 0 {
         return Ok(format!("[{shown} is empty: 0 lines]"));
     }
@@ -109,6 +114,7 @@ fn read_lines(
              use an offset from 1 to {total}"
         )));
     }
+    let mut out = out;
     let last = last_wanted.min(total);
     if last < total {
         out.push_str(&format!(
@@ -120,6 +126,60 @@ fn read_lines(
         out.push_str(&format!("[lines {offset}-{last} of {total}; end of file]"));
     }
     Ok(out)
+}
+
+/// Numbers lines `offset..=last_wanted` of a whole file held in memory;
+/// returns them and the file's line count. The same lines as
+/// [`number_lines_streamed`] gives for the same bytes.
+fn number_lines_in(bytes: &[u8], offset: u64, last_wanted: u64) -> (String, u64) {
+    let mut out = String::with_capacity(bytes.len() + bytes.len() / 4 + 64);
+    let mut total: u64 = 0;
+    let mut rest = bytes;
+    while !rest.is_empty() && total < last_wanted {
+        let (line, next) = match memchr::memchr(b'\n', rest) {
+            Some(end) => (&rest[..end], &rest[end + 1..]),
+            None => (rest, &rest[rest.len()..]),
+        };
+        total += 1;
+        if total >= offset {
+            let line = line.strip_suffix(b"\r").unwrap_or(line);
+            let kept = &line[..line.len().min(MAX_LINE_BYTES)];
+            push_line(&mut out, total, kept, line.len() as u64);
+        }
+        rest = next;
+    }
+    // The lines after the wanted ones are only counted.
+    total += memchr::memchr_iter(b'\n', rest).count() as u64;
+    if rest.last().is_some_and(|&last| last != b'\n') {
+        total += 1;
+    }
+    (out, total)
+}
+
+/// Numbers lines `offset..=last_wanted` of a file of any size read through
+/// `reader`; returns them and the file's line count.
+fn number_lines_streamed(
+    mut reader: impl std::io::BufRead,
+    offset: u64,
+    last_wanted: u64,
+    stop: &Stop,
+) -> std::io::Result<(String, u64)> {
+    let mut out = String::new();
+    let mut line = Vec::new();
+    let mut total: u64 = 0;
+    while total < last_wanted {
+        let Some(length) = read_capped_line(&mut reader, &mut line, MAX_LINE_BYTES, stop)? else {
+            break;
+        };
+        total += 1;
+        if total >= offset {
+            push_line(&mut out, total, &line, length);
+        }
+    }
+    if total == last_wanted {
+        total += count_remaining_lines(&mut reader, stop)?;
+    }
+    Ok((out, total))
 }
 
 fn read_error(shown: &str, err: &std::io::Error) -> ToolError {
@@ -210,6 +270,43 @@ mod tests {
 
     fn numbered(n: usize) -> String {
         (1..=n).map(|i| format!("line {i}\n")).collect()
+    }
+
+    #[test]
+    fn whole_and_streamed_reads_number_the_same_lines() {
+        let long_ascii = format!("{}\r\n", "x".repeat(MAX_LINE_BYTES + 5));
+        let long_wide = format!("{}\nafter", "é".repeat(MAX_LINE_CHARS + 3));
+        let inputs: Vec<Vec<u8>> = vec![
+            b"".to_vec(),
+            b"\n".to_vec(),
+            b"a".to_vec(),
+            b"a\n".to_vec(),
+            b"a\r\nb\r\n".to_vec(),
+            b"\r".to_vec(),
+            b"a\r\r\n\n\nlast".to_vec(),
+            b"caf\xc3\xa9\nbad \xff\xfe end\n\xe6\x97".to_vec(),
+            long_ascii.into_bytes(),
+            long_wide.into_bytes(),
+            numbered(40).into_bytes(),
+        ];
+        let stop = Stop::default();
+        for bytes in &inputs {
+            for offset in 1..=5 {
+                for last_wanted in [offset, offset + 1, offset + 3, u64::MAX] {
+                    let whole = number_lines_in(bytes, offset, last_wanted);
+                    // A small buffer splits lines and line endings across reads.
+                    let reader = BufReader::with_capacity(7, &bytes[..]);
+                    let streamed =
+                        number_lines_streamed(reader, offset, last_wanted, &stop).unwrap();
+                    assert_eq!(
+                        whole,
+                        streamed,
+                        "{:?} from {offset} to {last_wanted}",
+                        String::from_utf8_lossy(&bytes[..bytes.len().min(40)])
+                    );
+                }
+            }
+        }
     }
 
     #[tokio::test]
