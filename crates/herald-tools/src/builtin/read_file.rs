@@ -125,6 +125,9 @@ fn read_lines(
     } else {
         out.push_str(&format!("[lines {offset}-{last} of {total}; end of file]"));
     }
+    // The text stays in the conversation for the whole session: give back
+    // what was reserved and not used (glibc shrinks a block in place).
+    out.shrink_to_fit();
     Ok(out)
 }
 
