@@ -3,6 +3,10 @@
 /// boundaries; the head gets 60% of the budget because it usually holds the
 /// command echo or the start of the file.
 pub fn truncate_head_tail(text: &str, limit: usize) -> std::borrow::Cow<'_, str> {
+    // No more bytes than the limit means no more chars: nothing to count.
+    if text.len() <= limit {
+        return std::borrow::Cow::Borrowed(text);
+    }
     let total = text.chars().count();
     if total <= limit {
         return std::borrow::Cow::Borrowed(text);

@@ -75,6 +75,9 @@ pub(crate) fn failure_text(content: &str) -> String {
 
 /// `text` when short, else its head and tail (errors sit at either end).
 fn window(text: &str) -> String {
+    if text.len() <= TEXT_WINDOW {
+        return text.to_owned();
+    }
     let count = text.chars().count();
     if count <= TEXT_WINDOW {
         return text.to_owned();

@@ -135,23 +135,39 @@ fn read_lines(
 /// returns them and the file's line count. The same lines as
 /// [`number_lines_streamed`] gives for the same bytes.
 fn number_lines_in(bytes: &[u8], offset: u64, last_wanted: u64) -> (String, u64) {
+    // Valid UTF-8 is checked once for the whole file, not line by line.
+    let text = std::str::from_utf8(bytes).ok();
     let mut out = String::with_capacity(bytes.len() + bytes.len() / 4 + 64);
     let mut total: u64 = 0;
-    let mut rest = bytes;
-    while !rest.is_empty() && total < last_wanted {
-        let (line, next) = match memchr::memchr(b'\n', rest) {
-            Some(end) => (&rest[..end], &rest[end + 1..]),
-            None => (rest, &rest[rest.len()..]),
-        };
+    let mut start = 0;
+    while start < bytes.len() && total < last_wanted {
+        let end = memchr::memchr(b'\n', &bytes[start..]).map_or(bytes.len(), |at| start + at);
         total += 1;
         if total >= offset {
-            let line = line.strip_suffix(b"\r").unwrap_or(line);
-            let kept = &line[..line.len().min(MAX_LINE_BYTES)];
-            push_line(&mut out, total, kept, line.len() as u64);
+            let line_end = if end > start && bytes[end - 1] == b'\r' {
+                end - 1
+            } else {
+                end
+            };
+            match text.and_then(|text| text.get(start..line_end)) {
+                // Short enough that it cannot need cutting.
+                Some(line) if line.len() <= MAX_LINE_CHARS => {
+                    push_decimal(&mut out, total);
+                    out.push('|');
+                    out.push_str(line);
+                    out.push('\n');
+                }
+                _ => {
+                    let line = &bytes[start..line_end];
+                    let kept = &line[..line.len().min(MAX_LINE_BYTES)];
+                    push_line(&mut out, total, kept, line.len() as u64);
+                }
+            }
         }
-        rest = next;
+        start = end + 1;
     }
     // The lines after the wanted ones are only counted.
+    let rest = bytes.get(start..).unwrap_or_default();
     total += memchr::memchr_iter(b'\n', rest).count() as u64;
     if rest.last().is_some_and(|&last| last != b'\n') {
         total += 1;
