@@ -263,49 +263,28 @@ impl<'a> ser::Serializer for Json<'a> {
     }
 }
 
-impl ser::SerializeSeq for Compound<'_> {
-    type Ok = ();
-    type Error = serde_json::Error;
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Self::Error> {
-        self.element(value)
-    }
-    fn end(self) -> Result<(), Self::Error> {
-        Compound::end(self)
-    }
+/// The four ways serde writes array elements, all the same here.
+macro_rules! elements {
+    ($($trait:ident :: $method:ident),*) => {
+        $(impl ser::$trait for Compound<'_> {
+            type Ok = ();
+            type Error = serde_json::Error;
+            fn $method<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Self::Error> {
+                self.element(value)
+            }
+            fn end(self) -> Result<(), Self::Error> {
+                Compound::end(self)
+            }
+        })*
+    };
 }
 
-impl ser::SerializeTuple for Compound<'_> {
-    type Ok = ();
-    type Error = serde_json::Error;
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Self::Error> {
-        self.element(value)
-    }
-    fn end(self) -> Result<(), Self::Error> {
-        Compound::end(self)
-    }
-}
-
-impl ser::SerializeTupleStruct for Compound<'_> {
-    type Ok = ();
-    type Error = serde_json::Error;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Self::Error> {
-        self.element(value)
-    }
-    fn end(self) -> Result<(), Self::Error> {
-        Compound::end(self)
-    }
-}
-
-impl ser::SerializeTupleVariant for Compound<'_> {
-    type Ok = ();
-    type Error = serde_json::Error;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Self::Error> {
-        self.element(value)
-    }
-    fn end(self) -> Result<(), Self::Error> {
-        Compound::end(self)
-    }
-}
+elements!(
+    SerializeSeq::serialize_element,
+    SerializeTuple::serialize_element,
+    SerializeTupleStruct::serialize_field,
+    SerializeTupleVariant::serialize_field
+);
 
 impl ser::SerializeMap for Compound<'_> {
     type Ok = ();
@@ -340,35 +319,27 @@ impl ser::SerializeMap for Compound<'_> {
     }
 }
 
-impl ser::SerializeStruct for Compound<'_> {
-    type Ok = ();
-    type Error = serde_json::Error;
-    fn serialize_field<T: Serialize + ?Sized>(
-        &mut self,
-        key: &'static str,
-        value: &T,
-    ) -> Result<(), Self::Error> {
-        self.field(key, value)
-    }
-    fn end(self) -> Result<(), Self::Error> {
-        Compound::end(self)
-    }
+/// Struct fields, in and out of an enum variant.
+macro_rules! fields {
+    ($($trait:ident),*) => {
+        $(impl ser::$trait for Compound<'_> {
+            type Ok = ();
+            type Error = serde_json::Error;
+            fn serialize_field<T: Serialize + ?Sized>(
+                &mut self,
+                key: &'static str,
+                value: &T,
+            ) -> Result<(), Self::Error> {
+                self.field(key, value)
+            }
+            fn end(self) -> Result<(), Self::Error> {
+                Compound::end(self)
+            }
+        })*
+    };
 }
 
-impl ser::SerializeStructVariant for Compound<'_> {
-    type Ok = ();
-    type Error = serde_json::Error;
-    fn serialize_field<T: Serialize + ?Sized>(
-        &mut self,
-        key: &'static str,
-        value: &T,
-    ) -> Result<(), Self::Error> {
-        self.field(key, value)
-    }
-    fn end(self) -> Result<(), Self::Error> {
-        Compound::end(self)
-    }
-}
+fields!(SerializeStruct, SerializeStructVariant);
 
 /// A map of one entry, `key` to 0: how serde_json writes `key` as a map key.
 struct OneEntry<'a, K: ?Sized>(&'a K);
