@@ -139,9 +139,34 @@ pub fn memory_limits(memory: &config::MemoryConfig) -> herald_knowledge::MemoryL
 
 /// A new, unique session id (`ses_<unix-ms>_<random>`).
 pub fn new_session_id() -> String {
+    use std::collections::hash_map::RandomState;
+    use std::hash::{BuildHasher, Hasher};
     let ms = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_millis())
         .unwrap_or_default();
-    format!("ses_{ms:x}_{:06x}", fastrand::u32(..0x100_0000))
+    // Not `fastrand`: its generator is seeded from the clock and the thread
+    // id, so processes started in the same instant (a script running several
+    // `herald run`s) can draw the same number (CI saw it). `RandomState` takes its keys from
+    // the operating system's random source, and each one differs.
+    let random = RandomState::new().build_hasher().finish();
+    format!("ses_{ms:x}_{:06x}", random & 0xFF_FFFF)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn session_ids_have_their_shape_and_differ() {
+        // 24 random bits: 100 ids made in the same millisecond share one
+        // with a chance of about 1 in 3,000, so no more than a few may.
+        let ids: std::collections::HashSet<String> =
+            (0..100).map(|_| super::new_session_id()).collect();
+        assert!(ids.len() >= 98, "{} distinct ids of 100", ids.len());
+        for id in &ids {
+            let parts: Vec<&str> = id.split('_').collect();
+            assert_eq!(parts.len(), 3, "{id}");
+            assert_eq!(parts[0], "ses");
+            assert_eq!(parts[2].len(), 6, "{id}");
+        }
+    }
 }
