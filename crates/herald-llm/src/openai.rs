@@ -46,9 +46,9 @@ pub(crate) fn encode_tools(specs: &[ToolSpec]) -> EncodedTools {
 /// writes for `{role, content, tool_calls?, tool_call_id?}`, with each text
 /// escaped by [`push_json_str`] (request bodies are mostly tool results, and
 /// this runs for every new message of every request).
-fn write_message(role: &str, message: &Message, out: &mut Vec<u8>) {
+fn write_message(message: &Message, out: &mut Vec<u8>) {
     out.extend_from_slice(b"{\"role\":\"");
-    out.extend_from_slice(role.as_bytes());
+    out.extend_from_slice(role_name(message.role).as_bytes());
     out.extend_from_slice(b"\",\"content\":");
     if message.role == Role::Assistant
         && message.content.is_empty()
@@ -205,8 +205,7 @@ impl crate::body::Wire for Wire<'_> {
         out: &mut Vec<u8>,
     ) -> Result<(), serde_json::Error> {
         out.push(b',');
-        let message = &messages[start];
-        write_message(role_name(message.role), message, out);
+        write_message(&messages[start], out);
         if self.images && run_ends_before(messages, start + 1) {
             let run_start = messages[..start]
                 .iter()
@@ -660,7 +659,7 @@ mod tests {
         ];
         for message in &messages {
             let mut ours = Vec::new();
-            write_message(role_name(message.role), message, &mut ours);
+            write_message(message, &mut ours);
             let serde = serde_json::to_vec(&wire_message(message)).unwrap();
             assert_eq!(
                 String::from_utf8(ours).unwrap(),

@@ -97,7 +97,7 @@ fn read_lines(
         )));
     }
     let last_wanted = offset.saturating_add(limit - 1);
-    let (out, total) = if (head.len() as u64) < want {
+    let (mut out, total) = if (head.len() as u64) < want {
         stop.check().map_err(|e| read_error(shown, &e))?;
         number_lines_in(&head, offset, last_wanted)
     } else {
@@ -114,7 +114,6 @@ fn read_lines(
              use an offset from 1 to {total}"
         )));
     }
-    let mut out = out;
     let last = last_wanted.min(total);
     if last < total {
         out.push_str(&format!(
