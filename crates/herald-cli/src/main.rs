@@ -104,6 +104,7 @@ fn main() -> ExitCode {
             "cannot start the async runtime: {err}"
         ))),
     };
+    setup::close_stores();
     match result {
         Ok(exit) => ExitCode::from(exit as u8),
         Err(err) => {

@@ -80,9 +80,34 @@ pub(crate) fn overrides(common: &CommonArgs) -> Overrides {
     }
 }
 
+/// The stores this process opened, closed by [`close_stores`] at exit.
+static OPENED_STORES: std::sync::Mutex<Vec<StoreHandle>> = std::sync::Mutex::new(Vec::new());
+
 /// Opens `$HERALD_HOME/state.db` on its store thread.
 pub(crate) fn open_store(home: &std::path::Path) -> Result<StoreHandle, CliError> {
-    StoreHandle::open(&home.join("state.db")).map_err(CliError::failed)
+    let store = StoreHandle::open(&home.join("state.db")).map_err(CliError::failed)?;
+    if let Ok(mut opened) = OPENED_STORES.lock() {
+        opened.push(store.clone());
+    }
+    Ok(store)
+}
+
+/// Closes every store [`open_store`] opened, after the jobs already queued
+/// on it: the write-ahead log is folded into the database and removed, so
+/// the next herald does not read it back at its start. Called by `main`
+/// once the async runtime is gone (nothing can queue more work).
+pub(crate) fn close_stores() {
+    let opened = match OPENED_STORES.lock() {
+        Ok(mut opened) => std::mem::take(&mut *opened),
+        Err(_) => return,
+    };
+    for store in opened {
+        if !store.close_blocking(std::time::Duration::from_secs(10)) {
+            tracing::warn!(
+                "the session store did not close (its thread stopped, or closing took over 10 s); the next start reads its write-ahead log back"
+            );
+        }
+    }
 }
 
 /// Which session the options name: `--resume ID`, `--continue`, `--fork

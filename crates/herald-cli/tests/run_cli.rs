@@ -330,3 +330,29 @@ async fn a_plain_http_server_is_reached_with_an_empty_certificate_store() {
     }
     h.server.assert_invariants();
 }
+
+/// A run that ends normally closes the store: the write-ahead log is folded
+/// into the database and removed, so the next herald does not scan it at
+/// its start, and what the run stored is all there.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_finished_run_leaves_no_write_ahead_log() {
+    let h = Harness::new(multi_tool_script()).await;
+    let (output, events) = h.run_json(Wire::OpenAi, &[], "write the notes").await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    let session = last(&events)["session_id"].as_str().unwrap().to_owned();
+    let wal = h.home.path().join("state.db-wal");
+    assert!(
+        !wal.exists(),
+        "the run left {} bytes of WAL",
+        std::fs::metadata(&wal).map_or(0, |m| m.len())
+    );
+    let shown = h
+        .command(Wire::OpenAi)
+        .args(["sessions", "show", &session, "--json"])
+        .output()
+        .await
+        .unwrap();
+    assert!(shown.status.success(), "{}", stderr(&shown));
+    let text = String::from_utf8_lossy(&shown.stdout);
+    assert!(text.contains("Done: notes written and patched."), "{text}");
+}

@@ -3,15 +3,23 @@
 
 use std::path::Path;
 use std::sync::mpsc;
+use std::time::Duration;
 
 use herald_store::{Store, StoreError};
 
 type Job = Box<dyn FnOnce(&mut Store) + Send>;
 
+/// What the store thread is asked to do.
+enum Request {
+    Run(Job),
+    /// Close the database after the jobs queued before, then say so.
+    Close(mpsc::SyncSender<()>),
+}
+
 /// A cloneable handle to the store thread.
 #[derive(Clone, Debug)]
 pub struct StoreHandle {
-    jobs: mpsc::Sender<Job>,
+    jobs: mpsc::Sender<Request>,
 }
 
 /// The store thread is gone (it panicked or failed to start).
@@ -24,7 +32,7 @@ impl StoreHandle {
     pub fn open(path: &Path) -> Result<Self, StoreError> {
         let path = path.to_owned();
         let (ready_tx, ready_rx) = mpsc::sync_channel::<Result<(), StoreError>>(1);
-        let (jobs, queue) = mpsc::channel::<Job>();
+        let (jobs, queue) = mpsc::channel::<Request>();
         let spawned = std::thread::Builder::new()
             .name("herald-store".into())
             .spawn(move || {
@@ -38,8 +46,15 @@ impl StoreHandle {
                         return;
                     }
                 };
-                while let Ok(job) = queue.recv() {
-                    job(&mut store);
+                while let Ok(request) = queue.recv() {
+                    match request {
+                        Request::Run(job) => job(&mut store),
+                        Request::Close(done) => {
+                            drop(store);
+                            let _ = done.send(());
+                            return;
+                        }
+                    }
                 }
             });
         if let Err(err) = spawned {
@@ -64,7 +79,9 @@ impl StoreHandle {
     /// whose failure must not hold up the agent (nested tool calls). Jobs
     /// still run in order, so later awaited writes land after it.
     pub fn submit(&self, job: impl FnOnce(&mut Store) + Send + 'static) -> Result<(), StoreGone> {
-        self.jobs.send(Box::new(job)).map_err(|_| StoreGone)
+        self.jobs
+            .send(Request::Run(Box::new(job)))
+            .map_err(|_| StoreGone)
     }
 
     /// Runs `job` on the store thread and waits for its result.
@@ -74,9 +91,9 @@ impl StoreHandle {
     ) -> Result<R, StoreGone> {
         let (tx, rx) = tokio::sync::oneshot::channel();
         self.jobs
-            .send(Box::new(move |store| {
+            .send(Request::Run(Box::new(move |store| {
                 let _ = tx.send(job(store));
-            }))
+            })))
             .map_err(|_| StoreGone)?;
         rx.await.map_err(|_| StoreGone)
     }
@@ -84,6 +101,21 @@ impl StoreHandle {
     /// Queues `job` on the store thread without waiting (bookkeeping whose
     /// failure must not hold up the caller). Jobs still run in order.
     pub fn send(&self, job: impl FnOnce(&mut Store) + Send + 'static) {
-        let _ = self.jobs.send(Box::new(job));
+        let _ = self.jobs.send(Request::Run(Box::new(job)));
+    }
+
+    /// Closes the database once the jobs queued before have run, waiting at
+    /// most `timeout`; later jobs fail with [`StoreGone`]. Closing the last
+    /// connection copies the write-ahead log into the database and removes
+    /// it, so the next process opening the file need not read the log back
+    /// (a process that just exits leaves it, and the next open scans all of
+    /// it). Blocks the calling thread: call it once the async work is done.
+    /// Returns whether the store closed in time (false when it was gone).
+    pub fn close_blocking(&self, timeout: Duration) -> bool {
+        let (done, closed) = mpsc::sync_channel(1);
+        if self.jobs.send(Request::Close(done)).is_err() {
+            return false;
+        }
+        closed.recv_timeout(timeout).is_ok()
     }
 }
