@@ -31,8 +31,10 @@ fn main() {
 }
 
 /// Passes the hot-function list to the linker in release builds on
-/// x86-64 Linux, where rustc links with its own LLD (which reads the list).
-/// `HERALD_NO_SYMBOL_ORDER=1` turns it off (say, for another linker).
+/// x86-64 Linux, where rustc links with its own LLD (which reads the list)
+/// unless told otherwise; a probe link checks that this linker takes the
+/// option, so another linker only loses the layout.
+/// `HERALD_NO_SYMBOL_ORDER=1` turns it off.
 fn order_hot_symbols(os: &str, env: &str) {
     println!("cargo:rerun-if-changed=link");
     println!("cargo:rerun-if-env-changed=HERALD_NO_SYMBOL_ORDER");
@@ -43,13 +45,55 @@ fn order_hot_symbols(os: &str, env: &str) {
         return;
     };
     let list = PathBuf::from(dir).join("link").join("hot-symbols.txt");
-    if os == "linux" && env == "gnu" && arch == "x86_64" && release && !disabled && list.is_file() {
-        println!(
-            "cargo:rustc-link-arg-bin=herald=-Wl,--symbol-ordering-file={}",
-            list.display()
-        );
-        println!("cargo:rustc-link-arg-bin=herald=-Wl,--no-warn-symbol-ordering");
+    if !(os == "linux" && env == "gnu" && arch == "x86_64" && release && !disabled) {
+        return;
     }
+    let args = [
+        format!("-Wl,--symbol-ordering-file={}", list.display()),
+        "-Wl,--no-warn-symbol-ordering".to_owned(),
+    ];
+    if list.is_file() && linker_takes(&args) {
+        for arg in args {
+            println!("cargo:rustc-link-arg-bin=herald={arg}");
+        }
+    } else {
+        println!(
+            "cargo:warning=linking herald without its hot-function layout (the linker does not take --symbol-ordering-file); it uses more memory"
+        );
+    }
+}
+
+/// Whether rustc, with this build's flags and linker, links an empty
+/// program given the link `args`.
+fn linker_takes(args: &[String]) -> bool {
+    let Some(out) = std::env::var_os("OUT_DIR").map(PathBuf::from) else {
+        return false;
+    };
+    let source = out.join("link_probe.rs");
+    if std::fs::write(&source, "fn main() {}\n").is_err() {
+        return false;
+    }
+    let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
+    let mut probe = Command::new(rustc);
+    let flags = std::env::var("CARGO_ENCODED_RUSTFLAGS").unwrap_or_default();
+    probe.args(flags.split('\x1f').filter(|flag| !flag.is_empty()));
+    if let Ok(target) = std::env::var("TARGET") {
+        probe.args(["--target", &target]);
+    }
+    if let Ok(linker) = std::env::var("RUSTC_LINKER") {
+        probe.arg(format!("-Clinker={linker}"));
+    }
+    for arg in args {
+        probe.arg(format!("-Clink-arg={arg}"));
+    }
+    probe
+        .arg("-o")
+        .arg(out.join("link_probe"))
+        .arg(&source)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|status| status.success())
 }
 
 /// Whether the C library the linker would use names `GLIBC_ABI_DT_RELR`.
