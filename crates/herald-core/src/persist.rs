@@ -119,3 +119,35 @@ impl StoreHandle {
         closed.recv_timeout(timeout).is_ok()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    use super::*;
+
+    #[test]
+    fn closing_runs_the_queued_jobs_first_then_refuses_new_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("state.db");
+        let store = StoreHandle::open(&db).unwrap();
+        let ran = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&ran);
+        store.send(move |_| {
+            std::thread::sleep(Duration::from_millis(50));
+            flag.store(true, Ordering::SeqCst);
+        });
+        assert!(store.close_blocking(Duration::from_secs(10)));
+        assert!(ran.load(Ordering::SeqCst), "a queued job was dropped");
+        assert!(!dir.path().join("state.db-wal").exists());
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        assert!(runtime.block_on(store.call(|_| ())).is_err());
+        assert!(store.submit(|_| ()).is_err());
+        assert!(!store.close_blocking(Duration::from_secs(1)));
+    }
+}
