@@ -295,22 +295,13 @@ impl Store {
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
-    use crate::{NewSession, SessionSource};
+    use crate::NewSession;
     use herald_protocol::Role;
 
     fn store_with_session() -> Store {
         let mut store = Store::open_in_memory().unwrap();
         store
-            .create_session(&NewSession {
-                id: "ses_a".into(),
-                parent_session_id: None,
-                agent_id: Some("root".into()),
-                source: SessionSource::Cli,
-                cwd: "/w".into(),
-                model: "m".into(),
-                provider: "openai".into(),
-                system_prompt: "sys".into(),
-            })
+            .create_session(&NewSession::for_test("ses_a"))
             .unwrap();
         store
     }

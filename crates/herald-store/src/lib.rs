@@ -29,6 +29,7 @@ mod busy;
 mod checkpoints;
 mod error;
 mod events;
+mod fresh_image;
 mod id_prefix;
 mod import;
 mod learnings;
@@ -49,6 +50,7 @@ mod search_index;
 mod sessions;
 mod store;
 mod todos;
+mod txn;
 mod usage;
 mod usage_report;
 

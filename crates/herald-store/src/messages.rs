@@ -1,16 +1,14 @@
 //! Appending and reading conversation messages.
 
 use herald_protocol::{IMAGE_TOKEN_ESTIMATE, ImageData, Message, Reasoning, Role, ToolCall};
-use rusqlite::{
-    Connection, OptionalExtension, Row, Statement, ToSql, Transaction, TransactionBehavior, params,
-    params_from_iter,
-};
+use rusqlite::{Connection, OptionalExtension, Row, Statement, ToSql, params, params_from_iter};
 
 use crate::error::{StoreError, sql};
 use crate::records::{MessageWindow, SessionOverview, StoredMessage};
 use crate::search::clamp_window;
 use crate::sessions::require_session;
 use crate::store::{Store, now_ms, to_i64};
+use crate::txn::WriteTxn;
 
 /// What [`Store::append_turn`] stores.
 #[derive(Debug, Default)]
@@ -205,7 +203,7 @@ struct NewRow<'a> {
 /// session's count, activity time and (if still unset) title. Shared by
 /// [`Store::append_messages`], import and the benchmark generator.
 pub(crate) fn insert_messages(
-    tx: &Transaction<'_>,
+    tx: &Connection,
     path: &str,
     session_id: &str,
     messages: &[Message],
@@ -216,7 +214,7 @@ pub(crate) fn insert_messages(
 /// [`insert_messages`] at positions starting at `first_seq` (which the
 /// caller has made free), or after the last message when `None`.
 fn insert_messages_at(
-    tx: &Transaction<'_>,
+    tx: &Connection,
     path: &str,
     session_id: &str,
     messages: &[Message],
@@ -447,10 +445,7 @@ impl Store {
         clear_kept: bool,
     ) -> Result<Vec<i64>, StoreError> {
         let path = &self.path;
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(sql(path, "appending messages"))?;
+        let tx = WriteTxn::begin(&mut self.conn).map_err(sql(path, "appending messages"))?;
         let ids = insert_messages(&tx, path, session_id, messages)?;
         crate::agents::mark_delivered(&tx, path, delivered)?;
         if clear_kept {
@@ -473,18 +468,15 @@ impl Store {
     ) -> Result<Vec<i64>, StoreError> {
         const CTX: &str = "storing the turn";
         let path = &self.path;
-        let mut tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(sql(path, CTX))?;
+        let tx = WriteTxn::begin(&mut self.conn).map_err(sql(path, CTX))?;
         if let Some((model, usage, cost)) = step.usage {
-            let stored = tx.savepoint().map_err(sql(path, CTX)).and_then(|point| {
-                crate::usage::record_usage_in(&point, path, session_id, model, usage, cost)?;
-                point.commit().map_err(sql(path, CTX))
-            });
             // As with `record_usage` alone: a failure costs the usage row
             // (rolled back with its savepoint), never the messages.
-            let _ = stored;
+            let _ = tx
+                .part(|conn| {
+                    crate::usage::record_usage_in(conn, path, session_id, model, usage, cost)
+                })
+                .map_err(sql(path, CTX))?;
         }
         let ids = if step.messages.is_empty() {
             Vec::new()
@@ -515,10 +507,7 @@ impl Store {
     ) -> Result<Vec<i64>, StoreError> {
         const CTX: &str = "inserting messages";
         let path = &self.path;
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(sql(path, CTX))?;
+        let tx = WriteTxn::begin(&mut self.conn).map_err(sql(path, CTX))?;
         let shift = to_i64(messages.len() as u64);
         // Two steps through negative positions, so no intermediate state
         // breaks UNIQUE(session_id, seq).
@@ -615,22 +604,13 @@ impl Store {
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
-    use crate::{NewSession, SessionSource};
+    use crate::NewSession;
     use herald_protocol::Usage;
 
     fn store_with_session() -> Store {
         let mut store = Store::open_in_memory().unwrap();
         store
-            .create_session(&NewSession {
-                id: "ses_t".into(),
-                parent_session_id: None,
-                agent_id: Some("root".into()),
-                source: SessionSource::Cli,
-                cwd: "/w".into(),
-                model: "m".into(),
-                provider: "openai".into(),
-                system_prompt: "sys".into(),
-            })
+            .create_session(&NewSession::for_test("ses_t"))
             .unwrap();
         store
     }

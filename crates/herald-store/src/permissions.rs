@@ -6,6 +6,7 @@ use serde::Serialize;
 
 use crate::error::{StoreError, sql};
 use crate::store::{Store, now_ms};
+use crate::txn::WriteTxn;
 
 /// A decision to record.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -50,7 +51,7 @@ impl Store {
     pub fn record_decisions(&mut self, rows: &[NewDecision]) -> Result<(), StoreError> {
         const CTX: &str = "recording permission decisions";
         let now = now_ms();
-        let tx = self.conn.transaction().map_err(sql(&self.path, CTX))?;
+        let tx = WriteTxn::begin(&mut self.conn).map_err(sql(&self.path, CTX))?;
         {
             let mut stmt = tx
                 .prepare_cached(

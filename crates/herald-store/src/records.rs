@@ -64,6 +64,23 @@ pub struct NewSession {
     pub system_prompt: String,
 }
 
+#[cfg(test)]
+impl NewSession {
+    /// A root CLI session named `id`, for the crate's unit tests.
+    pub(crate) fn for_test(id: &str) -> Self {
+        Self {
+            id: id.to_owned(),
+            parent_session_id: None,
+            agent_id: Some("root".into()),
+            source: SessionSource::Cli,
+            cwd: "/w".into(),
+            model: "m".into(),
+            provider: "openai".into(),
+            system_prompt: "sys".into(),
+        }
+    }
+}
+
 /// One row of `sessions`: identity, lineage, prompt, times (Unix ms) and
 /// running token/cost totals.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -46,6 +46,8 @@ impl Store {
             })?;
         }
         let display = path.display().to_string();
+        // A new database starts as a copy of the schema's image.
+        crate::fresh_image::lay_down(path);
         let conn = Connection::open(path).map_err(sql(&display, "opening the database"))?;
         Store::setup(conn, display)
     }
@@ -92,7 +94,9 @@ impl Store {
         // closes, so the size only bounds a long session's disk use.
         conn.pragma_update(None, "wal_autocheckpoint", 4096)
             .map_err(sql(&path, "setting the checkpoint interval"))?;
-        conn.set_prepared_statement_cache_capacity(32);
+        // Room for the transaction control statements (`txn.rs`) besides the
+        // queries of a turn.
+        conn.set_prepared_statement_cache_capacity(48);
         crate::schema::create_or_migrate(&mut conn, &path)?;
         let deadline = SearchDeadline::new();
         deadline

@@ -1,12 +1,13 @@
 //! Per-request token usage and cost, rolled up into the session totals.
 
 use herald_protocol::Usage;
-use rusqlite::{TransactionBehavior, params};
+use rusqlite::params;
 
 use crate::error::{StoreError, sql};
 use crate::records::UsageRecord;
 use crate::sessions::require_session;
 use crate::store::{Store, now_ms, to_i64, to_u64};
+use crate::txn::WriteTxn;
 
 impl Store {
     /// Stores one model request's usage and adds it to the session's totals,
@@ -21,10 +22,7 @@ impl Store {
     ) -> Result<(), StoreError> {
         const CTX: &str = "recording usage";
         let path = &self.path;
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(sql(path, CTX))?;
+        let tx = WriteTxn::begin(&mut self.conn).map_err(sql(path, CTX))?;
         record_usage_in(&tx, path, session_id, model, usage, cost_usd)?;
         tx.commit().map_err(sql(path, CTX))
     }
