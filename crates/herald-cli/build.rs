@@ -52,15 +52,19 @@ fn order_hot_symbols(os: &str, env: &str) {
         format!("-Wl,--symbol-ordering-file={}", list.display()),
         "-Wl,--no-warn-symbol-ordering".to_owned(),
     ];
-    if list.is_file() && linker_takes(&args) {
+    let refused = if !list.is_file() {
+        format!("{} is missing", list.display())
+    } else if !linker_takes(&args) {
+        "the linker does not take --symbol-ordering-file".to_owned()
+    } else {
         for arg in args {
             println!("cargo:rustc-link-arg-bin=herald={arg}");
         }
-    } else {
-        println!(
-            "cargo:warning=linking herald without its hot-function layout (the linker does not take --symbol-ordering-file); it uses more memory"
-        );
-    }
+        return;
+    };
+    println!(
+        "cargo:warning=linking herald without its hot-function layout ({refused}); it uses more memory"
+    );
 }
 
 /// Whether rustc, with this build's flags and linker, links an empty

@@ -150,4 +150,47 @@ mod tests {
         assert!(store.submit(|_| ()).is_err());
         assert!(!store.close_blocking(Duration::from_secs(1)));
     }
+
+    #[test]
+    fn closing_gives_up_at_the_timeout_and_the_store_still_closes_after_the_job() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("state.db");
+        let store = StoreHandle::open(&db).unwrap();
+        store.send(|s| {
+            // Something for the close to fold in.
+            s.create_session(&herald_store::NewSession {
+                id: "ses_slow".into(),
+                parent_session_id: None,
+                agent_id: None,
+                source: herald_store::SessionSource::Cli,
+                cwd: "/w".into(),
+                model: "m".into(),
+                provider: "openai".into(),
+                system_prompt: "sys".into(),
+            })
+            .unwrap();
+        });
+        let (release, held) = mpsc::channel::<()>();
+        store.send(move |_| {
+            let _ = held.recv_timeout(Duration::from_secs(20));
+        });
+        let started = std::time::Instant::now();
+        assert!(!store.close_blocking(Duration::from_millis(100)));
+        let waited = started.elapsed();
+        assert!(
+            waited >= Duration::from_millis(100) && waited < Duration::from_secs(5),
+            "close_blocking returned after {waited:?}"
+        );
+        let wal = dir.path().join("state.db-wal");
+        assert!(wal.exists(), "closed while a job was still running");
+        // The close stays queued behind the job and runs when it ends.
+        release.send(()).unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while wal.exists() && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(!wal.exists(), "the store never closed after the job ended");
+        let reopened = herald_store::Store::open(&db).unwrap();
+        assert!(reopened.get_session("ses_slow").unwrap().is_some());
+    }
 }
