@@ -25,16 +25,17 @@ pub(crate) fn lay_down(path: &Path) -> bool {
         return false;
     }
     let staged = sibling(path, &format!(".{}.new", std::process::id()));
-    let written = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&staged)
-        .and_then(|mut file| {
-            file.write_all(IMAGE)?;
-            // On disk before its name is: a crash must not leave a
-            // database file of zeros behind the real name.
-            file.sync_all()
-        });
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    // The mode SQLite gives the files it creates (before the umask).
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o644);
+    let written = options.open(&staged).and_then(|mut file| {
+        file.write_all(IMAGE)?;
+        // On disk before its name is: a crash must not leave a
+        // database file of zeros behind the real name.
+        file.sync_all()
+    });
     // A link never replaces a file: when another process got there first,
     // its database stays and this one opens it.
     let laid = written.is_ok() && std::fs::hard_link(&staged, path).is_ok();
@@ -114,6 +115,18 @@ mod tests {
         let mut store = Store::open(&path).unwrap();
         // Nothing else was written yet: the file is the image.
         assert_eq!(std::fs::read(&path).unwrap(), IMAGE);
+        #[cfg(unix)]
+        {
+            // With the permissions SQLite gives a file it creates.
+            use std::os::unix::fs::PermissionsExt;
+            let by_sqlite = dir.path().join("by_sqlite.db");
+            Connection::open(&by_sqlite)
+                .unwrap()
+                .execute_batch("CREATE TABLE t (x)")
+                .unwrap();
+            let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode(&path), mode(&by_sqlite));
+        }
         assert_eq!(
             store.schema_version().unwrap(),
             crate::migrations::SCHEMA_VERSION
