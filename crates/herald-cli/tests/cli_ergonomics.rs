@@ -17,18 +17,12 @@ async fn cli(h: &Harness, args: &[&str]) -> Output {
     h.bare_command().args(args).output().await.unwrap()
 }
 
-async fn cli_json(h: &Harness, args: &[&str]) -> Value {
-    let output = cli(h, args).await;
-    assert!(output.status.success(), "{args:?}: {}", stderr(&output));
-    serde_json::from_slice(&output.stdout).unwrap()
-}
-
 fn stdout(output: &Output) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
 async fn stored_ids(h: &Harness) -> Vec<String> {
-    let list = cli_json(h, &["sessions", "list", "--json", "--all"]).await;
+    let list = h.cli_json(&["sessions", "list", "--json", "--all"]).await;
     list.as_array()
         .unwrap()
         .iter()
@@ -41,7 +35,9 @@ async fn import(h: &Harness, name: &str, lines: &[Value]) -> String {
     let path = h.work.path().join(name);
     let text: Vec<String> = lines.iter().map(Value::to_string).collect();
     std::fs::write(&path, text.join("\n")).unwrap();
-    let report = cli_json(h, &["sessions", "import", path.to_str().unwrap(), "--json"]).await;
+    let report = h
+        .cli_json(&["sessions", "import", path.to_str().unwrap(), "--json"])
+        .await;
     report["session_id"].as_str().unwrap().to_owned()
 }
 
@@ -72,7 +68,7 @@ async fn a_prompt_after_herald_is_the_first_turn_of_an_interactive_session() {
         "{}",
         stdout(&output)
     );
-    let list = cli_json(&h, &["sessions", "list", "--json"]).await;
+    let list = h.cli_json(&["sessions", "list", "--json"]).await;
     assert_eq!(list.as_array().unwrap().len(), 1, "{list}");
     assert_eq!(list[0]["title"], "say hi");
     h.server.assert_invariants();
@@ -111,7 +107,7 @@ async fn a_launch_left_before_any_prompt_stores_no_session_but_a_resumed_one_sta
         .unwrap();
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert_eq!(stored_ids(&h).await, vec![id.clone()]);
-    let shown = cli_json(&h, &["sessions", "show", &id, "--json"]).await;
+    let shown = h.cli_json(&["sessions", "show", &id, "--json"]).await;
     assert_eq!(shown["messages"].as_array().unwrap().len(), 2, "{shown}");
     h.server.assert_invariants();
 }
@@ -143,11 +139,11 @@ async fn session_and_agent_ids_are_accepted_by_a_unique_prefix() {
 
     // All but the last character: unique (the ids differ in their random tail).
     let prefix = &first[..first.len() - 1];
-    let shown = cli_json(&h, &["sessions", "show", prefix, "--json"]).await;
+    let shown = h.cli_json(&["sessions", "show", prefix, "--json"]).await;
     assert_eq!(shown["session"]["id"], first.as_str());
     // The kind may be left out.
     let bare = prefix.strip_prefix("ses_").unwrap();
-    let shown = cli_json(&h, &["sessions", "show", bare, "--json"]).await;
+    let shown = h.cli_json(&["sessions", "show", bare, "--json"]).await;
     assert_eq!(shown["session"]["id"], first.as_str());
     let exported = cli(&h, &["sessions", "export", prefix]).await;
     assert!(exported.status.success(), "{}", stderr(&exported));
@@ -185,20 +181,22 @@ async fn session_and_agent_ids_are_accepted_by_a_unique_prefix() {
     assert!(stderr(&output).contains("no session 'ses_zzz'"));
 
     // Agents likewise, with or without `ag_`.
-    let agents = cli_json(&h, &["agents", "list", "--json", "--session", &second]).await;
+    let agents = h
+        .cli_json(&["agents", "list", "--json", "--session", &second])
+        .await;
     let agent = agents[0]["id"].as_str().unwrap().to_owned();
     let agent_prefix = &agent[..agent.len() - 2];
-    let shown = cli_json(&h, &["agents", "show", agent_prefix, "--json"]).await;
+    let shown = h
+        .cli_json(&["agents", "show", agent_prefix, "--json"])
+        .await;
     assert_eq!(shown["id"], agent.as_str());
     let bare = agent_prefix.strip_prefix("ag_").unwrap();
-    let shown = cli_json(&h, &["agents", "show", bare, "--json"]).await;
+    let shown = h.cli_json(&["agents", "show", bare, "--json"]).await;
     assert_eq!(shown["id"], agent.as_str());
     let session_prefix = &second[..second.len() - 1];
-    let listed = cli_json(
-        &h,
-        &["agents", "list", "--json", "--session", session_prefix],
-    )
-    .await;
+    let listed = h
+        .cli_json(&["agents", "list", "--json", "--session", session_prefix])
+        .await;
     assert_eq!(listed.as_array().unwrap().len(), 1);
     h.server.assert_invariants();
 }
@@ -236,18 +234,16 @@ async fn delete_and_prune_show_what_goes_and_need_yes_without_a_terminal() {
         let row = listed.lines().find(|l| l.contains(id.as_str())).unwrap();
         assert!(row.contains(title) && row.contains("1 msgs"), "{row}");
     }
-    let planned = cli_json(
-        &h,
-        &[
+    let planned = h
+        .cli_json(&[
             "sessions",
             "prune",
             "--older-than",
             "0s",
             "--dry-run",
             "--json",
-        ],
-    )
-    .await;
+        ])
+        .await;
     assert_eq!(planned["sessions"].as_array().unwrap().len(), 2);
     let output = cli(&h, &["sessions", "delete", &a, "--dry-run"]).await;
     assert!(stdout(&output).contains("alpha transcript"));
@@ -258,16 +254,16 @@ async fn delete_and_prune_show_what_goes_and_need_yes_without_a_terminal() {
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert!(stdout(&output).contains(&format!("deleted {a}")));
     assert_eq!(stored_ids(&h).await, vec![b.clone()]);
-    let pruned = cli_json(
-        &h,
-        &["sessions", "prune", "--older-than", "0s", "--yes", "--json"],
-    )
-    .await;
+    let pruned = h
+        .cli_json(&["sessions", "prune", "--older-than", "0s", "--yes", "--json"])
+        .await;
     assert_eq!(pruned["pruned"], 1);
     assert_eq!(pruned["sessions"], json!([b]));
     assert!(stored_ids(&h).await.is_empty());
     // Nothing to prune needs no answer.
-    let pruned = cli_json(&h, &["sessions", "prune", "--older-than", "0s", "--json"]).await;
+    let pruned = h
+        .cli_json(&["sessions", "prune", "--older-than", "0s", "--json"])
+        .await;
     assert_eq!(pruned["pruned"], 0);
 }
 
@@ -310,7 +306,7 @@ async fn stored_text_reaches_the_terminal_without_control_sequences() {
     let shown = stdout(&cli(&h, &["sessions", "show", &id]).await);
     assert!(shown.contains("red and link"), "{shown}");
     // JSON keeps the text as stored (escaped by JSON itself).
-    let list = cli_json(&h, &["sessions", "list", "--json"]).await;
+    let list = h.cli_json(&["sessions", "list", "--json"]).await;
     assert!(list[0]["title"].as_str().unwrap().contains('\u{1b}'));
 }
 

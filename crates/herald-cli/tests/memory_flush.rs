@@ -46,14 +46,8 @@ fn views(requests: &[RecordedRequest]) -> Vec<RequestView> {
     requests.iter().map(|r| r.view().unwrap()).collect()
 }
 
-async fn sessions_json(h: &Harness, args: &[&str]) -> Value {
-    let output = h.bare_command().args(args).output().await.unwrap();
-    assert!(output.status.success(), "{args:?}: {}", stderr(&output));
-    serde_json::from_slice(&output.stdout).unwrap()
-}
-
 async fn latest_session(h: &Harness) -> Value {
-    sessions_json(h, &["sessions", "list", "--json"]).await[0].clone()
+    h.cli_json(&["sessions", "list", "--json"]).await[0].clone()
 }
 
 async fn stored_events(h: &Harness, id: &str) -> Vec<Value> {
@@ -189,7 +183,7 @@ async fn a_compaction_is_preceded_by_a_flush_whose_memory_call_is_saved() {
         );
         // Usage rows: the session's totals hold every request's tokens.
         let id = last(&events)["session_id"].as_str().unwrap().to_owned();
-        let shown = sessions_json(&h, &["sessions", "show", &id, "--json"]).await;
+        let shown = h.cli_json(&["sessions", "show", &id, "--json"]).await;
         let output_sum: u64 = usage
             .iter()
             .map(|u| u["output_tokens"].as_u64().unwrap())
@@ -353,7 +347,7 @@ async fn a_long_session_flushes_at_its_end_and_keeps_the_summary() {
     // among the session's title and summary.
     let session = latest_session(&h).await;
     let id = session["id"].as_str().unwrap().to_owned();
-    let shown = sessions_json(&h, &["sessions", "show", &id, "--json"]).await;
+    let shown = h.cli_json(&["sessions", "show", &id, "--json"]).await;
     assert_eq!(shown["session"]["summary"], END_SUMMARY);
     let events = stored_events(&h, &id).await;
     let flush = of_type(&events, "memory.flush");
@@ -372,7 +366,7 @@ async fn a_long_session_flushes_at_its_end_and_keeps_the_summary() {
         .map(|e| e["text"].as_str().unwrap())
         .collect();
     assert_eq!(answers, ["answer 1", "answer 2", "answer 3"]);
-    let found = sessions_json(&h, &["sessions", "search", "okapi", "--json"]).await;
+    let found = h.cli_json(&["sessions", "search", "okapi", "--json"]).await;
     assert_eq!(found[0]["session"]["id"], id.as_str());
     assert_eq!(found[0]["summary_match"], true);
     assert_eq!(found[0]["session"]["summary"], END_SUMMARY);
@@ -473,7 +467,7 @@ async fn a_one_shot_run_flushes_before_run_completed_and_refuses_other_tools() {
     assert_eq!(failed[0]["name"], "terminal");
     // The summary of a one-shot session is stored too.
     let id = done["session_id"].as_str().unwrap();
-    let shown = sessions_json(&h, &["sessions", "show", id, "--json"]).await;
+    let shown = h.cli_json(&["sessions", "show", id, "--json"]).await;
     assert_eq!(shown["session"]["summary"], END_SUMMARY);
     h.server.assert_invariants();
 }
@@ -623,7 +617,7 @@ async fn session_search_filters_by_period_and_finds_summaries() {
         results[6]
     );
     // The failed calls changed nothing: the first session is as it was.
-    let shown = sessions_json(&h, &["sessions", "show", &a, "--json"]).await;
+    let shown = h.cli_json(&["sessions", "show", &a, "--json"]).await;
     assert_eq!(
         shown["session"]["summary"],
         "Counted the capybara herd for the zoo."
@@ -634,27 +628,25 @@ async fn session_search_filters_by_period_and_finds_summaries() {
 #[tokio::test(flavor = "multi_thread")]
 async fn sessions_search_takes_since_and_until() {
     let (h, _, a) = search_sessions(Vec::new()).await;
-    let found = sessions_json(
-        &h,
-        &["sessions", "search", "walrus", "--since", "1h", "--json"],
-    )
-    .await;
+    let found = h
+        .cli_json(&["sessions", "search", "walrus", "--since", "1h", "--json"])
+        .await;
     assert_eq!(found.as_array().unwrap().len(), 1);
     assert_eq!(found[0]["session"]["id"], a.as_str());
-    let found = sessions_json(
-        &h,
-        &[
+    let found = h
+        .cli_json(&[
             "sessions",
             "search",
             "walrus",
             "--until",
             "2000-01-01",
             "--json",
-        ],
-    )
-    .await;
+        ])
+        .await;
     assert_eq!(found, json!([]));
-    let found = sessions_json(&h, &["sessions", "search", "capybara", "--json"]).await;
+    let found = h
+        .cli_json(&["sessions", "search", "capybara", "--json"])
+        .await;
     assert_eq!(found[0]["summary_match"], true);
     assert_eq!(
         found[0]["message"]["content"]

@@ -11,12 +11,6 @@ use herald_testkit::{Reply, Script};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
-async fn cli_json(h: &Harness, args: &[&str]) -> Value {
-    let output = h.bare_command().args(args).output().await.unwrap();
-    assert!(output.status.success(), "{args:?}: {}", stderr(&output));
-    serde_json::from_slice(&output.stdout).unwrap()
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn sessions_persist_resume_and_search() {
     let h = Harness::new(Script::new().conversation(
@@ -35,7 +29,7 @@ async fn sessions_persist_resume_and_search() {
         assert_eq!(events[0]["resumed"], false);
 
         // Another process sees the stored session and all four messages.
-        let shown = cli_json(&h, &["sessions", "show", &id, "--json"]).await;
+        let shown = h.cli_json(&["sessions", "show", &id, "--json"]).await;
         let messages = shown["messages"].as_array().unwrap();
         assert_eq!(messages.len(), 4, "{shown}");
         assert_eq!(shown["session"]["title"], "Please remember the zebra");
@@ -51,17 +45,23 @@ async fn sessions_persist_resume_and_search() {
         assert_eq!(requests.len(), 3);
         h.server.assert_invariants();
 
-        let listed = cli_json(&h, &["sessions", "list", "--json"]).await;
+        let listed = h.cli_json(&["sessions", "list", "--json"]).await;
         assert_eq!(listed.as_array().unwrap().len(), 1);
-        let found = cli_json(&h, &["sessions", "search", "zebra", "--json"]).await;
+        let found = h.cli_json(&["sessions", "search", "zebra", "--json"]).await;
         assert_eq!(found[0]["session"]["id"], id.as_str());
-        let none = cli_json(&h, &["sessions", "search", "C++ (x AND", "--json"]).await;
+        let none = h
+            .cli_json(&["sessions", "search", "C++ (x AND", "--json"])
+            .await;
         assert!(none.as_array().unwrap().is_empty());
-        let exported = cli_json(&h, &["sessions", "export", &id, "--format", "json"]).await;
+        let exported = h
+            .cli_json(&["sessions", "export", &id, "--format", "json"])
+            .await;
         assert!(exported.to_string().contains("zebra"));
-        let deleted = cli_json(&h, &["sessions", "delete", &id, "--yes", "--json"]).await;
+        let deleted = h
+            .cli_json(&["sessions", "delete", &id, "--yes", "--json"])
+            .await;
         assert_eq!(deleted["deleted"], true);
-        let listed = cli_json(&h, &["sessions", "list", "--json"]).await;
+        let listed = h.cli_json(&["sessions", "list", "--json"]).await;
         assert!(listed.as_array().unwrap().is_empty());
     }
 }
@@ -160,7 +160,9 @@ async fn kill_9_mid_tool_keeps_the_call_and_resume_answers_it() {
     child.start_kill().unwrap();
     child.wait().await.unwrap();
 
-    let shown = cli_json(&h, &["sessions", "show", &session_id, "--json"]).await;
+    let shown = h
+        .cli_json(&["sessions", "show", &session_id, "--json"])
+        .await;
     let messages = shown["messages"].as_array().unwrap();
     assert_eq!(messages.len(), 2, "{shown}");
     assert_eq!(messages[0]["role"], "user");
@@ -192,16 +194,18 @@ async fn import_prune_and_bad_inputs() {
         "{\"role\":\"user\",\"content\":\"imported walrus question\"}\n\n{\"role\":\"assistant\",\"content\":\"walrus answer\"}\n",
     )
     .unwrap();
-    let report = cli_json(
-        &h,
-        &["sessions", "import", path.to_str().unwrap(), "--json"],
-    )
-    .await;
+    let report = h
+        .cli_json(&["sessions", "import", path.to_str().unwrap(), "--json"])
+        .await;
     assert_eq!(report["messages"], 2);
     assert_eq!(report["format"], "chat-jsonl");
-    let found = cli_json(&h, &["sessions", "search", "walrus", "--json"]).await;
+    let found = h
+        .cli_json(&["sessions", "search", "walrus", "--json"])
+        .await;
     assert_eq!(found.as_array().unwrap().len(), 1);
-    let pruned = cli_json(&h, &["sessions", "prune", "--older-than", "30d", "--json"]).await;
+    let pruned = h
+        .cli_json(&["sessions", "prune", "--older-than", "30d", "--json"])
+        .await;
     assert_eq!(pruned["pruned"], 0);
     let output = h
         .bare_command()

@@ -24,15 +24,10 @@ async fn herald(h: &Harness, args: &[&str]) -> std::process::Output {
     h.bare_command().args(args).output().await.unwrap()
 }
 
-async fn cli_json(h: &Harness, args: &[&str]) -> Value {
-    let output = herald(h, args).await;
-    assert!(output.status.success(), "{args:?}: {}", stderr(&output));
-    serde_json::from_slice(&output.stdout).unwrap()
-}
-
 /// The conversation the import stored, as `sessions export --format json` shows it.
 async fn stored(h: &Harness, id: &str) -> Value {
-    cli_json(h, &["sessions", "export", id, "--format", "json"]).await
+    h.cli_json(&["sessions", "export", id, "--format", "json"])
+        .await
 }
 
 fn view(request: &herald_testkit::RecordedRequest) -> RequestView {
@@ -354,7 +349,7 @@ async fn bad_transcripts_get_their_error_and_import_nothing() {
         assert!(err.contains(expected), "{name}: {err}");
         assert!(err.contains("nothing was imported"), "{name}: {err}");
     }
-    let listed = cli_json(&h, &["sessions", "list", "--json"]).await;
+    let listed = h.cli_json(&["sessions", "list", "--json"]).await;
     assert_eq!(listed, json!([]));
     assert_eq!(h.server.requests().len(), 0);
 }
@@ -363,11 +358,9 @@ async fn bad_transcripts_get_their_error_and_import_nothing() {
 async fn a_fork_of_a_never_resumed_import_gets_herald_prompt_too() {
     let h = Harness::new(Script::new().responder(|_| Reply::text("forked fine"))).await;
     let path = fixture("hermes.jsonl");
-    let report = cli_json(
-        &h,
-        &["sessions", "import", path.to_str().unwrap(), "--json"],
-    )
-    .await;
+    let report = h
+        .cli_json(&["sessions", "import", path.to_str().unwrap(), "--json"])
+        .await;
     let id = report["session_id"].as_str().unwrap().to_owned();
     let (output, events) = h
         .run_json(Wire::OpenAi, &["--fork", &id], "and the jar?")

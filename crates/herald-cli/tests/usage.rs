@@ -96,13 +96,7 @@ async fn a_model_without_a_price_costs_null_not_zero() {
     assert!(last(&events)["tree_usage"]["cost_usd"].is_null());
     // The stored session says so too.
     let session = last(&events)["session_id"].as_str().unwrap().to_owned();
-    let shown = h
-        .command(Wire::OpenAi)
-        .args(["sessions", "show", &session, "--json"])
-        .output()
-        .await
-        .unwrap();
-    let shown: Value = serde_json::from_slice(&shown.stdout).unwrap();
+    let shown = h.cli_json(&["sessions", "show", &session, "--json"]).await;
     assert!(shown["session"]["cost_usd"].is_null(), "{shown}");
     assert!(shown["tree_usage"]["cost_usd"].is_null(), "{shown}");
     let human = h

@@ -88,6 +88,15 @@ impl Harness {
         cmd
     }
 
+    /// Runs `herald ARGS` without provider variables (a `sessions` or
+    /// `usage` command, say), checks it succeeded, and parses its stdout as
+    /// one JSON value.
+    pub async fn cli_json(&self, args: &[&str]) -> Value {
+        let output = self.bare_command().args(args).output().await.unwrap();
+        assert!(output.status.success(), "{args:?}: {}", stderr(&output));
+        serde_json::from_slice(&output.stdout).unwrap()
+    }
+
     /// Runs `herald run --json PROMPT` and returns the output and parsed events.
     pub async fn run_json(&self, wire: Wire, extra: &[&str], prompt: &str) -> (Output, Vec<Value>) {
         let mut cmd = self.command(wire);
