@@ -4,12 +4,14 @@
 
 use herald_tui::format;
 mod human;
+mod json_lines;
 mod live;
 pub(crate) mod style;
 pub(crate) mod summary;
 mod tool_line;
 
 use std::io::Write;
+use std::os::fd::AsFd;
 use std::sync::{Arc, mpsc};
 use std::thread::JoinHandle;
 
@@ -39,36 +41,58 @@ enum Item {
 }
 
 /// A running renderer; `finish` flushes it.
-pub(crate) struct Renderer {
-    sender: mpsc::Sender<Item>,
-    thread: Option<JoinHandle<HumanReport>>,
+pub(crate) struct Renderer(Output);
+
+/// Where a renderer's events go.
+enum Output {
+    /// `--json`: lines written as events come (see `json_lines`).
+    Json(Arc<json_lines::JsonLines>),
+    /// For people: a thread that draws what it receives.
+    Human {
+        sender: mpsc::Sender<Item>,
+        thread: Option<JoinHandle<HumanReport>>,
+    },
 }
 
 impl Renderer {
     /// Starts the writer thread.
     pub(crate) fn start(mode: Mode) -> Self {
-        let (sender, receiver) = mpsc::channel::<Item>();
-        let thread = std::thread::spawn(move || match mode {
+        let style = match mode {
             Mode::Json => {
+                // Its own handle on stdout: lines bypass std's buffer, which
+                // nothing else writes to during a `--json` run.
+                if let Ok(out) = std::io::stdout().as_fd().try_clone_to_owned() {
+                    return Self(Output::Json(Arc::new(json_lines::JsonLines::start(out))));
+                }
+                None
+            }
+            Mode::Human { stream_text } => Some(human::Style::Stream { stream_text }),
+            Mode::Run => Some(human::Style::Run),
+        };
+        let (sender, receiver) = mpsc::channel::<Item>();
+        let thread = std::thread::spawn(move || match style {
+            Some(style) => human::write_human(&receiver, style),
+            None => {
                 write_json(receiver);
                 HumanReport::default()
             }
-            Mode::Human { stream_text } => {
-                human::write_human(&receiver, human::Style::Stream { stream_text })
-            }
-            Mode::Run => human::write_human(&receiver, human::Style::Run),
         });
-        Self {
+        Self(Output::Human {
             sender,
             thread: Some(thread),
-        }
+        })
     }
 
     /// The observer a session passes every event to.
     pub(crate) fn callback(&self) -> impl Fn(Arc<Event>) + Send + Sync + 'static {
-        let sender = std::sync::Mutex::new(self.sender.clone());
+        let (lines, sender) = match &self.0 {
+            Output::Json(lines) => (Some(Arc::clone(lines)), None),
+            Output::Human { sender, .. } => (None, Some(std::sync::Mutex::new(sender.clone()))),
+        };
         move |event| {
-            if let Ok(sender) = sender.lock() {
+            if let Some(lines) = &lines {
+                lines.send(&event);
+            } else if let Some(Ok(sender)) = sender.as_ref().map(|s| s.lock()) {
                 let _ = sender.send(Item::Event(event));
             }
         }
@@ -79,12 +103,20 @@ impl Renderer {
     /// JSON). Sinks still alive (background agents left running for
     /// `--resume`) cannot hold it up: anything they send afterwards is
     /// dropped.
-    pub(crate) fn finish(mut self) -> HumanReport {
-        let _ = self.sender.send(Item::Stop);
-        self.thread
-            .take()
-            .and_then(|thread| thread.join().ok())
-            .unwrap_or_default()
+    pub(crate) fn finish(self) -> HumanReport {
+        match self.0 {
+            Output::Json(lines) => {
+                lines.finish();
+                HumanReport::default()
+            }
+            Output::Human { sender, mut thread } => {
+                let _ = sender.send(Item::Stop);
+                thread
+                    .take()
+                    .and_then(|thread| thread.join().ok())
+                    .unwrap_or_default()
+            }
+        }
     }
 }
 
