@@ -15,6 +15,7 @@ mod skills_bench;
 mod stats;
 mod store_bench;
 mod tui_bench;
+mod wire;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -64,6 +65,8 @@ struct TurnRun {
     prefix: (usize, usize),
     prompt_bytes: usize,
     wall: Duration,
+    /// Every request the server received, for the wire floor to replay.
+    recorded: Vec<herald_testkit::RecordedRequest>,
 }
 
 async fn turn_run(
@@ -76,16 +79,9 @@ async fn turn_run(
     turn_run_in(herald, home.path(), turns, anthropic, result_bytes).await
 }
 
-/// [`turn_run`] with `$HERALD_HOME` at `home` (a used home keeps its
-/// store between runs).
-async fn turn_run_in(
-    herald: &Path,
-    home: &Path,
-    turns: usize,
-    anthropic: bool,
-    result_bytes: usize,
-) -> Result<TurnRun> {
-    let script = Script::new().responder(move |view| {
+/// The model of a turn run: `turns` read_file calls, then an answer.
+fn turn_script(turns: usize, result_bytes: usize) -> Script {
+    Script::new().responder(move |view| {
         if view.turn >= turns {
             Reply::text("all done")
         } else if result_bytes == 0 {
@@ -95,8 +91,19 @@ async fn turn_run_in(
             let path = format!("src/file{}.txt", view.turn % 8);
             Reply::tool("read_file", json!({ "path": path }))
         }
-    });
-    let server = ScriptedServer::start(script).await?;
+    })
+}
+
+/// [`turn_run`] with `$HERALD_HOME` at `home` (a used home keeps its
+/// store between runs).
+async fn turn_run_in(
+    herald: &Path,
+    home: &Path,
+    turns: usize,
+    anthropic: bool,
+    result_bytes: usize,
+) -> Result<TurnRun> {
+    let server = ScriptedServer::start(turn_script(turns, result_bytes)).await?;
     let work = tempfile::tempdir()?;
     std::fs::write(work.path().join("small.txt"), "one\ntwo\nthree\n")?;
     if result_bytes > 0 {
@@ -174,6 +181,7 @@ async fn turn_run_in(
         prefix: server.prefix_stability(),
         prompt_bytes,
         wall: measured.wall,
+        recorded: requests,
     })
 }
 
@@ -246,6 +254,30 @@ fn best_of(
     runs.into_iter().nth(1).context("no run")
 }
 
+/// Prints the wire floor of `run` (see [`wire`]): the median of three
+/// replays of its bodies, and herald's CPU per request above it.
+fn wire_floor_row(runtime: &tokio::runtime::Runtime, run: &TurnRun, bytes: usize) -> Result<()> {
+    let dir = tempfile::tempdir()?;
+    let bodies = dir.path().join("bodies");
+    wire::save_bodies(&run.recorded, &bodies)?;
+    let mut floors = Vec::with_capacity(3);
+    for _ in 0..3 {
+        floors.push(runtime.block_on(async {
+            let server = ScriptedServer::start(turn_script(60, bytes)).await?;
+            wire::floor(&server, &bodies).await
+        })?);
+    }
+    let floor = median(&floors);
+    let herald = run.cpu / run.requests as u32;
+    println!(
+        "| wire floor, {bytes}-byte results: a client that only POSTs herald's {} request bodies (reqwest, loopback) / herald above it, CPU per request | — | {:.3} / {:.3} ms |",
+        run.recorded.len(),
+        ms(floor),
+        ms(herald.saturating_sub(floor))
+    );
+    Ok(())
+}
+
 pub(crate) fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
@@ -253,6 +285,15 @@ pub(crate) fn ms(d: Duration) -> f64 {
 fn main() -> Result<()> {
     // `herald-bench store|agent|turns|prompt|delegation|serve|permissions|mcp|tui|skills` runs one part; default all.
     let part = std::env::args().nth(1).unwrap_or_default();
+    if part == wire::CLIENT_SUBCOMMAND {
+        let (Some(url), Some(bodies)) = (std::env::args().nth(2), std::env::args().nth(3)) else {
+            bail!(
+                "usage: herald-bench {} BASE_URL BODIES",
+                wire::CLIENT_SUBCOMMAND
+            );
+        };
+        return wire::client_main(&url, Path::new(&bodies));
+    }
     println!("| measure | target | result |");
     println!("|---|---|---|");
     if part.is_empty() || part == "store" {
@@ -281,6 +322,9 @@ fn main() -> Result<()> {
             ms(run.first_request),
             run.requests
         );
+        if !anthropic {
+            wire_floor_row(&runtime, &run, bytes)?;
+        }
         // The first request on a fresh home (the store created) and on a
         // used one: the home of five 60-turn runs of these results.
         let used = tempfile::tempdir()?;
