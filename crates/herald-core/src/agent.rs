@@ -569,7 +569,7 @@ impl Agent {
         let clear_kept = !pending.is_empty() && std::mem::take(&mut self.kept_results);
         match recorder
             .store
-            .call(move |store| {
+            .call_write(move |store| {
                 // One transaction; usage is bookkeeping and its failure does
                 // not stop the turn (see `append_turn`).
                 let step = herald_store::TurnStep {

@@ -53,6 +53,7 @@ mod todos;
 mod txn;
 mod usage;
 mod usage_report;
+mod wal_control;
 
 pub mod bench;
 
@@ -87,3 +88,4 @@ pub use search::{
 };
 pub use store::{Store, new_id};
 pub use usage_report::{UsageGrouping, UsageRow};
+pub use wal_control::CHECKPOINT_PAGES;

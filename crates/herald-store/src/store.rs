@@ -92,7 +92,7 @@ impl Store {
         // of WAL: one checkpoint mid-run and one at close, now only the
         // one at close). The WAL file is removed when the last connection
         // closes, so the size only bounds a long session's disk use.
-        conn.pragma_update(None, "wal_autocheckpoint", 4096)
+        conn.pragma_update(None, "wal_autocheckpoint", crate::CHECKPOINT_PAGES)
             .map_err(sql(&path, "setting the checkpoint interval"))?;
         // Room for the transaction control statements (`txn.rs`) besides the
         // queries of a turn.

@@ -52,7 +52,10 @@ impl Audit {
         let Some(store) = &self.store else {
             return;
         };
-        match store.call(move |s| s.record_decisions(&[row])).await {
+        match store
+            .call_write(move |s| s.record_decisions(std::slice::from_ref(&row)))
+            .await
+        {
             Ok(Ok(())) => {}
             Ok(Err(err)) => tracing::warn!(%err, "cannot record a permission decision"),
             Err(err) => tracing::warn!(%err, "cannot record a permission decision"),
