@@ -19,6 +19,7 @@ use herald_testkit::{RecordedRequest, Reply, Script, ScriptedServer};
 use serde_json::{Value, json};
 use tokio::io::AsyncBufReadExt;
 
+use crate::child::own_cpu;
 use crate::ms;
 use crate::stats::{median, percentile};
 
@@ -84,16 +85,6 @@ fn proc_usage(pid: libc::pid_t) -> Result<(Duration, u64, u64)> {
             .unwrap_or(0)
     };
     Ok((cpu, field("VmHWM:"), field("Threads:")))
-}
-
-/// User+system CPU of this process so far.
-fn own_cpu() -> Duration {
-    // SAFETY: an all-zero rusage is a valid value for getrusage to overwrite.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: the pointer is valid for the call.
-    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
-    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
-    tv(usage.ru_utime) + tv(usage.ru_stime)
 }
 
 async fn start_server(

@@ -22,6 +22,8 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use herald_testkit::{RecordedRequest, ScriptedServer};
 
+use crate::child::own_cpu;
+
 /// The hidden subcommand the replaying process runs.
 pub(crate) const CLIENT_SUBCOMMAND: &str = "wire-client";
 
@@ -86,16 +88,6 @@ pub(crate) async fn floor(server: &ScriptedServer, bodies: &Path) -> Result<Dura
     }
     server.assert_invariants();
     Ok(Duration::from_nanos(nanos) / requests as u32)
-}
-
-/// This process's CPU time so far (user and system, all threads).
-fn own_cpu() -> Duration {
-    // SAFETY: an all-zero rusage is a valid value for getrusage to overwrite.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: the pointer is valid for the call.
-    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
-    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
-    tv(usage.ru_utime) + tv(usage.ru_stime)
 }
 
 /// `herald-bench wire-client BASE_URL BODIES`: POSTs each saved body to

@@ -264,24 +264,9 @@ fn serve(shared: &Shared, queue: &mpsc::Receiver<Request>) {
 /// page cache and disks (not a network or FUSE file system, whose writes
 /// may wait on a server): only there may a write run inline.
 fn on_local_disk(path: &Path) -> bool {
-    use nix::sys::statfs::{
-        BTRFS_SUPER_MAGIC, EXT4_SUPER_MAGIC, F2FS_SUPER_MAGIC, OVERLAYFS_SUPER_MAGIC, TMPFS_MAGIC,
-        XFS_SUPER_MAGIC, statfs,
-    };
     let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
-    let Ok(info) = statfs(dir.unwrap_or(Path::new("."))) else {
-        return false;
-    };
-    let kind = info.filesystem_type();
-    [
-        EXT4_SUPER_MAGIC,
-        XFS_SUPER_MAGIC,
-        BTRFS_SUPER_MAGIC,
-        F2FS_SUPER_MAGIC,
-        TMPFS_MAGIC,
-        OVERLAYFS_SUPER_MAGIC,
-    ]
-    .contains(&kind)
+    nix::sys::statfs::statfs(dir.unwrap_or(Path::new(".")))
+        .is_ok_and(|info| herald_tools::is_local_file_system(info.filesystem_type()))
 }
 
 #[cfg(test)]

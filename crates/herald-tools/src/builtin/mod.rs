@@ -4,6 +4,7 @@
 mod ansi;
 mod atomic;
 mod fsutil;
+mod inline_read;
 mod lines;
 mod patch;
 mod process;
