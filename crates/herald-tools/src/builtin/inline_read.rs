@@ -24,7 +24,7 @@
 
 use std::collections::HashMap;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
 
 use nix::fcntl::{OFlag, OpenHow, ResolveFlag, open, openat2};
@@ -87,10 +87,11 @@ pub fn read(root: &Path, path: &Path) -> Option<Vec<u8>> {
     if proven != Some(true) {
         return None;
     }
+    // Relative to `root`. `..` is allowed by RESOLVE_NO_XDEV as long as it
+    // stays on the mount; an empty rest (the root itself) is a directory,
+    // left to the worker.
     let rest = path.strip_prefix(root).ok()?;
-    // `..` is allowed by RESOLVE_NO_XDEV as long as it stays on the mount;
-    // an empty rest (the root itself) is a directory, left to the worker.
-    if rest.as_os_str().is_empty() || rest.components().any(|c| matches!(c, Component::RootDir)) {
+    if rest.as_os_str().is_empty() {
         return None;
     }
     let dir = open(
