@@ -1,4 +1,4 @@
-//! Delegation benchmarks (SPEC §15): a fan-out of many concurrent background
+//! Delegation benchmarks: a fan-out of many concurrent background
 //! subagents against the scripted server with fixed latency, and the
 //! overhead of spawning one synchronous child.
 

@@ -1,4 +1,4 @@
-//! `execute_code` (SPEC §15): end-to-end time of a script that calls no tool,
+//! `execute_code`: end-to-end time of a script that calls no tool,
 //! and the cost of one tool call over the socket RPC. Runs the real tool
 //! through a real registry on a current-thread runtime, like `herald`.
 

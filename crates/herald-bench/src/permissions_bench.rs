@@ -1,5 +1,5 @@
-//! `herald-bench permissions`: the cost of judging one call (SPEC §14 /
-//! the permissions issue: p50 < 50 µs for a 200-character command) and of
+//! `herald-bench permissions`: the cost of judging one call (target:
+//! p50 < 50 µs for a 200-character command) and of
 //! redacting one tool result, in this process (no binary start).
 
 use std::hint::black_box;

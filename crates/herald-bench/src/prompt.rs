@@ -1,6 +1,6 @@
 //! `herald-bench prompt`: the size of what every request repeats — the
 //! default system prompt plus every default tool schema, exactly as the
-//! binary sends them (SPEC §15 target: < 4,000 tokens at bytes / 4).
+//! binary sends them.
 //!
 //! A fresh session is started in an empty working directory (a repository
 //! root, so no context file from a parent directory leaks in) with an empty

@@ -1,4 +1,4 @@
-//! `herald agents list|show|cancel`: the journaled subagents (SPEC §9.2),
+//! `herald agents list|show|cancel`: the journaled subagents,
 //! readable after a restart (`defs` lives in `agent_defs_cmd.rs`).
 
 use herald_protocol::{UsageTotals, one_line, terminal_safe};

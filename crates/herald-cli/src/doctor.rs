@@ -254,7 +254,11 @@ async fn probe(
 ) -> Check {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let url = models_url(provider, base_url);
-    let client = match reqwest::Client::builder().timeout(PROBE_TIMEOUT).build() {
+    let client = match reqwest::Client::builder()
+        .user_agent(herald_protocol::USER_AGENT)
+        .timeout(PROBE_TIMEOUT)
+        .build()
+    {
         Ok(client) => client,
         Err(err) => {
             return check(

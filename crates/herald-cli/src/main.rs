@@ -39,7 +39,7 @@ use clap::Parser;
 
 use args::{Cli, Command, CommonArgs, ConfigAction};
 
-/// Exit statuses of SPEC §2.
+/// The exit statuses of `herald`, as documented in the README.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Exit {
     Completed = 0,

@@ -1,4 +1,4 @@
-//! `herald memory show|edit`: the two memory files (SPEC §8.2) as the user
+//! `herald memory show|edit`: the two memory files as the user
 //! sees them, with the same usage figures the model sees.
 
 use std::collections::HashMap;

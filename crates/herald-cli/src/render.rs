@@ -4,14 +4,12 @@
 
 use herald_tui::format;
 mod human;
-mod json_lines;
 mod live;
 pub(crate) mod style;
 pub(crate) mod summary;
 mod tool_line;
 
 use std::io::Write;
-use std::os::fd::AsFd;
 use std::sync::{Arc, mpsc};
 use std::thread::JoinHandle;
 
@@ -40,59 +38,38 @@ enum Item {
     Stop,
 }
 
-/// A running renderer; `finish` flushes it.
-pub(crate) struct Renderer(Output);
-
-/// Where a renderer's events go.
-enum Output {
-    /// `--json`: lines written as events come (see `json_lines`).
-    Json(Arc<json_lines::JsonLines>),
-    /// For people: a thread that draws what it receives.
-    Human {
-        sender: mpsc::Sender<Item>,
-        thread: Option<JoinHandle<HumanReport>>,
-    },
+/// A running renderer: the thread that writes what it is sent; `finish`
+/// flushes it.
+pub(crate) struct Renderer {
+    sender: mpsc::Sender<Item>,
+    thread: Option<JoinHandle<HumanReport>>,
 }
 
 impl Renderer {
     /// Starts the writer thread.
     pub(crate) fn start(mode: Mode) -> Self {
-        let style = match mode {
-            Mode::Json => {
-                // Its own handle on stdout: lines bypass std's buffer, which
-                // nothing else writes to during a `--json` run.
-                if let Ok(out) = std::io::stdout().as_fd().try_clone_to_owned() {
-                    return Self(Output::Json(Arc::new(json_lines::JsonLines::start(out))));
-                }
-                None
-            }
-            Mode::Human { stream_text } => Some(human::Style::Stream { stream_text }),
-            Mode::Run => Some(human::Style::Run),
-        };
         let (sender, receiver) = mpsc::channel::<Item>();
-        let thread = std::thread::spawn(move || match style {
-            Some(style) => human::write_human(&receiver, style),
-            None => {
-                write_json(receiver);
+        let thread = std::thread::spawn(move || match mode {
+            Mode::Json => {
+                write_json(&receiver, std::io::stdout().lock());
                 HumanReport::default()
             }
+            Mode::Human { stream_text } => {
+                human::write_human(&receiver, human::Style::Stream { stream_text })
+            }
+            Mode::Run => human::write_human(&receiver, human::Style::Run),
         });
-        Self(Output::Human {
+        Self {
             sender,
             thread: Some(thread),
-        })
+        }
     }
 
     /// The observer a session passes every event to.
     pub(crate) fn callback(&self) -> impl Fn(Arc<Event>) + Send + Sync + 'static {
-        let (lines, sender) = match &self.0 {
-            Output::Json(lines) => (Some(Arc::clone(lines)), None),
-            Output::Human { sender, .. } => (None, Some(std::sync::Mutex::new(sender.clone()))),
-        };
+        let sender = std::sync::Mutex::new(self.sender.clone());
         move |event| {
-            if let Some(lines) = &lines {
-                lines.send(&event);
-            } else if let Some(Ok(sender)) = sender.as_ref().map(|s| s.lock()) {
+            if let Ok(sender) = sender.lock() {
                 let _ = sender.send(Item::Event(event));
             }
         }
@@ -103,20 +80,12 @@ impl Renderer {
     /// JSON). Sinks still alive (background agents left running for
     /// `--resume`) cannot hold it up: anything they send afterwards is
     /// dropped.
-    pub(crate) fn finish(self) -> HumanReport {
-        match self.0 {
-            Output::Json(lines) => {
-                lines.finish();
-                HumanReport::default()
-            }
-            Output::Human { sender, mut thread } => {
-                let _ = sender.send(Item::Stop);
-                thread
-                    .take()
-                    .and_then(|thread| thread.join().ok())
-                    .unwrap_or_default()
-            }
-        }
+    pub(crate) fn finish(mut self) -> HumanReport {
+        let _ = self.sender.send(Item::Stop);
+        self.thread
+            .take()
+            .and_then(|thread| thread.join().ok())
+            .unwrap_or_default()
     }
 }
 
@@ -128,46 +97,39 @@ fn next(receiver: &mpsc::Receiver<Item>) -> Option<Arc<Event>> {
     }
 }
 
-fn write_json(receiver: mpsc::Receiver<Item>) {
-    let stdout = std::io::stdout();
-    let mut out = std::io::BufWriter::new(stdout.lock());
-    let mut line = Vec::with_capacity(1024);
-    let mut write = |event: &Event, out: &mut std::io::BufWriter<std::io::StdoutLock<'_>>| {
+/// Writes each event as one JSON line to `out` until `run.completed`, a
+/// `Stop` or a reader that went away; flushes whenever the queue is empty,
+/// so a reader sees each line as soon as nothing else is waiting.
+fn write_json(receiver: &mpsc::Receiver<Item>, out: impl Write) {
+    let mut out = std::io::BufWriter::new(out);
+    let write = |event: &Event, out: &mut std::io::BufWriter<_>| -> bool {
         // A server that did not start is also said on stderr: a script
         // reading stdout may not look for it.
         if let Some(problem) = mcp_problem(&event.kind) {
             eprintln!("herald: {problem}");
         }
-        line.clear();
-        if herald_protocol::write_json(&mut line, event).is_ok() {
-            line.push(b'\n');
-            out.write_all(&line).is_ok()
-        } else {
-            true
-        }
+        let written =
+            serde_json::to_writer(&mut *out, event).is_ok() && out.write_all(b"\n").is_ok();
+        // `run.completed` is the last line of a run.
+        written && !matches!(event.kind, EventKind::RunCompleted { .. })
     };
-    // `run.completed` is the last line of a run: nothing is written after it.
-    let last = |event: &Event| matches!(event.kind, EventKind::RunCompleted { .. });
-    while let Some(event) = next(&receiver) {
-        if !write(&event, &mut out) || last(&event) {
-            let _ = out.flush();
-            return;
+    'lines: while let Some(event) = next(receiver) {
+        if !write(&event, &mut out) {
+            break;
         }
-        // Write whatever else is queued, then flush so readers see it now.
         while let Ok(item) = receiver.try_recv() {
             let Item::Event(event) = item else {
-                let _ = out.flush();
-                return;
+                break 'lines;
             };
-            if !write(&event, &mut out) || last(&event) {
-                let _ = out.flush();
-                return;
+            if !write(&event, &mut out) {
+                break 'lines;
             }
         }
         if out.flush().is_err() {
             return;
         }
     }
+    let _ = out.flush();
 }
 
 /// The line telling a person an MCP server is not (fully) there: it
@@ -233,4 +195,97 @@ pub(crate) fn markdown(text: &str, width: usize, color: bool) -> String {
     let width = u16::try_from(width).unwrap_or(u16::MAX);
     let lines = herald_tui::markdown::render(text, width);
     herald_tui::ansi::lines_to_ansi(&lines, color)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn text_event(text: &str) -> Item {
+        Item::Event(Arc::new(Event::new(
+            "ses_t",
+            "agent_t",
+            EventKind::AssistantMessage {
+                text: text.to_owned(),
+                tool_calls: Vec::new(),
+            },
+        )))
+    }
+
+    fn completed() -> Item {
+        Item::Event(Arc::new(Event::new(
+            "ses_t",
+            "agent_t",
+            EventKind::RunCompleted {
+                status: herald_protocol::RunStatus::Completed,
+                exit_reason: "completed".into(),
+                final_response: "done".into(),
+                iterations: 1,
+                usage: Default::default(),
+                cost_usd: None,
+                tree_usage: Default::default(),
+                duration_ms: 1,
+            },
+        )))
+    }
+
+    fn texts(output: &[u8]) -> Vec<String> {
+        std::str::from_utf8(output)
+            .unwrap()
+            .lines()
+            .map(|line| {
+                let v: serde_json::Value = serde_json::from_str(line).unwrap();
+                v["text"]
+                    .as_str()
+                    .unwrap_or(v["type"].as_str().unwrap())
+                    .to_owned()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn every_line_is_written_in_order_and_nothing_after_run_completed() {
+        let (sender, receiver) = mpsc::channel();
+        for i in 0..50 {
+            sender.send(text_event(&format!("line {i}"))).unwrap();
+        }
+        sender.send(completed()).unwrap();
+        sender.send(text_event("after")).unwrap();
+        let mut out = Vec::new();
+        write_json(&receiver, &mut out);
+        let mut want: Vec<String> = (0..50).map(|i| format!("line {i}")).collect();
+        want.push("run.completed".into());
+        assert_eq!(texts(&out), want);
+    }
+
+    #[test]
+    fn stop_ends_the_output_after_what_came_before() {
+        let (sender, receiver) = mpsc::channel();
+        sender.send(text_event("before")).unwrap();
+        sender.send(Item::Stop).unwrap();
+        sender.send(text_event("late")).unwrap();
+        let mut out = Vec::new();
+        write_json(&receiver, &mut out);
+        assert_eq!(texts(&out), ["before"]);
+    }
+
+    #[test]
+    fn a_reader_that_went_away_stops_the_output_without_a_panic() {
+        struct Gone;
+        impl Write for Gone {
+            fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+                Err(std::io::ErrorKind::BrokenPipe.into())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Err(std::io::ErrorKind::BrokenPipe.into())
+            }
+        }
+        let (sender, receiver) = mpsc::channel();
+        for i in 0..10 {
+            sender.send(text_event(&format!("{i}"))).unwrap();
+        }
+        drop(sender);
+        write_json(&receiver, Gone);
+    }
 }

@@ -62,25 +62,14 @@ pub(crate) fn when(ms: i64) -> String {
     civil_time(ms.div_euclid(1000))
 }
 
-/// Formats Unix seconds as `YYYY-MM-DD HH:MM` UTC without a date library.
+/// Formats Unix seconds as `YYYY-MM-DD HH:MM` UTC.
 fn civil_time(secs: i64) -> String {
-    let days = secs.div_euclid(86_400);
-    let rem = secs.rem_euclid(86_400);
-    // Civil-from-days (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02} {:02}:{:02}",
-        rem / 3600,
-        (rem % 3600) / 60
-    )
+    const FORMAT: &[time::format_description::FormatItem<'_>] =
+        time::macros::format_description!("[year]-[month]-[day] [hour]:[minute]");
+    time::OffsetDateTime::from_unix_timestamp(secs)
+        .ok()
+        .and_then(|at| at.format(FORMAT).ok())
+        .unwrap_or_else(|| format!("@{secs}"))
 }
 
 /// One line per session: id, start, message count and title (stored or

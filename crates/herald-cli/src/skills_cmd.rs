@@ -1,4 +1,4 @@
-//! `herald skills list|view|create|delete` (SPEC §8.3). The user acts here,
+//! `herald skills list|view|create|delete`. The user acts here,
 //! so any skill under `$HERALD_HOME/skills/` may be created or deleted;
 //! project skills are listed and shown but left to their repository.
 

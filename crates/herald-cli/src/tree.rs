@@ -1,4 +1,4 @@
-//! The live subagent tree of the human renderer (SPEC §9.4): one line per
+//! The live subagent tree of the human renderer: one line per
 //! running child showing its current tool, kept in the live block at the
 //! bottom of the terminal (`render::live`) and redrawn in place; each child
 //! that finishes leaves a permanent completion line with its status and

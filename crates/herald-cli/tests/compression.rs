@@ -1,4 +1,4 @@
-//! Context compression (SPEC §11) end to end: the real binary against the
+//! Context compression end to end: the real binary against the
 //! scripted server, with a tiny context window so a few large tool outputs
 //! trigger it.
 #![allow(clippy::unwrap_used, clippy::expect_used)]

@@ -1,4 +1,4 @@
-//! The event contract (SPEC §13) through the real binary: `run.completed` is
+//! The event contract through the real binary: `run.completed` is
 //! the last line of every run, every event of a run is stored with its
 //! session under increasing ids and shown by `herald sessions show ID
 //! --events`, `execute_code`'s inner calls are readable rows, and the log

@@ -1,4 +1,4 @@
-//! The knowledge system end to end through the real binary (SPEC §8): todo
+//! The knowledge system end to end through the real binary: todo
 //! state and reminders inside tool results, memory written mid-session
 //! without touching the prompt, todo lists surviving `--resume`, clarify in
 //! headless and interactive mode, and the `herald memory` / `herald skills`

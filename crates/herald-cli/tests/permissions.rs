@@ -1,4 +1,4 @@
-//! Permissions end to end through the real binary (SPEC §14): each mode
+//! Permissions end to end through the real binary: each mode
 //! headless, the interactive approval prompt, "always" answers saved for
 //! later sessions, the floor under `--yolo`, the sandbox stopping a write a
 //! rule allowed, secrets kept out of tool processes, the model and the

@@ -1,4 +1,4 @@
-//! The system prompt's layers (SPEC §6) as sent by the real binary: SOUL.md
+//! The system prompt's layers as sent by the real binary: SOUL.md
 //! identity, AGENTS.md/CLAUDE.md from the repository root down to the working
 //! directory with size budgets, memory snapshot, skills index, environment
 //! facts; stored once and replayed byte for byte on resume.

@@ -134,7 +134,7 @@ pub struct Agent {
     /// What the user sends during a turn (the interactive root only).
     steer: Option<Arc<crate::SteerQueue>>,
     await_background: bool,
-    /// Context compression state (SPEC §11).
+    /// Context compression state.
     compactor: Compactor,
     /// A batch kept results in the store that the next persist replaces.
     kept_results: bool,
@@ -249,7 +249,7 @@ impl Agent {
     /// measurement no longer applies.
     pub fn replace_history(&mut self, history: Vec<Message>) {
         self.messages = history;
-        self.body_cache.forget();
+        self.body_cache.history_changed();
         self.persisted = self.messages.len();
         self.compactor.observe(0, 0);
     }
@@ -569,7 +569,7 @@ impl Agent {
         let clear_kept = !pending.is_empty() && std::mem::take(&mut self.kept_results);
         match recorder
             .store
-            .call_write(move |store| {
+            .call(move |store| {
                 // One transaction; usage is bookkeeping and its failure does
                 // not stop the turn (see `append_turn`).
                 let step = herald_store::TurnStep {
@@ -821,7 +821,7 @@ impl Agent {
             }
         }
         self.messages = compacted.messages;
-        self.body_cache.forget();
+        self.body_cache.history_changed();
         self.persisted = self.messages.len();
         self.events.emit(EventKind::Compaction {
             tokens_before: compacted.report.tokens_before,

@@ -1,10 +1,10 @@
 //! The feature sections of `config.toml`: `[delegation]`, `[memory]`,
-//! `[compression]` and `[code_execution]` (SPEC §3). Every field has a
+//! `[compression]` and `[code_execution]`. Every field has a
 //! default, so a partial section (or none) is valid.
 
 use serde::{Deserialize, Serialize};
 
-/// `[delegation]`: limits of `delegate_task` and background agents (SPEC §9).
+/// `[delegation]`: limits of `delegate_task` and background agents.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct DelegationConfig {
@@ -62,7 +62,7 @@ impl DelegationConfig {
     }
 }
 
-/// `[memory]`: the bounded memory files (SPEC §8.2) and the memory flush
+/// `[memory]`: the bounded memory files and the memory flush
 /// (one bounded request that lets the model save durable facts before a
 /// compaction and at the end of a long session).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -96,7 +96,7 @@ impl Default for MemoryConfig {
 }
 
 /// `[compression]`: when and how the middle of a long conversation is
-/// summarised (SPEC §11).
+/// summarised.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct CompressionConfig {
@@ -138,7 +138,7 @@ pub struct SessionsConfig {
     pub title_model: String,
 }
 
-/// `[code_execution]`: limits of `execute_code` (SPEC §12).
+/// `[code_execution]`: limits of `execute_code`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct CodeExecutionConfig {
@@ -195,7 +195,7 @@ impl Default for ServeConfig {
     }
 }
 
-/// `[permissions]` (SPEC §14): the mode, the user's rules, what confined
+/// `[permissions]`: the mode, the user's rules, what confined
 /// commands may write and reach, and which variables tool processes keep.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]

@@ -1,6 +1,6 @@
 //! Where an agent's events go: the front end's callback and, when the sink
-//! is recorded, the session's `events` table (SPEC §13: every event is
-//! stored under a monotonic id so front ends can replay a session).
+//! is recorded, the session's `events` table (every event is stored
+//! under a monotonic id so front ends can replay a session).
 
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -397,7 +397,7 @@ impl EventLog {
 
 /// One stored row for `event`, or `None` when it cannot be serialised.
 fn event_row(event: &Event) -> Option<NewEvent> {
-    let payload = herald_protocol::to_json_string(event).ok()?;
+    let payload = serde_json::to_string(event).ok()?;
     Some(NewEvent {
         agent_id: event.agent_id.to_string(),
         kind: event_type(&payload)?,

@@ -108,7 +108,7 @@ pub fn build_registry_with(
     Ok(registry)
 }
 
-/// Adds `execute_code` (SPEC §12) when a Python interpreter is found; only
+/// Adds `execute_code` when a Python interpreter is found; only
 /// a `PATH` lookup here, `herald doctor` says why it is missing.
 fn register_execute_code(registry: &mut herald_tools::ToolRegistry, settings: &Settings) {
     let exec = &settings.code_execution;

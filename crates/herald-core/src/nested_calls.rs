@@ -1,7 +1,7 @@
 //! What happens to tool calls an `execute_code` script makes: each becomes a
 //! `sandbox.call` event, stored with the session's event stream (tool,
 //! arguments, status, duration), and none enters the model's context
-//! (SPEC §12). The same observer turns progress reported by a running call
+//!. The same observer turns progress reported by a running call
 //! into `tool.progress` events.
 
 use std::sync::Arc;

@@ -1,4 +1,4 @@
-//! The `session_search` tool (SPEC §10): full-text recall over every stored
+//! The `session_search` tool: full-text recall over every stored
 //! session except the current one (its messages, title and end-of-session
 //! summary), plus read, scroll and browse modes; search and browse can be
 //! limited to sessions active in a period (`since`, `until`).

@@ -114,19 +114,9 @@ fn parse_date(text: &str) -> Option<i64> {
     if parts.next().is_some() || y.len() != 4 || m.len() != 2 || d.len() != 2 {
         return None;
     }
-    let (y, m, d): (i64, i64, i64) = (y.parse().ok()?, m.parse().ok()?, d.parse().ok()?);
-    let leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-    let days_in_month = match m {
-        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
-        4 | 6 | 9 | 11 => 30,
-        2 if leap => 29,
-        2 => 28,
-        _ => return None,
-    };
-    if !(1..=days_in_month).contains(&d) {
-        return None;
-    }
-    Some(days_from_civil(y, m, d))
+    let month = time::Month::try_from(m.parse::<u8>().ok()?).ok()?;
+    let date = time::Date::from_calendar_date(y.parse().ok()?, month, d.parse().ok()?).ok()?;
+    Some(i64::from(date.to_julian_day() - UNIX_EPOCH_JULIAN_DAY))
 }
 
 /// `HH:MM` or `HH:MM:SS` as milliseconds after midnight.
@@ -143,16 +133,8 @@ fn parse_clock(text: &str) -> Option<i64> {
     Some(((field(0, 23)? * 60 + field(1, 59)?) * 60 + field(2, 59)?) * 1_000)
 }
 
-/// Days from 1970-01-01 to the civil date (Howard Hinnant's algorithm).
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
+/// The Julian day number of 1970-01-01.
+const UNIX_EPOCH_JULIAN_DAY: i32 = 2_440_588;
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]

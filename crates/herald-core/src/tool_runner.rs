@@ -110,8 +110,7 @@ async fn keep_result(recorder: &Recorder, result: &Message) {
     }
 }
 
-/// Counts the batch against the task list and, when a reminder is due (SPEC
-/// §8.1), appends it as one line to the batch's last result: the newest
+/// Counts the batch against the task list and, when a reminder is due, appends it as one line to the batch's last result: the newest
 /// message, so no earlier part of the conversation changes.
 fn append_todo_nudge(calls: &[ToolCall], results: &mut [Message], state: &AgentState) {
     let outcome = calls

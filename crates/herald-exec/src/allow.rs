@@ -1,4 +1,4 @@
-//! Which tools a script may call: the fixed allow-list of SPEC §12 plus
+//! Which tools a script may call: the fixed allow-list plus
 //! read-only MCP tools, intersected with the tools the session has.
 
 use herald_tools::ToolRegistry;

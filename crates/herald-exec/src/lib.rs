@@ -1,4 +1,4 @@
-//! `execute_code` (SPEC §12): the model writes a Python script that calls
+//! `execute_code`: the model writes a Python script that calls
 //! herald's tools, so a multi-step task costs one model round trip instead of
 //! one per tool call, and intermediate results stay out of the context.
 //!

@@ -1,4 +1,4 @@
-//! The `clarify` tool (SPEC §8.4): ask the user a question with up to six
+//! The `clarify` tool: ask the user a question with up to six
 //! numbered choices and optional free text. Front ends supply a
 //! [`Clarifier`]; without one (headless runs) the tool answers with an error
 //! telling the model to decide on its own.

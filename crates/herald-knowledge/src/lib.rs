@@ -1,4 +1,4 @@
-//! herald's knowledge system (SPEC §8.2–8.4): what an agent keeps between
+//! herald's knowledge system: what an agent keeps between
 //! sessions and how it asks the user.
 //!
 //! * [`memory`]: two bounded files (`MEMORY.md`, `USER.md`) curated with the

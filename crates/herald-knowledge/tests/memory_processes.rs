@@ -1,5 +1,5 @@
 //! Two processes writing the same memory file at once lose nothing: every
-//! change is a locked read-modify-write (SPEC §8.2).
+//! change is a locked read-modify-write.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;

@@ -3,9 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use herald_protocol::{
-    ImageData, Message, Reasoning, Role, ToolCall, ToolSpec, Usage, push_json_str,
-};
+use herald_protocol::{ImageData, Message, Reasoning, Role, ToolCall, ToolSpec, Usage};
 use serde::{Deserialize, Serialize};
 
 use crate::{
@@ -240,32 +238,6 @@ fn wire_turn(messages: &[Message], images: bool) -> WireMessage<'_> {
     }
 }
 
-/// Writes a run of text-only tool results as one user turn: the bytes
-/// serde_json writes for [`wire_turn`]'s `tool_result` blocks (the last one
-/// marked as a cache breakpoint when `last`), with the texts escaped by
-/// [`push_json_str`]. Tool results are most of a request body.
-fn write_tool_results(results: &[Message], last: bool, out: &mut Vec<u8>) {
-    out.extend_from_slice(b"{\"role\":\"user\",\"content\":[");
-    for (index, message) in results.iter().enumerate() {
-        if index > 0 {
-            out.push(b',');
-        }
-        out.extend_from_slice(b"{\"type\":\"tool_result\",\"tool_use_id\":");
-        push_json_str(out, message.tool_call_id.as_deref().unwrap_or_default());
-        out.extend_from_slice(b",\"content\":");
-        let text = message.content.as_str();
-        push_json_str(out, if text.is_empty() { "(no output)" } else { text });
-        if message.is_error {
-            out.extend_from_slice(b",\"is_error\":true");
-        }
-        if last && index + 1 == results.len() {
-            out.extend_from_slice(b",\"cache_control\":{\"type\":\"ephemeral\"}");
-        }
-        out.push(b'}');
-    }
-    out.extend_from_slice(b"]}");
-}
-
 /// The `input` object for a stored call. Arguments that are not a JSON object
 /// (the model produced invalid JSON) replay as `{}`; the error result that
 /// followed them tells the model what went wrong.
@@ -352,14 +324,7 @@ impl crate::body::Wire for Wire<'_> {
         if start > 0 {
             out.push(b',');
         }
-        let turn = &messages[start..end];
-        if turn[0].role == Role::Tool
-            && (!self.images || turn.iter().all(|message| message.images.is_empty()))
-        {
-            write_tool_results(turn, last, out);
-            return Ok(());
-        }
-        let mut turn = wire_turn(turn, self.images);
+        let mut turn = wire_turn(&messages[start..end], self.images);
         if last && let Some(block) = turn.content.last_mut() {
             block.mark_cache();
         }
@@ -811,39 +776,6 @@ mod tests {
             }
         }
         assembler.finish()
-    }
-
-    #[test]
-    fn hand_written_tool_results_are_the_bytes_serde_writes() {
-        let call = |id: &str| ToolCall {
-            id: id.into(),
-            name: "read_file".into(),
-            arguments: "{}".into(),
-        };
-        let results = [
-            Message::tool_result(
-                &call("toolu_1"),
-                "1|a \"quoted\" line\n2|\ttab \u{7} é\n",
-                false,
-            ),
-            Message::tool_result(&call("toolu_2"), "", false),
-            Message::tool_result(&call("toolu_3"), "error: no such file", true),
-        ];
-        for run in [&results[..1], &results[..]] {
-            for last in [false, true] {
-                let mut ours = Vec::new();
-                write_tool_results(run, last, &mut ours);
-                let mut turn = wire_turn(run, true);
-                if last && let Some(block) = turn.content.last_mut() {
-                    block.mark_cache();
-                }
-                let serde = serde_json::to_vec(&turn).unwrap();
-                assert_eq!(
-                    String::from_utf8(ours).unwrap(),
-                    String::from_utf8(serde).unwrap()
-                );
-            }
-        }
     }
 
     #[test]

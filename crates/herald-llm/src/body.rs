@@ -7,18 +7,17 @@
 //! not the whole conversation, and the buffer is reused instead of being
 //! allocated (and page-faulted) again each turn.
 //!
-//! Each cached message keeps a fingerprint, and the first message whose
-//! fingerprint, or whose segment boundaries, differ (a compaction, a
-//! rewind, a steered tool result) is where re-encoding starts. The
-//! fingerprint reads only the ends of a text, so a caller that replaces
-//! its conversation also calls [`BodyCache::forget`]. Debug builds also encode every body
-//! from scratch and compare the two, so every test checks the cache.
+//! The cache trusts its owner to say when the conversation changed other
+//! than by appending (a compaction, a rewind, a message removed): each
+//! [`BodyCache::history_changed`] moves the cache to a new generation, and
+//! a body of a new generation is encoded from scratch. Debug builds also
+//! encode every body from scratch and compare the two, so every test checks
+//! that the owner said so.
 
-use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use bytes::Bytes;
-use herald_protocol::{Message, Reasoning, Role};
+use herald_protocol::Message;
 
 use crate::ChatRequest;
 
@@ -95,8 +94,10 @@ struct State {
     /// Scratch space for the head of the next request.
     head: Vec<u8>,
     segments: Vec<Segment>,
-    /// Fingerprint of each message the cached segments cover.
-    prints: Vec<u64>,
+    /// Bumped by [`BodyCache::history_changed`].
+    generation: u64,
+    /// The generation the cached segments were encoded at.
+    encoded_generation: u64,
     /// Segments encoded so far (what the cache saves is what it does not
     /// add here).
     written: u64,
@@ -122,12 +123,20 @@ impl AsRef<[u8]> for SharedBody {
 }
 
 impl BodyCache {
-    /// Drops what is cached: the conversation was replaced (a compaction,
-    /// a rewind). The fingerprints would notice most replacements, but not
-    /// a message rewritten to the same length in its middle.
-    pub fn forget(&self) {
+    /// Says the conversation changed other than by appending messages (a
+    /// compaction, a rewind, a message removed or rewritten): the next body
+    /// is encoded from scratch. Appending needs no call.
+    pub fn history_changed(&self) {
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        *state = State::default();
+        state.generation += 1;
+    }
+
+    /// How many times [`BodyCache::history_changed`] was called.
+    pub fn generation(&self) -> u64 {
+        self.state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .generation
     }
 
     /// The body for `req`, re-encoding only what changed since the last one.
@@ -140,7 +149,7 @@ impl BodyCache {
         let body = match state.encode(wire, req) {
             Ok(()) => Bytes::from_owner(SharedBody(Arc::clone(&state.buf))),
             Err(err) => {
-                *state = State::default();
+                state.clear();
                 return Err(err);
             }
         };
@@ -169,8 +178,18 @@ impl BodyCache {
 }
 
 impl State {
+    /// Drops the cached segments (the head and buffer start over too).
+    fn clear(&mut self) {
+        self.head_len = 0;
+        self.segments.clear();
+    }
+
     fn encode(&mut self, wire: &dyn Wire, req: &ChatRequest<'_>) -> Result<(), serde_json::Error> {
         let messages = req.messages;
+        if self.encoded_generation != self.generation {
+            self.clear();
+            self.encoded_generation = self.generation;
+        }
         self.head.clear();
         wire.head(req, &mut self.head)?;
         // A clone only when the previous request still holds the buffer.
@@ -180,32 +199,23 @@ impl State {
             buf.extend_from_slice(&self.head);
             self.head_len = self.head.len();
             self.segments.clear();
-            self.prints.clear();
         }
 
-        // Keep the segments whose messages and boundaries are unchanged.
+        // Keep the segments whose boundaries are unchanged: within one
+        // generation the messages they cover are as they were encoded.
         let mut kept = 0;
         let mut start = 0;
-        'segments: for segment in &self.segments {
+        for segment in &self.segments {
             if segment.end > messages.len()
                 || wire.segment_end(messages, start) != segment.end
                 || wire.boundary_flag(messages, segment.end) != segment.flag
             {
                 break;
             }
-            for (message, print) in messages[start..segment.end]
-                .iter()
-                .zip(&self.prints[start..segment.end])
-            {
-                if fingerprint(message) != *print {
-                    break 'segments;
-                }
-            }
             kept += 1;
             start = segment.end;
         }
         self.segments.truncate(kept);
-        self.prints.truncate(start);
         buf.truncate(self.segments.last().map_or(self.head_len, |s| s.bytes_end));
 
         while start < messages.len() {
@@ -219,113 +229,11 @@ impl State {
                     bytes_end: buf.len(),
                     flag: wire.boundary_flag(messages, end),
                 });
-                self.prints
-                    .extend(messages[start..end].iter().map(fingerprint));
             }
             start = end;
         }
         buf.extend_from_slice(b"]}");
         Ok(())
-    }
-}
-
-/// A cheap fingerprint of everything a message's encoding depends on:
-/// sizes, the ends of its text and arguments, its ids and flags, and where
-/// its text lives (a message put in the place of another has its own
-/// allocation). O(1) in the size of the message.
-fn fingerprint(message: &Message) -> u64 {
-    fn ends(text: &str, hasher: &mut impl Hasher) {
-        let bytes = text.as_bytes();
-        bytes.len().hash(hasher);
-        let n = bytes.len().min(32);
-        hasher.write(&bytes[..n]);
-        hasher.write(&bytes[bytes.len() - n..]);
-    }
-    let mut hasher = FoldHasher::default();
-    let role: u8 = match message.role {
-        Role::System => 0,
-        Role::User => 1,
-        Role::Assistant => 2,
-        Role::Tool => 3,
-    };
-    hasher.write_u8(role);
-    hasher.write_usize(message.content.as_ptr() as usize);
-    ends(&message.content, &mut hasher);
-    message.tool_calls.len().hash(&mut hasher);
-    for call in &message.tool_calls {
-        call.id.hash(&mut hasher);
-        call.name.hash(&mut hasher);
-        ends(&call.arguments, &mut hasher);
-    }
-    message.tool_call_id.hash(&mut hasher);
-    message.tool_name.hash(&mut hasher);
-    message.is_error.hash(&mut hasher);
-    message.images.len().hash(&mut hasher);
-    for image in &message.images {
-        image.mime_type.hash(&mut hasher);
-        ends(&image.data, &mut hasher);
-    }
-    message.reasoning.len().hash(&mut hasher);
-    for piece in &message.reasoning {
-        match piece {
-            Reasoning::Thinking {
-                thinking,
-                signature,
-            } => {
-                ends(thinking, &mut hasher);
-                ends(signature, &mut hasher);
-            }
-            Reasoning::RedactedThinking { data } => ends(data, &mut hasher),
-            Reasoning::Text { text } => ends(text, &mut hasher),
-        }
-    }
-    hasher.finish()
-}
-
-/// A fast hasher for [`fingerprint`], which runs for every message of every
-/// request: SipHash (the default) cost about 2% of a 60-turn run's
-/// instructions there. Multiply-rotate over 8-byte words, as rustc's
-/// FxHasher; not collision-resistant against chosen input, which a
-/// fingerprint does not need (its inputs include where the text lives, and
-/// debug builds check every cached body against a fresh encoding).
-#[derive(Default)]
-struct FoldHasher(u64);
-
-impl FoldHasher {
-    const K: u64 = 0x517c_c1b7_2722_0a95;
-
-    fn add(&mut self, word: u64) {
-        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(Self::K);
-    }
-}
-
-impl Hasher for FoldHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        let mut chunks = bytes.chunks_exact(8);
-        for chunk in &mut chunks {
-            let mut word = [0u8; 8];
-            word.copy_from_slice(chunk);
-            self.add(u64::from_le_bytes(word));
-        }
-        let rest = chunks.remainder();
-        if !rest.is_empty() {
-            let mut word = [0u8; 8];
-            word[..rest.len()].copy_from_slice(rest);
-            // The length keeps "ab" and "ab\0" apart.
-            self.add(u64::from_le_bytes(word) ^ ((rest.len() as u64) << 59));
-        }
-    }
-
-    fn write_u8(&mut self, n: u8) {
-        self.add(u64::from(n));
-    }
-
-    fn write_usize(&mut self, n: usize) {
-        self.add(n as u64);
-    }
-
-    fn finish(&self) -> u64 {
-        self.0
     }
 }
 
@@ -335,7 +243,7 @@ mod tests {
     use super::*;
     use crate::types::{golden_history, golden_specs, image_history};
     use crate::{EncodedTools, ReasoningConfig};
-    use herald_protocol::ToolCall;
+    use herald_protocol::{Role, ToolCall};
 
     impl BodyCache {
         fn written(&self) -> u64 {
@@ -414,33 +322,6 @@ mod tests {
     }
 
     #[test]
-    fn fingerprints_tell_apart_what_the_encoding_depends_on() {
-        let hash = |bytes: &[u8]| {
-            let mut h = FoldHasher::default();
-            h.write(bytes);
-            h.finish()
-        };
-        assert_ne!(hash(b"ab"), hash(b"ab\0"));
-        assert_ne!(hash(b"12345678"), hash(b"12345679"));
-        assert_ne!(hash(b""), hash(b"\0"));
-        let mut message = Message::user("the same text, read twice");
-        let before = fingerprint(&message);
-        assert_eq!(
-            fingerprint(&message),
-            before,
-            "the same message, the same print"
-        );
-        // A copy lives elsewhere: another print, so the copy is re-encoded.
-        assert_ne!(fingerprint(&message.clone()), before);
-        message.content.push('!');
-        assert_ne!(fingerprint(&message), before);
-        let mut flagged = Message::user("x");
-        let unflagged = fingerprint(&flagged);
-        flagged.is_error = true;
-        assert_ne!(fingerprint(&flagged), unflagged);
-    }
-
-    #[test]
     fn a_growing_openai_conversation_encodes_each_message_once() {
         let wires = Wires::new();
         let history = long_history();
@@ -503,30 +384,33 @@ mod tests {
             let cache = BodyCache::default();
             let mut history = long_history();
             check(&cache, wire, &request(&history, tools));
-            // A steered tool result: text appended to a sent message.
+            // A sent tool result rewritten: a new generation.
             let at = history.iter().rposition(|m| m.role == Role::Tool).unwrap();
             history[at].content.push_str("\n[the user says: stop]");
+            cache.history_changed();
             check(&cache, wire, &request(&history, tools));
-            // The same length, changed at its end.
-            let text = &mut history[3].content;
-            let last = text.pop().unwrap_or('x');
-            text.push(if last == 'y' { 'z' } else { 'y' });
-            check(&cache, wire, &request(&history, tools));
-            // Replaced by a message of the same length and ends.
+            // Replaced by a message of the same length.
             let summary =
                 |n: u32| Message::user(format!("{}{n}{}", "a".repeat(40), "b".repeat(40)));
             history[1] = summary(4);
-            check(&cache, wire, &request(&history, tools));
-            history[1] = summary(6);
-            check(&cache, wire, &request(&history, tools));
-            cache.forget();
+            cache.history_changed();
             check(&cache, wire, &request(&history, tools));
             // A compaction: a shorter, different history.
             let mut compacted = vec![Message::user("[herald: summary] earlier work")];
             compacted.extend_from_slice(&history[history.len() - 7..]);
+            cache.history_changed();
             check(&cache, wire, &request(&compacted, tools));
             // A rewind: a prefix of what was sent.
+            cache.history_changed();
             check(&cache, wire, &request(&history[..10], tools));
+            // Growing again from there reuses what the rewind kept.
+            let before = cache.written();
+            check(&cache, wire, &request(&history[..12], tools));
+            // At most the newest segment again (Anthropic marks it) and the two new.
+            assert!(
+                cache.written() - before <= 3,
+                "the kept prefix was encoded again"
+            );
             // Another head (forbidden tool calls, other tools).
             let mut forbidding = request(&history, tools);
             forbidding.forbid_tool_calls = true;

@@ -119,6 +119,7 @@ impl LlmClient {
         };
         let base = base.trim_end_matches('/');
         let mut builder = reqwest::Client::builder()
+            .user_agent(herald_protocol::USER_AGENT)
             .connect_timeout(config.connect_timeout)
             .pool_idle_timeout(Duration::from_secs(90))
             .tcp_nodelay(true);

@@ -3,9 +3,7 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 
-use herald_protocol::{
-    DataUrl, Message, Reasoning, Role, ToolCall, ToolSpec, Usage, push_json_str,
-};
+use herald_protocol::{DataUrl, Message, Reasoning, Role, ToolCall, ToolSpec, Usage};
 use serde::{Deserialize, Serialize};
 
 use crate::{
@@ -42,43 +40,54 @@ pub(crate) fn encode_tools(specs: &[ToolSpec]) -> EncodedTools {
     }
 }
 
-/// Writes `message` as a Chat Completions message: the bytes serde_json
-/// writes for `{role, content, tool_calls?, tool_call_id?}`, with each text
-/// escaped by [`push_json_str`] (request bodies are mostly tool results, and
-/// this runs for every new message of every request).
-fn write_message(message: &Message, out: &mut Vec<u8>) {
-    out.extend_from_slice(b"{\"role\":\"");
-    out.extend_from_slice(role_name(message.role).as_bytes());
-    out.extend_from_slice(b"\",\"content\":");
-    if message.role == Role::Assistant
-        && message.content.is_empty()
-        && !message.tool_calls.is_empty()
-    {
-        out.extend_from_slice(b"null");
-    } else {
-        push_json_str(out, &message.content);
-    }
-    if !message.tool_calls.is_empty() {
-        out.extend_from_slice(b",\"tool_calls\":[");
-        for (index, call) in message.tool_calls.iter().enumerate() {
-            if index > 0 {
-                out.push(b',');
-            }
-            out.extend_from_slice(b"{\"id\":");
-            push_json_str(out, &call.id);
-            out.extend_from_slice(b",\"type\":\"function\",\"function\":{\"name\":");
-            push_json_str(out, &call.name);
-            out.extend_from_slice(b",\"arguments\":");
-            push_json_str(out, &call.arguments);
-            out.extend_from_slice(b"}}");
+/// A Chat Completions message as sent, borrowing the stored one.
+#[derive(Serialize)]
+struct WireMessage<'a> {
+    role: &'static str,
+    /// `null` for an assistant message that only calls tools.
+    content: Option<&'a str>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tool_calls: Vec<WireCall<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_call_id: Option<&'a str>,
+}
+
+#[derive(Serialize)]
+struct WireCall<'a> {
+    id: &'a str,
+    r#type: &'static str,
+    function: WireFunction<'a>,
+}
+
+#[derive(Serialize)]
+struct WireFunction<'a> {
+    name: &'a str,
+    arguments: &'a str,
+}
+
+impl<'a> WireMessage<'a> {
+    fn of(message: &'a Message) -> Self {
+        let calls_only = message.role == Role::Assistant
+            && message.content.is_empty()
+            && !message.tool_calls.is_empty();
+        Self {
+            role: role_name(message.role),
+            content: (!calls_only).then_some(message.content.as_str()),
+            tool_calls: message
+                .tool_calls
+                .iter()
+                .map(|call| WireCall {
+                    id: &call.id,
+                    r#type: "function",
+                    function: WireFunction {
+                        name: &call.name,
+                        arguments: &call.arguments,
+                    },
+                })
+                .collect(),
+            tool_call_id: message.tool_call_id.as_deref(),
         }
-        out.push(b']');
     }
-    if let Some(id) = &message.tool_call_id {
-        out.extend_from_slice(b",\"tool_call_id\":");
-        push_json_str(out, id);
-    }
-    out.push(b'}');
 }
 
 /// The wire name of a role.
@@ -182,10 +191,13 @@ impl crate::body::Wire for Wire<'_> {
             }
         }
         out.extend_from_slice(b",\"messages\":[");
-        out.extend_from_slice(b"{\"role\":\"system\",\"content\":");
-        push_json_str(out, req.system);
-        out.push(b'}');
-        Ok(())
+        let system = WireMessage {
+            role: "system",
+            content: Some(req.system),
+            tool_calls: Vec::new(),
+            tool_call_id: None,
+        };
+        serde_json::to_writer(&mut *out, &system)
     }
 
     fn segment_end(&self, _messages: &[Message], start: usize) -> usize {
@@ -205,7 +217,7 @@ impl crate::body::Wire for Wire<'_> {
         out: &mut Vec<u8>,
     ) -> Result<(), serde_json::Error> {
         out.push(b',');
-        write_message(&messages[start], out);
+        serde_json::to_writer(&mut *out, &WireMessage::of(&messages[start]))?;
         if self.images && run_ends_before(messages, start + 1) {
             let run_start = messages[..start]
                 .iter()
@@ -574,99 +586,6 @@ pub(crate) fn parse_completion(body: &serde_json::Value) -> Result<AssistantRepl
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-
-    #[derive(Serialize)]
-    struct WireFunction<'a> {
-        name: &'a str,
-        arguments: &'a str,
-    }
-
-    #[derive(Serialize)]
-    struct WireToolCall<'a> {
-        id: &'a str,
-        r#type: &'static str,
-        function: WireFunction<'a>,
-    }
-
-    #[derive(Serialize)]
-    struct WireMessage<'a> {
-        role: &'static str,
-        content: Option<&'a str>,
-        #[serde(skip_serializing_if = "Vec::is_empty")]
-        tool_calls: Vec<WireToolCall<'a>>,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        tool_call_id: Option<&'a str>,
-    }
-
-    fn wire_message(message: &Message) -> WireMessage<'_> {
-        let role = match message.role {
-            Role::System => "system",
-            Role::User => "user",
-            Role::Assistant => "assistant",
-            Role::Tool => "tool",
-        };
-        let content = if message.role == Role::Assistant
-            && message.content.is_empty()
-            && !message.tool_calls.is_empty()
-        {
-            None
-        } else {
-            Some(message.content.as_str())
-        };
-        WireMessage {
-            role,
-            content,
-            tool_calls: message
-                .tool_calls
-                .iter()
-                .map(|c| WireToolCall {
-                    id: &c.id,
-                    r#type: "function",
-                    function: WireFunction {
-                        name: &c.name,
-                        arguments: &c.arguments,
-                    },
-                })
-                .collect(),
-            tool_call_id: message.tool_call_id.as_deref(),
-        }
-    }
-
-    #[test]
-    fn hand_written_messages_are_the_bytes_serde_writes() {
-        let call = |id: &str, name: &str, arguments: &str| ToolCall {
-            id: id.into(),
-            name: name.into(),
-            arguments: arguments.into(),
-        };
-        let first = call("call_1", "read_file", r#"{"path":"a \"b\".txt"}"#);
-        let assistant = Message::assistant(
-            "",
-            vec![
-                first.clone(),
-                call("call_2", "terminal", "{\"command\":\"ls\\n\"}"),
-            ],
-        );
-        let mut talking = assistant.clone();
-        talking.content = "I will look.\tNow".into();
-        let messages = [
-            Message::user("line one\nline \"two\" \u{1} é 😀"),
-            assistant,
-            talking,
-            Message::tool_result(&first, "1|fn main() {\n2|    println!(\"\\\\\");\n", false),
-            Message::assistant("done", Vec::new()),
-            Message::user(""),
-        ];
-        for message in &messages {
-            let mut ours = Vec::new();
-            write_message(message, &mut ours);
-            let serde = serde_json::to_vec(&wire_message(message)).unwrap();
-            assert_eq!(
-                String::from_utf8(ours).unwrap(),
-                String::from_utf8(serde).unwrap()
-            );
-        }
-    }
 
     fn encode_body(
         model: &str,

@@ -4,7 +4,7 @@ use std::time::Duration;
 /// honouring the provider's `Retry-After` when it sends one.
 #[derive(Debug, Clone, Copy)]
 pub struct RetryPolicy {
-    /// Total tries including the first (SPEC default 4).
+    /// Total tries including the first.
     pub max_attempts: u32,
     /// Delay before the first retry; doubles each time.
     pub base_delay: Duration,

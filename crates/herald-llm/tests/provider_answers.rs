@@ -146,6 +146,22 @@ async fn malformed_chunk_is_retried_and_text_is_not_repeated() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn every_request_names_herald_and_its_version_as_user_agent() {
+    for provider in WIRES {
+        let server = ScriptedServer::start(script()).await.unwrap();
+        let (reply, _) = ask(&server, provider, "question").await;
+        reply.unwrap_or_else(|e| panic!("{provider:?}: {e}"));
+        let requests = server.requests();
+        assert_eq!(requests.len(), 1);
+        assert_eq!(
+            requests[0].header("user-agent"),
+            Some(concat!("herald/", env!("CARGO_PKG_VERSION"))),
+            "{provider:?}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn non_streamed_json_answer_is_accepted_on_both_wires() {
     for provider in WIRES {
         let server = ScriptedServer::start(script()).await.unwrap();

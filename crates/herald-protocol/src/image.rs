@@ -89,48 +89,14 @@ fn base64_decoded_len(data: &str) -> usize {
     (data.len() / 4 * 3 + (data.len() % 4).saturating_sub(1)).saturating_sub(padding)
 }
 
-/// The value of one base64 character, or `None` outside the alphabet.
-fn base64_value(c: u8) -> Option<u8> {
-    match c {
-        b'A'..=b'Z' => Some(c - b'A'),
-        b'a'..=b'z' => Some(c - b'a' + 26),
-        b'0'..=b'9' => Some(c - b'0' + 52),
-        b'+' => Some(62),
-        b'/' => Some(63),
-        _ => None,
-    }
-}
-
-/// Whether `data` is standard base64 a provider accepts: only the alphabet,
-/// a length that is a multiple of 4, and at most two `=` at the end.
-fn is_base64(data: &str) -> bool {
-    let bytes = data.as_bytes();
-    if bytes.is_empty() || !bytes.len().is_multiple_of(4) {
-        return false;
-    }
-    let padding = bytes.iter().rev().take_while(|&&b| b == b'=').count();
-    padding <= 2
-        && bytes[..bytes.len() - padding]
-            .iter()
-            .all(|&b| base64_value(b).is_some())
-}
-
-/// The first bytes `data` encodes (up to 12), for sniffing the format.
-fn head_bytes(data: &str) -> Vec<u8> {
-    let mut out = Vec::with_capacity(12);
-    for quad in data.as_bytes().chunks(4).take(4) {
-        let values: Vec<u8> = quad.iter().map_while(|&b| base64_value(b)).collect();
-        let bits = values
-            .iter()
-            .enumerate()
-            .fold(0u32, |acc, (i, &v)| acc | (u32::from(v) << (18 - 6 * i)));
-        let n = values.len().saturating_sub(1);
-        out.extend(bits.to_be_bytes()[1..1 + n].iter().copied());
-        if n < 3 {
-            break;
-        }
-    }
-    out
+/// The bytes of `data` when it is standard base64 a provider accepts (the
+/// alphabet, a length that is a multiple of 4, canonical padding).
+fn decode_base64(data: &str) -> Option<Vec<u8>> {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD
+        .decode(data)
+        .ok()
+        .filter(|bytes| !bytes.is_empty())
 }
 
 /// The media type the image's first bytes show: PNG, JPEG, GIF or WebP
@@ -194,14 +160,14 @@ pub fn admit_images(images: &mut Vec<ImageData>, text: &mut String) {
             image.data = Arc::from(clean);
         }
         let declared = image.mime_type.as_str();
-        if !is_base64(&image.data) {
+        let Some(bytes) = decode_base64(&image.data) else {
             notes.push(format!(
                 "[image dropped: its {declared} data is not valid base64]"
             ));
             return false;
-        }
-        let size = image.decoded_len();
-        let Some(format) = sniff(&head_bytes(&image.data)) else {
+        };
+        let size = bytes.len();
+        let Some(format) = sniff(&bytes[..bytes.len().min(12)]) else {
             notes.push(format!(
                 "[image dropped: {declared} of {} is not PNG, JPEG, GIF or WebP, which the model cannot read]",
                 human(size)
@@ -248,23 +214,13 @@ mod tests {
     const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
 
     fn b64(bytes: &[u8]) -> String {
-        const ALPHABET: &[u8; 64] =
-            b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-        let mut out = String::new();
-        for chunk in bytes.chunks(3) {
-            let n = chunk
-                .iter()
-                .enumerate()
-                .fold(0u32, |acc, (i, &b)| acc | (u32::from(b) << (16 - 8 * i)));
-            for i in 0..4 {
-                if i <= chunk.len() {
-                    out.push(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize] as char);
-                } else {
-                    out.push('=');
-                }
-            }
-        }
-        out
+        use base64::Engine as _;
+        base64::engine::general_purpose::STANDARD.encode(bytes)
+    }
+
+    fn head(data: &str) -> Vec<u8> {
+        let bytes = decode_base64(data).unwrap();
+        bytes[..bytes.len().min(12)].to_vec()
     }
 
     #[test]
@@ -273,24 +229,22 @@ mod tests {
         assert_eq!(base64_decoded_len("QUI="), 2);
         assert_eq!(base64_decoded_len("QUJD"), 3);
         assert_eq!(ImageData::new("image/png", PNG).decoded_len(), 70);
-        assert_eq!(head_bytes(PNG)[..8], *b"\x89PNG\r\n\x1a\n");
-        assert_eq!(head_bytes("QUI="), b"AB");
-        assert_eq!(sniff(&head_bytes(PNG)), Some("image/png"));
+        assert_eq!(head(PNG)[..8], *b"\x89PNG\r\n\x1a\n");
+        assert_eq!(head("QUI="), b"AB");
+        assert_eq!(sniff(&head(PNG)), Some("image/png"));
         assert_eq!(
-            sniff(&head_bytes(&b64(b"\xff\xd8\xff\xe0xx"))),
+            sniff(&head(&b64(b"\xff\xd8\xff\xe0xx"))),
             Some("image/jpeg")
         );
-        assert_eq!(sniff(&head_bytes(&b64(b"GIF89a..."))), Some("image/gif"));
+        assert_eq!(sniff(&head(&b64(b"GIF89a..."))), Some("image/gif"));
         assert_eq!(
-            sniff(&head_bytes(&b64(b"RIFF\x10\0\0\0WEBPVP8 "))),
+            sniff(&head(&b64(b"RIFF\x10\0\0\0WEBPVP8 "))),
             Some("image/webp")
         );
-        assert_eq!(sniff(&head_bytes(&b64(b"<svg xmlns="))), None);
-        assert!(is_base64(PNG));
-        assert!(!is_base64("QUJ"));
-        assert!(!is_base64("QU=D"));
-        assert!(!is_base64("Q==="));
-        assert!(!is_base64(""));
+        assert_eq!(sniff(&head(&b64(b"<svg xmlns="))), None);
+        for bad in ["QUJ", "QU=D", "Q===", "", "QU J"] {
+            assert!(decode_base64(bad).is_none(), "{bad:?}");
+        }
     }
 
     #[test]

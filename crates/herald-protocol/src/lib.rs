@@ -4,8 +4,6 @@
 mod display;
 mod event;
 mod image;
-mod json_text;
-mod json_writer;
 mod message;
 mod usage;
 
@@ -15,7 +13,9 @@ pub use image::{
     DataUrl, IMAGE_TOKEN_ESTIMATE, ImageData, MAX_IMAGE_BYTES, MAX_RESULT_IMAGE_BYTES,
     MAX_RESULT_IMAGES, admit_images,
 };
-pub use json_text::push_json_str;
-pub use json_writer::{to_json_string, write_json};
 pub use message::{Message, Reasoning, Role, ToolCall, ToolSpec};
+/// What herald sends as `User-Agent` on every HTTP request it makes (model
+/// providers, MCP servers, probes): some gateways refuse requests without one.
+pub const USER_AGENT: &str = concat!("herald/", env!("CARGO_PKG_VERSION"));
+
 pub use usage::{TokenTotals, Usage, UsageTotals, add_cost, cost_serde, round_cost};

@@ -1,4 +1,4 @@
-//! Measures the store against the performance targets (SPEC §15): message
+//! Measures the store against the performance targets: message
 //! insert throughput (> 20,000/s) and `session_search` latency over 1,000,000
 //! messages (< 10 ms p50).
 //!

@@ -1,4 +1,4 @@
-//! The agents registry (SPEC §9.2): one row per subagent, written when it is
+//! The agents registry: one row per subagent, written when it is
 //! spawned and updated when it starts and finishes, so background agents are
 //! visible after a restart (`herald agents`) and a resumed parent can restart
 //! the unfinished ones from their stored conversations.

@@ -26,24 +26,6 @@ thread_local! {
     static WAIT_STARTED: Cell<Option<Instant>> = const { Cell::new(None) };
     /// How long the last wait that gave up lasted; taken by the error path.
     static GAVE_UP_AFTER: Cell<Option<Duration>> = const { Cell::new(None) };
-    /// Set while this thread must not wait for a lock at all (see
-    /// [`without_waiting`]).
-    static NO_WAIT: Cell<bool> = const { Cell::new(false) };
-}
-
-/// Runs `op` with the busy handler giving up at once on this thread, so a
-/// lock held by another connection fails the statement with
-/// [`crate::StoreError::Locked`] instead of sleeping. For callers that must
-/// never block (an async runtime's thread) and have somewhere else to retry.
-pub(crate) fn without_waiting<R>(op: impl FnOnce() -> R) -> R {
-    struct Restore(bool);
-    impl Drop for Restore {
-        fn drop(&mut self) {
-            NO_WAIT.set(self.0);
-        }
-    }
-    let _restore = Restore(NO_WAIT.replace(true));
-    op()
 }
 
 /// The pause before retry number `attempt` (0-based), never past `left`.
@@ -55,10 +37,6 @@ pub(crate) fn backoff(attempt: usize, left: Duration) -> Duration {
 /// The busy handler installed on every connection: `true` = retry after a
 /// pause, `false` = give up (SQLite then returns `SQLITE_BUSY`).
 pub(crate) fn busy_handler(count: i32) -> bool {
-    if NO_WAIT.get() {
-        GAVE_UP_AFTER.set(Some(Duration::ZERO));
-        return false;
-    }
     let now = Instant::now();
     let started = if count == 0 {
         WAIT_STARTED.set(Some(now));

@@ -1,7 +1,7 @@
-//! The event stream of a session (SPEC §13), stored so any front end can
+//! The event stream of a session, stored so any front end can
 //! show or replay it: every event a run emitted, under an id that only grows
 //! (per database, never reused, also after deletes), with the tool calls an
-//! `execute_code` script made (`sandbox.call`, SPEC §12) among them.
+//! `execute_code` script made (`sandbox.call`) among them.
 
 use rusqlite::params;
 use serde::{Deserialize, Serialize};
@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::{StoreError, sql};
 use crate::sessions::require_session;
 use crate::store::{Store, now_ms};
-use crate::txn::WriteTxn;
+use rusqlite::TransactionBehavior;
 
 /// One stored event, oldest first when listed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -93,7 +93,10 @@ impl Store {
         events: &[NewEvent],
     ) -> Result<Vec<i64>, StoreError> {
         const CTX: &str = "recording events";
-        let tx = WriteTxn::begin(&mut self.conn).map_err(sql(&self.path, CTX))?;
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(sql(&self.path, CTX))?;
         require_session(&tx, &self.path, session_id)?;
         let now = now_ms();
         let mut ids = Vec::with_capacity(events.len());
@@ -131,7 +134,10 @@ impl Store {
         rows: &[(&str, NewEvent)],
     ) -> Result<usize, StoreError> {
         const CTX: &str = "recording events";
-        let tx = WriteTxn::begin(&mut self.conn).map_err(sql(&self.path, CTX))?;
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(sql(&self.path, CTX))?;
         let now = now_ms();
         let mut stored = 0;
         {

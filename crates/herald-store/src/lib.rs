@@ -29,7 +29,6 @@ mod busy;
 mod checkpoints;
 mod error;
 mod events;
-mod fresh_image;
 mod id_prefix;
 mod import;
 mod learnings;
@@ -50,10 +49,8 @@ mod search_index;
 mod sessions;
 mod store;
 mod todos;
-mod txn;
 mod usage;
 mod usage_report;
-mod wal_control;
 
 pub mod bench;
 
@@ -88,4 +85,3 @@ pub use search::{
 };
 pub use store::{Store, new_id};
 pub use usage_report::{UsageGrouping, UsageRow};
-pub use wal_control::CHECKPOINT_PAGES;

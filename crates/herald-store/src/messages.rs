@@ -8,7 +8,7 @@ use crate::records::{MessageWindow, SessionOverview, StoredMessage};
 use crate::search::clamp_window;
 use crate::sessions::require_session;
 use crate::store::{Store, now_ms, to_i64};
-use crate::txn::WriteTxn;
+use rusqlite::TransactionBehavior;
 
 /// What [`Store::append_turn`] stores.
 #[derive(Debug, Default)]
@@ -445,7 +445,10 @@ impl Store {
         clear_kept: bool,
     ) -> Result<Vec<i64>, StoreError> {
         let path = &self.path;
-        let tx = WriteTxn::begin(&mut self.conn).map_err(sql(path, "appending messages"))?;
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(sql(path, "appending messages"))?;
         let ids = insert_messages(&tx, path, session_id, messages)?;
         crate::agents::mark_delivered(&tx, path, delivered)?;
         if clear_kept {
@@ -468,15 +471,17 @@ impl Store {
     ) -> Result<Vec<i64>, StoreError> {
         const CTX: &str = "storing the turn";
         let path = &self.path;
-        let tx = WriteTxn::begin(&mut self.conn).map_err(sql(path, CTX))?;
+        let mut tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(sql(path, CTX))?;
         if let Some((model, usage, cost)) = step.usage {
             // As with `record_usage` alone: a failure costs the usage row
-            // (rolled back with its savepoint), never the messages.
-            let _ = tx
-                .part(|conn| {
-                    crate::usage::record_usage_in(conn, path, session_id, model, usage, cost)
-                })
-                .map_err(sql(path, CTX))?;
+            // (its savepoint rolls back when dropped), never the messages.
+            let part = tx.savepoint().map_err(sql(path, CTX))?;
+            if crate::usage::record_usage_in(&part, path, session_id, model, usage, cost).is_ok() {
+                part.commit().map_err(sql(path, CTX))?;
+            }
         }
         let ids = if step.messages.is_empty() {
             Vec::new()
@@ -507,7 +512,10 @@ impl Store {
     ) -> Result<Vec<i64>, StoreError> {
         const CTX: &str = "inserting messages";
         let path = &self.path;
-        let tx = WriteTxn::begin(&mut self.conn).map_err(sql(path, CTX))?;
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(sql(path, CTX))?;
         let shift = to_i64(messages.len() as u64);
         // Two steps through negative positions, so no intermediate state
         // breaks UNIQUE(session_id, seq).

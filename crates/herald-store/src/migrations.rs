@@ -123,7 +123,7 @@ CREATE TABLE usage (
 CREATE INDEX usage_session ON usage(session_id, created_at);
 "#;
 
-/// v4: the background/delegated agents registry (SPEC §9.2).
+/// v4: the background/delegated agents registry.
 ///
 /// One row per subagent; `session_id` is the child's own session (its stored
 /// conversation), `parent_session_id` the session that spawned it, so a
@@ -162,7 +162,7 @@ CREATE INDEX agents_root_session ON agents(root_session_id, created_at);
 CREATE INDEX agents_status ON agents(status, ended_at);
 "#;
 
-/// v5: a session's todo list (SPEC §8.1), one JSON document per session.
+/// v5: a session's todo list, one JSON document per session.
 const V5_TODOS: &str = r#"
 CREATE TABLE todos (
     session_id  TEXT PRIMARY KEY REFERENCES sessions(id) ON DELETE CASCADE,
@@ -172,7 +172,7 @@ CREATE TABLE todos (
 "#;
 
 /// v6: events recorded with a session that are not conversation messages,
-/// such as the tool calls an `execute_code` script made (SPEC §12).
+/// such as the tool calls an `execute_code` script made.
 const V6_EVENTS: &str = r#"
 CREATE TABLE events (
     id          INTEGER PRIMARY KEY,
@@ -224,7 +224,7 @@ CREATE TABLE tool_processes (
 CREATE INDEX tool_processes_session ON tool_processes(session_id);
 "#;
 
-/// v8: the whole event stream of a session (SPEC §13), not only
+/// v8: the whole event stream of a session, not only
 /// `sandbox.call`: `AUTOINCREMENT` so ids only grow per database (never
 /// reused after a delete; a replay "after id N" stays correct), and the
 /// emitting agent beside each event. Existing rows keep their ids.
@@ -258,7 +258,7 @@ UPDATE events SET seq = id, root_session_id = COALESCE(
 CREATE INDEX events_tree ON events(root_session_id, seq);
 "#;
 
-/// v10: every permission decision (SPEC §14): which agent of which session
+/// v10: every permission decision: which agent of which session
 /// called which tool, a digest of its arguments, what was decided, by which
 /// rule and by whom. Not tied to `sessions` by a foreign key: `herald
 /// permissions check` and a session's first calls are audited alike.
@@ -301,7 +301,7 @@ CREATE TABLE prompt_history (
 CREATE INDEX prompt_history_cwd ON prompt_history(cwd, id);
 "#;
 
-/// v13: learnings, the error memory (SPEC §8): what failed, why and what
+/// v13: learnings, the error memory: what failed, why and what
 /// fixed it, shared by every session; `project` scopes a project-specific
 /// fix (NULL: everywhere). Searched by FTS like messages. `tool` and
 /// `error_type` are stored lowercase (see `learnings.rs`).

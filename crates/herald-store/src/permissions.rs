@@ -1,4 +1,4 @@
-//! The audit log of permission decisions (SPEC §14): one row per decision,
+//! The audit log of permission decisions: one row per decision,
 //! read back by `herald permissions log`.
 
 use rusqlite::params;
@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use crate::error::{StoreError, sql};
 use crate::store::{Store, now_ms};
-use crate::txn::WriteTxn;
+use rusqlite::TransactionBehavior;
 
 /// A decision to record.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,7 +51,10 @@ impl Store {
     pub fn record_decisions(&mut self, rows: &[NewDecision]) -> Result<(), StoreError> {
         const CTX: &str = "recording permission decisions";
         let now = now_ms();
-        let tx = WriteTxn::begin(&mut self.conn).map_err(sql(&self.path, CTX))?;
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(sql(&self.path, CTX))?;
         {
             let mut stmt = tx
                 .prepare_cached(

@@ -46,8 +46,6 @@ impl Store {
             })?;
         }
         let display = path.display().to_string();
-        // A new database starts as a copy of the schema's image.
-        crate::fresh_image::lay_down(path);
         let conn = Connection::open(path).map_err(sql(&display, "opening the database"))?;
         Store::setup(conn, display)
     }
@@ -85,18 +83,6 @@ impl Store {
         // with 13 KB tool results filled 1 MiB).
         conn.pragma_update(None, "cache_size", -256)
             .map_err(sql(&path, "setting the page cache size"))?;
-        // Checkpoint at 16 MiB of WAL instead of 4 MiB: pages a session
-        // rewrites every turn (its row, index and event leaves) are copied
-        // back once per checkpoint, so fewer checkpoints copy fewer pages
-        // and sync less (a 60-turn run with 13 KB tool results wrote 5 MB
-        // of WAL: one checkpoint mid-run and one at close, now only the
-        // one at close). The WAL file is removed when the last connection
-        // closes, so the size only bounds a long session's disk use.
-        conn.pragma_update(None, "wal_autocheckpoint", crate::CHECKPOINT_PAGES)
-            .map_err(sql(&path, "setting the checkpoint interval"))?;
-        // Room for the transaction control statements (`txn.rs`) besides the
-        // queries of a turn.
-        conn.set_prepared_statement_cache_capacity(48);
         crate::schema::create_or_migrate(&mut conn, &path)?;
         let deadline = SearchDeadline::new();
         deadline

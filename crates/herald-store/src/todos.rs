@@ -1,4 +1,4 @@
-//! The task list of each session (SPEC §8.1), stored as the JSON the todo
+//! The task list of each session, stored as the JSON the todo
 //! tools produce so a resumed session continues with the same plan.
 
 use rusqlite::{OptionalExtension, params};

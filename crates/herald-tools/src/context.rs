@@ -15,9 +15,9 @@ pub struct AgentState {
     /// Background processes started by `terminal(background=true)`.
     pub processes: ProcessTable,
     /// Files this agent read and wrote, so a parent can be told when a child
-    /// changed a file it had read (SPEC §9.1).
+    /// changed a file it had read.
     files: Mutex<FileLog>,
-    /// The session's task list (`todo_write`/`todo_read`, SPEC §8.1).
+    /// The session's task list (`todo_write`/`todo_read`).
     pub todos: TodoState,
     /// Records the process groups this agent's tools start (see
     /// [`crate::ProcessJournal`]); set once by the session.

@@ -1,6 +1,6 @@
 //! Tools the agent can call: one trait for all of them, a registry grouped in
 //! toolsets, argument validation that turns bad calls into actionable errors,
-//! output limits, and the built-in tools of SPEC §7.
+//! output limits, and the built-in tools.
 
 pub mod builtin;
 mod context;
@@ -9,7 +9,6 @@ mod gate;
 mod groups;
 pub mod intercept;
 mod leftovers;
-mod local_fs;
 mod observer;
 mod registry;
 mod tool;
@@ -23,7 +22,6 @@ pub use gate::{GateOutcome, PermissionGate};
 pub use groups::{GroupGuard, ProcessJournal, kill_tracked_groups, track_group, tracked_groups};
 pub use intercept::{BeforeCall, CallInterceptor, CallSite, Interception};
 pub use leftovers::remove_dead_process_entries;
-pub use local_fs::is_local_file_system;
 pub use observer::{CallObserver, CallProgress, NestedCall};
 pub use registry::{ToolRegistry, UnknownToolset};
 pub use tool::{Tool, ToolError, ToolResult, TypedTool, typed};

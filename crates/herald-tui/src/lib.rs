@@ -1,4 +1,4 @@
-//! herald's terminal interface (SPEC §2: `herald` on a terminal): a front
+//! herald's terminal interface: a front
 //! end of the session runtime. The conversation is printed into the
 //! terminal's own scrollback (native scrolling, search and copy keep
 //! working); a bottom pane holds the composer, popups and the status line.

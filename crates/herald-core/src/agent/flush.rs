@@ -430,6 +430,7 @@ impl Agent {
             // No reply: the instruction was never stored; drop it so the
             // conversation does not end with an unanswered request.
             self.messages.truncate(start);
+            self.body_cache.history_changed();
         }
         if report.status == FlushStatus::Timeout && report.message.is_none() {
             report.message =

@@ -1,4 +1,4 @@
-//! Context compression (SPEC §11).
+//! Context compression.
 //!
 //! When a conversation's prompt reaches `threshold` × the model's context
 //! window, or the provider answers "context too long", the history is

@@ -451,7 +451,7 @@ pub(crate) const PERMISSIONS: &[Key] = &[
     ),
 ];
 
-/// Sections of SPEC §3 herald accepts but does not act on yet, with what
+/// Configuration sections herald accepts but does not act on yet, with what
 /// that means for the user.
 pub(crate) const NOT_IMPLEMENTED: &[(&str, &str)] = &[];
 

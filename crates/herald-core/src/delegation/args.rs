@@ -1,5 +1,5 @@
 //! The arguments of `delegate_task` and their normalisation into a list of
-//! child tasks (SPEC §9.1): a single `goal` or a `tasks` batch (also when the
+//! child tasks: a single `goal` or a `tasks` batch (also when the
 //! model sends the batch as a JSON string), with the errors the spec names.
 
 use schemars::JsonSchema;

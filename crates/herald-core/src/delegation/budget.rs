@@ -1,4 +1,4 @@
-//! Token budgets of delegation trees (SPEC §9.3). Each `delegate_task` call
+//! Token budgets of delegation trees. Each `delegate_task` call
 //! opens a budget for the children it spawns; a nested call opens a child
 //! budget, and usage added anywhere counts against every ancestor, so one cap
 //! holds for the whole tree below it.

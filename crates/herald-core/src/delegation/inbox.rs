@@ -1,4 +1,4 @@
-//! Where an agent's finished background children report (SPEC §9.2). The
+//! Where an agent's finished background children report. The
 //! agent loop drains it between steps and appends the reports at the end of
 //! the conversation — to the newest tool result, or as part of the next
 //! message — never into earlier context.

@@ -1,4 +1,4 @@
-//! Delegation (SPEC §9): `delegate_task` runs isolated child agents —
+//! Delegation: `delegate_task` runs isolated child agents —
 //! synchronously in parallel batches or in the background — in a tree
 //! bounded in breadth, depth, time and tokens, with their lifecycle tools,
 //! journal and progress events.

@@ -1,4 +1,4 @@
-//! What a finished child hands back (SPEC §9.1 result shape): status,
+//! What a finished child hands back: status,
 //! summary, usage, and a trace of its tool calls paired by call id.
 
 use std::collections::HashMap;

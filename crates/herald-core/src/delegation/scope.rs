@@ -1,4 +1,4 @@
-//! Which tools a child gets (SPEC §9.1): the requested toolsets intersected
+//! Which tools a child gets: the requested toolsets intersected
 //! with the parent's, then `allow_tools` narrows and `deny_tools` removes;
 //! interactive and parent-only tools never pass down, and the delegation
 //! tools are added back (bound to the child) only for orchestrators with

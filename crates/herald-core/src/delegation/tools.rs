@@ -1,6 +1,6 @@
-//! The delegation tools: `delegate_task` (SPEC §9.1) and the background
+//! The delegation tools: `delegate_task` and the background
 //! agent lifecycle tools `agent_status`, `agent_list`, `agent_wait` and
-//! `agent_cancel` (SPEC §9.2). Each instance is bound to the agent that owns
+//! `agent_cancel`. Each instance is bound to the agent that owns
 //! it, so depth, budget and the inbox are that agent's.
 
 use std::sync::Arc;

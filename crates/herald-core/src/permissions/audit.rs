@@ -52,14 +52,13 @@ impl Audit {
         let Some(store) = &self.store else {
             return;
         };
-        match store
-            .call_write(move |s| s.record_decisions(std::slice::from_ref(&row)))
-            .await
-        {
-            Ok(Ok(())) => {}
-            Ok(Err(err)) => tracing::warn!(%err, "cannot record a permission decision"),
-            Err(err) => tracing::warn!(%err, "cannot record a permission decision"),
-        }
+        // Queued, not awaited: the row is written in order before the
+        // tool's result, and the agent does not wait a round trip for it.
+        store.send(move |s| {
+            if let Err(err) = s.record_decisions(std::slice::from_ref(&row)) {
+                tracing::warn!(%err, "cannot record a permission decision");
+            }
+        });
     }
 }
 

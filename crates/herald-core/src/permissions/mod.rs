@@ -1,4 +1,4 @@
-//! The permission layer of a session (SPEC §14): builds the policy from the
+//! The permission layer of a session: builds the policy from the
 //! configuration, judges every tool call through a [`PermissionGate`] bound
 //! to the calling agent, turns `ask` into an `approval.requested` event
 //! answered by an operation (or denies it headless, or allows it with

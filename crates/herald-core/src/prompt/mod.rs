@@ -1,4 +1,4 @@
-//! System prompt assembly (SPEC §6).
+//! System prompt assembly.
 //!
 //! The prompt is a stack of layers, each with its own size budget: identity
 //! (`$HERALD_HOME/SOUL.md` or the built-in one), the working rules, project
@@ -35,7 +35,7 @@ const GUIDANCE: &str = "\
 
 /// Character budgets of the prompt layers. A layer over its budget keeps its
 /// head and tail with a marker naming what was left out, so one oversized
-/// file can never crowd out the rest of the prompt (SPEC principle 3).
+/// file can never crowd out the rest of the prompt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PromptBudgets {
     /// `SOUL.md`.

@@ -1,4 +1,4 @@
-//! The session runtime (SPEC §1): one place that opens a session (new,
+//! The session runtime: one place that opens a session (new,
 //! resumed, continued or forked), owns everything it runs on (settings,
 //! store, client, tool registry, delegation tree, lease, agent), takes
 //! operations and emits events. Front ends — `herald run`, the interactive

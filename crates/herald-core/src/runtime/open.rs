@@ -574,7 +574,7 @@ async fn new_system_prompt(settings: &Settings) -> Result<String, RuntimeError> 
         .map_err(|err| RuntimeError::Config(format!("building the system prompt failed: {err}")))
 }
 
-/// What the system prompt of a new root session is built from (SPEC §6):
+/// What the system prompt of a new root session is built from:
 /// the working directory, model, `$HERALD_HOME` (for `SOUL.md`), and the
 /// memory and skills layers. Public so `herald context` shows exactly
 /// what a new session here would build.

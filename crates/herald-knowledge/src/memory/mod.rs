@@ -1,4 +1,4 @@
-//! Bounded, curated memory (SPEC §8.2): two small markdown files under
+//! Bounded, curated memory: two small markdown files under
 //! `$HERALD_HOME/memories/` whose entries are separated by a line holding `§`.
 //! `MEMORY.md` holds the agent's notes, `USER.md` the user's profile.
 //!

@@ -1,4 +1,4 @@
-//! Skills (SPEC §8.3): procedural memory in the Agent Skills format. A skill
+//! Skills: procedural memory in the Agent Skills format. A skill
 //! is a folder holding `SKILL.md` (YAML front matter with `name` and
 //! `description`, then a markdown body) plus optional `references/`,
 //! `templates/`, `scripts/` and `assets/`.

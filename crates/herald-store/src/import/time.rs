@@ -3,17 +3,6 @@
 
 use serde_json::Value;
 
-/// Days from 1970-01-01 to the given civil date (proleptic Gregorian).
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
 fn digits(s: &str, range: std::ops::Range<usize>) -> Option<i64> {
     let part = s.get(range)?;
     part.bytes()
@@ -31,9 +20,15 @@ pub(crate) fn parse_iso(text: &str) -> Option<i64> {
         return None;
     }
     let (h, mi, sec) = (digits(s, 11..13)?, digits(s, 14..16)?, digits(s, 17..19)?);
-    if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || h > 23 || mi > 59 || sec > 60 {
+    if h > 23 || mi > 59 || sec > 60 {
         return None;
     }
+    let month = ::time::Month::try_from(u8::try_from(mo).ok()?).ok()?;
+    let date =
+        ::time::Date::from_calendar_date(i32::try_from(y).ok()?, month, u8::try_from(d).ok()?)
+            .ok()?;
+    // Days since 1970-01-01 (Julian day 2,440,588).
+    let days = i64::from(date.to_julian_day()) - 2_440_588;
     let mut rest = s.get(19..)?;
     let mut millis = 0;
     if let Some(frac) = rest.strip_prefix('.') {
@@ -57,7 +52,7 @@ pub(crate) fn parse_iso(text: &str) -> Option<i64> {
             sign * (digits(&zone, 0..2)? * 60 + digits(&zone, 2..4)?)
         }
     };
-    let secs = days_from_civil(y, mo, d) * 86_400 + h * 3600 + mi * 60 + sec - offset_min * 60;
+    let secs = days * 86_400 + h * 3600 + mi * 60 + sec - offset_min * 60;
     Some(secs * 1000 + millis)
 }
 

@@ -1,10 +1,9 @@
-//! The built-in tools of SPEC §7: `terminal`, `process`, `read_file`,
+//! The built-in tools: `terminal`, `process`, `read_file`,
 //! `write_file`, `patch` and `search_files`.
 
 mod ansi;
 mod atomic;
 mod fsutil;
-mod inline_read;
 mod lines;
 mod patch;
 mod process;

@@ -7,7 +7,6 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::fsutil::{FILE_TOOL_TIMEOUT, Stop, open_regular, run_blocking};
-use super::inline_read;
 use super::lines::{char_boundary, count_remaining_lines, read_capped_line};
 use crate::{ToolContext, ToolError, TypedTool};
 
@@ -56,28 +55,11 @@ and the offset to continue from; lines are cut at 2000 chars.";
         let offset = args.offset.unwrap_or(1).max(1);
         let limit = args.limit.unwrap_or(DEFAULT_LIMIT).max(1);
         ctx.state.note_read(&path);
-        let root = ctx.state.cwd();
-        if let Some(bytes) = inline_read::read(&root, &path) {
-            return format_whole(&bytes, &args.path, offset, limit);
-        }
         run_blocking(ctx, Self::NAME, FILE_TOOL_TIMEOUT, move |stop| {
-            let out = read_lines(&path, &args.path, offset, limit, stop);
-            // Checked here, off the runtime, so later reads under the
-            // working directory may run inline (see `inline_read`).
-            inline_read::prove_local(&root);
-            out
+            read_lines(&path, &args.path, offset, limit, stop)
         })
         .await
     }
-}
-
-/// The lines `offset..offset+limit` of a file whose bytes are all in
-/// `bytes` (named `shown` in messages), as [`read_lines`] gives them.
-fn format_whole(bytes: &[u8], shown: &str, offset: u64, limit: u64) -> Result<String, ToolError> {
-    refuse_binary(bytes, shown)?;
-    let last_wanted = offset.saturating_add(limit - 1);
-    let (out, total) = number_lines_in(bytes, offset, last_wanted);
-    finish(out, total, shown, offset, last_wanted)
 }
 
 /// The error for a file whose first bytes contain NUL.
@@ -361,65 +343,6 @@ mod tests {
                 }
             }
         }
-    }
-
-    #[tokio::test]
-    async fn reads_after_the_first_run_inline_and_answer_as_the_worker_does() {
-        let tmp = tempfile::tempdir().unwrap();
-        let ctx = ctx(tmp.path());
-        let long = format!("{}\n", "y".repeat(MAX_LINE_CHARS + 9));
-        let files: [(&str, Vec<u8>); 5] = [
-            ("a.txt", numbered(40).into_bytes()),
-            ("crlf.txt", b"one\r\ntwo\r\n".to_vec()),
-            ("long.txt", long.into_bytes()),
-            ("empty.txt", Vec::new()),
-            ("bin.dat", b"\x7fELF\0\0rest".to_vec()),
-        ];
-        for (name, bytes) in &files {
-            std::fs::write(tmp.path().join(name), bytes).unwrap();
-        }
-        // The first read goes to a worker, which proves the directory local.
-        assert!(!inline_read::is_checked(tmp.path()));
-        read(&ctx, "a.txt", None, None).await.unwrap();
-        assert!(inline_read::is_checked(tmp.path()));
-        let stop = Stop::default();
-        for (name, _) in &files {
-            let path = tmp.path().join(name);
-            assert!(inline_read::read(tmp.path(), &path).is_some(), "{name}");
-            for (offset, limit) in [
-                (None, None),
-                (Some(3), Some(5)),
-                (Some(39), None),
-                (Some(90), None),
-            ] {
-                let inline = read(&ctx, name, offset, limit).await.map_err(|e| e.0);
-                let worker = read_lines(
-                    &path,
-                    name,
-                    offset.unwrap_or(1),
-                    limit.unwrap_or(DEFAULT_LIMIT),
-                    &stop,
-                )
-                .map_err(|e| e.0);
-                assert_eq!(inline, worker, "{name} {offset:?} {limit:?}");
-            }
-        }
-        // Absolute paths under the directory run inline too; others go to
-        // a worker and still read.
-        let absolute = tmp.path().join("a.txt");
-        let out = read(&ctx, absolute.to_str().unwrap(), Some(2), Some(1))
-            .await
-            .unwrap();
-        assert_eq!(
-            out,
-            "2|line 2\n[lines 2-2 of 40; 38 more, continue with offset=3]"
-        );
-        let elsewhere = tempfile::tempdir().unwrap();
-        std::fs::write(elsewhere.path().join("b.txt"), "bee\n").unwrap();
-        let b = elsewhere.path().join("b.txt");
-        assert!(inline_read::read(tmp.path(), &b).is_none());
-        let out = read(&ctx, b.to_str().unwrap(), None, None).await.unwrap();
-        assert_eq!(out, "1|bee\n[lines 1-1 of 1; end of file]");
     }
 
     #[tokio::test]

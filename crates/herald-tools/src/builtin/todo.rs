@@ -1,4 +1,4 @@
-//! The `todo_write` and `todo_read` tools (SPEC §8.1): a session task list
+//! The `todo_write` and `todo_read` tools: a session task list
 //! that lives beside the conversation instead of inside the prompt, so
 //! planning never disturbs the cached prefix.
 //!
