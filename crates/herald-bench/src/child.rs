@@ -12,6 +12,10 @@ pub(crate) struct Measured {
     pub success: bool,
     pub cpu: Duration,
     pub max_rss_kb: u64,
+    /// Peak anonymous memory (heap, stacks: what the process itself
+    /// allocated, without the binary's shared, droppable text pages), from
+    /// `/proc/PID/smaps_rollup` sampled every 20 ms.
+    pub max_anon_kb: u64,
     pub wall: Duration,
 }
 
@@ -32,31 +36,44 @@ fn vm_hwm_kb(pid: libc::pid_t) -> Option<u64> {
     line.split_whitespace().nth(1)?.parse().ok()
 }
 
+fn anonymous_kb(pid: libc::pid_t) -> Option<u64> {
+    let rollup = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")).ok()?;
+    let line = rollup.lines().find(|l| l.starts_with("Anonymous:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
 /// Spawns `cmd` (stdout discarded) and waits for it on a blocking thread.
 pub(crate) async fn run_measured(mut cmd: std::process::Command) -> Result<Measured> {
     cmd.stdout(Stdio::null()).stdin(Stdio::null());
     let started = Instant::now();
     let child = cmd.spawn().context("cannot start herald")?;
     let pid = child.id() as libc::pid_t;
-    let (status, usage, peak) = tokio::task::spawn_blocking(move || {
+    let (status, usage, peak, anon) = tokio::task::spawn_blocking(move || {
         let mut status: libc::c_int = 0;
         // SAFETY: an all-zero rusage is a valid value for wait4 to overwrite.
         let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-        let mut peak = 0;
-        loop {
+        let (mut peak, mut anon) = (0, 0);
+        for tick in 0u64.. {
             // SAFETY: `pid` is our own un-reaped child; the pointers are valid for the call.
             let rc = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut usage) };
             if rc == pid {
-                return (Some(status), usage, peak);
+                return (Some(status), usage, peak, anon);
             }
             if rc < 0 {
-                return (None, usage, peak);
+                break;
             }
             if let Some(kb) = vm_hwm_kb(pid) {
                 peak = peak.max(kb);
             }
+            // smaps_rollup walks the page tables: sampled less often.
+            if tick % 20 == 0
+                && let Some(kb) = anonymous_kb(pid)
+            {
+                anon = anon.max(kb);
+            }
             std::thread::sleep(Duration::from_millis(1));
         }
+        (None, usage, peak, anon)
     })
     .await?;
     let wall = started.elapsed();
@@ -69,6 +86,7 @@ pub(crate) async fn run_measured(mut cmd: std::process::Command) -> Result<Measu
         success: libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
         cpu: tv(usage.ru_utime) + tv(usage.ru_stime),
         max_rss_kb: peak,
+        max_anon_kb: anon,
         wall,
     })
 }

@@ -24,10 +24,38 @@ const FLUSH_PAUSE: Duration = Duration::from_millis(20);
 /// Runs once when the body's last byte is produced.
 pub(crate) type Done = Box<dyn FnOnce() + Send>;
 
+/// How fast a simulated model answers: the wait before the first event,
+/// then a steady rate of generated tokens (see [`crate::ScriptedServer::set_pace`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Pace {
+    /// Time to the first token.
+    pub first_token: Duration,
+    /// Generated tokens per second after it.
+    pub tokens_per_second: f64,
+}
+
+impl Pace {
+    /// The pause before each of `events` events that carry `tokens` tokens
+    /// between them: the first waits [`Pace::first_token`], the rest share
+    /// the generation time evenly.
+    fn pauses(self, events: usize, tokens: u64) -> (Duration, Duration) {
+        let generation = if self.tokens_per_second > 0.0 {
+            Duration::from_secs_f64(tokens as f64 / self.tokens_per_second)
+        } else {
+            Duration::ZERO
+        };
+        let between = generation / u32::try_from(events.max(2) - 1).unwrap_or(u32::MAX);
+        (self.first_token, between)
+    }
+}
+
 struct State {
     events: std::vec::IntoIter<Bytes>,
     tail: Tail,
     on_done: Option<Done>,
+    /// Pause before the next event, then before each later one.
+    pause: Duration,
+    between: Duration,
 }
 
 impl State {
@@ -40,13 +68,28 @@ impl State {
 
 /// A body yielding `events` one frame each, then ending as `tail` says.
 /// `on_done` runs when the last byte is produced (never for [`Tail::Idle`]).
-pub(crate) fn sse_body(events: Vec<Bytes>, tail: Tail, on_done: Done) -> Body {
+/// With `pace`, the events come as a model carrying `tokens` generates them.
+pub(crate) fn sse_body(
+    events: Vec<Bytes>,
+    tail: Tail,
+    on_done: Done,
+    pace: Option<(Pace, u64)>,
+) -> Body {
+    let (pause, between) = pace.map_or((Duration::ZERO, Duration::ZERO), |(pace, tokens)| {
+        pace.pauses(events.len(), tokens)
+    });
     let state = State {
         events: events.into_iter(),
         tail,
         on_done: Some(on_done),
+        pause,
+        between,
     };
     let stream = futures_util::stream::unfold(state, |mut st| async move {
+        if !st.pause.is_zero() && st.events.len() > 0 {
+            tokio::time::sleep(st.pause).await;
+        }
+        st.pause = st.between;
         if let Some(event) = st.events.next() {
             if st.events.len() == 0 && st.tail != Tail::Idle {
                 st.done();
@@ -79,4 +122,24 @@ pub(crate) fn sse_body(events: Vec<Bytes>, tail: Tail, on_done: Done) -> Body {
         }
     });
     Body::from_stream(stream)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_paced_reply_waits_for_its_first_token_then_spreads_the_rest() {
+        let pace = Pace {
+            first_token: Duration::from_millis(300),
+            tokens_per_second: 50.0,
+        };
+        // 25 tokens at 50/s: half a second over the 5 gaps between 6 events.
+        assert_eq!(
+            pace.pauses(6, 25),
+            (Duration::from_millis(300), Duration::from_millis(100))
+        );
+        // A single event still waits for its first token.
+        assert_eq!(pace.pauses(1, 10).0, Duration::from_millis(300));
+    }
 }

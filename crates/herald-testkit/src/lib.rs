@@ -51,6 +51,7 @@ mod usage;
 mod wire_anthropic;
 mod wire_openai;
 
+pub use body::Pace;
 pub use canonical::{canonical_message, canonical_request, strip_cache_control};
 pub use fault::Fault;
 pub use invariants::{

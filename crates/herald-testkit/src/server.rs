@@ -35,6 +35,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 struct Shared {
     script: Script,
     latency: Mutex<Duration>,
+    pace: Mutex<Option<crate::body::Pace>>,
     faults: Mutex<VecDeque<Fault>>,
     /// Faults for requests to one model (see [`ScriptedServer::inject_for_model`]).
     model_faults: Mutex<Vec<(String, Fault)>>,
@@ -116,6 +117,7 @@ impl ScriptedServer {
         let shared = Arc::new(Shared {
             script,
             latency: Mutex::new(Duration::ZERO),
+            pace: Mutex::new(None),
             faults: Mutex::new(VecDeque::new()),
             model_faults: Mutex::new(Vec::new()),
             quirks: Mutex::new(Quirks::default()),
@@ -157,6 +159,13 @@ impl ScriptedServer {
     /// Delay before the first response byte of every later request.
     pub fn set_latency(&self, d: Duration) {
         *lock(&self.shared.latency) = d;
+    }
+
+    /// Streams every later reply as a model of this speed would (time to the
+    /// first token, then tokens per second), for benchmarks with realistic
+    /// model latency; `None` streams at once.
+    pub fn set_pace(&self, pace: Option<crate::body::Pace>) {
+        *lock(&self.shared.pace) = pace;
     }
 
     /// Queues a fault; each queued fault is consumed by the next request (FIFO).
@@ -504,10 +513,12 @@ async fn handle(s: Arc<Shared>, api: Api, uri: Uri, headers: HeaderMap, raw: Byt
                 | None => Tail::End,
             };
             let done_state = s.clone();
+            let pace = lock(&s.pace).map(|pace| (pace, usage.completion_tokens));
             let body = sse_body(
                 sse.events,
                 tail,
                 Box::new(move || done_state.mark_responded(index)),
+                pace,
             );
             let mut resp = Response::new(body);
             let h = resp.headers_mut();
