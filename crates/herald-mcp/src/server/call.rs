@@ -12,62 +12,31 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::handler::{CallRegistration, CallWatch};
-use super::{ElicitationHandler, McpServer, ProgressSink, short_json};
+use super::{CallRequest, McpServer, short_json};
 use crate::content::{McpCallResult, map_call_result};
 
 impl McpServer {
-    /// Calls `tool` (its name on the server) with `args` (a JSON object).
-    /// See [`McpServer::call_for`].
-    pub async fn call(&self, tool: &str, args: Value, cancel: &CancellationToken) -> McpCallResult {
-        self.call_for("", tool, args, cancel).await
-    }
-
-    /// Calls `tool` with `args`; `call_id` tags its progress updates.
+    /// Calls a tool of this server. The one entry point for tool calls:
+    /// what differs between callers (call id, cancellation, progress,
+    /// elicitation) is in the [`CallRequest`].
     ///
     /// Never fails: errors are results the model can read. A call taking
     /// longer than `tool_timeout_sec`, or whose `cancel` fires, is cancelled
     /// (the server is sent `notifications/cancelled`, as it is when this
-    /// future is dropped). When the server's connection has closed (a
-    /// crashed stdio server) it is restarted once, on the next call, and
-    /// that call's result says so; after a second failure the server is
-    /// reported down.
-    pub async fn call_for(
-        &self,
-        call_id: &str,
-        tool: &str,
-        args: Value,
-        cancel: &CancellationToken,
-    ) -> McpCallResult {
-        self.call_reporting(call_id, tool, args, cancel, None).await
-    }
-
-    /// [`McpServer::call_for`] whose progress notifications go to
-    /// `progress` (when given) instead of the server's sink.
-    pub async fn call_reporting(
-        &self,
-        call_id: &str,
-        tool: &str,
-        args: Value,
-        cancel: &CancellationToken,
-        progress: Option<ProgressSink>,
-    ) -> McpCallResult {
-        self.call_watched(call_id, tool, args, cancel, progress, None)
-            .await
-    }
-
-    /// [`McpServer::call_reporting`] whose elicitations (the server asking
-    /// the user for input during the call) go to `elicit`; without one
-    /// they are declined. While the user is being asked, the call's
-    /// `tool_timeout_sec` does not run.
-    pub async fn call_watched(
-        &self,
-        call_id: &str,
-        tool: &str,
-        args: Value,
-        cancel: &CancellationToken,
-        progress: Option<ProgressSink>,
-        elicit: Option<ElicitationHandler>,
-    ) -> McpCallResult {
+    /// future is dropped). While the user is being asked for input (an
+    /// elicitation), the call's `tool_timeout_sec` does not run. When the
+    /// server's connection has closed (a crashed stdio server) it is
+    /// restarted once, on the next call, and that call's result says so;
+    /// after a second failure the server is reported down.
+    pub async fn call(&self, call: CallRequest) -> McpCallResult {
+        let CallRequest {
+            tool,
+            args,
+            cancel,
+            call_id,
+            progress,
+            elicit,
+        } = call;
         let arguments = match args {
             Value::Object(map) => Some(map),
             Value::Null => None,
@@ -81,16 +50,16 @@ impl McpServer {
             Ok(found) => found,
             Err(result) => return result,
         };
-        let mut params = CallToolRequestParams::new(tool.to_owned());
+        let mut params = CallToolRequestParams::new(tool.clone());
         if let Some(arguments) = arguments {
             params = params.with_arguments(arguments);
         }
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
-        let watch = CallWatch::new(tool, call_id, progress, elicit);
-        let outcome = self.send_call(&peer, request, watch, cancel).await;
+        let watch = CallWatch::new(&tool, &call_id, progress, elicit);
+        let outcome = self.send_call(&peer, request, watch, &cancel).await;
         let mut result = match outcome {
             CallOutcome::Result(result) => result,
-            CallOutcome::Closed => self.connection_lost(generation, tool).await,
+            CallOutcome::Closed => self.connection_lost(generation, &tool).await,
         };
         if let Some(note) = note {
             result.content = format!("{note}\n{}", result.content);

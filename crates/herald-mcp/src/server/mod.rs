@@ -3,7 +3,8 @@
 //! A newcomer can read the parts in this order:
 //!
 //! - `mod.rs` (here): the public types. [`McpServer`] is shared (`Arc`)
-//!   by every tool of the server.
+//!   by every tool of the server; [`CallRequest`] is what
+//!   [`McpServer::call`] takes.
 //! - `connect`: [`McpServer::connect`], and the connection's life after
 //!   it. A connection found closed is reopened once, on the next request,
 //!   and the request's result says so; after that the server is down for
@@ -20,8 +21,8 @@
 //!   gets what the server sends during a call: progress notifications and
 //!   `elicitation/create` requests. `call` registers every call in flight
 //!   in a table shared with the handler (a `CallWatch` per call), which
-//!   is how those messages reach the progress sink and elicitation
-//!   handler the call was given.
+//!   is how those messages reach the call's [`CallRequest::progress`] and
+//!   [`CallRequest::elicit`].
 //! - `requests`: requests other than tool calls (`resources/*`), with the
 //!   same timeout, cancellation and restart handling as calls.
 
@@ -39,6 +40,7 @@ use herald_sandbox::EnvFilter;
 use herald_tools::{ElicitAnswer, Elicitation};
 use rmcp::model::Implementation;
 use serde_json::Value;
+use tokio_util::sync::CancellationToken;
 
 use crate::config::McpServerConfig;
 
@@ -88,7 +90,7 @@ pub struct ProgressUpdate {
     pub server: String,
     /// The tool's name on the server.
     pub tool: String,
-    /// The call id given to [`McpServer::call_for`] (empty for [`McpServer::call`]).
+    /// The [`CallRequest::call_id`] of the call (empty when it had none).
     pub call_id: String,
     /// How far the call has got, as the server counts.
     pub progress: f64,
@@ -107,6 +109,76 @@ pub type ProgressSink = Arc<dyn Fn(ProgressUpdate) + Send + Sync>;
 /// `tool_timeout_sec` does not run meanwhile.
 pub type ElicitationHandler =
     Arc<dyn Fn(Elicitation) -> BoxFuture<'static, ElicitAnswer> + Send + Sync>;
+
+/// One tool call: the argument of [`McpServer::call`], the one way to call
+/// a tool. [`CallRequest::new`] gives a call with no call id, no progress
+/// sink of its own and no elicitation handler, which nobody cancels; the
+/// `with_*` methods set the rest. The timeout is not here: it is the
+/// server's `tool_timeout_sec`.
+#[derive(Clone)]
+pub struct CallRequest {
+    /// The tool's name on the server (what `tools/call` is sent), not the
+    /// `mcp__<server>__<tool>` name the model sees.
+    pub tool: String,
+    /// The arguments: a JSON object, or null for none. Anything else is
+    /// answered with an error result and the server is not called.
+    pub args: Value,
+    /// Cancels the call when it fires; the server is then sent
+    /// `notifications/cancelled`.
+    pub cancel: CancellationToken,
+    /// Tags the call's [`ProgressUpdate`]s so a listener can tell
+    /// concurrent calls apart (empty: untagged).
+    pub call_id: String,
+    /// Gets this call's progress notifications instead of the server's
+    /// sink ([`McpServer::set_progress_sink`]), for a caller that
+    /// reports progress per call.
+    pub progress: Option<ProgressSink>,
+    /// Answers the server's requests for user input during this call;
+    /// without one they are declined (nobody can answer).
+    pub elicit: Option<ElicitationHandler>,
+}
+
+impl CallRequest {
+    /// A call of `tool` (its name on the server) with `args`: no call id,
+    /// never cancelled, progress to the server's sink, elicitations
+    /// declined.
+    pub fn new(tool: impl Into<String>, args: Value) -> Self {
+        Self {
+            tool: tool.into(),
+            args,
+            cancel: CancellationToken::new(),
+            call_id: String::new(),
+            progress: None,
+            elicit: None,
+        }
+    }
+
+    /// Cancels the call when `cancel` fires.
+    pub fn with_cancel(mut self, cancel: CancellationToken) -> Self {
+        self.cancel = cancel;
+        self
+    }
+
+    /// Tags the call's progress updates with `call_id`.
+    pub fn with_call_id(mut self, call_id: impl Into<String>) -> Self {
+        self.call_id = call_id.into();
+        self
+    }
+
+    /// Sends the call's progress notifications to `sink` instead of the
+    /// server's sink.
+    pub fn with_progress(mut self, sink: ProgressSink) -> Self {
+        self.progress = Some(sink);
+        self
+    }
+
+    /// Puts the server's requests for user input during the call to
+    /// `handler` instead of declining them.
+    pub fn with_elicitation(mut self, handler: ElicitationHandler) -> Self {
+        self.elicit = Some(handler);
+        self
+    }
+}
 
 /// Why a server could not be connected. The message names the server and
 /// what to change.
