@@ -7,8 +7,9 @@
 //!   with its tools listed within `startup_timeout_sec`.
 //! - [`McpServer::tools`]: the tools it offers, named `mcp__<server>__<tool>`
 //!   with normalised input schemas, filtered and sorted.
-//! - [`McpServer::call`]: a tool call with timeout, cancellation, content
-//!   mapping and one restart of a crashed server.
+//! - [`McpServer::call`] with a [`CallRequest`]: a tool call with timeout,
+//!   cancellation, progress, elicitation, content mapping and one restart
+//!   of a crashed server.
 //! - [`mcp_tools`]: the tools as [`herald_tools::Tool`]s (toolset
 //!   `mcp-<server>`).
 //! - [`McpHub`]: the servers of one process, started concurrently in the
@@ -55,6 +56,7 @@ pub use resources::RESOURCES_TOOLSET;
 pub use schema::normalize_input_schema;
 pub use search::SEARCH_TOOLSET;
 pub use server::{
-    ElicitationHandler, McpError, McpServer, McpToolInfo, ProgressSink, ProgressUpdate, SkippedTool,
+    CallRequest, ElicitationHandler, McpError, McpServer, McpToolInfo, ProgressSink,
+    ProgressUpdate, SkippedTool,
 };
 pub use tool::mcp_tools;

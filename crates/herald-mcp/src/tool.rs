@@ -7,7 +7,7 @@ use herald_protocol::ToolSpec;
 use herald_tools::{CallProgress, ElicitAnswer, Tool, ToolContext, ToolResult};
 
 use crate::hub::ServerHandle;
-use crate::server::{ElicitationHandler, McpServer, McpToolInfo, ProgressSink};
+use crate::server::{CallRequest, ElicitationHandler, McpServer, McpToolInfo, ProgressSink};
 
 struct McpTool {
     server: Arc<ServerHandle>,
@@ -23,7 +23,7 @@ struct McpTool {
 /// One herald tool per tool of `server` (in [`McpServer::tools`] order):
 /// named `mcp__<server>__<tool>`, in toolset `mcp-<server>`, read-only when
 /// the server annotates it `readOnlyHint`. Calls go through
-/// [`McpServer::call_watched`] with the context's call id and cancel
+/// [`McpServer::call`] with the context's call id and cancel
 /// token; progress goes to the context's observer, the server's requests
 /// for user input (elicitation) to the context's permission gate.
 pub fn mcp_tools(server: &Arc<McpServer>) -> Vec<Arc<dyn Tool>> {
@@ -133,14 +133,14 @@ impl Tool for McpTool {
             });
             let elicit = elicitation_handler(ctx);
             let result = server
-                .call_watched(
-                    &ctx.call_id,
-                    &self.tool,
+                .call(CallRequest {
+                    tool: self.tool.clone(),
                     args,
-                    &ctx.cancel,
+                    cancel: ctx.cancel.clone(),
+                    call_id: ctx.call_id.clone(),
                     progress,
-                    Some(elicit),
-                )
+                    elicit: Some(elicit),
+                })
                 .await;
             let images = result
                 .images

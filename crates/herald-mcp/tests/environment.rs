@@ -4,10 +4,9 @@
 
 mod common;
 
-use herald_mcp::McpServer;
+use herald_mcp::{CallRequest, McpServer};
 use herald_sandbox::EnvFilter;
 use serde_json::json;
-use tokio_util::sync::CancellationToken;
 
 async fn connect(config: &herald_mcp::McpServerConfig) -> std::sync::Arc<McpServer> {
     McpServer::connect("everything", config, &EnvFilter::default())
@@ -28,9 +27,7 @@ async fn child_environment_is_filtered_plus_configured_variables() {
         "configured-value".into(),
     );
     let server = connect(&config).await;
-    let result = server
-        .call("get-env", json!({}), &CancellationToken::new())
-        .await;
+    let result = server.call(CallRequest::new("get-env", json!({}))).await;
     assert!(!result.is_error, "{result:?}");
     assert!(
         result.content.contains("plain-value"),

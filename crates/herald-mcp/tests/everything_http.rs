@@ -7,7 +7,7 @@ mod common;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use herald_mcp::{McpError, McpServer, McpServerConfig, ProgressUpdate};
+use herald_mcp::{CallRequest, McpError, McpServer, McpServerConfig, ProgressUpdate};
 use herald_sandbox::EnvFilter;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
@@ -72,12 +72,14 @@ async fn lists_and_calls_tools_over_streamable_http() {
 
     let cancel = CancellationToken::new();
     let echo = server
-        .call("echo", json!({"message": "over http"}), &cancel)
+        .call(CallRequest::new("echo", json!({"message": "over http"})).with_cancel(cancel.clone()))
         .await;
     assert!(!echo.is_error, "{echo:?}");
     assert!(echo.content.contains("over http"), "{}", echo.content);
 
-    let image = server.call("get-tiny-image", json!({}), &cancel).await;
+    let image = server
+        .call(CallRequest::new("get-tiny-image", json!({})).with_cancel(cancel.clone()))
+        .await;
     assert!(
         image.content.contains("[image: image/png"),
         "{}",
@@ -90,9 +92,11 @@ async fn lists_and_calls_tools_over_streamable_http() {
     server.set_progress_sink(Arc::new(move |u| seen.lock().unwrap().push(u)));
     let done = server
         .call(
-            "trigger-long-running-operation",
-            json!({"duration": 1, "steps": 2}),
-            &cancel,
+            CallRequest::new(
+                "trigger-long-running-operation",
+                json!({"duration": 1, "steps": 2}),
+            )
+            .with_cancel(cancel.clone()),
         )
         .await;
     assert!(!done.is_error, "{done:?}");
@@ -108,9 +112,11 @@ async fn lists_and_calls_tools_over_streamable_http() {
     let start = Instant::now();
     let cancelled = server
         .call(
-            "trigger-long-running-operation",
-            json!({"duration": 30, "steps": 30}),
-            &interrupt,
+            CallRequest::new(
+                "trigger-long-running-operation",
+                json!({"duration": 30, "steps": 30}),
+            )
+            .with_cancel(interrupt.clone()),
         )
         .await;
     assert!(
@@ -119,7 +125,7 @@ async fn lists_and_calls_tools_over_streamable_http() {
     );
     assert!(start.elapsed() < Duration::from_secs(5));
     let again = server
-        .call("echo", json!({"message": "after"}), &cancel)
+        .call(CallRequest::new("echo", json!({"message": "after"})).with_cancel(cancel.clone()))
         .await;
     assert!(again.content.contains("after"), "{again:?}");
     server.shutdown().await;

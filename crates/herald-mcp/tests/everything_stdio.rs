@@ -7,7 +7,7 @@ mod common;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use herald_mcp::{McpServer, McpServerConfig, ProgressUpdate, mcp_tools};
+use herald_mcp::{CallRequest, McpServer, McpServerConfig, ProgressUpdate, mcp_tools};
 use herald_sandbox::EnvFilter;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
@@ -62,11 +62,7 @@ async fn lists_tools_with_exposed_names_normalised_schemas_sorted() {
 async fn echo_returns_text() {
     let server = connect(&common::everything()).await;
     let result = server
-        .call(
-            "echo",
-            json!({"message": "hello mcp"}),
-            &CancellationToken::new(),
-        )
+        .call(CallRequest::new("echo", json!({"message": "hello mcp"})))
         .await;
     assert!(!result.is_error, "{result:?}");
     assert!(result.content.contains("hello mcp"), "{result:?}");
@@ -77,7 +73,7 @@ async fn echo_returns_text() {
 async fn image_becomes_a_placeholder_line() {
     let server = connect(&common::everything()).await;
     let result = server
-        .call("get-tiny-image", json!({}), &CancellationToken::new())
+        .call(CallRequest::new("get-tiny-image", json!({})))
         .await;
     assert!(!result.is_error, "{result:?}");
     assert!(
@@ -99,9 +95,11 @@ async fn embedded_resources_and_resource_links_show_their_uris() {
     let cancel = CancellationToken::new();
     let embedded = server
         .call(
-            "get-resource-reference",
-            json!({"resourceType": "Text", "resourceId": 2}),
-            &cancel,
+            CallRequest::new(
+                "get-resource-reference",
+                json!({"resourceType": "Text", "resourceId": 2}),
+            )
+            .with_cancel(cancel.clone()),
         )
         .await;
     assert!(!embedded.is_error, "{embedded:?}");
@@ -112,7 +110,9 @@ async fn embedded_resources_and_resource_links_show_their_uris() {
     );
 
     let links = server
-        .call("get-resource-links", json!({"count": 2}), &cancel)
+        .call(
+            CallRequest::new("get-resource-links", json!({"count": 2})).with_cancel(cancel.clone()),
+        )
         .await;
     assert!(!links.is_error, "{links:?}");
     assert_eq!(
@@ -124,9 +124,8 @@ async fn embedded_resources_and_resource_links_show_their_uris() {
 
     let structured = server
         .call(
-            "get-structured-content",
-            json!({"location": "New York"}),
-            &cancel,
+            CallRequest::new("get-structured-content", json!({"location": "New York"}))
+                .with_cancel(cancel.clone()),
         )
         .await;
     assert!(!structured.is_error, "{structured:?}");
@@ -144,15 +143,19 @@ async fn tool_errors_are_error_results() {
     let cancel = CancellationToken::new();
     let result = server
         .call(
-            "get-resource-reference",
-            json!({"resourceType": "Text", "resourceId": -1}),
-            &cancel,
+            CallRequest::new(
+                "get-resource-reference",
+                json!({"resourceType": "Text", "resourceId": -1}),
+            )
+            .with_cancel(cancel.clone()),
         )
         .await;
     assert!(result.is_error, "{result:?}");
     assert!(result.content.contains("resourceId"), "{}", result.content);
 
-    let unknown = server.call("no-such-tool", json!({}), &cancel).await;
+    let unknown = server
+        .call(CallRequest::new("no-such-tool", json!({})).with_cancel(cancel.clone()))
+        .await;
     assert!(unknown.is_error, "{unknown:?}");
     assert!(
         unknown.content.contains("no-such-tool"),
@@ -160,7 +163,9 @@ async fn tool_errors_are_error_results() {
         unknown.content
     );
 
-    let not_object = server.call("echo", json!([1]), &cancel).await;
+    let not_object = server
+        .call(CallRequest::new("echo", json!([1])).with_cancel(cancel.clone()))
+        .await;
     assert!(not_object.is_error);
     assert!(
         not_object.content.contains("JSON object"),
@@ -179,11 +184,12 @@ async fn long_running_tool_reports_progress_and_can_be_cancelled() {
 
     // A short run to completion: one update per step, tagged with the call.
     let done = server
-        .call_for(
-            "call-1",
-            "trigger-long-running-operation",
-            json!({"duration": 1, "steps": 4}),
-            &CancellationToken::new(),
+        .call(
+            CallRequest::new(
+                "trigger-long-running-operation",
+                json!({"duration": 1, "steps": 4}),
+            )
+            .with_call_id("call-1"),
         )
         .await;
     assert!(!done.is_error, "{done:?}");
@@ -219,9 +225,11 @@ async fn long_running_tool_reports_progress_and_can_be_cancelled() {
     let start = Instant::now();
     let cancelled = server
         .call(
-            "trigger-long-running-operation",
-            json!({"duration": 30, "steps": 30}),
-            &cancel,
+            CallRequest::new(
+                "trigger-long-running-operation",
+                json!({"duration": 30, "steps": 30}),
+            )
+            .with_cancel(cancel.clone()),
         )
         .await;
     let elapsed = start.elapsed();
@@ -234,11 +242,7 @@ async fn long_running_tool_reports_progress_and_can_be_cancelled() {
     assert!(elapsed < Duration::from_secs(5), "took {elapsed:?}");
     // The server is still usable.
     let echo = server
-        .call(
-            "echo",
-            json!({"message": "still here"}),
-            &CancellationToken::new(),
-        )
+        .call(CallRequest::new("echo", json!({"message": "still here"})))
         .await;
     assert!(echo.content.contains("still here"), "{echo:?}");
     server.shutdown().await;
@@ -251,11 +255,10 @@ async fn slow_tool_times_out_naming_tool_timeout_sec() {
     let server = connect(&config).await;
     let start = Instant::now();
     let result = server
-        .call(
+        .call(CallRequest::new(
             "trigger-long-running-operation",
             json!({"duration": 20, "steps": 5}),
-            &CancellationToken::new(),
-        )
+        ))
         .await;
     let elapsed = start.elapsed();
     assert!(result.is_error, "{result:?}");
@@ -304,7 +307,7 @@ async fn shutdown_and_drop_leave_no_process_behind() {
     );
     assert!(server.pid().await.is_none());
     let after = server
-        .call("echo", json!({"message": "x"}), &CancellationToken::new())
+        .call(CallRequest::new("echo", json!({"message": "x"})))
         .await;
     assert!(
         after.is_error && after.content.contains("shut down"),

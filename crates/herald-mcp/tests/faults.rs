@@ -6,7 +6,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use herald_mcp::{McpError, McpServer, McpServerConfig};
+use herald_mcp::{CallRequest, McpError, McpServer, McpServerConfig};
 use herald_sandbox::EnvFilter;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
@@ -96,7 +96,9 @@ async fn crash_on_call_is_explained_then_restarted_once() {
     let first_pid = server.pid().await.unwrap();
     let cancel = CancellationToken::new();
 
-    let crashed = server.call("ok", json!({}), &cancel).await;
+    let crashed = server
+        .call(CallRequest::new("ok", json!({})).with_cancel(cancel.clone()))
+        .await;
     eprintln!("{}", crashed.content);
     assert!(crashed.is_error, "{crashed:?}");
     assert!(
@@ -115,7 +117,9 @@ async fn crash_on_call_is_explained_then_restarted_once() {
         crashed.content
     );
 
-    let restarted = server.call("ok", json!({}), &cancel).await;
+    let restarted = server
+        .call(CallRequest::new("ok", json!({})).with_cancel(cancel.clone()))
+        .await;
     eprintln!("{}", restarted.content);
     assert!(!restarted.is_error, "{restarted:?}");
     assert!(
@@ -132,7 +136,9 @@ async fn crash_on_call_is_explained_then_restarted_once() {
     assert_ne!(first_pid, second_pid);
 
     // Healthy again: no note any more.
-    let normal = server.call("ok", json!({}), &cancel).await;
+    let normal = server
+        .call(CallRequest::new("ok", json!({})).with_cancel(cancel.clone()))
+        .await;
     assert_eq!(normal.content, format!("ok from pid {second_pid}"));
     server.shutdown().await;
     assert!(common::gone_within(second_pid, Duration::from_secs(3)).await);
@@ -145,13 +151,17 @@ async fn second_crash_reports_the_server_down() {
     let server = connect(&config).await.unwrap();
     let cancel = CancellationToken::new();
 
-    let first = server.call("ok", json!({}), &cancel).await;
+    let first = server
+        .call(CallRequest::new("ok", json!({})).with_cancel(cancel.clone()))
+        .await;
     assert!(
         first.is_error && first.content.contains("stopped during this call"),
         "{first:?}"
     );
     // Restarted for this call, and crashes again.
-    let second = server.call("ok", json!({}), &cancel).await;
+    let second = server
+        .call(CallRequest::new("ok", json!({})).with_cancel(cancel.clone()))
+        .await;
     assert!(second.is_error, "{second:?}");
     assert!(
         second.content.contains("restarted it for this call"),
@@ -161,7 +171,9 @@ async fn second_crash_reports_the_server_down() {
     assert!(second.content.contains("is now down"), "{}", second.content);
     // No more restarts.
     let start = Instant::now();
-    let third = server.call("ok", json!({}), &cancel).await;
+    let third = server
+        .call(CallRequest::new("ok", json!({})).with_cancel(cancel.clone()))
+        .await;
     eprintln!("{}\n{}", second.content, third.content);
     assert!(third.is_error, "{third:?}");
     assert!(third.content.contains("is down"), "{}", third.content);
@@ -215,10 +227,15 @@ async fn invalid_schemas_are_normalised_or_skipped_with_a_reason() {
 
     // The good tool works; odd names are called by their original name.
     let cancel = CancellationToken::new();
-    assert!(!server.call("ok", json!({}), &cancel).await.is_error);
     assert!(
         !server
-            .call("has.dots and spaces", json!({}), &cancel)
+            .call(CallRequest::new("ok", json!({})).with_cancel(cancel.clone()))
+            .await
+            .is_error
+    );
+    assert!(
+        !server
+            .call(CallRequest::new("has.dots and spaces", json!({})).with_cancel(cancel.clone()))
             .await
             .is_error
     );
@@ -243,16 +260,16 @@ async fn cancel_and_timeout_send_notifications_cancelled() {
         tokio::time::sleep(Duration::from_millis(200)).await;
         trigger.cancel();
     });
-    let interrupted = server.call("hang", json!({}), &cancel).await;
+    let interrupted = server
+        .call(CallRequest::new("hang", json!({})).with_cancel(cancel.clone()))
+        .await;
     assert!(
         interrupted.is_error && interrupted.content.contains("cancelled"),
         "{interrupted:?}"
     );
 
     // Timed out.
-    let timed_out = server
-        .call("hang", json!({}), &CancellationToken::new())
-        .await;
+    let timed_out = server.call(CallRequest::new("hang", json!({}))).await;
     assert!(
         timed_out.content.contains("tool_timeout_sec = 1"),
         "{timed_out:?}"
@@ -261,7 +278,7 @@ async fn cancel_and_timeout_send_notifications_cancelled() {
     // Dropped (the caller gave up on the future).
     let dropped = tokio::time::timeout(
         Duration::from_millis(200),
-        server.call("hang", json!({}), &CancellationToken::new()),
+        server.call(CallRequest::new("hang", json!({}))),
     )
     .await;
     assert!(dropped.is_err());
@@ -343,9 +360,7 @@ async fn server_killed_while_idle_is_restarted_on_the_next_call() {
     )
     .unwrap();
     assert!(common::gone_within(pid, Duration::from_secs(3)).await);
-    let result = server
-        .call("ok", json!({}), &CancellationToken::new())
-        .await;
+    let result = server.call(CallRequest::new("ok", json!({}))).await;
     assert!(!result.is_error, "{result:?}");
     assert!(result.content.contains("had stopped"), "{}", result.content);
     assert!(

@@ -3,7 +3,7 @@
 
 mod common;
 
-use herald_mcp::{McpServer, McpServerConfig, mcp_tools};
+use herald_mcp::{CallRequest, McpServer, McpServerConfig, mcp_tools};
 use herald_sandbox::EnvFilter;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
@@ -47,7 +47,7 @@ async fn lists_and_reads_files_in_the_directory_it_is_given() {
 
     let cancel = CancellationToken::new();
     let listing = server
-        .call("list_directory", json!({"path": root}), &cancel)
+        .call(CallRequest::new("list_directory", json!({"path": root})).with_cancel(cancel.clone()))
         .await;
     assert!(!listing.is_error, "{listing:?}");
     assert!(
@@ -59,9 +59,8 @@ async fn lists_and_reads_files_in_the_directory_it_is_given() {
 
     let text = server
         .call(
-            "read_text_file",
-            json!({"path": root.join("notes.txt")}),
-            &cancel,
+            CallRequest::new("read_text_file", json!({"path": root.join("notes.txt")}))
+                .with_cancel(cancel.clone()),
         )
         .await;
     assert!(!text.is_error, "{text:?}");
@@ -73,7 +72,10 @@ async fn lists_and_reads_files_in_the_directory_it_is_given() {
 
     // Outside the allowed directory: an error result, not a failure.
     let outside = server
-        .call("read_text_file", json!({"path": "/etc/hostname"}), &cancel)
+        .call(
+            CallRequest::new("read_text_file", json!({"path": "/etc/hostname"}))
+                .with_cancel(cancel.clone()),
+        )
         .await;
     assert!(outside.is_error, "{outside:?}");
 

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use futures_util::future::BoxFuture;
-use herald_mcp::{ElicitationHandler, McpHub, McpServer, mcp_tools};
+use herald_mcp::{CallRequest, ElicitationHandler, McpHub, McpServer, mcp_tools};
 use herald_sandbox::EnvFilter;
 use herald_tools::{
     AgentState, ElicitAction, ElicitAnswer, Elicitation, GateOutcome, PermissionGate, Tool,
@@ -346,13 +346,10 @@ async fn an_accepted_elicitation_returns_the_content_to_the_server() {
         content: Some(json!({"name": "Ada Lovelace", "check": true, "integer": 7})),
     };
     let result = server
-        .call_watched(
-            "c1",
-            ELICIT_TOOL,
-            json!({}),
-            &CancellationToken::new(),
-            None,
-            Some(answering(answer, Arc::clone(&seen))),
+        .call(
+            CallRequest::new(ELICIT_TOOL, json!({}))
+                .with_call_id("c1")
+                .with_elicitation(answering(answer, Arc::clone(&seen))),
         )
         .await;
     assert!(!result.is_error, "{}", result.content);
@@ -397,13 +394,11 @@ async fn declined_and_cancelled_elicitations_reach_the_server_as_such() {
     let cancel = CancellationToken::new();
     let seen = Arc::default();
     let declined = server
-        .call_watched(
-            "c1",
-            ELICIT_TOOL,
-            json!({}),
-            &cancel,
-            None,
-            Some(answering(ElicitAnswer::decline(), Arc::clone(&seen))),
+        .call(
+            CallRequest::new(ELICIT_TOOL, json!({}))
+                .with_call_id("c1")
+                .with_cancel(cancel.clone())
+                .with_elicitation(answering(ElicitAnswer::decline(), Arc::clone(&seen))),
         )
         .await;
     assert!(!declined.is_error, "{}", declined.content);
@@ -415,13 +410,11 @@ async fn declined_and_cancelled_elicitations_reach_the_server_as_such() {
         declined.content
     );
     let cancelled = server
-        .call_watched(
-            "c2",
-            ELICIT_TOOL,
-            json!({}),
-            &cancel,
-            None,
-            Some(answering(ElicitAnswer::cancel(), Arc::clone(&seen))),
+        .call(
+            CallRequest::new(ELICIT_TOOL, json!({}))
+                .with_call_id("c2")
+                .with_cancel(cancel.clone())
+                .with_elicitation(answering(ElicitAnswer::cancel(), Arc::clone(&seen))),
         )
         .await;
     assert!(
@@ -433,7 +426,9 @@ async fn declined_and_cancelled_elicitations_reach_the_server_as_such() {
     );
     assert_eq!(seen.lock().unwrap().len(), 2);
     // A call without a handler (nobody to ask) is declined.
-    let headless = server.call(ELICIT_TOOL, json!({}), &cancel).await;
+    let headless = server
+        .call(CallRequest::new(ELICIT_TOOL, json!({})).with_cancel(cancel.clone()))
+        .await;
     assert!(
         headless.content.contains("User declined"),
         "{}",
@@ -524,13 +519,10 @@ async fn time_spent_waiting_for_the_user_does_not_count_against_tool_timeout_sec
         })
     });
     let result = server
-        .call_watched(
-            "c1",
-            ELICIT_TOOL,
-            json!({}),
-            &CancellationToken::new(),
-            None,
-            Some(slow),
+        .call(
+            CallRequest::new(ELICIT_TOOL, json!({}))
+                .with_call_id("c1")
+                .with_elicitation(slow),
         )
         .await;
     assert!(!result.is_error, "{}", result.content);
@@ -607,23 +599,19 @@ async fn over_http_each_elicitation_reaches_the_call_it_belongs_to() {
     // Both calls are in flight when the server's requests arrive: the
     // most-recent-call fallback (all stdio can do) would send both to one
     // handler.
-    let first = server.call_watched(
-        "c1",
-        ELICIT_TOOL,
-        json!({}),
-        &cancel,
-        None,
-        Some(named("First Caller")),
+    let first = server.call(
+        CallRequest::new(ELICIT_TOOL, json!({}))
+            .with_call_id("c1")
+            .with_cancel(cancel.clone())
+            .with_elicitation(named("First Caller")),
     );
     let second = async {
         server
-            .call_watched(
-                "c2",
-                ELICIT_TOOL,
-                json!({}),
-                &cancel,
-                None,
-                Some(named("Second Caller")),
+            .call(
+                CallRequest::new(ELICIT_TOOL, json!({}))
+                    .with_call_id("c2")
+                    .with_cancel(cancel.clone())
+                    .with_elicitation(named("Second Caller")),
             )
             .await
     };
