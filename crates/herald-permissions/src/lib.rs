@@ -50,7 +50,7 @@
 //! wrappers (`sudo`, `env`, `xargs`, `timeout`, `nice`, `find -exec`, …)
 //! are stripped, and each is classified; the strictest decides.
 
-mod commands;
+mod analyzer;
 mod mode;
 mod paths;
 mod policy;

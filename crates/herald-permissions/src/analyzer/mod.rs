@@ -1,11 +1,71 @@
 //! Classification of one simple command: wrapper stripping, the floor,
 //! the read-only and safe lists, network, installs, git, write targets.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use crate::paths::{self, WriteClass};
-use crate::shell::{Analyzer, Finding, Redirect, Severity, Short, Stream, Word, Written, short};
+use crate::paths::{self, Workspace, WriteClass};
+use crate::shell::{Finding, Redirect, Severity, Short, Stream, Word, short};
 use crate::text;
+
+/// Facts the walk needs that do not change within a call.
+pub(crate) struct Env<'a> {
+    pub home: Option<&'a Path>,
+    pub ws: &'a Workspace<'a>,
+}
+
+/// Analyses a whole command line run in `cwd`.
+pub(crate) fn analyse(command: &str, cwd: &Path, env: &Env<'_>) -> Vec<Finding> {
+    let mut a = Analyzer {
+        env,
+        cwd: Some(cwd.to_path_buf()),
+        vars: HashMap::new(),
+        findings: Vec::new(),
+        script_depth: 0,
+        node_depth: 0,
+        stdin: Stream::default(),
+        path_tainted: false,
+        functions: Vec::new(),
+        written: HashMap::new(),
+    };
+    a.script(command);
+    a.findings
+}
+
+/// The abstract execution of one command line: the state the walk
+/// carries from one simple command to the next.
+pub(crate) struct Analyzer<'e> {
+    pub env: &'e Env<'e>,
+    /// The directory relative paths resolve against; `None` after a `cd`
+    /// the check could not follow.
+    pub cwd: Option<PathBuf>,
+    /// Variables with a statically known value (`Some`) or known to be
+    /// dynamic (`None`).
+    pub vars: HashMap<String, Option<String>>,
+    pub findings: Vec<Finding>,
+    pub script_depth: u32,
+    /// How deep the syntax-tree walk is ([`crate::shell`]).
+    pub node_depth: u32,
+    /// The stdin of the statement being analysed.
+    pub stdin: Stream,
+    /// PATH, LD_PRELOAD or similar were changed: a command name no longer
+    /// says what runs.
+    pub path_tainted: bool,
+    /// Functions defined so far (calls to them are not external commands).
+    pub functions: Vec<String>,
+    /// Files this command line writes before it may run them, with their
+    /// content when known (`echo 'rm -rf /' > x.sh && bash x.sh`).
+    pub written: HashMap<PathBuf, Written>,
+}
+
+/// What the check knows of a file written earlier in the command line.
+#[derive(Debug, Clone)]
+pub(crate) enum Written {
+    Known(String),
+    Unknown,
+    /// Downloaded by this command (names the downloader).
+    Download(String),
+}
 
 /// The strictest judgement seen so far for one simple command.
 #[derive(Debug)]
