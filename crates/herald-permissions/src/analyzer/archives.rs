@@ -95,3 +95,52 @@ impl Analyzer<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_support::strictest;
+    use crate::shell::Severity;
+
+    #[test]
+    fn tar_lists_extracts_and_creates() {
+        assert_eq!(strictest("tar tzf release.tgz").0, Severity::ReadOnly);
+        assert_eq!(
+            strictest("tar -xzf release.tgz"),
+            (Severity::Safe, "safe-list")
+        );
+        assert_eq!(
+            strictest("tar xf release.tar -C /usr/local/lib"),
+            (Severity::Risky, "outside-workspace")
+        );
+        assert_eq!(
+            strictest("tar czf out.tgz src"),
+            (Severity::Safe, "safe-list")
+        );
+        assert_eq!(
+            strictest("tar --create --file /opt/out.tar src"),
+            (Severity::Risky, "outside-workspace")
+        );
+    }
+
+    #[test]
+    fn unzip_extracts_where_it_is_told() {
+        assert_eq!(strictest("unzip -l a.zip").0, Severity::ReadOnly);
+        assert_eq!(strictest("unzip a.zip"), (Severity::Safe, "safe-list"));
+        assert_eq!(
+            strictest("unzip a.zip -d /opt/app"),
+            (Severity::Risky, "outside-workspace")
+        );
+    }
+
+    #[test]
+    fn compressors_rewrite_their_operands() {
+        assert_eq!(strictest("gzip -c big.log").0, Severity::ReadOnly);
+        assert_eq!(strictest("xz -t a.xz").0, Severity::ReadOnly);
+        assert_eq!(strictest("zstd big.log"), (Severity::Safe, "safe-list"));
+        assert_eq!(strictest("gzip /etc/passwd"), (Severity::Floor, "floor"));
+        assert_eq!(
+            strictest("dos2unix ~/.bashrc"),
+            (Severity::Risky, "protected-path")
+        );
+    }
+}

@@ -158,3 +158,78 @@ pub(super) fn looks_like_path(t: &str) -> bool {
         || t.ends_with(".p12")
         || t.ends_with(".pfx")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(line: &str) -> Vec<Word> {
+        line.split_whitespace().map(Word::lit).collect()
+    }
+
+    #[test]
+    fn flags_match_clusters_and_long_options_until_the_end_of_options() {
+        let r = ['r', 'R'];
+        let long = ["--recursive"];
+        assert!(has_flag(&words("-fr x"), &r, &long));
+        assert!(has_flag(&words("x --recursive"), &r, &long));
+        assert!(has_flag(&words("--recursive=yes"), &r, &long));
+        assert!(!has_flag(&words("-f x"), &r, &long));
+        assert!(!has_flag(&words("-- -r"), &r, &long));
+        assert!(!has_flag(&words("- r"), &r, &long));
+        let dynamic = Word {
+            text: "-r".into(),
+            dynamic: true,
+            ..Word::default()
+        };
+        assert!(!has_flag(&[dynamic], &r, &long));
+    }
+
+    #[test]
+    fn positionals_skip_options_and_their_values() {
+        let texts = |line: &str, with_value: &[&str]| -> Vec<String> {
+            positionals(&words(line), with_value)
+                .into_iter()
+                .map(|w| w.text.clone())
+                .collect()
+        };
+        assert_eq!(texts("-m 755 a b", &["-m"]), ["a", "b"]);
+        assert_eq!(texts("--mode=755 a", &["--mode"]), ["a"]);
+        assert_eq!(texts("-m 755 a", &[]), ["755", "a"]);
+        assert_eq!(texts("a -- -b", &[]), ["a", "-b"]);
+    }
+
+    #[test]
+    fn option_values_in_every_spelling() {
+        let value = |line: &str| opt_value(&words(line), Some("-o"), &["--output"]).map(|w| w.text);
+        assert_eq!(value("-o out x").as_deref(), Some("out"));
+        assert_eq!(value("-oout x").as_deref(), Some("out"));
+        assert_eq!(value("--output out").as_deref(), Some("out"));
+        assert_eq!(value("--output=out").as_deref(), Some("out"));
+        assert_eq!(value("x -- -o out"), None);
+        assert_eq!(value("x y"), None);
+    }
+
+    #[test]
+    fn skip_options_stops_at_the_first_operand() {
+        assert_eq!(skip_options(&words("-n 5 -v cmd x"), &["-n"]), 3);
+        assert_eq!(skip_options(&words("-- cmd"), &[]), 1);
+        assert_eq!(skip_options(&words("cmd -x"), &[]), 0);
+        assert_eq!(skip_options(&words("-a -b"), &[]), 2);
+        // A value option at the end does not run past the words.
+        assert_eq!(skip_options(&words("-n"), &["-n"]), 1);
+    }
+
+    #[test]
+    fn names_subcommands_and_paths() {
+        assert_eq!(basename("/usr/bin/rm"), "rm");
+        assert_eq!(basename("rm"), "rm");
+        assert_eq!(first_positional(&words("-C dir push")), Some("dir"));
+        assert_eq!(join(&words("git  push\torigin")), "git push origin");
+        assert!(looks_like_path("./x") && looks_like_path("server.key"));
+        assert!(!looks_like_path("main"));
+        assert!(may_elevate(&words("env /usr/bin/sudo ls")));
+        assert!(may_elevate(&[Word::lit("doas ls")]));
+        assert!(!may_elevate(&words("sudoku ls")));
+    }
+}

@@ -317,3 +317,115 @@ fn clean(rest: &[Word], j: &mut Judge, c: Short<'_>) {
         });
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_support::strictest;
+    use crate::shell::Severity;
+
+    #[test]
+    fn reads_run_and_an_output_file_is_a_write() {
+        for cmd in [
+            "git status",
+            "git log --oneline -5",
+            "git diff HEAD~1",
+            "git --version",
+        ] {
+            assert_eq!(strictest(cmd).0, Severity::ReadOnly, "{cmd}");
+        }
+        assert_eq!(
+            strictest("git diff --output=/etc/x.patch"),
+            (Severity::Risky, "protected-path")
+        );
+    }
+
+    #[test]
+    fn local_changes_are_on_the_safe_list() {
+        for cmd in [
+            "git add -A",
+            "git commit -m wip",
+            "git checkout -b topic",
+            "git rebase main",
+            "git branch topic",
+            "git stash",
+        ] {
+            assert_eq!(strictest(cmd), (Severity::Safe, "safe-list"), "{cmd}");
+        }
+        assert_eq!(strictest("git branch -a").0, Severity::ReadOnly);
+        assert_eq!(strictest("git tag").0, Severity::ReadOnly);
+        // Configuration on the command line can name programs git runs.
+        assert_eq!(
+            strictest("git -c core.pager=evil log"),
+            (Severity::Safe, "safe-list")
+        );
+    }
+
+    #[test]
+    fn remote_traffic_asks() {
+        assert_eq!(
+            strictest("git push origin main"),
+            (Severity::Risky, "git-push")
+        );
+        assert_eq!(strictest("git -C sub push"), (Severity::Risky, "git-push"));
+        for cmd in [
+            "git fetch",
+            "git pull --rebase",
+            "git clone https://x/y.git",
+            "git lfs pull",
+        ] {
+            assert_eq!(strictest(cmd), (Severity::Risky, "network"), "{cmd}");
+        }
+        // A local archive is not remote traffic.
+        assert_eq!(
+            strictest("git archive HEAD -o out.tar"),
+            (Severity::Safe, "safe-list")
+        );
+    }
+
+    #[test]
+    fn discarding_work_or_history_is_destructive() {
+        for cmd in [
+            "git reset --hard HEAD~1",
+            "git clean -fdx",
+            "git branch -D topic",
+            "git checkout -f main",
+            "git stash drop",
+            "git reflog expire --all",
+            "git filter-branch --all",
+        ] {
+            assert_eq!(
+                strictest(cmd),
+                (Severity::Risky, "destructive-git"),
+                "{cmd}"
+            );
+        }
+        assert_eq!(strictest("git clean -n").0, Severity::ReadOnly);
+        assert_eq!(strictest("git reset HEAD~1"), (Severity::Safe, "safe-list"));
+    }
+
+    #[test]
+    fn configuration_and_remotes_are_protected() {
+        assert_eq!(strictest("git config user.name").0, Severity::ReadOnly);
+        assert_eq!(
+            strictest("git config --get remote.origin.url").0,
+            Severity::ReadOnly
+        );
+        assert_eq!(
+            strictest("git config core.hooksPath /tmp/h"),
+            (Severity::Risky, "protected-path")
+        );
+        assert_eq!(
+            strictest("git remote add evil https://x"),
+            (Severity::Risky, "protected-path")
+        );
+        assert_eq!(strictest("git remote -v").0, Severity::ReadOnly);
+    }
+
+    #[test]
+    fn an_unknown_subcommand_may_be_an_alias() {
+        assert_eq!(
+            strictest("git frobnicate"),
+            (Severity::Risky, "mode:workspace-write")
+        );
+    }
+}

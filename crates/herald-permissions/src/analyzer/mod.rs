@@ -59,6 +59,9 @@ mod text_tools;
 mod wrappers;
 mod written;
 
+#[cfg(test)]
+mod test_support;
+
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
@@ -250,5 +253,78 @@ impl Analyzer<'_> {
             }
         }
         self.push(j.sev, j.rule, j.reason, text);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::test_support::{findings, strictest};
+    use super::*;
+
+    #[test]
+    fn a_judge_keeps_the_strictest_and_the_first_reason() {
+        let mut j = Judge::new();
+        assert_eq!((j.sev, j.rule), (Severity::ReadOnly, "read-only-command"));
+        j.raise(Severity::Risky, "network", "uses the network");
+        j.raise(Severity::Safe, "safe-list", "writes a file");
+        j.raise(Severity::Risky, "git-push", "pushes");
+        assert_eq!(
+            (j.sev, j.rule, j.reason.as_str()),
+            (Severity::Risky, "network", "uses the network")
+        );
+        j.raise_with(Severity::Floor, "floor", || "deletes /".into());
+        assert_eq!((j.sev, j.rule), (Severity::Floor, "floor"));
+    }
+
+    #[test]
+    fn a_judge_formats_only_the_reason_it_keeps() {
+        let mut j = Judge::new();
+        j.raise(Severity::Risky, "network", "uses the network");
+        let mut formatted = false;
+        j.raise_with(Severity::Safe, "safe-list", || {
+            formatted = true;
+            String::new()
+        });
+        assert!(!formatted);
+        // An equal severity without a reason yet takes the new one.
+        let mut j = Judge::new();
+        j.raise_with(Severity::ReadOnly, "read-only-command", || "reads".into());
+        assert_eq!(j.reason, "reads");
+    }
+
+    #[test]
+    fn one_finding_per_simple_command_with_its_stripped_text() {
+        let f = findings("sudo -u root git push && ls | wc -l");
+        let texts: Vec<(&str, Severity)> =
+            f.iter().map(|f| (f.text.as_str(), f.severity)).collect();
+        assert_eq!(
+            texts,
+            [
+                ("git push", Severity::Risky),
+                ("ls", Severity::ReadOnly),
+                ("wc -l", Severity::ReadOnly),
+            ]
+        );
+        assert_eq!(f[0].full_text, "sudo -u root git push");
+        assert!(f[0].privileged && !f[1].privileged);
+    }
+
+    #[test]
+    fn redirections_are_judged_with_the_command() {
+        assert_eq!(
+            strictest("echo hi > /etc/passwd"),
+            (Severity::Floor, "floor")
+        );
+        assert_eq!(
+            strictest("ls < /etc/shadow"),
+            (Severity::Risky, "credentials")
+        );
+        // A compound statement's redirections are judged on their own.
+        let f = findings("{ echo a; echo b; } > /etc/hosts");
+        assert!(
+            f.iter()
+                .any(|f| f.rule == "protected-path" && f.text.starts_with('{')),
+            "{f:?}"
+        );
     }
 }

@@ -331,3 +331,95 @@ fn node_queries(sub: &str) -> bool {
             | "version"
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_support::strictest;
+    use super::{node_installs, node_uses_network};
+    use crate::shell::Severity;
+
+    #[test]
+    fn cargo_builds_run_confined_and_installs_ask() {
+        assert_eq!(
+            strictest("cargo test -p herald"),
+            (Severity::Safe, "safe-list")
+        );
+        assert_eq!(
+            strictest("cargo +nightly build"),
+            (Severity::Safe, "safe-list")
+        );
+        assert_eq!(strictest("cargo tree").0, Severity::ReadOnly);
+        assert_eq!(strictest("cargo --version").0, Severity::ReadOnly);
+        assert_eq!(
+            strictest("cargo install ripgrep"),
+            (Severity::Risky, "package-install")
+        );
+        assert_eq!(
+            strictest("cargo add serde"),
+            (Severity::Risky, "package-install")
+        );
+        assert_eq!(strictest("cargo publish"), (Severity::Risky, "network"));
+    }
+
+    #[test]
+    fn node_managers_by_subcommand() {
+        assert!(node_installs("npm", "i") && node_installs("npm", "isnt"));
+        assert!(node_installs("yarn", ""));
+        assert!(!node_installs("npm", "run") && !node_installs("deno", "run"));
+        assert!(node_uses_network("npm", "publish") && node_uses_network("pnpm", "exec"));
+        assert!(!node_uses_network("bun", "publish"));
+        assert_eq!(strictest("npm ci"), (Severity::Risky, "package-install"));
+        assert_eq!(strictest("npm view react"), (Severity::Risky, "network"));
+        assert_eq!(strictest("npm run build"), (Severity::Safe, "safe-list"));
+        assert_eq!(strictest("pnpm ls").0, Severity::ReadOnly);
+        assert_eq!(strictest("bun -v").0, Severity::ReadOnly);
+    }
+
+    #[test]
+    fn language_managers_by_subcommand() {
+        assert_eq!(
+            strictest("pip install -r req.txt"),
+            (Severity::Risky, "package-install")
+        );
+        assert_eq!(strictest("pip3 freeze").0, Severity::ReadOnly);
+        assert_eq!(
+            strictest("uv pip install x"),
+            (Severity::Risky, "package-install")
+        );
+        assert_eq!(strictest("uv run pytest"), (Severity::Safe, "safe-list"));
+        assert_eq!(strictest("go mod download"), (Severity::Risky, "network"));
+        assert_eq!(
+            strictest("go install ./..."),
+            (Severity::Risky, "package-install")
+        );
+        assert_eq!(strictest("go test ./..."), (Severity::Safe, "safe-list"));
+        assert_eq!(strictest("go env GOPATH").0, Severity::ReadOnly);
+        assert_eq!(
+            strictest("go env -w GOFLAGS=x"),
+            (Severity::Safe, "safe-list")
+        );
+        assert_eq!(
+            strictest("dotnet restore"),
+            (Severity::Risky, "package-install")
+        );
+        assert_eq!(strictest("mvn package"), (Severity::Safe, "safe-list"));
+    }
+
+    #[test]
+    fn installers_ask_unless_they_query() {
+        assert_eq!(
+            strictest("apt-get install -y jq"),
+            (Severity::Risky, "package-install")
+        );
+        assert_eq!(
+            strictest("brew upgrade"),
+            (Severity::Risky, "package-install")
+        );
+        assert_eq!(
+            strictest("apt list --installed"),
+            (Severity::Safe, "safe-list")
+        );
+        assert_eq!(strictest("dpkg -l"), (Severity::Safe, "safe-list"));
+        assert_eq!(strictest("rustup --version"), (Severity::Safe, "safe-list"));
+    }
+}

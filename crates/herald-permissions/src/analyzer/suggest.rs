@@ -56,3 +56,54 @@ pub(crate) fn suggest(prefix_words: &[Word], rest: &[Word]) -> Option<String> {
     }
     Some(format!("terminal({} *)", parts.join(" ")))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rule(prefix: &str, rest: &str) -> Option<String> {
+        let words = |s: &str| s.split_whitespace().map(Word::lit).collect::<Vec<_>>();
+        suggest(&words(prefix), &words(rest))
+    }
+
+    #[test]
+    fn tools_with_subcommands_are_named_up_to_the_subcommand() {
+        assert_eq!(
+            rule("", "git push --force origin main").as_deref(),
+            Some("terminal(git push*)")
+        );
+        // Global options and their values stay, so the rule matches.
+        assert_eq!(
+            rule("", "git -C sub push").as_deref(),
+            Some("terminal(git -C sub push*)")
+        );
+        // No subcommand: the tool alone.
+        assert_eq!(
+            rule("", "cargo --version").as_deref(),
+            Some("terminal(cargo *)")
+        );
+    }
+
+    #[test]
+    fn other_commands_are_named_alone_and_wrappers_kept() {
+        assert_eq!(
+            rule("", "curl -sSL https://example.com").as_deref(),
+            Some("terminal(curl *)")
+        );
+        assert_eq!(
+            rule("sudo", "apt-get install -y jq").as_deref(),
+            Some("terminal(sudo apt-get install*)")
+        );
+    }
+
+    #[test]
+    fn no_rule_for_a_name_known_only_at_run_time() {
+        let dynamic = Word {
+            text: "$CMD".into(),
+            dynamic: true,
+            ..Word::default()
+        };
+        assert_eq!(suggest(&[], &[dynamic]), None);
+        assert_eq!(suggest(&[], &[]), None);
+    }
+}

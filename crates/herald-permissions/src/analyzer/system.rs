@@ -110,3 +110,70 @@ impl Analyzer<'_> {
         });
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_support::strictest;
+    use super::is_disk_tool;
+    use crate::shell::Severity;
+
+    #[test]
+    fn dd_is_judged_by_where_it_writes() {
+        assert_eq!(
+            strictest("dd if=/dev/zero of=/dev/sda bs=1M"),
+            (Severity::Floor, "floor")
+        );
+        assert_eq!(
+            strictest("dd if=in.img of=out.img"),
+            (Severity::Safe, "safe-list")
+        );
+        assert_eq!(
+            strictest("dd if=a of=\"$OUT\""),
+            (Severity::Unresolved, "unresolved")
+        );
+        // Without `of=` it writes to stdout.
+        assert_eq!(
+            strictest("dd if=/dev/urandom count=1"),
+            (Severity::Safe, "safe-list")
+        );
+    }
+
+    #[test]
+    fn formatting_a_device_is_on_the_floor_and_an_image_asks() {
+        assert!(is_disk_tool("mkfs.ext4") && is_disk_tool("wipefs"));
+        assert!(!is_disk_tool("mkdir"));
+        assert_eq!(strictest("mkfs.ext4 /dev/sdb1"), (Severity::Floor, "floor"));
+        assert_eq!(
+            strictest("wipefs -a /dev/nvme0n1"),
+            (Severity::Floor, "floor")
+        );
+        assert_eq!(
+            strictest("mkfs.ext4 -L data disk.img"),
+            (Severity::Risky, "mode:workspace-write")
+        );
+        assert_eq!(
+            strictest("mkfs.vfat \"$DEV\""),
+            (Severity::Unresolved, "unresolved")
+        );
+    }
+
+    #[test]
+    fn administration_and_settings_ask() {
+        for cmd in [
+            "systemctl restart nginx",
+            "kill -9 1234",
+            "docker run --rm alpine",
+            "date -s '2020-01-01'",
+            "hostname build-box",
+        ] {
+            assert_eq!(
+                strictest(cmd),
+                (Severity::Risky, "mode:workspace-write"),
+                "{cmd}"
+            );
+        }
+        // Reading the date or the host name does not.
+        assert_eq!(strictest("date +%s").0, Severity::ReadOnly);
+        assert_eq!(strictest("hostname").0, Severity::ReadOnly);
+    }
+}

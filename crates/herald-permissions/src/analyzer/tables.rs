@@ -558,3 +558,39 @@ pub(super) const SUBCOMMAND_TOOLS: &[&str] = &[
     "helm",
     "snap",
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_risky_or_code_running_name_is_on_the_read_only_list() {
+        for list in [NETWORK, INSTALLERS, SYSTEM, SHELLS, INTERPRETERS] {
+            for name in list {
+                assert!(!READ_ONLY.contains(name), "{name} is on the read-only list");
+            }
+        }
+    }
+
+    #[test]
+    fn every_subcommand_tool_is_a_listed_command() {
+        // A suggested `terminal(tool sub*)` rule is only useful for a tool
+        // the check knows.
+        for name in SUBCOMMAND_TOOLS {
+            assert!(
+                [SAFE_TOOLS, INSTALLERS, NETWORK, SYSTEM]
+                    .iter()
+                    .any(|list| list.contains(name)),
+                "{name} is on no list"
+            );
+        }
+    }
+
+    #[test]
+    fn system_program_directories_are_absolute_and_clean() {
+        for dir in SYSTEM_BIN {
+            assert!(dir.starts_with('/'), "{dir}");
+            assert!(!dir.ends_with('/') && !dir.contains("//") && !dir.contains(".."));
+        }
+    }
+}

@@ -340,3 +340,107 @@ impl Analyzer<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_support::strictest;
+    use crate::shell::Severity;
+
+    #[test]
+    fn a_write_is_judged_by_where_it_lands() {
+        assert_eq!(
+            strictest("echo x > /etc/passwd"),
+            (Severity::Floor, "floor")
+        );
+        assert_eq!(strictest("echo x > /dev/sda"), (Severity::Floor, "floor"));
+        assert_eq!(
+            strictest("echo x >> ~/.bashrc"),
+            (Severity::Risky, "protected-path")
+        );
+        assert_eq!(
+            strictest("echo x > .git/hooks/pre-commit"),
+            (Severity::Risky, "protected-path")
+        );
+        assert_eq!(
+            strictest("echo x > /opt/out.txt"),
+            (Severity::Risky, "outside-workspace")
+        );
+        assert_eq!(strictest("echo x > out.txt"), (Severity::Safe, "safe-list"));
+        assert_eq!(
+            strictest("echo x > /tmp/out.txt"),
+            (Severity::Safe, "safe-list")
+        );
+        assert_eq!(strictest("echo x > /dev/null").0, Severity::ReadOnly);
+        assert_eq!(
+            strictest("echo x > /dev/tcp/example.com/80"),
+            (Severity::Risky, "network")
+        );
+    }
+
+    #[test]
+    fn globbed_and_braced_writes_cover_every_name_they_can_make() {
+        assert_eq!(strictest("echo x > /etc/pass*"), (Severity::Floor, "floor"));
+        assert_eq!(
+            strictest("touch {a,/etc/shadow}"),
+            (Severity::Floor, "floor")
+        );
+        assert_eq!(strictest("touch src/*.rs"), (Severity::Safe, "safe-list"));
+    }
+
+    #[test]
+    fn recursive_targets_on_the_floor() {
+        for cmd in [
+            "rm -rf /",
+            "rm -rf ~",
+            "rm -rf /*",
+            "rm -rf ~/*",
+            "rm -rf /usr/*",
+            "rm -rf /u*",
+            "rm -rf /home/user/..",
+            "chmod -R 777 /etc",
+        ] {
+            assert_eq!(strictest(cmd), (Severity::Floor, "floor"), "{cmd}");
+        }
+        assert_eq!(
+            strictest("rm -rf build/*"),
+            (Severity::Risky, "recursive-delete")
+        );
+    }
+
+    #[test]
+    fn recursive_targets_the_check_cannot_place_are_unresolved() {
+        assert_eq!(
+            strictest("rm -rf \"$DIR\""),
+            (Severity::Unresolved, "unresolved")
+        );
+        // After `cd -` relative paths lead nowhere the check knows.
+        assert_eq!(
+            strictest("cd -; rm -rf build"),
+            (Severity::Unresolved, "unresolved")
+        );
+    }
+
+    #[test]
+    fn cd_moves_where_relative_paths_lead() {
+        assert_eq!(strictest("cd /; rm -rf usr"), (Severity::Floor, "floor"));
+        // `cd` alone goes home; `..` of home is a floor directory.
+        assert_eq!(strictest("cd; rm -rf .."), (Severity::Floor, "floor"));
+        assert_eq!(
+            strictest("cd /opt && touch x"),
+            (Severity::Risky, "outside-workspace")
+        );
+        assert_eq!(
+            strictest("pushd /opt; popd; rm -rf x"),
+            (Severity::Unresolved, "unresolved")
+        );
+    }
+
+    #[test]
+    fn reading_credentials_asks() {
+        assert_eq!(
+            strictest("cat ~/.ssh/id_ed25519"),
+            (Severity::Risky, "credentials")
+        );
+        assert_eq!(strictest("cat ./README.md").0, Severity::ReadOnly);
+    }
+}

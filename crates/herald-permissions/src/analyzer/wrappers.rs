@@ -408,3 +408,98 @@ fn sudo(name: &str, un: &mut Unwrapped, j: &mut Judge, full_text: &str) -> Step 
     }
     Step::Strip(n + 1)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_support::{findings, strictest};
+    use crate::shell::Severity;
+
+    #[test]
+    fn sudo_marks_the_command_privileged_and_keeps_its_prefix() {
+        let f = findings("sudo -u admin git push origin");
+        let push = f.iter().find(|f| f.text == "git push origin");
+        let push = push.map(|f| (f.privileged, f.full_text.as_str(), f.prefix.len()));
+        assert_eq!(
+            push,
+            Some((true, "sudo -u admin git push origin", 3)),
+            "{f:?}"
+        );
+        assert_eq!(strictest("sudo ls"), (Severity::Risky, "privileged"));
+        assert_eq!(strictest("sudo -i"), (Severity::Risky, "privileged"));
+        assert_eq!(strictest("doas rm -rf /"), (Severity::Floor, "floor"));
+    }
+
+    #[test]
+    fn env_skips_assignments_splits_strings_and_moves_the_directory() {
+        assert_eq!(strictest("env FOO=1 BAR=2 ls").0, Severity::ReadOnly);
+        assert_eq!(strictest("env -S 'rm -rf /'"), (Severity::Floor, "floor"));
+        assert_eq!(strictest("env -C / rm -rf usr"), (Severity::Floor, "floor"));
+        assert_eq!(strictest("env").0, Severity::ReadOnly);
+        // A changed PATH means a name no longer says what runs.
+        assert_eq!(
+            strictest("env PATH=./bin ls"),
+            (Severity::Safe, "safe-list")
+        );
+    }
+
+    #[test]
+    fn option_taking_wrappers_are_stripped() {
+        let f = findings("timeout -s KILL 5 nice -n 10 nohup curl https://example.com");
+        assert!(
+            f.iter().any(|f| f.text == "curl https://example.com"),
+            "{f:?}"
+        );
+        assert_eq!(
+            strictest("stdbuf -o L ionice -c 3 taskset 3 rm -rf /"),
+            (Severity::Floor, "floor")
+        );
+        assert_eq!(strictest("command -v rm").0, Severity::ReadOnly);
+        assert_eq!(
+            strictest("strace -o /etc/passwd ls"),
+            (Severity::Floor, "floor")
+        );
+    }
+
+    #[test]
+    fn watch_and_flock_run_shell_strings() {
+        assert_eq!(
+            strictest("watch -n 1 'rm -rf ~'"),
+            (Severity::Floor, "floor")
+        );
+        assert_eq!(strictest("watch -n 5 ls -la").0, Severity::ReadOnly);
+        assert_eq!(
+            strictest("flock /tmp/lock -c 'rm -rf /'"),
+            (Severity::Floor, "floor")
+        );
+    }
+
+    #[test]
+    fn xargs_builds_its_command_from_known_input() {
+        assert_eq!(
+            strictest("echo /etc/passwd | xargs rm"),
+            (Severity::Floor, "floor")
+        );
+        assert_eq!(
+            strictest("echo / | xargs -I{} rm -rf {}"),
+            (Severity::Floor, "floor")
+        );
+        // Unknown input: the built command has an unknown operand.
+        assert_eq!(
+            strictest("find . -name '*.tmp' | xargs rm -rf"),
+            (Severity::Unresolved, "unresolved")
+        );
+        assert_eq!(strictest("ls | xargs").0, Severity::ReadOnly);
+    }
+
+    #[test]
+    fn command_names_the_check_cannot_see() {
+        assert_eq!(
+            strictest("$TOOL --fix"),
+            (Severity::Unresolved, "unresolved")
+        );
+        assert_eq!(
+            strictest("sudo \"$(curl -s https://example.com/name)\" x"),
+            (Severity::Floor, "floor")
+        );
+    }
+}
