@@ -3,8 +3,7 @@
 //! A [`Policy`] is built once per session from the mode, the user's and the
 //! project's rules and a few facts about the machine; [`Policy::check`] is a
 //! pure function of a call and the working directory, cheap enough to run on
-//! every call (SPEC §14). The only I/O is resolving symlinks of the paths it
-//! judges.
+//! every call. The only I/O is resolving symlinks of the paths it judges.
 //!
 //! # Decision order
 //!
