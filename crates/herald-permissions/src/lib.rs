@@ -3,8 +3,7 @@
 //! A [`Policy`] is built once per session from the mode, the user's and the
 //! project's rules and a few facts about the machine; [`Policy::check`] is a
 //! pure function of a call and the working directory, cheap enough to run on
-//! every call. The only I/O is resolving symlinks of the paths it
-//! judges.
+//! every call. The only I/O is resolving symlinks of the paths it judges.
 //!
 //! # Decision order
 //!
@@ -50,7 +49,7 @@
 //! wrappers (`sudo`, `env`, `xargs`, `timeout`, `nice`, `find -exec`, …)
 //! are stripped, and each is classified; the strictest decides.
 
-mod commands;
+mod analyzer;
 mod mode;
 mod paths;
 mod policy;

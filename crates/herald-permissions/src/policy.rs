@@ -1,8 +1,9 @@
 use std::path::{Path, PathBuf};
 
+use crate::analyzer::{self, Env};
 use crate::paths::{self, Resolved, Workspace, WriteClass};
 use crate::rules::{Rule, Source};
-use crate::shell::{self, Env, Finding, Severity, short};
+use crate::shell::{Finding, Severity, short};
 use crate::{Decision, Mode, Verdict};
 
 /// Everything a [`Policy`] is built from.
@@ -242,7 +243,7 @@ impl Policy {
         };
         let ws = self.workspace(call.cwd);
         let env = Env { home, ws: &ws };
-        let findings = shell::analyse(command, &base, &env);
+        let findings = analyzer::analyse(command, &base, &env);
         let whole = command.trim();
 
         // 1. The floor.

@@ -1,6 +1,6 @@
 //! Splits a shell command into every simple command with tree-sitter-bash
-//! and unquotes words. Classification of each simple command lives in
-//! [`crate::commands`].
+//! and unquotes words: the walking half of the [`Analyzer`]. Judging each
+//! simple command lives in [`crate::analyzer`].
 //!
 //! The walk is an abstract execution in source order: it tracks `cd` (the
 //! directory relative paths resolve against) and variables assigned static
@@ -9,12 +9,11 @@
 //! runs, asks.
 
 use std::cell::RefCell;
-use std::collections::HashMap;
-use std::path::{Path, PathBuf};
 
 use tree_sitter::{Node, Parser, Tree};
 
-use crate::paths::{self, Workspace};
+use crate::analyzer::Analyzer;
+use crate::paths;
 
 /// How far `bash -c`, `eval` and text piped into a shell may nest.
 const MAX_SCRIPT_DEPTH: u32 = 6;
@@ -108,7 +107,7 @@ impl Finding {
     /// An allow rule that would let this command run (`terminal(git push*)`),
     /// built on demand.
     pub fn suggest(&self) -> Option<String> {
-        crate::commands::suggest(&self.prefix, &self.words)
+        crate::analyzer::suggest(&self.prefix, &self.words)
     }
 
     /// The sentence for this judgement, formatted on demand.
@@ -162,12 +161,6 @@ impl Word {
     }
 }
 
-/// Facts the walk needs that do not change within a call.
-pub(crate) struct Env<'a> {
-    pub home: Option<&'a Path>,
-    pub ws: &'a Workspace<'a>,
-}
-
 /// A redirection of one simple command.
 #[derive(Debug, Clone)]
 pub(crate) struct Redirect {
@@ -177,56 +170,6 @@ pub(crate) struct Redirect {
     pub stdout: bool,
     /// It appends (`>>`).
     pub append: bool,
-}
-
-/// Analyses a whole command line run in `cwd`.
-pub(crate) fn analyse(command: &str, cwd: &Path, env: &Env<'_>) -> Vec<Finding> {
-    let mut a = Analyzer {
-        env,
-        cwd: Some(cwd.to_path_buf()),
-        vars: HashMap::new(),
-        findings: Vec::new(),
-        script_depth: 0,
-        node_depth: 0,
-        stdin: Stream::default(),
-        path_tainted: false,
-        functions: Vec::new(),
-        written: HashMap::new(),
-    };
-    a.script(command);
-    a.findings
-}
-
-pub(crate) struct Analyzer<'e> {
-    pub env: &'e Env<'e>,
-    /// The directory relative paths resolve against; `None` after a `cd`
-    /// the check could not follow.
-    pub cwd: Option<PathBuf>,
-    /// Variables with a statically known value (`Some`) or known to be
-    /// dynamic (`None`).
-    pub vars: HashMap<String, Option<String>>,
-    pub findings: Vec<Finding>,
-    pub script_depth: u32,
-    node_depth: u32,
-    /// The stdin of the statement being analysed.
-    pub stdin: Stream,
-    /// PATH, LD_PRELOAD or similar were changed: a command name no longer
-    /// says what runs.
-    pub path_tainted: bool,
-    /// Functions defined so far (calls to them are not external commands).
-    pub functions: Vec<String>,
-    /// Files this command line writes before it may run them, with their
-    /// content when known (`echo 'rm -rf /' > x.sh && bash x.sh`).
-    pub written: HashMap<PathBuf, Written>,
-}
-
-/// What the check knows of a file written earlier in the command line.
-#[derive(Debug, Clone)]
-pub(crate) enum Written {
-    Known(String),
-    Unknown,
-    /// Downloaded by this command (names the downloader).
-    Download(String),
 }
 
 pub(crate) fn text_of<'s>(n: Node<'_>, src: &'s str) -> &'s str {
@@ -1100,7 +1043,11 @@ fn unescape_dquoted(raw: &str) -> String {
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
+    use std::path::Path;
+
     use super::*;
+    use crate::analyzer::{Env, analyse};
+    use crate::paths::Workspace;
 
     fn env_ws() -> Workspace<'static> {
         Workspace::new(Path::new("/work/project"), &[])
