@@ -2,35 +2,24 @@
 //! text: base64 decoding, `printf`/`echo` formatting, ANSI-C (`$'…'`)
 //! escapes and brace expansion.
 
-/// Decodes standard or URL-safe base64, ignoring whitespace and padding.
-/// `None` on any other character or a dangling single sextet.
+/// Decodes standard or URL-safe base64 as leniently as `base64 -d` reads
+/// it: whitespace ignored, padding optional, stray low bits allowed. `None`
+/// when it is not base64 at all.
 pub(crate) fn base64_decode(s: &str) -> Option<Vec<u8>> {
-    let mut out = Vec::with_capacity(s.len() * 3 / 4);
-    let mut acc: u32 = 0;
-    let mut bits = 0u32;
-    let mut count = 0usize;
-    for b in s.bytes() {
-        let v = match b {
-            b'A'..=b'Z' => b - b'A',
-            b'a'..=b'z' => b - b'a' + 26,
-            b'0'..=b'9' => b - b'0' + 52,
-            b'+' | b'-' => 62,
-            b'/' | b'_' => 63,
-            b'=' | b' ' | b'\n' | b'\r' | b'\t' => continue,
-            _ => return None,
-        };
-        count += 1;
-        acc = (acc << 6) | u32::from(v);
-        bits += 6;
-        if bits >= 8 {
-            bits -= 8;
-            out.push(((acc >> bits) & 0xff) as u8);
-        }
-    }
-    if count % 4 == 1 {
-        return None;
-    }
-    Some(out)
+    use base64::Engine as _;
+    use base64::alphabet::{STANDARD, URL_SAFE};
+    use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
+    const LENIENT: GeneralPurposeConfig = GeneralPurposeConfig::new()
+        .with_decode_padding_mode(DecodePaddingMode::Indifferent)
+        .with_decode_allow_trailing_bits(true);
+    const ENGINES: [GeneralPurpose; 2] = [
+        GeneralPurpose::new(&STANDARD, LENIENT),
+        GeneralPurpose::new(&URL_SAFE, LENIENT),
+    ];
+    let compact: String = s.chars().filter(|c| !c.is_ascii_whitespace()).collect();
+    ENGINES
+        .iter()
+        .find_map(|engine| engine.decode(&compact).ok())
 }
 
 /// Interprets backslash escapes as `echo -e`, `printf` and `$'…'` do.
@@ -372,7 +361,10 @@ mod tests {
         assert_eq!(base64_decode("cm0gLXJmIC8=").unwrap(), b"rm -rf /");
         assert_eq!(base64_decode("cm0gLXJmIC8K\n").unwrap(), b"rm -rf /\n");
         assert_eq!(base64_decode("aGk").unwrap(), b"hi");
+        assert_eq!(base64_decode("Pz8_").unwrap(), b"???");
+        assert_eq!(base64_decode("Pz8/").unwrap(), b"???");
         assert!(base64_decode("a!b").is_none());
+        assert!(base64_decode("abcde").is_none());
     }
 
     #[test]

@@ -279,6 +279,7 @@ fn http_transport(
     // ring); installing it twice is harmless.
     let _ = rustls::crypto::ring::default_provider().install_default();
     let client = reqwest::Client::builder()
+        .user_agent(herald_protocol::USER_AGENT)
         .build()
         .map_err(|e| err(format!("cannot build an HTTP client: {e}")))?;
     let mut transport_config = StreamableHttpClientTransportConfig::with_uri(url.to_owned());
