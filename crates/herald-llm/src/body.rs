@@ -390,9 +390,7 @@ mod tests {
             cache.history_changed();
             check(&cache, wire, &request(&history, tools));
             // Replaced by a message of the same length.
-            let summary =
-                |n: u32| Message::user(format!("{}{n}{}", "a".repeat(40), "b".repeat(40)));
-            history[1] = summary(4);
+            history[1] = Message::user(format!("{}4{}", "a".repeat(40), "b".repeat(40)));
             cache.history_changed();
             check(&cache, wire, &request(&history, tools));
             // A compaction: a shorter, different history.

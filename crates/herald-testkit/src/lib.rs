@@ -37,6 +37,7 @@
 
 mod body;
 mod canonical;
+mod child_env;
 mod fault;
 mod invariants;
 mod normalize;
@@ -53,6 +54,7 @@ mod wire_openai;
 
 pub use body::Pace;
 pub use canonical::{canonical_message, canonical_request, strip_cache_control};
+pub use child_env::{in_child, rerun_with_env};
 pub use fault::Fault;
 pub use invariants::{
     FLUSH_INSTRUCTION_PREFIX, check_pairing, check_prefix, is_compaction, is_compaction_text,

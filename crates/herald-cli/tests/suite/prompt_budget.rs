@@ -1,0 +1,46 @@
+//! The prompt budget (issue 17): what every request repeats — the default
+//! system prompt and every default tool schema — stays under 12 KB on the
+//! wire, measured on the first request the real binary sends.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use crate::common;
+
+use common::{Harness, Wire, stderr};
+use herald_testkit::{Reply, Script};
+
+/// Bytes of the system prompt and of the encoded tool array of the first
+/// request on `wire`.
+async fn fixed_bytes(wire: Wire) -> (usize, usize, usize) {
+    let h = Harness::new(Script::new().responder(|_| Reply::text("ok"))).await;
+    let (output, _) = h.run_json(wire, &[], "hello").await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    let body = &h.server.requests()[0].body;
+    let system = match wire {
+        Wire::OpenAi => body["messages"][0]["content"].as_str().unwrap().len(),
+        Wire::Anthropic => body["system"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|b| b["text"].as_str())
+            .map(str::len)
+            .sum(),
+    };
+    let tools = body["tools"].as_array().unwrap();
+    (system, body["tools"].to_string().len(), tools.len())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_default_prompt_and_tools_stay_under_12_kb() {
+    for wire in [Wire::OpenAi, Wire::Anthropic] {
+        let (system, tools, count) = fixed_bytes(wire).await;
+        assert!(
+            count >= 20,
+            "{wire:?}: only {count} tools: the budget is for all of them"
+        );
+        assert!(
+            system + tools < 12_000,
+            "{wire:?}: system prompt {system} + {count} tool schemas {tools} = {} bytes, over the 12 KB budget (docs/BENCHMARKS.md)",
+            system + tools
+        );
+    }
+}

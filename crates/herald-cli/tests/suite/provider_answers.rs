@@ -1,0 +1,217 @@
+//! Answers real servers give besides a clean event stream: a malformed chunk,
+//! a plain JSON completion, a complete reply that never ends its stream, an
+//! HTML page, and text streamed before a retry.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use crate::common;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use common::{Harness, Wire, last, of_type, stderr};
+use herald_testkit::{Fault, Reply, Script};
+use serde_json::{Value, json};
+
+const FAST_RETRY: &str = "[network]\nretry_base_delay_ms = 10\nstream_idle_timeout = 20\n";
+
+/// Long enough to be streamed in several deltas, so a fault mid-stream comes
+/// after some of it was already sent.
+const ANSWER: &str = "The build is green: all forty-two tests pass on both targets.";
+
+fn answer() -> Script {
+    Script::new().conversation("status", vec![Reply::text(ANSWER)])
+}
+
+/// The `assistant.delta` text of a run, and how many `assistant.reset` events
+/// it held.
+fn streamed(events: &[Value]) -> (String, usize) {
+    let text = of_type(events, "assistant.delta")
+        .iter()
+        .map(|e| e["text"].as_str().unwrap())
+        .collect();
+    (text, of_type(events, "assistant.reset").len())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn malformed_chunk_mid_stream_is_retried_like_a_truncated_stream() {
+    for wire in [Wire::OpenAi, Wire::Anthropic] {
+        let h = Harness::new(answer()).await;
+        h.config(FAST_RETRY);
+        h.server.inject(Fault::MalformedChunk);
+        let (output, events) = h.run_json(wire, &[], "status").await;
+        assert!(output.status.success(), "{wire:?}: {}", stderr(&output));
+        assert_eq!(last(&events)["final_response"], ANSWER);
+        assert_eq!(h.server.request_count(), 2, "{wire:?}");
+        let retry = of_type(&events, "retry");
+        assert_eq!(retry.len(), 1, "{wire:?}");
+        assert!(
+            retry[0]["reason"]
+                .as_str()
+                .unwrap()
+                .contains("not valid JSON"),
+            "{retry:?}"
+        );
+        h.server.assert_invariants();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn plain_json_completion_is_accepted_on_both_wires() {
+    for wire in [Wire::OpenAi, Wire::Anthropic] {
+        let h = Harness::new(Script::new().conversation(
+            "read notes",
+            vec![
+                Reply::ToolCalls {
+                    text: "Reading the notes.".into(),
+                    calls: vec![herald_testkit::ScriptedCall::new(
+                        "read_file",
+                        json!({"path": "notes.txt"}),
+                    )],
+                },
+                Reply::text("The notes say hello."),
+            ],
+        ))
+        .await;
+        h.config(FAST_RETRY);
+        std::fs::write(h.work_path().join("notes.txt"), "hello\n").unwrap();
+        // The first answer ignores `stream: true`: one JSON document.
+        h.server.inject(Fault::NonStreamingAnswer);
+        let (output, events) = h.run_json(wire, &[], "read notes").await;
+        assert!(output.status.success(), "{wire:?}: {}", stderr(&output));
+        assert_eq!(h.server.request_count(), 2, "{wire:?}: no retry");
+        assert!(of_type(&events, "retry").is_empty(), "{wire:?}");
+        let message = of_type(&events, "assistant.message")[0];
+        assert_eq!(message["text"], "Reading the notes.");
+        assert_eq!(message["tool_calls"][0]["name"], "read_file");
+        assert_eq!(
+            message["tool_calls"][0]["arguments"],
+            r#"{"path":"notes.txt"}"#
+        );
+        let completed = of_type(&events, "tool.completed");
+        assert_eq!(completed.len(), 1);
+        assert_eq!(completed[0]["status"], "ok", "{completed:?}");
+        let usage = of_type(&events, "usage");
+        assert!(usage[0]["input_tokens"].as_u64().unwrap() > 0, "{usage:?}");
+        assert!(usage[0]["output_tokens"].as_u64().unwrap() > 0, "{usage:?}");
+        assert_eq!(last(&events)["final_response"], "The notes say hello.");
+        h.server.assert_invariants();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn complete_reply_without_end_marker_finishes_at_once() {
+    for wire in [Wire::OpenAi, Wire::Anthropic] {
+        let h = Harness::new(answer()).await;
+        h.config(FAST_RETRY);
+        // Finish reason and usage arrive, `[DONE]` / `message_stop` never
+        // does and the connection stays open.
+        h.server.inject(Fault::NoEndMarker);
+        let started = Instant::now();
+        let (output, events) = h.run_json(wire, &[], "status").await;
+        let took = started.elapsed();
+        assert!(output.status.success(), "{wire:?}: {}", stderr(&output));
+        assert!(
+            took < Duration::from_secs(5),
+            "{wire:?}: took {took:?} with a 20 s idle timeout"
+        );
+        assert_eq!(h.server.request_count(), 1, "{wire:?}");
+        assert!(of_type(&events, "retry").is_empty(), "{wire:?}");
+        assert_eq!(last(&events)["final_response"], ANSWER);
+        assert!(
+            of_type(&events, "usage")[0]["output_tokens"]
+                .as_u64()
+                .unwrap()
+                > 0
+        );
+        h.server.assert_invariants();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn html_answer_fails_at_once_naming_content_type_and_base_url() {
+    for wire in [Wire::OpenAi, Wire::Anthropic] {
+        let h = Harness::new(answer()).await;
+        h.config(FAST_RETRY);
+        h.server.inject(Fault::html_page());
+        let mut cmd = h.command(wire);
+        cmd.arg("run").arg("status");
+        let output = cmd.output().await.unwrap();
+        let err = stderr(&output);
+        assert_eq!(output.status.code(), Some(1), "{wire:?}: {err}");
+        assert_eq!(h.server.request_count(), 1, "{wire:?}: must not retry");
+        assert!(err.contains("text/html"), "{wire:?}: {err}");
+        let base = match wire {
+            Wire::OpenAi => h.server.openai_base_url(),
+            Wire::Anthropic => h.server.anthropic_base_url(),
+        };
+        assert!(err.contains(&format!("'{base}'")), "{wire:?}: {err}");
+        let var = match wire {
+            Wire::OpenAi => "OPENAI_BASE_URL",
+            Wire::Anthropic => "ANTHROPIC_BASE_URL",
+        };
+        assert!(err.contains(var), "{wire:?}: {err}");
+        h.server.assert_invariants();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn stream_does_not_repeat_text_sent_before_a_retry() {
+    for (wire, fault) in [
+        (Wire::OpenAi, Fault::AbortStream),
+        (Wire::Anthropic, Fault::TruncatedStream),
+        (Wire::OpenAi, Fault::MalformedChunk),
+    ] {
+        let h = Harness::new(answer()).await;
+        h.config(FAST_RETRY);
+        h.server.inject(fault.clone());
+        let (output, events) = h.run_json(wire, &["--stream"], "status").await;
+        assert!(output.status.success(), "{wire:?}: {}", stderr(&output));
+        assert_eq!(h.server.request_count(), 2, "{wire:?} {fault:?}");
+        // Text was streamed before the failure ...
+        let retry_at = events.iter().position(|e| e["type"] == "retry").unwrap();
+        assert!(
+            events[..retry_at]
+                .iter()
+                .any(|e| e["type"] == "assistant.delta"),
+            "{wire:?} {fault:?}: nothing streamed before the retry"
+        );
+        // ... and the deltas still add up to the answer exactly once.
+        let (text, resets) = streamed(&events);
+        assert_eq!(text, ANSWER, "{wire:?} {fault:?}");
+        assert_eq!(resets, 0, "{wire:?} {fault:?}");
+        assert_eq!(last(&events)["final_response"], ANSWER);
+        h.server.assert_invariants();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn stream_resets_when_the_retried_reply_differs() {
+    let served = Arc::new(AtomicUsize::new(0));
+    let counter = served.clone();
+    let script = Script::new().responder(move |_| {
+        if counter.fetch_add(1, Ordering::SeqCst) == 0 {
+            Reply::text("A first draft that the broken stream will cut short.")
+        } else {
+            Reply::text("The second, different answer.")
+        }
+    });
+    let h = Harness::new(script).await;
+    h.config(FAST_RETRY);
+    h.server.inject(Fault::TruncatedStream);
+    let (output, events) = h.run_json(Wire::OpenAi, &["--stream"], "status").await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(served.load(Ordering::SeqCst), 2);
+    let (_, resets) = streamed(&events);
+    assert_eq!(resets, 1, "{events:?}");
+    let reset_at = events
+        .iter()
+        .position(|e| e["type"] == "assistant.reset")
+        .unwrap();
+    let (before, _) = streamed(&events[..reset_at]);
+    let (after, _) = streamed(&events[reset_at..]);
+    assert!(before.starts_with("A first draft"), "{before:?}");
+    assert_eq!(after, "The second, different answer.");
+    assert_eq!(last(&events)["final_response"], after);
+    h.server.assert_invariants();
+}

@@ -1,0 +1,3 @@
+mod mcp_elicitation;
+mod runtime;
+mod tool_images;

@@ -1,0 +1,3 @@
+mod env_scrub;
+mod execute_code;
+mod sandbox;

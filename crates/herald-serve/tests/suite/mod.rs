@@ -1,0 +1,5 @@
+mod elicitations;
+mod mcp_shared;
+mod native;
+mod openai;
+mod python_client;

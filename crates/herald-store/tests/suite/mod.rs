@@ -1,0 +1,9 @@
+mod bench_smoke;
+mod concurrent_open;
+mod images;
+mod import_export;
+mod reasoning;
+mod search;
+mod search_index;
+mod sessions;
+mod summaries;

@@ -1,0 +1,3 @@
+mod result_images;
+mod terminal_env;
+mod terminal_sandbox;

@@ -1,0 +1,2 @@
+mod highlight_lazy;
+mod markdown;
