@@ -60,9 +60,11 @@ struct TurnRun {
     max_rss_kb: u64,
     max_anon_kb: u64,
     first_request: Duration,
-    /// Time the server spent answering (first byte in to last byte out),
-    /// summed over the requests: the model's share of the wall time.
+    /// Time at least one request was in the server's hands (see
+    /// [`busy_time`]): the model's share of the wall time.
     model_time: Duration,
+    /// From the server's last byte of the last reply to the process's exit.
+    tail: Duration,
     /// Per turn: time from the end of a reply to the next request, with the
     /// number of messages that request carried.
     gaps: Vec<(usize, Duration)>,
@@ -178,10 +180,13 @@ async fn turn_run_in(
             + first.body["tools"].to_string().len()
     };
     server.assert_invariants();
-    let model_time = requests
-        .iter()
-        .filter_map(|r| Some(r.responded_at?.saturating_duration_since(r.received_at)))
-        .sum();
+    let model_time = busy_time(&requests);
+    let tail = requests
+        .last()
+        .and_then(|r| r.responded_at)
+        .map_or(Duration::ZERO, |done| {
+            (spawned_at + measured.wall).saturating_duration_since(done)
+        });
     Ok(TurnRun {
         requests: requests.len(),
         cpu: measured.cpu,
@@ -189,12 +194,41 @@ async fn turn_run_in(
         max_anon_kb: measured.max_anon_kb,
         first_request,
         model_time,
+        tail,
         gaps,
         prefix: server.prefix_stability(),
         prompt_bytes,
         wall: measured.wall,
         recorded: requests,
     })
+}
+
+/// How long at least one request was in the server's hands (received, not
+/// yet answered to its last byte): the union of those intervals, since a
+/// client may send its next request once a reply's content is complete,
+/// before the stream's end marker.
+fn busy_time(requests: &[herald_testkit::RecordedRequest]) -> Duration {
+    let mut spans: Vec<(Instant, Instant)> = requests
+        .iter()
+        .filter_map(|r| Some((r.received_at, r.responded_at?)))
+        .collect();
+    spans.sort();
+    let mut total = Duration::ZERO;
+    let mut current: Option<(Instant, Instant)> = None;
+    for (start, end) in spans {
+        current = match current {
+            Some((s, e)) if start <= e => Some((s, e.max(end))),
+            Some((s, e)) => {
+                total += e - s;
+                Some((start, end))
+            }
+            None => Some((start, end)),
+        };
+    }
+    if let Some((s, e)) = current {
+        total += e - s;
+    }
+    total
 }
 
 /// About `bytes` of source-like text (indented lines of words, quotes and
@@ -475,6 +509,16 @@ fn realistic(bytes: Option<&str>) -> Result<()> {
             run.model_time.as_secs_f64(),
             ms(overhead),
             100.0 * overhead.as_secs_f64() / run.wall.as_secs_f64()
+        );
+        let mut gaps: Vec<Duration> = run.gaps.iter().map(|(_, gap)| *gap).collect();
+        gaps.sort();
+        println!(
+            "| same run: time from a reply's last byte to the next request, p50 / p90 / sum; first request; from the last reply to exit | — | {:.2} / {:.2} / {:.0} ms; {:.1} ms; {:.1} ms |",
+            ms(median(&gaps)),
+            ms(percentile(&gaps, 0.9)),
+            ms(gaps.iter().sum()),
+            ms(run.first_request),
+            ms(run.tail)
         );
         println!(
             "| same run: CPU per request / first request / anonymous RSS / VmHWM | ≤ 2.0 ms / < 20 ms / < 16 MB / — | {:.3} ms / {:.2} ms / {:.1} MB / {:.1} MB |",

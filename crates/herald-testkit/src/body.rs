@@ -35,17 +35,21 @@ pub struct Pace {
 }
 
 impl Pace {
-    /// The pause before each of `events` events that carry `tokens` tokens
-    /// between them: the first waits [`Pace::first_token`], the rest share
-    /// the generation time evenly.
+    /// The pause before the first of `events` events that carry `tokens`
+    /// tokens, then before each later one but the last two: those are the
+    /// stream's end (finish reason, usage, end marker), which a server sends
+    /// at once after the last token.
     fn pauses(self, events: usize, tokens: u64) -> (Duration, Duration) {
         let generation = if self.tokens_per_second > 0.0 {
             Duration::from_secs_f64(tokens as f64 / self.tokens_per_second)
         } else {
             Duration::ZERO
         };
-        let between = generation / u32::try_from(events.max(2) - 1).unwrap_or(u32::MAX);
-        (self.first_token, between)
+        let gaps = events.saturating_sub(3).max(1);
+        (
+            self.first_token,
+            generation / u32::try_from(gaps).unwrap_or(u32::MAX),
+        )
     }
 }
 
@@ -86,7 +90,8 @@ pub(crate) fn sse_body(
         between,
     };
     let stream = futures_util::stream::unfold(state, |mut st| async move {
-        if !st.pause.is_zero() && st.events.len() > 0 {
+        // The last two events (the stream's end) follow the last token at once.
+        if !st.pause.is_zero() && st.events.len() > 2 {
             tokio::time::sleep(st.pause).await;
         }
         st.pause = st.between;
@@ -134,9 +139,10 @@ mod tests {
             first_token: Duration::from_millis(300),
             tokens_per_second: 50.0,
         };
-        // 25 tokens at 50/s: half a second over the 5 gaps between 6 events.
+        // 25 tokens at 50/s: half a second over the 5 gaps between the
+        // first 6 of 8 events; the last two (the end) come at once.
         assert_eq!(
-            pace.pauses(6, 25),
+            pace.pauses(8, 25),
             (Duration::from_millis(300), Duration::from_millis(100))
         );
         // A single event still waits for its first token.
