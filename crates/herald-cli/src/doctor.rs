@@ -195,20 +195,7 @@ fn credentials_check(
     )
 }
 
-/// The models endpoint of a provider: cheap, and every compatible server
-/// answers it (any HTTP answer proves reachability).
-fn models_url(provider: ProviderKind, base_url: &str) -> String {
-    let base = match base_url.trim() {
-        "" => provider.default_base_url(),
-        base => base,
-    }
-    .trim_end_matches('/');
-    match provider {
-        ProviderKind::Anthropic if !base.ends_with("/v1") => format!("{base}/v1/models"),
-        _ => format!("{base}/models"),
-    }
-}
-
+/// Whether the session's provider answers its key (see `herald_llm::probe`).
 async fn provider_check(settings: &Settings) -> Check {
     probe(
         "provider",
@@ -252,58 +239,23 @@ async fn probe(
     base_url: &str,
     api_key: Option<&str>,
 ) -> Check {
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let url = models_url(provider, base_url);
-    let client = match reqwest::Client::builder()
-        .user_agent(herald_protocol::USER_AGENT)
-        .timeout(PROBE_TIMEOUT)
-        .build()
-    {
-        Ok(client) => client,
-        Err(err) => {
-            return check(
-                name,
-                Level::Fail,
-                format!("cannot build an HTTP client: {err}"),
-            );
+    match herald_core::probe(provider, base_url, api_key, PROBE_TIMEOUT).await {
+        herald_core::ProbeOutcome::Answered { url, status } => {
+            check(name, Level::Ok, format!("{url} answered HTTP {status}"))
         }
-    };
-    let mut request = client.get(&url);
-    if let Some(key) = api_key {
-        request = match provider {
-            ProviderKind::OpenAi => request.bearer_auth(key),
-            ProviderKind::Anthropic => request
-                .header("x-api-key", key)
-                .header("anthropic-version", "2023-06-01"),
-        };
-    }
-    match request.send().await {
-        Ok(response) => {
-            let code = response.status();
-            if code == reqwest::StatusCode::UNAUTHORIZED || code == reqwest::StatusCode::FORBIDDEN {
-                check(
-                    name,
-                    Level::Warn,
-                    format!(
-                        "{url} is reachable but refused the API key (HTTP {}); check {}",
-                        code.as_u16(),
-                        provider.key_var()
-                    ),
-                )
-            } else {
-                check(
-                    name,
-                    Level::Ok,
-                    format!("{url} answered HTTP {}", code.as_u16()),
-                )
-            }
-        }
-        Err(err) => check(
+        herald_core::ProbeOutcome::KeyRefused { url, status } => check(
+            name,
+            Level::Warn,
+            format!(
+                "{url} is reachable but refused the API key (HTTP {status}); check {}",
+                provider.key_var()
+            ),
+        ),
+        herald_core::ProbeOutcome::Unreachable { url, error } => check(
             name,
             Level::Fail,
             format!(
-                "cannot reach {url}: {}; check the base URL ({}) and the network",
-                herald_core::error_chain(&err),
+                "cannot reach {url}: {error}; check the base URL ({}) and the network",
                 provider.base_url_var()
             ),
         ),

@@ -230,8 +230,12 @@ async fn delete(store: &StoreHandle, text: &str, how: Removal) -> Result<Exit, C
         || show_plan(&[&record], how.json),
     )?;
     let deleted = if agreed {
-        let target = id.clone();
-        call(store, move |s| s.delete_session(&target)).await?
+        herald_core::runtime::delete_session(store, &id)
+            .await
+            .map_err(|err| match err {
+                herald_core::runtime::RuntimeError::SessionInUse(_) => CliError::usage(err),
+                _ => CliError::failed(err),
+            })?
     } else {
         false
     };

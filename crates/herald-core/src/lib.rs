@@ -36,7 +36,7 @@ pub use compress::{CompressError, CompressionReport, live_history};
 pub use config::{Config, ConfigError, Overrides, ProjectMcp, Settings};
 pub use delegation::{AgentScope, Delegation, DelegationSetup};
 pub use events::{EventFlusher, EventSink};
-pub use herald_llm::{LlmClient, ProviderKind, error_chain};
+pub use herald_llm::{LlmClient, ProbeOutcome, ProviderKind, error_chain, probe};
 pub use herald_tools::{ElicitAction, ElicitAnswer};
 pub use history::{
     Repair, answer_dangling_calls, apply_repairs, plan_repairs, restore_conversation,

@@ -4,7 +4,7 @@ use crate::{TokenTotals, UsageTotals};
 
 /// One line of the event stream (`herald run --json`). Every event names the
 /// session and agent it belongs to and when it happened.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Event {
     #[serde(flatten)]
     pub kind: EventKind,
@@ -35,7 +35,7 @@ impl Event {
 }
 
 /// Outcome of one tool call as reported in `tool.completed`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum ToolStatus {
     Ok,
@@ -43,7 +43,7 @@ pub enum ToolStatus {
 }
 
 /// One model endpoint, as named in `provider.fallback`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ProviderModel {
     /// `openai` or `anthropic` (the wire API).
     pub provider: String,
@@ -51,7 +51,7 @@ pub struct ProviderModel {
 }
 
 /// How a run ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum RunStatus {
     Completed,
@@ -60,7 +60,7 @@ pub enum RunStatus {
 }
 
 /// The event payloads.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "type")]
 pub enum EventKind {
     #[serde(rename = "session.started")]
@@ -141,6 +141,7 @@ pub enum EventKind {
         cached_tokens: u64,
         /// USD, rounded to 1e-6; `null` when a model has no price.
         #[serde(default, with = "crate::cost_serde")]
+        #[schemars(with = "Option<f64>")]
         cost_usd: Option<f64>,
     },
     #[serde(rename = "retry")]
@@ -175,6 +176,7 @@ pub enum EventKind {
         usage: UsageTotals,
         /// USD, rounded to 1e-6; `null` when a model has no price.
         #[serde(default, with = "crate::cost_serde")]
+        #[schemars(with = "Option<f64>")]
         cost_usd: Option<f64>,
         /// Every agent of the run, subagents at any depth included: the sum
         /// of all their `usage` events.
@@ -214,6 +216,7 @@ pub enum EventKind {
         tokens: TokenTotals,
         /// USD, rounded to 1e-6; `null` when a model has no price.
         #[serde(default, with = "crate::cost_serde")]
+        #[schemars(with = "Option<f64>")]
         cost_usd: Option<f64>,
         /// The subagent's own requests in this run.
         #[serde(default)]

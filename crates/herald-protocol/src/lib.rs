@@ -5,6 +5,7 @@ mod display;
 mod event;
 mod image;
 mod message;
+mod op;
 mod usage;
 
 pub use display::{one_line, terminal_safe};
@@ -14,6 +15,7 @@ pub use image::{
     MAX_RESULT_IMAGES, admit_images,
 };
 pub use message::{Message, Reasoning, Role, ToolCall, ToolSpec};
+pub use op::{ApprovalDecision, ElicitationAction, Op, RewindScope, SubmissionId};
 /// What herald sends as `User-Agent` on every HTTP request it makes (model
 /// providers, MCP servers, probes): some gateways refuse requests without one.
 pub const USER_AGENT: &str = concat!("herald/", env!("CARGO_PKG_VERSION"));

@@ -15,7 +15,7 @@ pub enum Role {
 
 /// One tool invocation requested by the model. `arguments` is kept as the raw
 /// JSON text the model produced so replays are byte-identical.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ToolCall {
     pub id: String,
     pub name: String,

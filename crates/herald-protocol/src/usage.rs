@@ -32,7 +32,9 @@ impl Usage {
 }
 
 /// `{input, output, cached}` as it appears in events and results.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 pub struct TokenTotals {
     pub input: u64,
     pub output: u64,
@@ -44,7 +46,7 @@ pub struct TokenTotals {
 /// `agent_status` report them. `input` includes `cached` and
 /// `cache_creation`; `cost_usd` is `null` once any request ran on a model
 /// without a price.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct UsageTotals {
     pub input: u64,
     pub output: u64,
@@ -53,6 +55,7 @@ pub struct UsageTotals {
     pub cache_creation: u64,
     /// USD rounded to 1e-6; `null` when unknown.
     #[serde(default, with = "cost_serde")]
+    #[schemars(with = "Option<f64>")]
     pub cost_usd: Option<f64>,
     /// Model requests answered.
     #[serde(default)]

@@ -23,6 +23,7 @@ use crate::{api, error, openai};
         api::sessions::get,
         api::sessions::delete,
         api::turns::start,
+        api::ops::submit,
         api::events::follow,
         api::control::interrupt,
         api::control::clarify,
@@ -56,6 +57,7 @@ use crate::{api, error, openai};
         api::control::ElicitationList,
         api::control::AgentList,
         api::control::Done,
+        api::ops::OpAccepted,
     )),
     modifiers(&BearerAuth),
     tags(

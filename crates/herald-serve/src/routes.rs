@@ -27,6 +27,7 @@ pub(crate) fn router(state: Arc<AppState>) -> Router {
             get(api::sessions::get).delete(api::sessions::delete),
         )
         .route("/api/sessions/{id}/turns", post(api::turns::start))
+        .route("/api/sessions/{id}/ops", post(api::ops::submit))
         .route("/api/sessions/{id}/events", get(api::events::follow))
         .route(
             "/api/sessions/{id}/interrupt",

@@ -49,6 +49,17 @@ impl ElicitAction {
     }
 }
 
+impl From<herald_protocol::ElicitationAction> for ElicitAction {
+    fn from(action: herald_protocol::ElicitationAction) -> Self {
+        use herald_protocol::ElicitationAction as Action;
+        match action {
+            Action::Accept => Self::Accept,
+            Action::Decline => Self::Decline,
+            Action::Cancel => Self::Cancel,
+        }
+    }
+}
+
 /// The answer to an [`Elicitation`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct ElicitAnswer {

@@ -281,3 +281,53 @@ async fn session_search_tool_finds_other_sessions_but_not_this_one() {
     );
     h.server.assert_invariants();
 }
+
+/// A session another herald process is running is refused by `sessions
+/// delete` as by `DELETE /api/sessions/{id}`: exit 2, and nothing deleted.
+#[tokio::test(flavor = "multi_thread")]
+async fn deleting_a_session_another_process_runs_is_refused_and_keeps_it() {
+    let h = Harness::new(Script::new().conversation(
+        "hold it",
+        vec![
+            Reply::tool("terminal", json!({"command": "sleep 30"})),
+            Reply::text("done"),
+        ],
+    ))
+    .await;
+    let mut cmd = h.command(Wire::OpenAi);
+    cmd.args(["run", "--json", "hold it"])
+        .stdout(std::process::Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut session_id = String::new();
+    while let Some(line) = lines.next_line().await.unwrap() {
+        let event: Value = serde_json::from_str(&line).unwrap();
+        session_id = event["session_id"].as_str().unwrap().to_owned();
+        if event["type"] == "tool.started" {
+            break;
+        }
+    }
+    let output = h
+        .bare_command()
+        .args(["sessions", "delete", &session_id, "--yes"])
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains(&format!("session {session_id} is in use by herald process")),
+        "{}",
+        stderr(&output)
+    );
+    let shown = h
+        .cli_json(&["sessions", "show", &session_id, "--json"])
+        .await;
+    assert_eq!(shown["session"]["id"], session_id.as_str(), "{shown}");
+    child.start_kill().unwrap();
+    child.wait().await.unwrap();
+    // Once nobody runs it, the same command deletes it.
+    let deleted = h
+        .cli_json(&["sessions", "delete", &session_id, "--yes", "--json"])
+        .await;
+    assert_eq!(deleted["deleted"], true, "{deleted}");
+}

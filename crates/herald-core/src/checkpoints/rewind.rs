@@ -25,26 +25,7 @@ use herald_store::CheckpointRecord;
 use super::shadow::{Action, FileChange, Shadow, ShadowError};
 use crate::StoreHandle;
 
-/// What a rewind puts back.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RewindScope {
-    /// Files and conversation.
-    Both,
-    /// Only the files (`--files-only`).
-    FilesOnly,
-    /// Only the conversation (`--conversation-only`).
-    ConversationOnly,
-}
-
-impl RewindScope {
-    fn files(self) -> bool {
-        self != RewindScope::ConversationOnly
-    }
-
-    fn conversation(self) -> bool {
-        self != RewindScope::FilesOnly
-    }
-}
+pub use herald_protocol::RewindScope;
 
 /// Why a rewind (or a fork at a turn) cannot be done. Nothing was changed.
 #[derive(Debug, thiserror::Error)]

@@ -35,6 +35,20 @@ impl ApprovalAnswer {
         }
     }
 
+    /// The answer an [`herald_protocol::Op::ApprovalDecision`] carries.
+    pub fn from_decision(
+        decision: herald_protocol::ApprovalDecision,
+        message: Option<String>,
+    ) -> Self {
+        use herald_protocol::ApprovalDecision as Decision;
+        match decision {
+            Decision::Once => Self::Once,
+            Decision::Session => Self::Session,
+            Decision::Always => Self::Always,
+            Decision::Deny => Self::Deny { message },
+        }
+    }
+
     /// The word used in events and the audit log.
     pub fn as_str(&self) -> &'static str {
         match self {

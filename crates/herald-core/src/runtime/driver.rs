@@ -103,7 +103,7 @@ async fn rewind(
     shared: &Shared,
     checkpoints: &mut crate::checkpoints::Checkpointer,
     turn: u32,
-    scope: crate::checkpoints::RewindScope,
+    scope: herald_protocol::RewindScope,
 ) -> Result<crate::checkpoints::RewindOutcome, String> {
     let plan = crate::checkpoints::plan_rewind(
         &shared.store,

@@ -13,6 +13,7 @@ mod clarify;
 mod driver;
 mod end_flush;
 mod open;
+mod rules;
 mod subscription;
 mod title;
 
@@ -27,6 +28,7 @@ use crate::events::EventFlusher;
 use crate::{CompressionReport, Delegation, ExitReason, LeaseWait, Settings, StoreHandle};
 
 pub use open::{open_session, prompt_inputs};
+pub use rules::delete_session;
 pub use subscription::{Subscription, is_turn_end};
 
 /// The stored events of session tree `session_id` after number `after`,
@@ -140,49 +142,8 @@ impl SessionOptions {
     }
 }
 
-/// An operation sent to a session.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Op {
-    /// Runs a turn with this user input (refused while one runs).
-    UserTurn { text: String },
-    /// Stops the running turn (and its synchronous subagents).
-    Interrupt,
-    /// Compacts the conversation now.
-    Compact,
-    /// Hands `text` to the model at the running turn's next tool boundary
-    /// (refused when no turn runs: send it as a turn instead).
-    Steer { text: String },
-    /// Cancels the running subagent `id` and its subtree.
-    CancelAgent { id: String },
-    /// Rewinds the session to before its user turn `turn` (files,
-    /// conversation or both; refused while a turn runs).
-    Rewind {
-        turn: u32,
-        scope: crate::checkpoints::RewindScope,
-    },
-    /// Answers the open question `request_id` (see [`ClarifyPolicy::Ask`]).
-    ClarifyAnswer { request_id: String, answer: String },
-    /// Answers the approval request `request_id` (an `approval.requested`
-    /// event): `once`, `session`, `always` or `deny` (with an optional
-    /// message for the model).
-    ApprovalDecision {
-        request_id: String,
-        decision: String,
-        message: Option<String>,
-    },
-    /// Answers the elicitation `request_id` (an `elicitation.requested`
-    /// event: an MCP server asks the user for input during a tool call):
-    /// `accept` with `content` (an object fitting the event's schema),
-    /// `decline` or `cancel`.
-    ElicitationAnswer {
-        request_id: String,
-        action: String,
-        content: Option<serde_json::Value>,
-    },
-    /// Ends the session: background agents are suspended (a resume
-    /// restarts them), the session is marked ended and its lease released.
-    Shutdown,
-}
+/// The operations a front end submits: [`herald_protocol::Op`].
+pub use herald_protocol::{Op, SubmissionId};
 
 /// Why an operation was refused. Each message says what to do.
 #[derive(Debug, thiserror::Error)]
@@ -253,7 +214,7 @@ enum Command {
     },
     Rewind {
         turn: u32,
-        scope: crate::checkpoints::RewindScope,
+        scope: herald_protocol::RewindScope,
         done: oneshot::Sender<Result<crate::checkpoints::RewindOutcome, String>>,
     },
     Shutdown {
@@ -479,7 +440,7 @@ impl Session {
     pub async fn rewind(
         &self,
         turn: u32,
-        scope: crate::checkpoints::RewindScope,
+        scope: herald_protocol::RewindScope,
     ) -> Result<crate::checkpoints::RewindOutcome, RuntimeError> {
         if self.is_busy() {
             return Err(RuntimeError::TurnRunning(self.shared.session_id.clone()));
@@ -613,42 +574,48 @@ impl Session {
         rx.await.unwrap_or(0)
     }
 
-    /// Applies one operation. `UserTurn` starts the turn without waiting for
-    /// it (follow the events, or use [`Session::start_turn`]).
-    pub async fn submit(&self, op: Op) -> Result<(), RuntimeError> {
+    /// Applies one operation and returns the id it was given. `UserTurn`
+    /// starts the turn without waiting for it (follow the events, or use
+    /// [`Session::start_turn`]); `Compact`, `Rewind` and `Shutdown` return
+    /// once done.
+    pub async fn submit(&self, op: Op) -> Result<SubmissionId, RuntimeError> {
+        let id = SubmissionId(herald_store::new_id("sub"));
         match op {
             Op::UserTurn { text } => self.start_turn(text).map(drop),
-            Op::Interrupt => {
+            Op::Interrupt {} => {
                 self.interrupt();
                 Ok(())
             }
-            Op::Compact => self.compact().await.map(drop),
+            Op::Compact {} => self.compact().await.map(drop),
             Op::Steer { text } => self.steer(text),
-            Op::CancelAgent { id } => self.cancel_agent(&id),
+            Op::CancelAgent { agent_id } => self.cancel_agent(&agent_id),
             Op::Rewind { turn, scope } => self.rewind(turn, scope).await.map(drop),
             Op::ClarifyAnswer { request_id, answer } => self.answer_clarify(&request_id, &answer),
             Op::ApprovalDecision {
                 request_id,
                 decision,
                 message,
-            } => {
-                let answer = crate::ApprovalAnswer::parse(&decision, message)
-                    .map_err(RuntimeError::Invalid)?;
-                self.answer_approval(&request_id, answer)
-            }
+            } => self.answer_approval(
+                &request_id,
+                crate::ApprovalAnswer::from_decision(decision, message),
+            ),
             Op::ElicitationAnswer {
                 request_id,
                 action,
                 content,
-            } => {
-                let action = crate::ElicitAction::parse(&action).map_err(RuntimeError::Invalid)?;
-                self.answer_elicitation(&request_id, crate::ElicitAnswer { action, content })
-            }
-            Op::Shutdown => {
+            } => self.answer_elicitation(
+                &request_id,
+                crate::ElicitAnswer {
+                    action: action.into(),
+                    content,
+                },
+            ),
+            Op::Shutdown {} => {
                 self.shutdown().await;
                 Ok(())
             }
-        }
+        }?;
+        Ok(id)
     }
 
     fn lock_turn(&self) -> std::sync::MutexGuard<'_, Option<CancellationToken>> {

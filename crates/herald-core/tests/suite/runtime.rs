@@ -411,7 +411,7 @@ async fn a_background_agent_awaiting_approval_says_so_and_runs_once_approved() {
         session
             .submit(Op::ApprovalDecision {
                 request_id: "apr_999".into(),
-                decision: "once".into(),
+                decision: herald_protocol::ApprovalDecision::Once,
                 message: None,
             })
             .await,
@@ -421,7 +421,7 @@ async fn a_background_agent_awaiting_approval_says_so_and_runs_once_approved() {
     session
         .submit(Op::ApprovalDecision {
             request_id,
-            decision: "once".into(),
+            decision: herald_protocol::ApprovalDecision::Once,
             message: None,
         })
         .await

@@ -37,7 +37,8 @@ pub struct ClarifyAnswer {
 pub struct ApprovalDecision {
     /// `once` (run this call), `session` (and calls matching its rule for
     /// the rest of the session), `always` (and save that rule) or `deny`.
-    pub decision: String,
+    #[schema(value_type = String, pattern = "^(once|session|always|deny)$")]
+    pub decision: herald_protocol::ApprovalDecision,
     /// With `deny`: why, passed to the model.
     #[serde(default)]
     pub message: Option<String>,
@@ -57,7 +58,8 @@ pub struct ApprovalList {
 #[serde(deny_unknown_fields)]
 pub struct ElicitationAnswer {
     /// `accept` (with `content`), `decline` or `cancel`.
-    pub action: String,
+    #[schema(value_type = String, pattern = "^(accept|decline|cancel)$")]
+    pub action: herald_protocol::ElicitationAction,
     /// With `accept`: an object fitting the request's `schema`.
     #[serde(default)]
     #[schema(value_type = Option<Object>)]

@@ -3,5 +3,6 @@
 
 pub(crate) mod control;
 pub(crate) mod events;
+pub(crate) mod ops;
 pub(crate) mod sessions;
 pub(crate) mod turns;

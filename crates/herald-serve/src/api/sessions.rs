@@ -277,30 +277,8 @@ pub(crate) async fn delete(
     if !state.close(&id).await {
         state.wait_closed(&id).await;
         state.record(&id).await?;
-        let key = id.clone();
-        let holder = state
-            .store
-            .call(move |s| s.lease_holder(&key))
-            .await
-            .map_err(store_error)?
-            .map_err(store_error)?;
-        if let Some(holder) = holder.filter(|h| h.pid != std::process::id() && h.is_alive()) {
-            return Err(ApiError::conflict(
-                "session_in_use",
-                format!(
-                    "session {id} is in use by herald process {}; stop it first",
-                    holder.pid
-                ),
-            ));
-        }
     }
-    let key = id.clone();
-    let deleted = state
-        .store
-        .call(move |s| s.delete_session(&key))
-        .await
-        .map_err(store_error)?
-        .map_err(store_error)?;
+    let deleted = herald_core::runtime::delete_session(&state.store, &id).await?;
     if deleted {
         Ok(StatusCode::NO_CONTENT)
     } else {

@@ -761,3 +761,73 @@ async fn the_event_stream_carries_subagent_events_and_agents_are_listed() {
     assert_ne!(agents[0]["status"], "running");
     serve.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn protocol_ops_start_a_turn_interrupt_it_and_bad_ops_change_nothing() {
+    let serve = Serve::start(sleeper("take a nap")).await;
+    let (status, _, created) = serve.post_json("/api/sessions", &json!({})).await;
+    assert_eq!(status, 201, "{created}");
+    let id = created["id"].as_str().unwrap().to_owned();
+    let ops = format!("/api/sessions/{id}/ops");
+
+    // Malformed operations: 400 with a JSON error, and no request upstream.
+    for bad in [
+        json!({"type": "launch"}),
+        json!({"type": "user_turn"}),
+        json!({"type": "approval_decision", "request_id": "a", "decision": "maybe"}),
+        json!({"type": "interrupt", "extra": true}),
+        json!({"type": "user_turn", "text": "   "}),
+    ] {
+        let (status, _, body) = serve.post_json(&ops, &bad).await;
+        assert_error(status, &body, 400);
+    }
+    assert_eq!(serve.upstream.request_count(), 0);
+    // Answering a request that does not exist: 404.
+    let (status, _, body) = serve
+        .post_json(
+            &ops,
+            &json!({"type": "approval_decision", "request_id": "apr_9", "decision": "once"}),
+        )
+        .await;
+    assert_error(status, &body, 404);
+
+    // A turn through the op, followed on the event stream, then interrupted.
+    let (status, _, accepted) = serve
+        .post_json(&ops, &json!({"type": "user_turn", "text": "take a nap"}))
+        .await;
+    assert_eq!(status, 202, "{accepted}");
+    assert!(
+        accepted["submission_id"]
+            .as_str()
+            .unwrap()
+            .starts_with("sub_")
+    );
+    let after = accepted["after"].as_u64().unwrap();
+    let response = serve
+        .get(&format!("/api/sessions/{id}/events?after={after}"))
+        .send()
+        .await
+        .unwrap();
+    let mut events = SseReader::new(response);
+    events.until_type("tool.started").await;
+    let (status, _, body) = serve
+        .post_json(&ops, &json!({"type": "user_turn", "text": "again"}))
+        .await;
+    assert_error(status, &body, 409);
+    let (status, _, body) = serve.post_json(&ops, &json!({"type": "interrupt"})).await;
+    assert_eq!(status, 202, "{body}");
+    let seen = events.until_type("run.completed").await;
+    let (_, end) = seen.last().unwrap();
+    assert_eq!(end["status"], "interrupted", "{end}");
+    serve.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_op_for_no_such_session_is_404() {
+    let serve = Serve::start(Script::new()).await;
+    let (status, _, body) = serve
+        .post_json("/api/sessions/ses_nope/ops", &json!({"type": "compact"}))
+        .await;
+    assert_error(status, &body, 404);
+    serve.stop().await;
+}
