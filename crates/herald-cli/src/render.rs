@@ -13,7 +13,7 @@ use std::io::Write;
 use std::sync::{Arc, mpsc};
 use std::thread::JoinHandle;
 
-use herald_protocol::{Event, EventKind};
+use herald_protocol::{Event, EventKind, McpServerStatus};
 
 pub(crate) use human::HumanReport;
 
@@ -144,11 +144,11 @@ fn mcp_problem(kind: &EventKind) -> Option<String> {
     else {
         return None;
     };
-    let what = match status.as_str() {
-        "failed" => "did not start",
-        "late" => "is not ready yet",
-        "changed" => "changed its tools",
-        _ => return None,
+    let what = match status {
+        McpServerStatus::Failed => "did not start",
+        McpServerStatus::Late => "is not ready yet",
+        McpServerStatus::Changed => "changed its tools",
+        McpServerStatus::Ready | McpServerStatus::Cached => return None,
     };
     let detail = message.as_deref().unwrap_or("");
     if detail.starts_with("MCP server `") {

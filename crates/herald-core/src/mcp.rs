@@ -89,7 +89,7 @@ pub(crate) fn narrow_toolsets(settings: &Settings, tools: &SessionTools) -> Opti
 fn event_of(report: &ServerReport) -> EventKind {
     EventKind::McpServer {
         server: report.server.clone(),
-        status: report.status.as_str().to_owned(),
+        status: report.status,
         tools: u32::try_from(report.tools).unwrap_or(u32::MAX),
         message: report.message.clone(),
     }

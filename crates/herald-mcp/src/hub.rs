@@ -137,33 +137,8 @@ pub struct ServerReport {
     pub message: Option<String>,
 }
 
-/// See [`ServerReport`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ServerStatus {
-    /// Up; its live tools are listed.
-    Ready,
-    /// Still starting; the tools it had last time are listed.
-    Cached,
-    /// Not started; no tools.
-    Failed,
-    /// Not up within `startup_timeout_sec`; its tools come next session.
-    Late,
-    /// Up, but listing other tools than the cached list this session uses.
-    Changed,
-}
-
-impl ServerStatus {
-    /// The name used in events and listings.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Ready => "ready",
-            Self::Cached => "cached",
-            Self::Failed => "failed",
-            Self::Late => "late",
-            Self::Changed => "changed",
-        }
-    }
-}
+/// See [`ServerReport`]; the protocol's [`herald_protocol::McpServerStatus`].
+pub use herald_protocol::McpServerStatus as ServerStatus;
 
 /// A server whose final state a session learns after it started.
 #[derive(Debug, Clone)]

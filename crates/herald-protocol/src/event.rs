@@ -60,6 +60,52 @@ pub enum RunStatus {
 }
 
 /// The event payloads.
+/// Who answered an approval or elicitation request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ResolvedBy {
+    /// A person, through a front end.
+    User,
+    /// Nobody can answer in this session (a headless run): refused.
+    Headless,
+    /// The turn was stopped while the request waited.
+    Interrupt,
+}
+
+/// What became of an MCP server for a session (see `mcp.server`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum McpServerStatus {
+    /// Up; its live tools are listed.
+    Ready,
+    /// Still starting; the tools it had last time are listed.
+    Cached,
+    /// Not started; no tools.
+    Failed,
+    /// Not up within `startup_timeout_sec`; its tools come next session.
+    Late,
+    /// Up, but listing other tools than the cached list this session uses.
+    Changed,
+}
+
+impl McpServerStatus {
+    /// The word used in events and listings.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Ready => "ready",
+            Self::Cached => "cached",
+            Self::Failed => "failed",
+            Self::Late => "late",
+            Self::Changed => "changed",
+        }
+    }
+
+    /// Whether a person should hear of it: the server is not (fully) there.
+    pub fn is_problem(self) -> bool {
+        matches!(self, Self::Failed | Self::Late | Self::Changed)
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "type")]
 pub enum EventKind {
@@ -257,8 +303,8 @@ pub enum EventKind {
     #[serde(rename = "approval.resolved")]
     ApprovalResolved {
         request_id: String,
-        decision: String,
-        by: String,
+        decision: crate::ApprovalDecision,
+        by: ResolvedBy,
     },
     /// An MCP server asks the user for input during a tool call
     /// (elicitation): `message` says what for, `schema` is the JSON schema
@@ -279,8 +325,8 @@ pub enum EventKind {
     #[serde(rename = "elicitation.resolved")]
     ElicitationResolved {
         request_id: String,
-        action: String,
-        by: String,
+        action: crate::ElicitationAction,
+        by: ResolvedBy,
     },
     /// A running tool reported progress (an MCP server's progress
     /// notification). Not stored: like `assistant.delta` it only matters
@@ -303,7 +349,7 @@ pub enum EventKind {
     #[serde(rename = "mcp.server")]
     McpServer {
         server: String,
-        status: String,
+        status: McpServerStatus,
         tools: u32,
         message: Option<String>,
     },

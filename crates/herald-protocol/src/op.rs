@@ -57,6 +57,17 @@ pub enum ElicitationAction {
     Cancel,
 }
 
+impl ElicitationAction {
+    /// The word on the wire.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Accept => "accept",
+            Self::Decline => "decline",
+            Self::Cancel => "cancel",
+        }
+    }
+}
+
 /// What a rewind puts back.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]

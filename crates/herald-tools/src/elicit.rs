@@ -60,6 +60,16 @@ impl From<herald_protocol::ElicitationAction> for ElicitAction {
     }
 }
 
+impl From<ElicitAction> for herald_protocol::ElicitationAction {
+    fn from(action: ElicitAction) -> Self {
+        match action {
+            ElicitAction::Accept => Self::Accept,
+            ElicitAction::Decline => Self::Decline,
+            ElicitAction::Cancel => Self::Cancel,
+        }
+    }
+}
+
 /// The answer to an [`Elicitation`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct ElicitAnswer {

@@ -15,7 +15,7 @@ use crossterm::event::{Event as TermEvent, KeyCode, KeyEvent, KeyEventKind, KeyM
 use futures_util::StreamExt;
 use herald_core::runtime::{OpenMode, Session, TurnResult};
 use herald_core::{ApprovalAnswer, CompressionReport, ElicitAnswer, Settings, StoreHandle};
-use herald_protocol::{Event, EventKind, ToolStatus};
+use herald_protocol::{Event, EventKind, McpServerStatus, ToolStatus};
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::Line;
@@ -770,10 +770,10 @@ impl App {
                 status,
                 message,
                 ..
-            } if matches!(status.as_str(), "failed" | "late" | "changed") => {
-                let what = match status.as_str() {
-                    "failed" => "did not start",
-                    "late" => "is not ready yet",
+            } if status.is_problem() => {
+                let what = match status {
+                    McpServerStatus::Failed => "did not start",
+                    McpServerStatus::Late => "is not ready yet",
                     _ => "changed its tools (the new list applies from the next session)",
                 };
                 let text = match message {

@@ -49,6 +49,17 @@ impl ApprovalAnswer {
         }
     }
 
+    /// The decision without its message, as events carry it.
+    pub fn decision(&self) -> herald_protocol::ApprovalDecision {
+        use herald_protocol::ApprovalDecision as Decision;
+        match self {
+            Self::Once => Decision::Once,
+            Self::Session => Decision::Session,
+            Self::Always => Decision::Always,
+            Self::Deny { .. } => Decision::Deny,
+        }
+    }
+
     /// The word used in events and the audit log.
     pub fn as_str(&self) -> &'static str {
         match self {

@@ -6,7 +6,7 @@ use std::sync::{Arc, PoisonError, RwLock};
 
 use futures_util::future::BoxFuture;
 use herald_permissions::{CallInfo, Decision, Mode, Policy, PolicyConfig, Verdict};
-use herald_protocol::EventKind;
+use herald_protocol::{EventKind, ResolvedBy};
 use herald_sandbox::{Redactor, SandboxPolicy};
 use herald_tools::{ElicitAnswer, Elicitation, GateOutcome, PermissionGate, Tool, ToolContext};
 
@@ -296,17 +296,17 @@ impl AgentGate {
             message: request.message.clone(),
             schema: request.schema.clone(),
         };
-        let resolved = |answer: ElicitAnswer, by: &str| {
+        let resolved = |answer: ElicitAnswer, by: ResolvedBy| {
             self.events.emit(EventKind::ElicitationResolved {
                 request_id: id.clone(),
-                action: answer.action.as_str().to_owned(),
-                by: by.to_owned(),
+                action: answer.action.into(),
+                by,
             });
             answer
         };
         if p.mode != ApprovalMode::Ask {
             self.events.emit(requested);
-            return resolved(ElicitAnswer::decline(), "headless");
+            return resolved(ElicitAnswer::decline(), ResolvedBy::Headless);
         }
         // Open before the event goes out, so an answer to it finds it.
         let answer = p.elicitations.open(PendingElicitation {
@@ -323,8 +323,8 @@ impl AgentGate {
         };
         p.elicitations.close(&id);
         match answer {
-            Some(answer) => resolved(answer, "user"),
-            None => resolved(ElicitAnswer::cancel(), "interrupt"),
+            Some(answer) => resolved(answer, ResolvedBy::User),
+            None => resolved(ElicitAnswer::cancel(), ResolvedBy::Interrupt),
         }
     }
 
@@ -374,8 +374,8 @@ impl AgentGate {
         let Some(answer) = answer else {
             self.events.emit(EventKind::ApprovalResolved {
                 request_id: id,
-                decision: "deny".to_owned(),
-                by: "interrupt".to_owned(),
+                decision: herald_protocol::ApprovalDecision::Deny,
+                by: ResolvedBy::Interrupt,
             });
             self.record(
                 name,
@@ -392,8 +392,8 @@ impl AgentGate {
         };
         self.events.emit(EventKind::ApprovalResolved {
             request_id: id,
-            decision: answer.as_str().to_owned(),
-            by: "user".to_owned(),
+            decision: answer.decision(),
+            by: ResolvedBy::User,
         });
         let by = format!("user:{}", answer.as_str());
         match answer {

@@ -121,7 +121,15 @@ async fn resolved(live: &mut Subscription) -> (String, String, String) {
             by,
         } = &event.kind
         {
-            return (request_id.clone(), action.clone(), by.clone());
+            return (
+                request_id.clone(),
+                action.as_str().to_owned(),
+                serde_json::to_value(by)
+                    .unwrap()
+                    .as_str()
+                    .unwrap()
+                    .to_owned(),
+            );
         }
     }
 }

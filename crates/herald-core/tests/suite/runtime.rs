@@ -461,10 +461,16 @@ async fn an_interrupt_while_a_call_awaits_approval_denies_it_and_runs_nothing() 
     let resolved = loop {
         let event = live.next().await.unwrap();
         if let EventKind::ApprovalResolved { decision, by, .. } = &event.kind {
-            break (decision.clone(), by.clone());
+            break (*decision, *by);
         }
     };
-    assert_eq!(resolved, ("deny".to_owned(), "interrupt".to_owned()));
+    assert_eq!(
+        resolved,
+        (
+            herald_protocol::ApprovalDecision::Deny,
+            herald_protocol::ResolvedBy::Interrupt
+        )
+    );
     assert!(session.pending_approvals().is_empty());
     assert!(env.work.path().join("keep_dir").exists());
     let session_id = session.id().to_owned();
