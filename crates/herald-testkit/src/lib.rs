@@ -49,6 +49,7 @@ mod render;
 mod script;
 mod server;
 mod usage;
+mod wait;
 mod wire_anthropic;
 mod wire_openai;
 
@@ -68,4 +69,5 @@ pub use record::RecordedRequest;
 pub use script::{Lookup, Reply, Script, ScriptedCall, ScriptedThinking};
 pub use server::ScriptedServer;
 pub use usage::TokenUsage;
+pub use wait::{wait_until, wait_until_async};
 pub use wire_openai::Quirks;

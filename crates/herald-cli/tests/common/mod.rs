@@ -261,6 +261,18 @@ impl Harness {
     }
 }
 
+/// SIGKILLs whichever of `pids` still run: the [`sleeper_command`]s of a
+/// test that killed herald with SIGKILL (nothing stopped them) must not
+/// outlive it.
+pub fn kill_leftovers(pids: &[i32]) {
+    for &pid in pids {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+}
+
 /// Asserts every pid in `pids` is gone within 5 s (see
 /// [`herald_testkit::assert_gone_within`]).
 pub async fn assert_gone(pids: &[i32], what: &str) {

@@ -8,7 +8,7 @@
 use crate::common;
 
 use common::{Harness, Wire, last, stderr};
-use herald_testkit::{Api, Reply, Script};
+use herald_testkit::{Api, Reply, Script, wait_until};
 use serde_json::{Value, json};
 
 fn hello_script() -> Script {
@@ -525,12 +525,14 @@ async fn a_child_provider_without_credentials_is_exit_2_and_doctor_checks_it() {
 
 /// `cmd` wrapped in `sh` so it starts only when a byte arrives on the FIFO
 /// `gate`: processes spawned one by one then start at the same instant.
+/// Each shell creates a file `GATE.ready.PID` just before it waits at the
+/// gate (see [`waiting_at`]).
 fn gated(cmd: &tokio::process::Command, gate: &std::path::Path) -> tokio::process::Command {
     let std_cmd = cmd.as_std();
     let mut wrapper = tokio::process::Command::new("sh");
     wrapper
         .arg("-c")
-        .arg("read x < \"$0\"; exec \"$@\"")
+        .arg(": > \"$0.ready.$$\"; read x < \"$0\"; exec \"$@\"")
         .arg(gate)
         .arg(std_cmd.get_program())
         .args(std_cmd.get_args());
@@ -546,6 +548,22 @@ fn gated(cmd: &tokio::process::Command, gate: &std::path::Path) -> tokio::proces
         .stderr(std::process::Stdio::piped())
         .kill_on_drop(true);
     wrapper
+}
+
+/// How many [`gated`] shells have reached `gate`.
+fn waiting_at(gate: &std::path::Path) -> usize {
+    let ready = format!(
+        "{}.ready.",
+        gate.file_name().unwrap_or_default().to_string_lossy()
+    );
+    std::fs::read_dir(gate.parent().unwrap_or(gate))
+        .map(|entries| {
+            entries
+                .flatten()
+                .filter(|e| e.file_name().to_string_lossy().starts_with(&ready))
+                .count()
+        })
+        .unwrap_or(0)
 }
 
 /// Several `herald run` released at the same instant on a brand-new
@@ -580,7 +598,12 @@ async fn concurrent_first_runs_on_a_new_home_all_succeed() {
                 gated(&cmd, &gate).spawn().unwrap()
             })
             .collect();
-        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        wait_until(
+            "every shell to wait at the gate",
+            std::time::Duration::from_secs(20),
+            || waiting_at(&gate) == PROCESSES,
+        )
+        .await;
         gate_fd.write_all(&[b'\n'; PROCESSES]).unwrap();
         for (i, run) in runs.into_iter().enumerate() {
             let output = run.wait_with_output().await.unwrap();

@@ -8,7 +8,8 @@ use crate::common;
 use std::time::{Duration, Instant};
 
 use common::{
-    Harness, LiveRun, Wire, assert_gone, last, of_type, parse_events, sleeper_command, stderr,
+    Harness, LiveRun, Wire, assert_gone, kill_leftovers, last, of_type, parse_events,
+    sleeper_command, stderr,
 };
 use herald_testkit::{Api, RecordedRequest, Reply, RequestView, Script, ScriptedCall};
 use serde_json::{Value, json};
@@ -703,7 +704,10 @@ async fn background_agents_restart_after_a_crash() {
             .conversation(
                 "durable child",
                 vec![
-                    Reply::tool("terminal", json!({"command": "sleep 30"})),
+                    Reply::tool(
+                        "terminal",
+                        json!({"command": sleeper_command("durable.pids")}),
+                    ),
                     Reply::text("restarted fine"),
                 ],
             )
@@ -711,7 +715,8 @@ async fn background_agents_restart_after_a_crash() {
     let h = Harness::new(script()).await;
     let mut run = LiveRun::until(&h, Wire::OpenAi, "survive a crash", "subagent.tool").await;
     let session = run.last_event()["session_id"].as_str().unwrap().to_owned();
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Killed once the child's command runs (its shell has written its pids).
+    let pids = h.sleeper_pids("durable.pids").await;
     run.child.start_kill().unwrap();
     run.child.wait().await.unwrap();
     // No process runs it any more: the list says so instead of "running".
@@ -747,6 +752,7 @@ async fn background_agents_restart_after_a_crash() {
     assert_eq!(durable[1].turn, 1);
     let results = results_in(&durable[1]);
     assert!(results[0].contains("interrupted"), "{results:?}");
+    kill_leftovers(&pids);
     h.server.assert_invariants();
 }
 

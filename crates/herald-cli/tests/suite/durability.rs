@@ -8,7 +8,9 @@ use crate::common;
 use std::time::{Duration, Instant};
 
 use common::{Harness, Wire, assert_gone, last, of_type, sleeper_command, stderr};
-use herald_testkit::{Api, RecordedRequest, Reply, RequestView, Script, ScriptedCall, is_gone};
+use herald_testkit::{
+    Api, RecordedRequest, Reply, RequestView, Script, ScriptedCall, is_gone, wait_until,
+};
 use serde_json::{Value, json};
 use tokio::io::AsyncBufReadExt;
 
@@ -564,11 +566,27 @@ async fn a_second_signal_exits_at_once_and_kills_the_tools() {
     let mut pids = h.sleeper_pids("a.pids").await;
     pids.extend(h.sleeper_pids("b.pids").await);
     // The commands ignore SIGTERM: the orderly stop would wait a second
-    // for each before SIGKILL. The second signal does not wait.
+    // for each before SIGKILL. The second signal does not wait. One sent
+    // before herald has taken the first is lost (a pending signal is not
+    // queued twice), so it is sent again until herald is gone.
     let t0 = Instant::now();
     run.signal(nix::sys::signal::Signal::SIGTERM);
-    tokio::time::sleep(Duration::from_millis(150)).await;
-    run.signal(nix::sys::signal::Signal::SIGTERM);
+    let pid = run.pid();
+    wait_until(
+        "herald to exit on a second SIGTERM",
+        Duration::from_secs(5),
+        || {
+            if is_gone(pid) {
+                return true;
+            }
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGTERM,
+            );
+            false
+        },
+    )
+    .await;
     let (status, _, _) = run.finish().await;
     assert_eq!(status.code(), Some(143));
     assert!(

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use common::{Harness, Wire, last, of_type, stderr};
 use herald_testkit::{
     Fault, RecordedRequest, Reply, RequestView, Script, ScriptedCall, check_prefix,
+    wait_until_async,
 };
 use serde_json::{Value, json};
 use tokio::io::AsyncWriteExt;
@@ -48,6 +49,11 @@ fn views(requests: &[RecordedRequest]) -> Vec<RequestView> {
 
 async fn latest_session(h: &Harness) -> Value {
     h.cli_json(&["sessions", "list", "--json"]).await[0].clone()
+}
+
+/// The message count of the newest stored session, if there is one.
+async fn latest_message_count(h: &Harness) -> Option<u64> {
+    h.cli_json(&["sessions", "list", "--json"]).await[0]["message_count"].as_u64()
 }
 
 async fn stored_events(h: &Harness, id: &str) -> Vec<Value> {
@@ -481,8 +487,14 @@ async fn stuck_flush(config: &str) -> (Harness, Repl) {
     let mut repl = Repl::start(&h);
     repl.send("one").await;
     requests_reach(&h, 1).await;
-    // Let the turn finish before the idle stream is queued for the flush.
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Let the turn finish (its reply is stored) before the idle stream is
+    // queued for the flush.
+    wait_until_async(
+        "the first reply to be stored",
+        Duration::from_secs(20),
+        async || latest_message_count(&h).await >= Some(2),
+    )
+    .await;
     h.server.inject(Fault::IdleStream);
     repl.send("/exit").await;
     requests_reach(&h, 2).await;

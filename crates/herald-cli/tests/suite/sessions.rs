@@ -4,9 +4,7 @@
 
 use crate::common;
 
-use std::time::Duration;
-
-use common::{Harness, Wire, last, stderr};
+use common::{Harness, Wire, kill_leftovers, last, sleeper_command, stderr};
 use herald_testkit::{Reply, Script};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
@@ -138,7 +136,7 @@ async fn kill_9_mid_tool_keeps_the_call_and_resume_answers_it() {
     let h = Harness::new(Script::new().conversation(
         "long task",
         vec![
-            Reply::tool("terminal", json!({"command": "sleep 30"})),
+            Reply::tool("terminal", json!({"command": sleeper_command("long.pids")})),
             Reply::text("recovered"),
         ],
     ))
@@ -156,7 +154,8 @@ async fn kill_9_mid_tool_keeps_the_call_and_resume_answers_it() {
             break;
         }
     }
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    // Killed once the command runs (its shell has written its pids).
+    let pids = h.sleeper_pids("long.pids").await;
     child.start_kill().unwrap();
     child.wait().await.unwrap();
 
@@ -182,6 +181,7 @@ async fn kill_9_mid_tool_keeps_the_call_and_resume_answers_it() {
             .unwrap()
             .starts_with("interrupted")
     );
+    kill_leftovers(&pids);
     h.server.assert_invariants();
 }
 

@@ -386,7 +386,10 @@ async fn the_tui_skills_overlay_shows_renames_and_user_only_skills() {
     wait_for("warning: front-matter name \"Ahrefs Automation\" is not a valid skill name");
     wait_for("release-by-hand  [.claude, user-only]  Cut a production release");
     pty.send(keys::ESC);
-    std::thread::sleep(Duration::from_millis(300));
+    // The list is closed (and Esc was read as a key of its own, not as the
+    // start of Alt+Ctrl+D) before Ctrl+D is sent.
+    pty.wait_for(|_| !pty.screen().contains("release-by-hand"), wait)
+        .unwrap_or_else(|err| panic!("waiting for /skills to close: {err}"));
     pty.send(keys::CTRL_D);
     assert!(pty.wait_exit(wait).is_some(), "herald exits on Ctrl+D");
     assert!(h.server.requests().is_empty(), "/skills reached the model");

@@ -48,6 +48,28 @@ fn start(h: &Harness, args: &[&str]) -> PtySession {
     pty
 }
 
+/// The status line of `screen`: the row under the composer's box (the
+/// welcome text above names the keys too).
+fn status_line(screen: String) -> String {
+    let rows: Vec<&str> = screen.lines().collect();
+    rows.iter()
+        .rposition(|row| row.starts_with('╰'))
+        .and_then(|at| rows.get(at + 1))
+        .map_or_else(String::new, |row| (*row).to_owned())
+}
+
+/// Waits until the turn has ended while a background agent still works:
+/// the status line says so (during a turn it names the turn's activity).
+/// Returns the visible screen.
+fn turn_ended(pty: &PtySession) -> String {
+    pty.wait_for(
+        |_| pty.screen().contains("background agent(s) working"),
+        WAIT,
+    )
+    .unwrap_or_else(|err| panic!("waiting for the turn to end: {err}"));
+    pty.screen()
+}
+
 /// The user messages of every request of the conversation starting with `needle`.
 fn user_messages(h: &Harness, needle: &str) -> Vec<String> {
     let requests = h.requests_of(needle);
@@ -98,7 +120,8 @@ async fn a_pasted_stack_trace_is_one_prompt_and_one_request() {
     let pty = start(&h, &[]);
     pty.send_str("why does this fail? ");
     pty.paste("Traceback (most recent call last):\n  File \"a.py\", line 1\nValueError: bad");
-    // The paste did not send anything by itself.
+    // The paste did not send anything by itself. A fixed window: a request
+    // that never comes has no event to wait for.
     std::thread::sleep(Duration::from_millis(300));
     assert!(h.server.requests().is_empty());
     pty.send(keys::ENTER);
@@ -120,6 +143,7 @@ async fn shift_enter_and_ctrl_j_make_new_lines_instead_of_sending() {
     pty.send_str("first line");
     pty.send(keys::CTRL_J);
     pty.send_str("second line");
+    // A fixed window: a request that never comes has no event to wait for.
     std::thread::sleep(Duration::from_millis(200));
     assert!(h.server.requests().is_empty());
     pty.send(keys::ENTER);
@@ -143,6 +167,7 @@ async fn an_unknown_slash_command_is_an_error_on_screen_and_never_reaches_the_mo
     pty.send(keys::ENTER);
     wait_for(&pty, "Ctrl+R");
     pty.send(keys::ESC);
+    // A fixed window: a request that never comes has no event to wait for.
     std::thread::sleep(Duration::from_millis(300));
     assert!(
         h.server.requests().is_empty(),
@@ -438,9 +463,9 @@ async fn a_background_agents_approval_outlives_the_turn_that_started_it() {
     pty.send(keys::ENTER);
     wait_for_all(&pty, &["approval needed", "rm -rf old_build"]);
     wait_for(&pty, "the cleaner runs in the background");
-    // The turn is over; the helper still waits for the answer.
-    std::thread::sleep(Duration::from_millis(300));
-    let screen = pty.screen();
+    // The turn is over (the status line shows only the helper at work);
+    // the helper still waits for the answer.
+    let screen = turn_ended(&pty);
     assert!(screen.contains("approval needed"), "{screen}");
     pty.send_str("y");
     pty.wait_for(|_| !h.work_path().join("old_build").exists(), WAIT)
@@ -461,7 +486,13 @@ async fn prompts_typed_during_a_compaction_are_sent_after_it() {
         pty.wait_for(|screen| screen.matches("noted").count() > index, WAIT)
             .unwrap();
     }
-    std::thread::sleep(Duration::from_millis(300));
+    // The reply shows before the turn has ended: wait until the status line
+    // is idle, or `/compress` is refused.
+    pty.wait_for(
+        |_| !status_line(pty.screen()).contains("Esc interrupts"),
+        WAIT,
+    )
+    .unwrap_or_else(|err| panic!("waiting for the second turn to end: {err}"));
     // The summary request takes a while.
     h.server.set_latency(Duration::from_secs(2));
     pty.send_str("/compress");
@@ -536,7 +567,7 @@ async fn ctrl_c_on_a_background_agents_approval_with_no_turn_running_denies_it()
     pty.send(keys::ENTER);
     wait_for(&pty, "approval needed");
     wait_for(&pty, "the wiper runs in the background");
-    std::thread::sleep(Duration::from_millis(300));
+    turn_ended(&pty);
     // No turn runs: Ctrl+C answers the helper's request with no.
     pty.send(keys::CTRL_C);
     wait_for(&pty, "wipe refused");

@@ -8,6 +8,7 @@ use crate::common;
 use std::time::Duration;
 
 use common::{SPAWN_SLEEPER, assert_gone, config, python, run, spawned_pids};
+use herald_testkit::wait_until;
 use tokio_util::sync::CancellationToken;
 
 fn work() -> tempfile::TempDir {
@@ -171,21 +172,32 @@ while True:
 async fn an_interrupt_kills_the_script_at_once() {
     let Some(py) = python() else { return };
     let dir = work();
+    // The script creates `started` once it ignores SIGTERM and its child
+    // runs; the interrupt comes then.
+    let started = dir.path().join("started");
     let code = format!(
         "{SPAWN_SLEEPER}{}",
-        r#"
+        format_args!(
+            r#"
 import signal, time
 signal.signal(signal.SIGTERM, signal.SIG_IGN)
+open({:?}, "w").close()
 time.sleep(60)
-"#
+"#,
+            started.to_string_lossy()
+        )
     );
     let cancel = CancellationToken::new();
     let trigger = cancel.clone();
-    tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_millis(700)).await;
+    let interrupter = tokio::spawn(async move {
+        wait_until("the script to start", Duration::from_secs(20), || {
+            started.exists()
+        })
+        .await;
         trigger.cancel();
     });
     let r = run(config(py), dir.path(), &code, None, cancel).await;
+    interrupter.await.unwrap();
     assert_eq!(r.status(), "interrupted", "{}", r.json);
     assert!(r.is_error);
     assert!(r.wall < Duration::from_secs(3), "{:?}", r.wall);

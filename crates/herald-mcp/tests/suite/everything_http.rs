@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use herald_mcp::{CallRequest, McpError, McpServer, McpServerConfig, ProgressUpdate};
 use herald_sandbox::EnvFilter;
+use herald_testkit::wait_until;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -102,11 +103,17 @@ async fn lists_and_calls_tools_over_streamable_http() {
     assert!(!done.is_error, "{done:?}");
     assert_eq!(updates.lock().unwrap().len(), 2);
 
-    // Cancel mid-call returns promptly and the session stays usable.
+    // Cancel mid-call (after its first progress update) returns promptly
+    // and the session stays usable.
+    updates.lock().unwrap().clear();
     let interrupt = CancellationToken::new();
     let trigger = interrupt.clone();
-    tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_millis(300)).await;
+    let watcher = updates.clone();
+    let interrupter = tokio::spawn(async move {
+        wait_until("a progress update", Duration::from_secs(20), || {
+            !watcher.lock().unwrap().is_empty()
+        })
+        .await;
         trigger.cancel();
     });
     let start = Instant::now();
@@ -124,6 +131,7 @@ async fn lists_and_calls_tools_over_streamable_http() {
         "{cancelled:?}"
     );
     assert!(start.elapsed() < Duration::from_secs(5));
+    interrupter.await.unwrap();
     let again = server
         .call(CallRequest::new("echo", json!({"message": "after"})).with_cancel(cancel.clone()))
         .await;

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use herald_mcp::{CallRequest, McpServer, McpServerConfig, ProgressUpdate, mcp_tools};
 use herald_sandbox::EnvFilter;
+use herald_testkit::wait_until;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -216,10 +217,11 @@ async fn long_running_tool_reports_progress_and_can_be_cancelled() {
     let cancel = CancellationToken::new();
     let trigger = cancel.clone();
     let watcher = updates.clone();
-    tokio::spawn(async move {
-        while watcher.lock().unwrap().is_empty() {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+    let interrupter = tokio::spawn(async move {
+        wait_until("a progress update", Duration::from_secs(20), || {
+            !watcher.lock().unwrap().is_empty()
+        })
+        .await;
         trigger.cancel();
     });
     let start = Instant::now();
@@ -233,6 +235,7 @@ async fn long_running_tool_reports_progress_and_can_be_cancelled() {
         )
         .await;
     let elapsed = start.elapsed();
+    interrupter.await.unwrap();
     assert!(cancelled.is_error, "{cancelled:?}");
     assert!(
         cancelled.content.contains("cancelled"),

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use herald_mcp::{CallRequest, McpError, McpServer, McpServerConfig};
 use herald_sandbox::EnvFilter;
+use herald_testkit::wait_until;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -246,23 +247,33 @@ async fn invalid_schemas_are_normalised_or_skipped_with_a_reason() {
 async fn cancel_and_timeout_send_notifications_cancelled() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("cancelled.log");
+    let calls = dir.path().join("calls.log");
     let mut config = fault("probe");
     config
         .env
         .insert("CANCEL_LOG".into(), log.to_string_lossy().into());
+    config
+        .env
+        .insert("CALL_LOG".into(), calls.to_string_lossy().into());
     config.tool_timeout_sec = 1;
     let server = connect(&config).await.unwrap();
 
-    // Interrupted by the user.
+    // Interrupted by the user, once the server has the call.
     let cancel = CancellationToken::new();
     let trigger = cancel.clone();
-    tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_millis(200)).await;
+    let interrupter = tokio::spawn(async move {
+        wait_until(
+            "the server to get the call",
+            Duration::from_secs(20),
+            || std::fs::read_to_string(&calls).is_ok_and(|text| text.contains("hang")),
+        )
+        .await;
         trigger.cancel();
     });
     let interrupted = server
         .call(CallRequest::new("hang", json!({})).with_cancel(cancel.clone()))
         .await;
+    interrupter.await.unwrap();
     assert!(
         interrupted.is_error && interrupted.content.contains("cancelled"),
         "{interrupted:?}"

@@ -88,6 +88,7 @@ async fn a_deferred_hub_starts_nothing_until_released_then_serves_from_the_cache
     assert_eq!(second.reports[0].status, ServerStatus::Cached);
     let again: Vec<String> = second.tools.iter().map(|t| t.spec().name.clone()).collect();
     assert_eq!(again, names, "the cached list is the live one");
+    // A fixed window: a process that never starts has no event to wait for.
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert!(
         processes_with_env(&marker).is_empty(),
