@@ -156,6 +156,26 @@ impl ScriptedServer {
         self.url()
     }
 
+    /// The environment that points herald at this server on `api`: the
+    /// provider, its base URL, a key and a model. What every test and
+    /// benchmark sets, in one place (for a process, or for
+    /// `Settings::resolve`'s environment map).
+    pub fn provider_env(&self, api: Api) -> Vec<(&'static str, String)> {
+        match api {
+            Api::OpenAi => vec![
+                ("OPENAI_BASE_URL", self.openai_base_url()),
+                ("OPENAI_API_KEY", "sk-test-openai".to_owned()),
+                ("HERALD_MODEL", "gpt-4.1-mini".to_owned()),
+            ],
+            Api::Anthropic => vec![
+                ("HERALD_PROVIDER", "anthropic".to_owned()),
+                ("ANTHROPIC_BASE_URL", self.anthropic_base_url()),
+                ("ANTHROPIC_API_KEY", "sk-ant-test".to_owned()),
+                ("HERALD_MODEL", "claude-sonnet-4-5".to_owned()),
+            ],
+        }
+    }
+
     /// Delay before the first response byte of every later request.
     pub fn set_latency(&self, d: Duration) {
         *lock(&self.shared.latency) = d;

@@ -53,19 +53,11 @@ impl Harness {
     /// A `herald` command with a clean environment pointing at the server.
     pub fn command(&self, wire: Wire) -> tokio::process::Command {
         let mut cmd = self.bare_command();
-        match wire {
-            Wire::OpenAi => {
-                cmd.env("OPENAI_BASE_URL", self.server.openai_base_url())
-                    .env("OPENAI_API_KEY", "sk-test-openai")
-                    .env("HERALD_MODEL", "gpt-4.1-mini");
-            }
-            Wire::Anthropic => {
-                cmd.env("HERALD_PROVIDER", "anthropic")
-                    .env("ANTHROPIC_BASE_URL", self.server.anthropic_base_url())
-                    .env("ANTHROPIC_API_KEY", "sk-ant-test")
-                    .env("HERALD_MODEL", "claude-sonnet-4-5");
-            }
-        }
+        let api = match wire {
+            Wire::OpenAi => herald_testkit::Api::OpenAi,
+            Wire::Anthropic => herald_testkit::Api::Anthropic,
+        };
+        cmd.envs(self.server.provider_env(api));
         cmd
     }
 

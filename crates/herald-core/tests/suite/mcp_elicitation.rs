@@ -59,14 +59,12 @@ impl Env {
     }
 
     fn settings(&self) -> Settings {
-        let env: HashMap<String, String> = [
-            ("OPENAI_BASE_URL", self.server.openai_base_url()),
-            ("OPENAI_API_KEY", "sk-test".to_owned()),
-            ("HERALD_MODEL", "gpt-4.1-mini".to_owned()),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_owned(), v))
-        .collect();
+        let env: HashMap<String, String> = self
+            .server
+            .provider_env(herald_testkit::Api::OpenAi)
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v))
+            .collect();
         let overrides = Overrides {
             cwd: Some(self.work.path().to_owned()),
             ..Overrides::default()

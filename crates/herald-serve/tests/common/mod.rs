@@ -31,14 +31,11 @@ pub struct Serve {
 
 /// Settings pointing at `upstream`, with `home` and `work`.
 pub fn settings(upstream: &ScriptedServer, home: &TempDir, work: &TempDir) -> Settings {
-    let env: HashMap<String, String> = [
-        ("OPENAI_BASE_URL", upstream.openai_base_url()),
-        ("OPENAI_API_KEY", "sk-test".to_owned()),
-        ("HERALD_MODEL", MODEL.to_owned()),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_owned(), v))
-    .collect();
+    let env: HashMap<String, String> = upstream
+        .provider_env(herald_testkit::Api::OpenAi)
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v))
+        .collect();
     let flags = Overrides {
         cwd: Some(work.path().to_path_buf()),
         ..Overrides::default()
