@@ -55,18 +55,6 @@ pub(crate) fn apply_permission_flags(common: &CommonArgs, settings: &mut Setting
     }
 }
 
-/// How the session resolves calls the policy asks about: `--yolo` allows
-/// them, a front end with a person asks, anything else denies them.
-pub(crate) fn approval_mode(common: &CommonArgs, person: bool) -> ApprovalMode {
-    if common.yolo {
-        ApprovalMode::Yolo
-    } else if person {
-        ApprovalMode::Ask
-    } else {
-        ApprovalMode::Headless
-    }
-}
-
 /// The command-line values that win over the environment and the file.
 pub(crate) fn overrides(common: &CommonArgs) -> Overrides {
     Overrides {
@@ -157,7 +145,7 @@ pub(crate) async fn open(
     } else {
         ClarifyPolicy::Unavailable
     };
-    options.approvals = approval_mode(common, shape.ask_user);
+    options.approvals = ApprovalMode::for_front_end(shape.ask_user, common.yolo);
     options.one_shot = shape.one_shot;
     options.observer = Some(Box::new(observer));
     open_session(options).await.map_err(|err| match err {

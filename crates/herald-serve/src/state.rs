@@ -223,15 +223,7 @@ impl AppState {
         options.source = SessionSource::Api;
         options.stream_deltas = true;
         options.clarify = clarify;
-        // Whoever can answer a question can answer an approval request;
-        // chat completions cannot, so their asks are denied.
-        options.approvals = if self.yolo {
-            ApprovalMode::Yolo
-        } else if clarify == ClarifyPolicy::Ask {
-            ApprovalMode::Ask
-        } else {
-            ApprovalMode::Headless
-        };
+        options.approvals = ApprovalMode::for_front_end(clarify == ClarifyPolicy::Ask, self.yolo);
         options.one_shot = false;
         options.client = self.client.clone();
         options.mcp = Some(Arc::clone(&self.mcp));

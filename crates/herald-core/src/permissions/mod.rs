@@ -35,6 +35,23 @@ pub enum ApprovalMode {
     Yolo,
 }
 
+impl ApprovalMode {
+    /// The mode of a front end, the one rule every front end applies:
+    /// `--yolo` allows what the policy asks about; otherwise whoever can
+    /// answer a question can answer an approval request, and a front end
+    /// that cannot (a one-shot run, chat completions, the MCP server)
+    /// denies it.
+    pub fn for_front_end(can_ask: bool, yolo: bool) -> Self {
+        if yolo {
+            Self::Yolo
+        } else if can_ask {
+            Self::Ask
+        } else {
+            Self::Headless
+        }
+    }
+}
+
 /// Judges one call without running it (`herald permissions check`): the
 /// session's policy for `settings` (mode, user, project and approved
 /// rules), in the settings' working directory.
@@ -59,4 +76,20 @@ pub fn check_permission(
         read_only: registry.is_read_only(tool),
     };
     Ok(permissions.judge(&call).0)
+}
+
+#[cfg(test)]
+mod front_end_tests {
+    use super::ApprovalMode;
+
+    #[test]
+    fn yolo_wins_then_whoever_can_ask_asks() {
+        assert_eq!(ApprovalMode::for_front_end(true, true), ApprovalMode::Yolo);
+        assert_eq!(ApprovalMode::for_front_end(false, true), ApprovalMode::Yolo);
+        assert_eq!(ApprovalMode::for_front_end(true, false), ApprovalMode::Ask);
+        assert_eq!(
+            ApprovalMode::for_front_end(false, false),
+            ApprovalMode::Headless
+        );
+    }
 }
