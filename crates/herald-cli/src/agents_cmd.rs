@@ -68,58 +68,15 @@ fn unknown(id: &str) -> CliError {
     ))
 }
 
-/// Shows journal entries that say `queued`/`running` but that no live
-/// process runs (the session's lease holder is gone: killed, crashed) as
-/// what they are: background agents `suspended` (resuming the session
-/// restarts them), synchronous ones `interrupted`. Only the display changes;
-/// the resume corrects the journal itself.
+/// The journal entries with their effective status (see
+/// `herald_core::runtime::effective_agent_status`).
 async fn correct_stale(
     store: &herald_core::StoreHandle,
     records: &mut [AgentRecord],
 ) -> Result<(), CliError> {
-    let mut roots: Vec<String> = records
-        .iter()
-        .filter(|r| matches!(r.status.as_str(), "queued" | "running"))
-        .map(|r| r.root_session_id.clone())
-        .collect();
-    roots.sort();
-    roots.dedup();
-    if roots.is_empty() {
-        return Ok(());
-    }
-    let dead: Vec<String> = call(store, move |s| {
-        let mut dead = Vec::new();
-        for root in roots {
-            if !s.lease_holder(&root)?.is_some_and(|h| h.is_alive()) {
-                dead.push(root);
-            }
-        }
-        Ok::<_, StoreError>(dead)
-    })
-    .await?;
-    for record in records
-        .iter_mut()
-        .filter(|r| matches!(r.status.as_str(), "queued" | "running"))
-        .filter(|r| dead.contains(&r.root_session_id))
-    {
-        record.status = if record.background {
-            "suspended"
-        } else {
-            "interrupted"
-        }
-        .to_owned();
-        record.error = Some(format!(
-            "no herald process runs it any more (the process running session {} is gone); `herald --resume {}` {}",
-            record.root_session_id,
-            record.root_session_id,
-            if record.background {
-                "restarts it"
-            } else {
-                "records it as interrupted"
-            }
-        ));
-    }
-    Ok(())
+    herald_core::runtime::effective_agent_status(store, records)
+        .await
+        .map_err(CliError::failed)
 }
 
 /// Runs one `herald agents` action.

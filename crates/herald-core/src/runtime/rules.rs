@@ -30,3 +30,62 @@ pub async fn delete_session(store: &StoreHandle, id: &str) -> Result<bool, Runti
         ))
     })
 }
+
+/// Corrects `records` of the agent journal to their effective status:
+/// entries that say `queued` or `running` but that no live process runs
+/// (the lease holder of their root session is gone: killed, crashed) are
+/// what they are, background agents `suspended` (resuming the session
+/// restarts them) and synchronous ones `interrupted`, with an `error` that
+/// says so. Only the records change; the resume corrects the journal itself.
+pub async fn effective_agent_status(
+    store: &StoreHandle,
+    records: &mut [herald_store::AgentRecord],
+) -> Result<(), RuntimeError> {
+    let unfinished =
+        |r: &herald_store::AgentRecord| matches!(r.status.as_str(), "queued" | "running");
+    let mut roots: Vec<String> = records
+        .iter()
+        .filter(|r| unfinished(r))
+        .map(|r| r.root_session_id.clone())
+        .collect();
+    roots.sort();
+    roots.dedup();
+    if roots.is_empty() {
+        return Ok(());
+    }
+    let dead: Vec<String> = store
+        .call(move |s| {
+            let mut dead = Vec::new();
+            for root in roots {
+                if !s.lease_holder(&root)?.is_some_and(|h| h.is_alive()) {
+                    dead.push(root);
+                }
+            }
+            Ok::<_, herald_store::StoreError>(dead)
+        })
+        .await
+        .map_err(|err| RuntimeError::Store(err.to_string()))?
+        .map_err(|err| RuntimeError::Store(err.to_string()))?;
+    for record in records
+        .iter_mut()
+        .filter(|r| unfinished(r) && dead.contains(&r.root_session_id))
+    {
+        record.status = if record.background {
+            "suspended"
+        } else {
+            "interrupted"
+        }
+        .to_owned();
+        record.error = Some(format!(
+            "no herald process runs it any more (the process running session {} is gone); `herald --resume {}` {}",
+            record.root_session_id,
+            record.root_session_id,
+            if record.background {
+                "restarts it"
+            } else {
+                "records it as interrupted"
+            }
+        ));
+    }
+    Ok(())
+}
