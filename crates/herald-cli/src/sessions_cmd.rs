@@ -289,19 +289,35 @@ async fn prune(
             || show_plan(&roots, how.json),
         )?;
     let ids: Vec<String> = roots.iter().map(|r| r.id.clone()).collect();
-    let pruned = if agreed && !ids.is_empty() {
-        let targets = ids.clone();
-        call(store, move |s| s.delete_session_trees(&targets)).await?
+    let (pruned, in_use) = if agreed && !ids.is_empty() {
+        herald_core::runtime::delete_session_trees(store, ids.clone())
+            .await
+            .map_err(CliError::failed)?
     } else {
-        0
+        (0, Vec::new())
     };
     if how.json {
-        let deleted: &[String] = if agreed { &ids } else { &[] };
-        print_json(&serde_json::json!({"pruned": pruned, "sessions": deleted}))?;
+        let deleted: Vec<&String> = if agreed {
+            ids.iter().filter(|id| !in_use.contains(id)).collect()
+        } else {
+            Vec::new()
+        };
+        print_json(&serde_json::json!({
+            "pruned": pruned,
+            "sessions": deleted,
+            "in_use": in_use,
+        }))?;
     } else if agreed {
         println!("pruned {pruned} sessions");
     } else {
         eprintln!("nothing deleted");
+    }
+    if !in_use.is_empty() {
+        eprintln!(
+            "herald: kept {} session(s) another herald process is running: {}",
+            in_use.len(),
+            in_use.join(", ")
+        );
     }
     Ok(Exit::Completed)
 }

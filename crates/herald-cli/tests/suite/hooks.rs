@@ -40,12 +40,14 @@ fn script(h: &Harness, name: &str, body: &str) -> PathBuf {
     path
 }
 
-/// A hook script appending its stdin (one JSON object) as a line to `log`.
+/// A hook script appending its stdin (one JSON object) as a line to `log`,
+/// under a lock: hooks of different events may run at once (a
+/// notification beside a tool's hooks), and their lines must not mix.
 fn logger(h: &Harness, log: &Path) -> PathBuf {
     script(
         h,
         "log.sh",
-        &format!("{{ cat; echo; }} >> '{}'", log.display()),
+        &format!("exec 9>>'{}'; flock 9; {{ cat; echo; }} >&9", log.display()),
     )
 }
 

@@ -331,3 +331,52 @@ async fn deleting_a_session_another_process_runs_is_refused_and_keeps_it() {
         .await;
     assert_eq!(deleted["deleted"], true, "{deleted}");
 }
+
+/// `sessions prune` keeps a session another herald process is running,
+/// says so, and prunes the rest.
+#[tokio::test(flavor = "multi_thread")]
+async fn prune_keeps_a_session_another_process_runs() {
+    let h = Harness::new(
+        Script::new()
+            .conversation("idle one", vec![Reply::text("done")])
+            .conversation(
+                "hold it",
+                vec![
+                    Reply::tool("terminal", json!({"command": "sleep 30"})),
+                    Reply::text("done"),
+                ],
+            ),
+    )
+    .await;
+    let (output, events) = h.run_json(Wire::OpenAi, &[], "idle one").await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    let idle = last(&events)["session_id"].as_str().unwrap().to_owned();
+    let mut cmd = h.command(Wire::OpenAi);
+    cmd.args(["run", "--json", "hold it"])
+        .stdout(std::process::Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut held = String::new();
+    while let Some(line) = lines.next_line().await.unwrap() {
+        let event: Value = serde_json::from_str(&line).unwrap();
+        held = event["session_id"].as_str().unwrap().to_owned();
+        if event["type"] == "tool.started" {
+            break;
+        }
+    }
+    let output = h
+        .bare_command()
+        .args(["sessions", "prune", "--older-than", "0s", "--yes", "--json"])
+        .output()
+        .await
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["in_use"], json!([held.as_str()]), "{report}");
+    assert_eq!(report["sessions"], json!([idle.as_str()]), "{report}");
+    assert!(stderr(&output).contains("kept 1 session(s) another herald process is running"));
+    let kept = h.cli_json(&["sessions", "show", &held, "--json"]).await;
+    assert_eq!(kept["session"]["id"], held.as_str());
+    child.start_kill().unwrap();
+    child.wait().await.unwrap();
+}

@@ -28,7 +28,7 @@ use crate::events::EventFlusher;
 use crate::{CompressionReport, Delegation, ExitReason, LeaseWait, Settings, StoreHandle};
 
 pub use open::{open_session, prompt_inputs};
-pub use rules::{delete_session, effective_agent_status};
+pub use rules::{delete_session, delete_session_trees, effective_agent_status};
 pub use subscription::{Subscription, is_turn_end};
 
 /// The stored events of session tree `session_id` after number `after`,

@@ -31,6 +31,38 @@ pub async fn delete_session(store: &StoreHandle, id: &str) -> Result<bool, Runti
     })
 }
 
+/// Deletes the session trees rooted at `roots` (as `herald sessions prune`
+/// chose them), except those another live herald process holds: the same
+/// rule as [`delete_session`]. Returns how many sessions were deleted and
+/// the roots kept because they are in use.
+pub async fn delete_session_trees(
+    store: &StoreHandle,
+    roots: Vec<String>,
+) -> Result<(usize, Vec<String>), RuntimeError> {
+    store
+        .call(move |s| {
+            let mut free = Vec::with_capacity(roots.len());
+            let mut held = Vec::new();
+            for root in roots {
+                match s.lease_holder(&root)? {
+                    Some(holder) if holder.pid != std::process::id() && holder.is_alive() => {
+                        held.push(root);
+                    }
+                    _ => free.push(root),
+                }
+            }
+            let deleted = if free.is_empty() {
+                0
+            } else {
+                s.delete_session_trees(&free)?
+            };
+            Ok::<_, herald_store::StoreError>((deleted, held))
+        })
+        .await
+        .map_err(|err| RuntimeError::Store(err.to_string()))?
+        .map_err(|err| RuntimeError::Store(err.to_string()))
+}
+
 /// Corrects `records` of the agent journal to their effective status:
 /// entries that say `queued` or `running` but that no live process runs
 /// (the lease holder of their root session is gone: killed, crashed) are
