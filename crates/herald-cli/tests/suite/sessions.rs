@@ -141,19 +141,7 @@ async fn kill_9_mid_tool_keeps_the_call_and_resume_answers_it() {
         ],
     ))
     .await;
-    let mut cmd = h.command(Wire::OpenAi);
-    cmd.args(["run", "--json", "a long task"])
-        .stdout(std::process::Stdio::piped());
-    let mut child = cmd.spawn().unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let mut session_id = String::new();
-    while let Some(line) = lines.next_line().await.unwrap() {
-        let event: Value = serde_json::from_str(&line).unwrap();
-        session_id = event["session_id"].as_str().unwrap().to_owned();
-        if event["type"] == "tool.started" {
-            break;
-        }
-    }
+    let (mut child, _output, session_id) = run_until_tool_started(&h, "a long task").await;
     // Killed once the command runs (its shell has written its pids).
     let pids = h.sleeper_pids("long.pids").await;
     child.start_kill().unwrap();
@@ -294,19 +282,7 @@ async fn deleting_a_session_another_process_runs_is_refused_and_keeps_it() {
         ],
     ))
     .await;
-    let mut cmd = h.command(Wire::OpenAi);
-    cmd.args(["run", "--json", "hold it"])
-        .stdout(std::process::Stdio::piped());
-    let mut child = cmd.spawn().unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let mut session_id = String::new();
-    while let Some(line) = lines.next_line().await.unwrap() {
-        let event: Value = serde_json::from_str(&line).unwrap();
-        session_id = event["session_id"].as_str().unwrap().to_owned();
-        if event["type"] == "tool.started" {
-            break;
-        }
-    }
+    let (mut child, _output, session_id) = run_until_tool_started(&h, "hold it").await;
     let output = h
         .bare_command()
         .args(["sessions", "delete", &session_id, "--yes"])
@@ -351,19 +327,7 @@ async fn prune_keeps_a_session_another_process_runs() {
     let (output, events) = h.run_json(Wire::OpenAi, &[], "idle one").await;
     assert!(output.status.success(), "{}", stderr(&output));
     let idle = last(&events)["session_id"].as_str().unwrap().to_owned();
-    let mut cmd = h.command(Wire::OpenAi);
-    cmd.args(["run", "--json", "hold it"])
-        .stdout(std::process::Stdio::piped());
-    let mut child = cmd.spawn().unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let mut held = String::new();
-    while let Some(line) = lines.next_line().await.unwrap() {
-        let event: Value = serde_json::from_str(&line).unwrap();
-        held = event["session_id"].as_str().unwrap().to_owned();
-        if event["type"] == "tool.started" {
-            break;
-        }
-    }
+    let (mut child, _output, held) = run_until_tool_started(&h, "hold it").await;
     let output = h
         .bare_command()
         .args(["sessions", "prune", "--older-than", "0s", "--yes", "--json"])
@@ -379,4 +343,30 @@ async fn prune_keeps_a_session_another_process_runs() {
     assert_eq!(kept["session"]["id"], held.as_str());
     child.start_kill().unwrap();
     child.wait().await.unwrap();
+}
+
+/// Starts `herald run --json PROMPT` and returns once its first tool call
+/// has started: the process (which holds the session's lease), its output
+/// (kept open so it goes on writing) and the session id.
+async fn run_until_tool_started(
+    h: &Harness,
+    prompt: &str,
+) -> (
+    tokio::process::Child,
+    tokio::io::Lines<BufReader<tokio::process::ChildStdout>>,
+    String,
+) {
+    let mut cmd = h.command(Wire::OpenAi);
+    cmd.args(["run", "--json", prompt])
+        .stdout(std::process::Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    while let Some(line) = lines.next_line().await.unwrap() {
+        let event: Value = serde_json::from_str(&line).unwrap();
+        if event["type"] == "tool.started" {
+            let session_id = event["session_id"].as_str().unwrap().to_owned();
+            return (child, lines, session_id);
+        }
+    }
+    panic!("herald run ended before its first tool call started");
 }

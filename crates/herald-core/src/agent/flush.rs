@@ -1,4 +1,4 @@
-//! The memory flush (issue 16, seed §4): before a compaction summarises the
+//! The memory flush: before a compaction summarises the
 //! middle of the conversation, and when a session with enough user turns
 //! ends, one bounded extra exchange lets the model save durable facts with
 //! the `memory` tool, so what a summary drops or a session leaves behind is
