@@ -63,8 +63,8 @@ pub(crate) async fn answer<R: AsyncBufRead + Unpin>(
             other => ApprovalAnswer::parse(other, None),
         };
         match parsed {
-            Ok(decision) => match session.answer_approval(request_id, decision) {
-                Ok(()) => return true,
+            Ok(decision) => match session.submit(decision.into_op(request_id)) {
+                Ok(_) => return true,
                 Err(err) => {
                     eprintln!("({err})");
                     return false;
@@ -73,11 +73,11 @@ pub(crate) async fn answer<R: AsyncBufRead + Unpin>(
             Err(err) => eprintln!("({err})"),
         }
     }
-    let _ = session.answer_approval(
-        request_id,
+    let _ = session.submit(
         ApprovalAnswer::Deny {
             message: Some("no answer came from the terminal".to_owned()),
-        },
+        }
+        .into_op(request_id),
     );
     false
 }

@@ -242,11 +242,11 @@ async fn read_line<R: AsyncBufRead + Unpin>(lines: &mut Lines<R>, prompt: &str) 
 }
 
 fn send(session: &Session, request_id: &str, answer: ElicitAnswer) -> bool {
-    match session.answer_elicitation(request_id, answer) {
-        Ok(()) => true,
+    match session.submit(answer.into_op(request_id)) {
+        Ok(_) => true,
         Err(err) => {
             eprintln!("({err})");
-            let _ = session.answer_elicitation(request_id, ElicitAnswer::decline());
+            let _ = session.submit(ElicitAnswer::decline().into_op(request_id));
             true
         }
     }
@@ -274,7 +274,7 @@ pub(crate) async fn answer<R: AsyncBufRead + Unpin>(
     let choice = loop {
         let Some(line) = read_line(lines, "fill in [y] · decline [n] · cancel [c]> ").await
         else {
-            let _ = session.answer_elicitation(request_id, ElicitAnswer::decline());
+            let _ = session.submit(ElicitAnswer::decline().into_op(request_id));
             return false;
         };
         match line.trim().to_ascii_lowercase().as_str() {
@@ -300,7 +300,7 @@ pub(crate) async fn answer<R: AsyncBufRead + Unpin>(
         let mut value = None;
         for attempt in 1..=ATTEMPTS {
             let Some(line) = read_line(lines, "  > ").await else {
-                let _ = session.answer_elicitation(request_id, ElicitAnswer::decline());
+                let _ = session.submit(ElicitAnswer::decline().into_op(request_id));
                 return false;
             };
             match parse(field, &line) {

@@ -13,6 +13,7 @@ use std::io::Write;
 use std::sync::{Arc, mpsc};
 use std::thread::JoinHandle;
 
+use herald_core::runtime::Subscription;
 use herald_protocol::{Event, EventKind, McpServerStatus};
 
 pub(crate) use human::HumanReport;
@@ -65,14 +66,24 @@ impl Renderer {
         }
     }
 
-    /// The observer a session passes every event to.
-    pub(crate) fn callback(&self) -> impl Fn(Arc<Event>) + Send + Sync + 'static {
-        let sender = std::sync::Mutex::new(self.sender.clone());
-        move |event| {
-            if let Ok(sender) = sender.lock() {
-                let _ = sender.send(Item::Event(event));
+    /// Renders every event of `events` (followed on a task) and hands back
+    /// the ones a front end acts on: requests a person answers and
+    /// `run.completed`, each after the renderer was given it.
+    pub(crate) fn follow(
+        &self,
+        mut events: Subscription,
+    ) -> tokio::sync::mpsc::UnboundedReceiver<Arc<Event>> {
+        let sender = self.sender.clone();
+        let (acts, receiver) = tokio::sync::mpsc::unbounded_channel();
+        tokio::spawn(async move {
+            while let Some(event) = events.next().await {
+                let _ = sender.send(Item::Event(Arc::clone(&event)));
+                if front_end_acts_on(&event.kind) {
+                    let _ = acts.send(event);
+                }
             }
-        }
+        });
+        receiver
     }
 
     /// Waits until every event sent so far is written (the live block
@@ -87,6 +98,18 @@ impl Renderer {
             .and_then(|thread| thread.join().ok())
             .unwrap_or_default()
     }
+}
+
+/// Whether a front end does something on `kind`: puts a question to the
+/// person, or ends the turn.
+fn front_end_acts_on(kind: &EventKind) -> bool {
+    matches!(
+        kind,
+        EventKind::ApprovalRequested { .. }
+            | EventKind::ElicitationRequested { .. }
+            | EventKind::ClarifyRequested { .. }
+            | EventKind::RunCompleted { .. }
+    )
 }
 
 /// The next event, or `None` at `Stop` or when every sender is gone.
@@ -219,13 +242,14 @@ mod tests {
             "agent_t",
             EventKind::RunCompleted {
                 status: herald_protocol::RunStatus::Completed,
-                exit_reason: "completed".into(),
+                exit_reason: herald_protocol::ExitReason::Completed,
                 final_response: "done".into(),
                 iterations: 1,
                 usage: Default::default(),
                 cost_usd: None,
                 tree_usage: Default::default(),
                 duration_ms: 1,
+                error: None,
             },
         )))
     }

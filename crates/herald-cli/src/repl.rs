@@ -7,10 +7,13 @@
 use std::io::IsTerminal;
 
 use herald_core::ExitReason;
-use herald_core::runtime::{Session, Subscription, TurnResult};
+use std::sync::Arc;
+
+use herald_core::runtime::{Op, Session, TurnResult};
 use herald_knowledge::{ClarifyRequest, render_question};
-use herald_protocol::EventKind;
+use herald_protocol::{Event, EventKind};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines, Stdin};
+use tokio::sync::mpsc::UnboundedReceiver;
 use tokio_util::sync::CancellationToken;
 
 use crate::args::CommonArgs;
@@ -24,6 +27,9 @@ const HELP: &str = "Type a request and press Enter. Commands: /help, /agents (su
 const ANSWER_ATTEMPTS: usize = 3;
 
 type Input = Lines<BufReader<Stdin>>;
+
+/// The events the loop acts on: questions for the person, turn ends.
+type Acts = UnboundedReceiver<Arc<Event>>;
 
 /// The interactive session; `first_prompt` (`herald "PROMPT"`) is sent as
 /// its first turn before any line is read.
@@ -43,12 +49,12 @@ pub(crate) async fn interactive(
         ask_user: true,
         one_shot: false,
     };
-    let session = setup::open(common, &settings, &store, shape, renderer.callback()).await?;
+    let session = setup::open(common, &settings, &store, shape).await?;
     let session_id = session.id().to_owned();
     let session_resumed = session.resumed();
     let mut used = false;
     crate::logging::session_started(common, &settings, &session_id);
-    let mut questions = session.subscribe().map_err(CliError::failed)?;
+    let mut questions = renderer.follow(session.events(Some(session.opened_after())));
     let mut lines = BufReader::new(tokio::io::stdin()).lines();
     eprintln!(
         "herald {} · {} ({}) · {}\n{HELP}",
@@ -78,7 +84,7 @@ pub(crate) async fn interactive(
             } => line,
             _ = tokio::signal::ctrl_c() => break Exit::Interrupted,
             () = terminate.cancelled() => break stop.exit(),
-            event = questions.next() => {
+            event = questions.recv() => {
                 // A background agent may ask for approval between turns.
                 if let Some(event) = &event
                     && let Some(prompt) = approval_prompt::render(event)
@@ -196,7 +202,7 @@ async fn leave(session: &Session, exit: &Exit, terminate: &CancellationToken) ->
     // Keeps interrupting until the end arrives: the flush may not have
     // started yet when the key came.
     loop {
-        session.interrupt();
+        interrupt(session);
         tokio::select! {
             suspended = &mut ending => return suspended,
             () = tokio::time::sleep(std::time::Duration::from_millis(50)) => {}
@@ -218,29 +224,32 @@ fn unknown_command(input: &str) -> Option<&str> {
 async fn run_turn(
     session: &Session,
     input: String,
-    questions: &mut Subscription,
+    questions: &mut Acts,
     lines: &mut Input,
     terminate: &CancellationToken,
 ) -> Result<Option<TurnResult>, CliError> {
-    let turn = session.start_turn(input).map_err(CliError::failed)?;
-    let finished = turn.finished();
-    tokio::pin!(finished);
+    let turn = session
+        .submit(Op::UserTurn { text: input })
+        .map_err(CliError::failed)?;
     let mut terminated = false;
     loop {
         tokio::select! {
-            result = &mut finished => {
-                let result = result.ok_or_else(|| CliError::failed(anyhow::anyhow!("the session ended during the turn")))?;
-                return Ok((!terminated).then_some(result));
-            }
             _ = tokio::signal::ctrl_c() => {
-                session.interrupt();
+                interrupt(session);
             }
             () = terminate.cancelled(), if !terminated => {
                 terminated = true;
-                session.interrupt();
+                interrupt(session);
             }
-            event = questions.next() => {
-                let Some(event) = event else { continue };
+            event = questions.recv() => {
+                let Some(event) = event else {
+                    return Err(CliError::failed(anyhow::anyhow!("the session ended during the turn")));
+                };
+                if event.submission_id.as_ref() == Some(&turn)
+                    && let Some(result) = TurnResult::from_event(&event.kind)
+                {
+                    return Ok((!terminated).then_some(result));
+                }
                 if let EventKind::ApprovalRequested { request_id, .. } = &event.kind {
                     if let Some(prompt) = approval_prompt::render(&event) {
                         eprint!("{prompt}");
@@ -248,12 +257,12 @@ async fn run_turn(
                     let answered = tokio::select! {
                         answered = approval_prompt::answer(session, request_id, lines) => answered,
                         _ = tokio::signal::ctrl_c() => {
-                            session.interrupt();
+                            interrupt(session);
                             false
                         }
                     };
                     if !answered {
-                        session.interrupt();
+                        interrupt(session);
                     }
                 }
                 if let EventKind::ElicitationRequested { request_id, schema, .. } = &event.kind {
@@ -263,12 +272,12 @@ async fn run_turn(
                     let answered = tokio::select! {
                         answered = elicit_prompt::answer(session, request_id, schema, lines) => answered,
                         _ = tokio::signal::ctrl_c() => {
-                            session.interrupt();
+                            interrupt(session);
                             false
                         }
                     };
                     if !answered {
-                        session.interrupt();
+                        interrupt(session);
                     }
                 }
                 if let EventKind::ClarifyRequested { request_id, question, choices, allow_freetext } = &event.kind {
@@ -280,17 +289,23 @@ async fn run_turn(
                     let answered = tokio::select! {
                         answered = ask(session, request_id, &request, lines) => answered,
                         _ = tokio::signal::ctrl_c() => {
-                            session.interrupt();
+                            interrupt(session);
                             false
                         }
                     };
                     if !answered {
-                        session.interrupt();
+                        interrupt(session);
                     }
                 }
             }
         }
     }
+}
+
+/// Stops the running turn (and whatever runs in its place: a compaction,
+/// the memory flush when leaving).
+fn interrupt(session: &Session) {
+    let _ = session.submit(Op::Interrupt {});
 }
 
 /// Puts one question to the person at the terminal and sends the answer.
@@ -320,8 +335,11 @@ async fn ask(
             eprintln!("(type your answer)");
             continue;
         }
-        match session.answer_clarify(request_id, &line) {
-            Ok(()) => return true,
+        match session.submit(Op::ClarifyAnswer {
+            request_id: request_id.to_owned(),
+            answer: line,
+        }) {
+            Ok(_) => return true,
             Err(err) if err.to_string().contains("\"Other\"") => free_text = true,
             Err(err) => eprintln!("({err})"),
         }
@@ -337,7 +355,7 @@ async fn compress(session: &Session) {
         result = &mut compact => result,
         _ = tokio::signal::ctrl_c() => {
             // Stops the summary request; the conversation stays as it was.
-            session.interrupt();
+            interrupt(session);
             compact.await
         }
     };

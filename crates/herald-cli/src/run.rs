@@ -5,6 +5,7 @@
 use std::io::{IsTerminal, Read};
 
 use herald_core::ExitReason;
+use herald_core::runtime::{Op, TurnResult};
 
 use crate::args::{CommonArgs, RunArgs};
 use crate::render::style::{self, Palette};
@@ -40,23 +41,38 @@ pub(crate) async fn run(common: &CommonArgs, args: RunArgs) -> Result<Exit, CliE
         ask_user: false,
         one_shot: true,
     };
-    let session = setup::open(common, &settings, &store, shape, renderer.callback()).await?;
+    let session = setup::open(common, &settings, &store, shape).await?;
     let session_id = session.id().to_owned();
     crate::logging::session_started(common, &settings, &session_id);
-    // One-shot: Ctrl-C, SIGTERM or SIGHUP stops the turn and every subagent
-    // of the session; a second one exits at once.
+    // Everything since the opening, `session.started` first.
+    let mut acts = renderer.follow(session.events(Some(session.opened_after())));
+    // One-shot: Ctrl-C, SIGTERM or SIGHUP interrupts the turn, which stops
+    // every subagent of the session; a second one exits at once.
     let stopper = tokio_util::sync::CancellationToken::new();
     let stop = signals::stop_on_signals(stopper.clone());
     {
         let session = session.clone();
         tokio::spawn(async move {
             stopper.cancelled().await;
-            session.stop_all();
+            let _ = session.submit(Op::Interrupt {});
         });
     }
+    let turn = session
+        .submit(Op::UserTurn { text: prompt })
+        .map_err(CliError::failed)?;
     // The session ends with its turn: run.completed is the last event, the
-    // end is recorded and the lease released before the result arrives.
-    let outcome = session.run_turn(prompt).await.map_err(CliError::failed)?;
+    // end is recorded and the lease released before the stream closes.
+    let mut outcome = None;
+    while let Some(event) = acts.recv().await {
+        if event.submission_id.as_ref() == Some(&turn) {
+            outcome = outcome.or_else(|| TurnResult::from_event(&event.kind));
+        }
+    }
+    let outcome = outcome.ok_or_else(|| {
+        CliError::failed(anyhow::anyhow!(
+            "session {session_id} ended without finishing its turn"
+        ))
+    })?;
     let exit = match outcome.exit_reason {
         ExitReason::Completed | ExitReason::MaxIterations => Exit::Completed,
         ExitReason::Interrupted => stop.exit(),

@@ -3,14 +3,12 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::Arc;
 
 use herald_core::config::herald_home;
 use herald_core::runtime::{
     ClarifyPolicy, OpenMode, RuntimeError, Session, SessionOptions, open_session,
 };
 use herald_core::{ApprovalMode, LeaseWait, Overrides, Settings, StoreHandle};
-use herald_protocol::Event;
 use herald_store::SessionSource;
 
 use crate::CliError;
@@ -113,14 +111,12 @@ pub(crate) fn open_mode(common: &CommonArgs) -> OpenMode {
 }
 
 /// Opens the session the options name through the session runtime; the
-/// front end then only sends operations and renders events. `observer`
-/// sees every event in order (the renderer).
+/// front end then only submits operations and renders its events.
 pub(crate) async fn open(
     common: &CommonArgs,
     settings: &Settings,
     store: &StoreHandle,
     shape: SessionShape,
-    observer: impl Fn(Arc<Event>) + Send + Sync + 'static,
 ) -> Result<Session, CliError> {
     let mut options = SessionOptions::new(settings.clone(), store.clone());
     options.open = match open_mode(common) {
@@ -147,7 +143,6 @@ pub(crate) async fn open(
     };
     options.approvals = ApprovalMode::for_front_end(shape.ask_user, common.yolo);
     options.one_shot = shape.one_shot;
-    options.observer = Some(Box::new(observer));
     open_session(options).await.map_err(|err| match err {
         RuntimeError::Store(_) => CliError::failed(err),
         _ => CliError::usage(err),

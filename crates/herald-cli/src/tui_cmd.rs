@@ -8,7 +8,6 @@ use std::sync::Arc;
 use herald_core::StoreHandle;
 use herald_core::runtime::OpenMode;
 use herald_tui::{BoxFuture, Opened, SessionHost, TuiSetup};
-use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::args::CommonArgs;
@@ -44,20 +43,16 @@ impl CliHost {
 
     async fn open_session(&self, common: &CommonArgs) -> Result<Opened, CliError> {
         let settings = setup::settings(common)?;
-        let (sender, events) = mpsc::unbounded_channel();
         let shape = SessionShape {
             stream_deltas: true,
             ask_user: true,
             one_shot: false,
         };
-        let session = setup::open(common, &settings, &self.store, shape, move |event| {
-            let _ = sender.send(event);
-        })
-        .await?;
+        let session = setup::open(common, &settings, &self.store, shape).await?;
         crate::logging::session_started(common, &settings, session.id());
         Ok(Opened {
+            events: session.events(Some(session.opened_after())),
             session,
-            events,
             settings,
         })
     }

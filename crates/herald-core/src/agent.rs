@@ -59,28 +59,8 @@ pub struct Recorder {
     pub store: StoreHandle,
     pub session_id: String,
 }
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ExitReason {
-    Completed,
-    MaxIterations,
-    Interrupted,
-    Error,
-    /// The delegation tree's token budget ran out.
-    Budget,
-}
-
-impl ExitReason {
-    /// The name used in events and results.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Completed => "completed",
-            Self::MaxIterations => "max_iterations",
-            Self::Interrupted => "interrupted",
-            Self::Error => "error",
-            Self::Budget => "budget",
-        }
-    }
-}
+/// Why a turn ended (the protocol's type).
+pub use herald_protocol::ExitReason;
 
 /// What one turn produced.
 #[derive(Debug, Clone)]

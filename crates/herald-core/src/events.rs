@@ -4,7 +4,7 @@
 
 use std::sync::{Arc, Mutex, PoisonError};
 
-use herald_protocol::{Event, EventKind, ToolStatus};
+use herald_protocol::{Event, EventKind, SubmissionId, ToolStatus};
 use herald_store::NewEvent;
 
 use crate::StoreHandle;
@@ -29,6 +29,28 @@ struct Output {
     /// True once the final event went out. Held while an event is stored and
     /// passed on, so stored ids follow the output order exactly.
     closed: Mutex<bool>,
+    /// The operation being worked on, stamped on every event.
+    stamp: SubmissionStamp,
+}
+
+/// The operation a session tree is working on (see
+/// [`Event::submission_id`]): its runtime sets it while a queued operation
+/// runs, and every sink of the tree stamps it on what it emits.
+#[derive(Clone, Default)]
+pub struct SubmissionStamp(Arc<Mutex<Option<SubmissionId>>>);
+
+impl SubmissionStamp {
+    /// Stamps `id` on the events emitted from now on (`None`: no stamp).
+    pub fn set(&self, id: Option<SubmissionId>) {
+        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = id;
+    }
+
+    fn current(&self) -> Option<SubmissionId> {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
 }
 
 impl std::fmt::Debug for EventSink {
@@ -55,6 +77,7 @@ impl EventSink {
                 emit: Arc::new(emit),
                 log: None,
                 closed: Mutex::new(false),
+                stamp: SubmissionStamp::default(),
             }),
         }
     }
@@ -82,6 +105,7 @@ impl EventSink {
                 emit: Arc::clone(&self.out.emit),
                 log: Some(EventLog::new(store.clone(), session_id, last_seq)),
                 closed: Mutex::new(false),
+                stamp: self.out.stamp.clone(),
             }),
         }
     }
@@ -102,6 +126,8 @@ impl EventSink {
                 emit: Arc::clone(&self.out.emit),
                 log: Some(log),
                 closed: Mutex::new(false),
+                // One tree, one operation at a time.
+                stamp: other.out.stamp.clone(),
             }),
         }
     }
@@ -124,6 +150,11 @@ impl EventSink {
                 .as_ref()
                 .map(|log| log.for_session(&log.session_id)),
         )
+    }
+
+    /// What sets the operation this sink's events are stamped with.
+    pub fn submission_stamp(&self) -> SubmissionStamp {
+        self.out.stamp.clone()
     }
 
     /// Whether events are stored (see [`EventSink::recorded`]).
@@ -164,7 +195,8 @@ impl EventSink {
     }
 
     fn send(&self, kind: EventKind, last: bool) {
-        let event = Event::new(&self.session_id, &self.agent_id, kind);
+        let mut event = Event::new(&self.session_id, &self.agent_id, kind);
+        event.submission_id = self.out.stamp.current();
         log_notable(&event);
         let mut closed = self
             .out
@@ -501,13 +533,14 @@ mod tests {
     fn completed() -> EventKind {
         EventKind::RunCompleted {
             status: RunStatus::Completed,
-            exit_reason: "completed".into(),
+            exit_reason: herald_protocol::ExitReason::Completed,
             final_response: "done".into(),
             iterations: 1,
             usage: Default::default(),
             cost_usd: Some(0.0),
             tree_usage: Default::default(),
             duration_ms: 1,
+            error: None,
         }
     }
 

@@ -35,7 +35,7 @@ pub use agent::{
 pub use compress::{CompressError, CompressionReport, live_history};
 pub use config::{Config, ConfigError, Overrides, ProjectMcp, Settings};
 pub use delegation::{AgentScope, Delegation, DelegationSetup};
-pub use events::{EventFlusher, EventSink};
+pub use events::{EventFlusher, EventSink, SubmissionStamp};
 pub use herald_llm::{LlmClient, ProbeOutcome, ProviderKind, error_chain, probe};
 pub use herald_tools::{ElicitAction, ElicitAnswer};
 pub use history::{

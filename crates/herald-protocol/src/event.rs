@@ -19,6 +19,16 @@ pub struct Event {
     /// (`assistant.delta`) and on streams that are not recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seq: Option<u64>,
+    /// The operation whose work emitted the event (see
+    /// [`crate::SubmissionId`]): every event of a turn — its subagents'
+    /// included — carries its `user_turn`'s id; a `compact`'s compaction, a
+    /// `rewind`'s `session.rewound` and a `shutdown`'s memory flush carry
+    /// theirs. Operations that act inside a running turn (answers,
+    /// `interrupt`, `steer`, `cancel_agent`) cause events of that turn,
+    /// which carry the turn's id. Absent on events no operation caused
+    /// (`session.started`, a background agent finishing between turns).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub submission_id: Option<crate::SubmissionId>,
 }
 
 impl Event {
@@ -30,6 +40,7 @@ impl Event {
             agent_id: agent_id.to_owned(),
             ts: now_rfc3339(),
             seq: None,
+            submission_id: None,
         }
     }
 }
@@ -60,6 +71,52 @@ pub enum RunStatus {
 }
 
 /// The event payloads.
+/// Why an agent's turn ended (`run.completed`, `subagent.completed`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ExitReason {
+    /// The model answered without further tool calls.
+    Completed,
+    /// `max_iterations` model requests were made.
+    MaxIterations,
+    /// Stopped by the user, a signal or a cancelled parent.
+    Interrupted,
+    /// A fatal error (the provider failed past its retries, a hook blocked
+    /// the prompt).
+    Error,
+    /// The delegation tree's token or cost budget ran out.
+    Budget,
+}
+
+impl ExitReason {
+    /// The word used on the wire and in the store.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Completed => "completed",
+            Self::MaxIterations => "max_iterations",
+            Self::Interrupted => "interrupted",
+            Self::Error => "error",
+            Self::Budget => "budget",
+        }
+    }
+}
+
+/// What a rewind did to the files of the working tree (`session.rewound`).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct RewoundFiles {
+    /// Files put back as the snapshot had them.
+    pub restored: u32,
+    /// Files deleted (created after the snapshot).
+    pub deleted: u32,
+    /// Files created again (deleted after the snapshot).
+    pub recreated: u32,
+    /// The paths that changed, relative to the working directory.
+    pub paths: Vec<String>,
+    /// Where the restored snapshot came from, when it is not the turn's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
 /// Who answered an approval or elicitation request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -210,11 +267,25 @@ pub enum EventKind {
         tokens_before: u64,
         tokens_after: u64,
     },
+    /// The session was rewound to before its user turn `turn` (the
+    /// `rewind` operation): the files, the conversation or both, as
+    /// `scope` says.
+    #[serde(rename = "session.rewound")]
+    SessionRewound {
+        turn: u32,
+        scope: crate::RewindScope,
+        /// What happened to the files; absent when they were not rewound.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        files: Option<RewoundFiles>,
+        /// How many messages the model sees from now on; absent when the
+        /// conversation was not rewound.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        messages: Option<u32>,
+    },
     #[serde(rename = "run.completed")]
     RunCompleted {
         status: RunStatus,
-        /// `completed | max_iterations | interrupted | error`.
-        exit_reason: String,
+        exit_reason: ExitReason,
         final_response: String,
         iterations: u32,
         /// The root agent's own requests of this run (`cost_usd` repeats
@@ -229,6 +300,10 @@ pub enum EventKind {
         #[serde(default)]
         tree_usage: UsageTotals,
         duration_ms: u64,
+        /// The fatal error, when the run failed (also sent as an `error`
+        /// event before this one).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
     },
     /// A subagent began (the event's `agent_id` is the child's).
     #[serde(rename = "subagent.started")]

@@ -10,8 +10,8 @@ mod usage;
 
 pub use display::{one_line, terminal_safe};
 pub use event::{
-    Event, EventKind, McpServerStatus, ProviderModel, ResolvedBy, RunStatus, ToolStatus,
-    now_rfc3339,
+    Event, EventKind, ExitReason, McpServerStatus, ProviderModel, ResolvedBy, RewoundFiles,
+    RunStatus, ToolStatus, now_rfc3339,
 };
 pub use image::{
     DataUrl, IMAGE_TOKEN_ESTIMATE, ImageData, MAX_IMAGE_BYTES, MAX_RESULT_IMAGE_BYTES,

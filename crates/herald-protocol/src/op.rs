@@ -128,9 +128,15 @@ pub enum Op {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         content: Option<serde_json::Value>,
     },
-    /// Ends the session: background agents are suspended (a resume
-    /// restarts them), the session is marked ended and its lease released.
-    Shutdown {},
+    /// Ends the session: a running turn is interrupted, the memory flush
+    /// runs (unless `skip_memory_flush`: leaving on a signal, when nothing
+    /// should hold the exit up), background agents are suspended (a resume
+    /// restarts them), the session is marked ended, its lease released and
+    /// its event stream closed.
+    Shutdown {
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        skip_memory_flush: bool,
+    },
 }
 
 #[cfg(test)]
@@ -169,7 +175,9 @@ mod tests {
                 action: ElicitationAction::Accept,
                 content: Some(json!({"name": "x"})),
             },
-            Op::Shutdown {},
+            Op::Shutdown {
+                skip_memory_flush: true,
+            },
         ]
     }
 

@@ -76,6 +76,8 @@ pub(crate) struct TurnSlot {
 /// `max_concurrent_turns` until then, whether or not anyone still waits
 /// for it (a client that disconnects does not stop it).
 pub(crate) struct StartedTurn {
+    /// The id of the turn's `user_turn` operation (its events carry it).
+    pub(crate) id: herald_core::runtime::SubmissionId,
     pub(crate) done: JoinHandle<Option<TurnResult>>,
 }
 
@@ -270,12 +272,13 @@ impl AppState {
         slot: TurnSlot,
     ) -> Result<StartedTurn, ApiError> {
         let handle = session.start_turn(text)?;
+        let id = handle.id().clone();
         let done = tokio::spawn(async move {
             let result = handle.finished().await;
             drop(slot);
             result
         });
-        Ok(StartedTurn { done })
+        Ok(StartedTurn { id, done })
     }
 
     /// Ends the open session `id` (if open here) and forgets it.

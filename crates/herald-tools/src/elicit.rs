@@ -94,4 +94,14 @@ impl ElicitAnswer {
             content: None,
         }
     }
+
+    /// The operation a front end submits to give this answer to request
+    /// `request_id`.
+    pub fn into_op(self, request_id: &str) -> herald_protocol::Op {
+        herald_protocol::Op::ElicitationAnswer {
+            request_id: request_id.to_owned(),
+            action: self.action.into(),
+            content: self.content,
+        }
+    }
 }

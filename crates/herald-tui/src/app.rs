@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use crossterm::event::{Event as TermEvent, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use futures_util::StreamExt;
-use herald_core::runtime::{OpenMode, Session, TurnResult};
+use herald_core::runtime::{Op, OpenMode, Session, Subscription, TurnResult};
 use herald_core::{ApprovalAnswer, CompressionReport, ElicitAnswer, Settings, StoreHandle};
 use herald_protocol::{Event, EventKind, McpServerStatus, ToolStatus};
 use ratatui::Frame;
@@ -36,8 +36,8 @@ use crate::{commands, slash};
 /// An open session with its event stream, as the TUI gets it.
 pub struct Opened {
     pub session: Session,
-    /// Every event of the session, in order (the session's observer).
-    pub events: mpsc::UnboundedReceiver<Arc<Event>>,
+    /// Every event of the session since it was opened, in order.
+    pub events: Subscription,
     /// The settings it runs with.
     pub settings: Settings,
 }
@@ -108,7 +108,7 @@ pub struct App {
     host: Arc<dyn SessionHost>,
     store: StoreHandle,
     session: Session,
-    events: mpsc::UnboundedReceiver<Arc<Event>>,
+    events: Subscription,
     /// False once the event stream ended (nothing more will come on it).
     events_open: bool,
     settings: Settings,
@@ -194,12 +194,12 @@ async fn run_in_terminal(setup: TuiSetup) -> Result<TuiOutcome, TuiError> {
                 // The terminal went away: leave as if asked to.
                 Some(Err(_)) | None => break app.leave(&mut input, &stop).await,
             },
-            event = app.events.recv(), if app.events_open => {
+            event = app.events.next(), if app.events_open => {
                 match event {
                     Some(event) => {
                         app.on_event(&event);
                         // Take what else is queued before drawing.
-                        while let Ok(event) = app.events.try_recv() {
+                        while let Some(event) = app.events.try_next() {
                             app.on_event(&event);
                         }
                     }
@@ -1034,7 +1034,7 @@ impl App {
 
     fn interrupt(&mut self) {
         if self.compacting.is_some() || self.turn.is_some() {
-            self.session.interrupt();
+            self.submit_op(Op::Interrupt {});
             self.status.hint = Some("interrupting…".to_owned());
         }
     }
@@ -1053,7 +1053,7 @@ impl App {
             return self.exit_requested();
         }
         if self.busy() {
-            self.session.interrupt();
+            self.submit_op(Op::Interrupt {});
         }
         self.last_ctrl_c = Some(Instant::now());
         self.status.hint = Some("press Ctrl+C again to exit".to_owned());
@@ -1067,22 +1067,18 @@ impl App {
             Some(Overlay::Approval(_) | Overlay::Clarify(_) | Overlay::Elicitation(_))
                 if self.busy() =>
             {
-                self.session.interrupt();
+                self.submit_op(Op::Interrupt {});
             }
             // A background agent asks while no turn runs: no turn to stop,
             // so Ctrl+C answers no.
             Some(Overlay::Approval(view)) => {
                 let request_id = view.request_id.clone();
-                let _ = self
-                    .session
-                    .answer_approval(&request_id, ApprovalAnswer::Deny { message: None });
+                self.submit_op(ApprovalAnswer::Deny { message: None }.into_op(&request_id));
                 self.overlay = self.waiting.pop_front();
             }
             Some(Overlay::Elicitation(view)) => {
                 let request_id = view.request_id.clone();
-                let _ = self
-                    .session
-                    .answer_elicitation(&request_id, ElicitAnswer::cancel());
+                self.submit_op(ElicitAnswer::cancel().into_op(&request_id));
                 self.overlay = self.waiting.pop_front();
             }
             _ => self.overlay = self.waiting.pop_front(),
@@ -1102,10 +1098,10 @@ impl App {
                 let answer = ApprovalAnswer::parse(&decision, note);
                 match answer.and_then(|answer| {
                     self.session
-                        .answer_approval(&request_id, answer)
+                        .submit(answer.into_op(&request_id))
                         .map_err(|err| err.to_string())
                 }) {
-                    Ok(()) => self.overlay = self.waiting.pop_front(),
+                    Ok(_) => self.overlay = self.waiting.pop_front(),
                     Err(err) => {
                         self.notice(Level::Warning, &err);
                         self.overlay = self.waiting.pop_front();
@@ -1113,8 +1109,11 @@ impl App {
                 }
             }
             Outcome::Answer { request_id, answer } => {
-                match self.session.answer_clarify(&request_id, &answer) {
-                    Ok(()) => self.overlay = self.waiting.pop_front(),
+                match self
+                    .session
+                    .submit(Op::ClarifyAnswer { request_id, answer })
+                {
+                    Ok(_) => self.overlay = self.waiting.pop_front(),
                     Err(err) => self.notice(Level::Warning, &err.to_string()),
                 }
             }
@@ -1127,10 +1126,10 @@ impl App {
                     .map(|action| ElicitAnswer { action, content });
                 match answer.and_then(|answer| {
                     self.session
-                        .answer_elicitation(&request_id, answer)
+                        .submit(answer.into_op(&request_id))
                         .map_err(|err| err.to_string())
                 }) {
-                    Ok(()) => self.overlay = self.waiting.pop_front(),
+                    Ok(_) => self.overlay = self.waiting.pop_front(),
                     Err(err) => {
                         if let Some(Overlay::Elicitation(view)) = &mut self.overlay {
                             view.error = Some(err);
@@ -1244,7 +1243,7 @@ impl App {
                     // Until the end arrives: the flush may not have started
                     // when the key came.
                     () = tokio::time::sleep(Duration::from_millis(50)), if interrupting => {
-                        session.interrupt();
+                        let _ = session.submit(Op::Interrupt {});
                     }
                 }
             }
@@ -1297,6 +1296,13 @@ impl App {
         self.dirty = true;
     }
 
+    /// Submits an operation whose refusal needs no word on the screen
+    /// (an interrupt with nothing running, an answer to a request that
+    /// closed meanwhile).
+    pub(crate) fn submit_op(&self, op: Op) {
+        let _ = self.session.submit(op);
+    }
+
     pub(crate) fn say(&mut self, level: Level, text: &str) {
         self.notice(level, text);
     }
@@ -1315,8 +1321,8 @@ impl App {
             self.send_prompt(text);
             return;
         }
-        match self.session.steer(text.clone()) {
-            Ok(()) => {
+        match self.session.submit(Op::Steer { text: text.clone() }) {
+            Ok(_) => {
                 let lines = cells::steered(&text, self.width);
                 self.history.extend(lines);
             }

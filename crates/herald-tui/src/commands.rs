@@ -2,7 +2,7 @@
 //! and open overlays; none of them reaches the model except `/init` (a
 //! prompt of its own) and `/steer` (the user's text).
 
-use herald_core::runtime::OpenMode;
+use herald_core::runtime::{Op, OpenMode};
 use herald_store::ListFilter;
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
@@ -484,7 +484,9 @@ pub(crate) async fn picked(app: &mut App, purpose: Purpose, key: String) -> Flow
             "cancel" => {
                 for agent in app.session().agents() {
                     if agent.status == "running" && agent.depth == 1 {
-                        let _ = app.session().cancel_agent(&agent.id);
+                        app.submit_op(Op::CancelAgent {
+                            agent_id: agent.id.clone(),
+                        });
                     }
                 }
                 return Flow::Exit;
@@ -653,10 +655,12 @@ pub(crate) fn secondary(app: &mut App, purpose: Purpose, key: String) {
     if purpose != Purpose::Agents {
         return;
     }
-    let result = app.session().cancel_agent(&key);
+    let result = app.session().submit(Op::CancelAgent {
+        agent_id: key.clone(),
+    });
     app.close_overlay();
     match result {
-        Ok(()) => app.say(Level::Info, &format!("cancelled {key} and its subagents")),
+        Ok(_) => app.say(Level::Info, &format!("cancelled {key} and its subagents")),
         Err(err) => app.say(Level::Warning, &err.to_string()),
     }
 }

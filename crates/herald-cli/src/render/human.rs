@@ -516,13 +516,14 @@ mod tests {
     fn run_completed() -> Event {
         root(EventKind::RunCompleted {
             status: RunStatus::Completed,
-            exit_reason: "completed".into(),
+            exit_reason: herald_protocol::ExitReason::Completed,
             final_response: String::new(),
             iterations: 2,
             usage: Default::default(),
             cost_usd: Some(0.0),
             tree_usage: Default::default(),
             duration_ms: 10,
+            error: None,
         })
     }
 

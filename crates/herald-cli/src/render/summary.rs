@@ -80,7 +80,7 @@ impl RunTotals {
                     self.unpriced = tree_usage.cost_usd.is_none();
                 }
                 self.end = Some(RunEnd {
-                    exit_reason: exit_reason.clone(),
+                    exit_reason: exit_reason.as_str().to_owned(),
                     iterations: *iterations,
                     duration_ms: *duration_ms,
                 });
@@ -173,13 +173,14 @@ mod tests {
     fn completed(iterations: u32, duration_ms: u64) -> Event {
         root(EventKind::RunCompleted {
             status: RunStatus::Completed,
-            exit_reason: "completed".into(),
+            exit_reason: herald_protocol::ExitReason::Completed,
             final_response: "done".into(),
             iterations,
             usage: Default::default(),
             cost_usd: Some(0.0),
             tree_usage: Default::default(),
             duration_ms,
+            error: None,
         })
     }
 
@@ -238,7 +239,7 @@ mod tests {
         totals.apply(&usage(1_000, 10, 0, Some(0.001)));
         totals.apply(&root(EventKind::RunCompleted {
             status: RunStatus::Completed,
-            exit_reason: "completed".into(),
+            exit_reason: herald_protocol::ExitReason::Completed,
             final_response: "done".into(),
             iterations: 1,
             usage: Default::default(),
@@ -252,13 +253,14 @@ mod tests {
                 requests: 4,
             },
             duration_ms: 5,
+            error: None,
         }));
         assert_eq!(totals.cost(), Some(0.0167));
         assert_eq!((totals.input_tokens, totals.cached_tokens), (5_000, 2_500));
         let mut unknown = RunTotals::default();
         unknown.apply(&root(EventKind::RunCompleted {
             status: RunStatus::Completed,
-            exit_reason: "completed".into(),
+            exit_reason: herald_protocol::ExitReason::Completed,
             final_response: "done".into(),
             iterations: 1,
             usage: Default::default(),
@@ -269,6 +271,7 @@ mod tests {
                 ..Default::default()
             },
             duration_ms: 5,
+            error: None,
         }));
         assert_eq!(unknown.cost(), None);
     }

@@ -119,6 +119,39 @@ pub struct RewindOutcome {
     pub history: Option<Vec<Message>>,
 }
 
+impl RewindOutcome {
+    /// The `session.rewound` event telling front ends what changed.
+    pub fn event(&self, scope: RewindScope) -> herald_protocol::EventKind {
+        let files = self.plan.files.as_ref().map(|files| {
+            let count = |action| {
+                let n = files.changes.iter().filter(|c| c.action == action).count();
+                u32::try_from(n).unwrap_or(u32::MAX)
+            };
+            herald_protocol::RewoundFiles {
+                restored: count(Action::Restore),
+                deleted: count(Action::Delete),
+                recreated: count(Action::Recreate),
+                paths: files
+                    .changes
+                    .iter()
+                    .filter(|c| c.action != Action::Keep)
+                    .map(|c| c.path.to_string_lossy().into_owned())
+                    .collect(),
+                note: files.note.clone(),
+            }
+        });
+        herald_protocol::EventKind::SessionRewound {
+            turn: self.plan.turn,
+            scope,
+            files,
+            messages: self
+                .history
+                .as_ref()
+                .map(|history| u32::try_from(history.len()).unwrap_or(u32::MAX)),
+        }
+    }
+}
+
 fn store_error(err: impl std::fmt::Display) -> RewindError {
     RewindError::Store(err.to_string())
 }

@@ -49,6 +49,20 @@ impl ApprovalAnswer {
         }
     }
 
+    /// The operation a front end submits to give this answer to request
+    /// `request_id`.
+    pub fn into_op(self, request_id: &str) -> herald_protocol::Op {
+        let decision = self.decision();
+        herald_protocol::Op::ApprovalDecision {
+            request_id: request_id.to_owned(),
+            decision,
+            message: match self {
+                Self::Deny { message } => message,
+                Self::Once | Self::Session | Self::Always => None,
+            },
+        }
+    }
+
     /// The decision without its message, as events carry it.
     pub fn decision(&self) -> herald_protocol::ApprovalDecision {
         use herald_protocol::ApprovalDecision as Decision;

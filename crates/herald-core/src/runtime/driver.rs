@@ -1,99 +1,146 @@
-//! The task that owns a session's agent: runs turns and compactions one at a
-//! time and ends the session.
+//! The task that owns a session's agent: runs the queued operations —
+//! turns, compactions, rewinds and the end — one at a time, in the order
+//! they were submitted, each stamping its id on the events it causes.
 
 use std::sync::{Arc, PoisonError};
 use std::time::{Duration, Instant};
 
-use herald_protocol::{EventKind, RunStatus};
-use tokio::sync::mpsc;
+use herald_protocol::{EventKind, Op, RunStatus, SubmissionId};
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
 
-use super::{Command, Shared, TurnResult};
-use crate::{Agent, ExitReason, SessionLease};
+use super::{Shared, TurnResult};
+use crate::{Agent, CompressionReport, ExitReason, SessionLease};
 
 /// How long stopping background agents may take when a session ends.
 const SETTLE_LIMIT: Duration = Duration::from_secs(5);
 
-/// Runs `agent` on the commands sent to it until the session ends.
+/// An operation waiting for the agent's task.
+pub(super) struct Queued {
+    pub id: SubmissionId,
+    /// `UserTurn`, `Compact`, `Rewind` or `Shutdown`: the others act at once.
+    pub op: Op,
+    /// What stops a turn (made when it was submitted, so an interrupt
+    /// reaches a turn still waiting in the queue).
+    pub cancel: Option<CancellationToken>,
+    pub reply: oneshot::Sender<Reply>,
+}
+
+/// What a queued operation came to, for a helper waiting on it.
+pub(super) enum Reply {
+    Turn(TurnResult),
+    Compacted(Result<CompressionReport, String>),
+    Rewound(Result<Box<crate::checkpoints::RewindOutcome>, String>),
+    /// The session ended; this many background agents were suspended.
+    Ended(usize),
+}
+
+/// Runs `agent` on the operations queued for it until the session ends.
 pub(super) async fn drive(
     mut agent: Agent,
     shared: Arc<Shared>,
-    mut commands: mpsc::UnboundedReceiver<Command>,
+    mut queue: mpsc::UnboundedReceiver<Queued>,
     lease: SessionLease,
-    one_shot: bool,
     mut checkpoints: crate::checkpoints::Checkpointer,
 ) {
     // Whether the session was given anything to do: one left before its
     // first turn may leave nothing behind (see `discard_unused`).
     let mut used = false;
     loop {
-        let Some(command) = commands.recv().await else {
+        let Some(Queued {
+            id,
+            op,
+            cancel,
+            reply,
+        }) = queue.recv().await
+        else {
             // Every handle is gone: end as if asked to (nobody waits for a
             // memory flush).
             end_session(&mut agent, &shared, lease, "exit", used, false).await;
             return;
         };
-        match command {
-            Command::Turn { text, cancel, done } => {
+        shared.stamp.set(Some(id));
+        match op {
+            Op::UserTurn { text } => {
                 used = true;
+                let cancel = cancel.unwrap_or_else(|| shared.cancel.child_token());
                 checkpoints.before_turn(agent.events()).await;
-                let result = run_turn(
-                    &mut agent,
-                    &shared,
-                    text,
-                    &cancel,
-                    one_shot,
-                    &mut checkpoints,
-                )
-                .await;
-                *shared.turn.lock().unwrap_or_else(PoisonError::into_inner) = None;
-                if one_shot {
+                let result = run_turn(&mut agent, &shared, text, &cancel, &mut checkpoints).await;
+                if shared.one_shot {
                     checkpoints.after_turn().await;
                     let reason = result.exit_reason.as_str();
                     close_live(&shared);
                     stop_mcp(&shared).await;
                     record_end(&shared, reason).await;
                     lease.release().await;
-                    commands.close();
-                    let _ = done.send(result);
-                    drain_refusing(&mut commands);
+                    queue.close();
+                    let _ = reply.send(Reply::Turn(result));
+                    drain_refusing(&mut queue);
                     return;
                 }
-                let _ = done.send(result);
-                // What the turn changed; the next command waits for it.
+                let _ = reply.send(Reply::Turn(result));
+                // What the turn changed; the next operation waits for it.
                 checkpoints.after_turn().await;
             }
-            Command::Compact { done } => {
-                let cancel = {
-                    let mut turn = shared.turn.lock().unwrap_or_else(PoisonError::into_inner);
-                    if turn.is_some() {
-                        let _ = done.send(Err(format!(
-                            "a turn is running in session {}; compact after it ends",
-                            shared.session_id
-                        )));
-                        continue;
-                    }
-                    let cancel = shared.cancel.child_token();
-                    *turn = Some(cancel.clone());
-                    cancel
-                };
-                let report = agent.compress_now(&cancel).await;
-                *shared.turn.lock().unwrap_or_else(PoisonError::into_inner) = None;
-                let _ = done.send(report.map_err(|err| err.to_string()));
+            Op::Compact {} => {
+                let report = compact(&mut agent, &shared).await;
+                if let Err(message) = &report {
+                    agent.events().emit(EventKind::Error {
+                        message: format!("not compacted: {message}"),
+                        fatal: false,
+                    });
+                }
+                let _ = reply.send(Reply::Compacted(report));
             }
-            Command::Rewind { turn, scope, done } => {
+            Op::Rewind { turn, scope } => {
                 let outcome = rewind(&mut agent, &shared, &mut checkpoints, turn, scope).await;
-                let _ = done.send(outcome);
+                match &outcome {
+                    Ok(outcome) => agent.events().emit(outcome.event(scope)),
+                    Err(message) => agent.events().emit(EventKind::Error {
+                        message: format!("not rewound: {message}"),
+                        fatal: false,
+                    }),
+                }
+                let _ = reply.send(Reply::Rewound(outcome.map(Box::new)));
             }
-            Command::Shutdown { done, flush } => {
-                let suspended = end_session(&mut agent, &shared, lease, "exit", used, flush).await;
+            Op::Shutdown { skip_memory_flush } => {
+                let suspended =
+                    end_session(&mut agent, &shared, lease, "exit", used, !skip_memory_flush).await;
                 // Refuses what comes next before the caller hears of the end.
-                commands.close();
-                let _ = done.send(suspended);
-                drain_refusing(&mut commands);
+                queue.close();
+                let _ = reply.send(Reply::Ended(suspended));
+                drain_refusing(&mut queue);
                 return;
             }
+            // Acted on when submitted; never queued.
+            Op::Interrupt {}
+            | Op::Steer { .. }
+            | Op::CancelAgent { .. }
+            | Op::ClarifyAnswer { .. }
+            | Op::ApprovalDecision { .. }
+            | Op::ElicitationAnswer { .. } => {}
         }
+        shared.stamp.set(None);
     }
+}
+
+/// Compacts the conversation now, interruptible like a turn.
+async fn compact(agent: &mut Agent, shared: &Shared) -> Result<CompressionReport, String> {
+    let cancel = {
+        let mut turn = shared.turn.lock().unwrap_or_else(PoisonError::into_inner);
+        if turn.is_some() {
+            return Err(format!(
+                "a turn is running in session {}; compact after it ends",
+                shared.session_id
+            ));
+        }
+        let cancel = shared.cancel.child_token();
+        *turn = Some(cancel.clone());
+        cancel
+    };
+    let report = agent.compress_now(&cancel).await;
+    *shared.turn.lock().unwrap_or_else(PoisonError::into_inner) = None;
+    report.map_err(|err| err.to_string())
 }
 
 /// Rewinds the open session to before its user turn `turn` (see
@@ -142,10 +189,10 @@ async fn run_turn(
     agent: &mut Agent,
     shared: &Shared,
     text: String,
-    cancel: &tokio_util::sync::CancellationToken,
-    one_shot: bool,
+    cancel: &CancellationToken,
     checkpoints: &mut crate::checkpoints::Checkpointer,
 ) -> TurnResult {
+    let one_shot = shared.one_shot;
     let started = Instant::now();
     // Readings before the turn: the turn's usage is what they grow by.
     let own_before = agent.meter().own();
@@ -235,14 +282,17 @@ async fn run_turn(
     }
     let event = EventKind::RunCompleted {
         status: result.status,
-        exit_reason: result.exit_reason.as_str().to_owned(),
+        exit_reason: result.exit_reason,
         final_response: result.final_response.clone(),
         iterations: result.iterations,
         usage: own_usage,
         cost_usd: result.cost_usd,
         tree_usage: result.tree_usage,
         duration_ms: result.duration_ms,
+        error: result.error.clone(),
     };
+    // A front end that reads run.completed may submit the next turn at once.
+    *shared.turn.lock().unwrap_or_else(PoisonError::into_inner) = None;
     if one_shot {
         // Closes the output: whatever a background agent that did not stop
         // in time emits later is neither passed on nor stored.
@@ -259,7 +309,7 @@ fn start_title(
     agent: &Agent,
     shared: &Shared,
     prompt: String,
-    cancel: &tokio_util::sync::CancellationToken,
+    cancel: &CancellationToken,
 ) -> Option<super::title::PendingTitle> {
     if !agent.messages().is_empty() {
         return None;
@@ -390,11 +440,7 @@ async fn stop_mcp(shared: &Shared) {
 /// No new follower can subscribe; current ones end once every event sink
 /// of the session is gone.
 fn close_live(shared: &Shared) {
-    shared
-        .live
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .take();
+    shared.fanout.close();
 }
 
 async fn record_end(shared: &Shared, reason: &str) {
@@ -414,22 +460,11 @@ async fn record_end(shared: &Shared, reason: &str) {
     }
 }
 
-/// Answers what was queued behind the end: turns get nothing (their
-/// handles see the session gone), compactions an error.
-fn drain_refusing(commands: &mut mpsc::UnboundedReceiver<Command>) {
-    commands.close();
-    while let Ok(command) = commands.try_recv() {
-        match command {
-            Command::Compact { done } => {
-                let _ = done.send(Err("the session has ended".to_owned()));
-            }
-            Command::Rewind { done, .. } => {
-                let _ = done.send(Err("the session has ended".to_owned()));
-            }
-            Command::Shutdown { done, .. } => {
-                let _ = done.send(0);
-            }
-            Command::Turn { .. } => {}
-        }
+/// Answers what was queued behind the end: every helper waiting on an
+/// operation hears that the session is gone.
+fn drain_refusing(queue: &mut mpsc::UnboundedReceiver<Queued>) {
+    queue.close();
+    while let Ok(queued) = queue.try_recv() {
+        drop(queued.reply);
     }
 }

@@ -1,17 +1,20 @@
 //! The session runtime: one place that opens a session (new,
 //! resumed, continued or forked), owns everything it runs on (settings,
 //! store, client, tool registry, delegation tree, lease, agent), takes
-//! operations and emits events. Front ends — `herald run`, the interactive
-//! loop, `herald serve` — only translate: they send [`Op`]s and render the
-//! [`Event`]s of a [`Subscription`].
+//! operations and emits events. Front ends — `herald run`, the TUI and line
+//! loop, `herald serve`, `herald mcp serve` — only translate: they
+//! [`Session::submit`] [`Op`]s and render the [`herald_protocol::Event`]s of
+//! [`Session::events`].
 //!
-//! The agent lives on its own task; turns run one at a time. Operations that
-//! must act during a turn (interrupt, clarify answers, cancelling a
-//! subagent) act at once instead of queueing behind it.
+//! The agent lives on its own task; turns, compactions, rewinds and the
+//! end run there one at a time, in the order submitted. Operations that must
+//! act during a turn (interrupt, steering, answers, cancelling a subagent)
+//! act at once instead of queueing behind it.
 
 mod clarify;
 mod driver;
 mod end_flush;
+mod fanout;
 mod open;
 mod rules;
 mod subscription;
@@ -19,13 +22,16 @@ mod title;
 
 use std::sync::{Arc, Mutex, PoisonError};
 
-use herald_protocol::{Event, RunStatus, TokenTotals};
-use tokio::sync::{broadcast, mpsc, oneshot};
+use herald_protocol::{RunStatus, TokenTotals};
+use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use crate::delegation::AgentOverview;
 use crate::events::EventFlusher;
-use crate::{CompressionReport, Delegation, ExitReason, LeaseWait, Settings, StoreHandle};
+use crate::{
+    CompressionReport, Delegation, ExitReason, LeaseWait, Settings, StoreHandle, SubmissionStamp,
+};
+use fanout::Fanout;
 
 pub use open::{open_session, prompt_inputs};
 pub use rules::{delete_session, delete_session_trees, effective_agent_status};
@@ -48,16 +54,13 @@ pub async fn replay(
     if found.is_none() {
         return Err(RuntimeError::UnknownSession(session_id.to_owned()));
     }
-    let (tx, live) = broadcast::channel(1);
-    drop(tx);
-    let mut sub = Subscription::new(
-        live,
+    Ok(Subscription::new(
+        Fanout::closed(),
         store.clone(),
         session_id.to_owned(),
         EventFlusher::none(),
-    );
-    sub.replay_after(after).await;
-    Ok(sub)
+        Some(after),
+    ))
 }
 
 /// Which session [`open_session`] opens.
@@ -108,9 +111,6 @@ pub struct SessionOptions {
     /// agents, and when it ends every agent of the tree is stopped, the
     /// stream closes with `run.completed` and the session is ended.
     pub one_shot: bool,
-    /// Called with every event, in order, before any subscriber sees it and
-    /// without ever dropping one (the terminal renderer).
-    pub observer: Option<Box<dyn Fn(Arc<Event>) + Send + Sync>>,
     /// A model client to share (built from these settings): a server of
     /// many sessions builds one, instead of one per session (each build
     /// sets up a connection pool and reads the system's CA certificates).
@@ -135,7 +135,6 @@ impl SessionOptions {
             clarify: ClarifyPolicy::Unavailable,
             approvals: crate::ApprovalMode::Headless,
             one_shot: false,
-            observer: None,
             client: None,
             mcp: None,
         }
@@ -174,7 +173,7 @@ pub enum RuntimeError {
     Store(String),
 }
 
-/// What one turn came to (also sent as its `run.completed` event).
+/// What one turn came to: its `run.completed` event, read back.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TurnResult {
     pub status: RunStatus,
@@ -192,36 +191,56 @@ pub struct TurnResult {
     pub error: Option<String>,
 }
 
-/// A turn started with [`Session::start_turn`]: resolves when it ends.
-pub struct TurnHandle(oneshot::Receiver<TurnResult>);
-
-impl TurnHandle {
-    /// Waits for the turn's end. `None` when the session went away first.
-    pub async fn finished(self) -> Option<TurnResult> {
-        self.0.await.ok()
+impl TurnResult {
+    /// The result a `run.completed` event reports; `None` for other events.
+    pub fn from_event(kind: &herald_protocol::EventKind) -> Option<Self> {
+        let herald_protocol::EventKind::RunCompleted {
+            status,
+            exit_reason,
+            final_response,
+            iterations,
+            usage,
+            cost_usd,
+            tree_usage,
+            duration_ms,
+            error,
+        } = kind
+        else {
+            return None;
+        };
+        Some(Self {
+            status: *status,
+            exit_reason: *exit_reason,
+            final_response: final_response.clone(),
+            iterations: *iterations,
+            usage: usage.tokens(),
+            cost_usd: *cost_usd,
+            tree_usage: *tree_usage,
+            duration_ms: *duration_ms,
+            error: error.clone(),
+        })
     }
 }
 
-/// A command for the task that owns the agent.
-enum Command {
-    Turn {
-        text: String,
-        cancel: CancellationToken,
-        done: oneshot::Sender<TurnResult>,
-    },
-    Compact {
-        done: oneshot::Sender<Result<CompressionReport, String>>,
-    },
-    Rewind {
-        turn: u32,
-        scope: herald_protocol::RewindScope,
-        done: oneshot::Sender<Result<crate::checkpoints::RewindOutcome, String>>,
-    },
-    Shutdown {
-        done: oneshot::Sender<usize>,
-        /// Run the end-of-session memory flush first (not on a signal).
-        flush: bool,
-    },
+/// A turn started with [`Session::start_turn`]: resolves when it ends.
+pub struct TurnHandle {
+    id: SubmissionId,
+    done: oneshot::Receiver<driver::Reply>,
+}
+
+impl TurnHandle {
+    /// The id of the turn's `user_turn` operation (its events carry it).
+    pub fn id(&self) -> &SubmissionId {
+        &self.id
+    }
+
+    /// Waits for the turn's end. `None` when the session went away first.
+    pub async fn finished(self) -> Option<TurnResult> {
+        match self.done.await {
+            Ok(driver::Reply::Turn(result)) => Some(result),
+            _ => None,
+        }
+    }
 }
 
 /// What the handle and the agent's task share.
@@ -234,11 +253,17 @@ struct Shared {
     permissions: Arc<crate::permissions::Permissions>,
     /// Set while a turn runs, with the token that stops it.
     turn: Mutex<Option<CancellationToken>>,
+    /// One turn and done: an interrupt stops the whole tree.
+    one_shot: bool,
+    /// The operation being worked on, stamped on every event.
+    stamp: SubmissionStamp,
+    /// The tree's last stored event number before this open.
+    opened_after: u64,
     /// Cancelled when the session ends: stops every agent of the tree.
     cancel: CancellationToken,
-    /// The live stream; `None` once the session ended (taking it closes
-    /// every follower's stream, also while subagents still hold sinks).
-    live: Arc<Mutex<Option<broadcast::Sender<Arc<Event>>>>>,
+    /// The live stream's followers; closed when the session ended (also
+    /// while subagents still hold sinks).
+    fanout: Arc<Fanout>,
     flusher: EventFlusher,
     /// What the user sends during a turn, for the root agent.
     steer: Arc<crate::SteerQueue>,
@@ -258,7 +283,7 @@ struct Shared {
 pub struct Session {
     shared: Arc<Shared>,
     /// When the last handle is gone the agent's task ends the session.
-    commands: mpsc::UnboundedSender<Command>,
+    queue: mpsc::UnboundedSender<driver::Queued>,
 }
 
 impl std::fmt::Debug for Session {
@@ -286,115 +311,243 @@ impl Session {
         self.shared.flusher.last_seq()
     }
 
-    /// Whether a turn is running.
+    /// The number of the tree's last stored event before this session was
+    /// opened: `events(Some(opened_after()))` follows everything since the
+    /// opening, `session.started` first.
+    pub fn opened_after(&self) -> u64 {
+        self.shared.opened_after
+    }
+
+    /// Whether a turn is running (or submitted and about to run).
     pub fn is_busy(&self) -> bool {
         self.lock_turn().is_some()
     }
 
-    /// Whether the session has ended (after [`Op::Shutdown`] or a one-shot turn).
+    /// Whether the session has ended (after [`Op::Shutdown`] or a one-shot
+    /// turn).
     pub fn is_ended(&self) -> bool {
-        self.shared
-            .live
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .is_none()
+        self.shared.fanout.is_closed()
     }
 
-    /// Follows the session's events from now on.
-    pub fn subscribe(&self) -> Result<Subscription, RuntimeError> {
-        let live = self
-            .live_receiver()
-            .ok_or_else(|| RuntimeError::Ended(self.shared.session_id.clone()))?;
-        Ok(self.follower(live))
-    }
-
-    /// Follows the session's events after stored event `after` (0: from the
-    /// first): the stored ones first, then live ones, with none missed or
-    /// repeated. Works on an ended session too (replay only).
-    pub async fn subscribe_after(&self, after: u64) -> Subscription {
-        let live = self.live_receiver().unwrap_or_else(|| {
-            let (tx, rx) = broadcast::channel(1);
-            drop(tx);
-            rx
-        });
-        let mut sub = self.follower(live);
-        sub.replay_after(after).await;
-        sub
-    }
-
-    /// A receiver of the live stream; `None` once the session ended.
-    fn live_receiver(&self) -> Option<broadcast::Receiver<Arc<Event>>> {
-        self.shared
-            .live
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .as_ref()
-            .map(broadcast::Sender::subscribe)
-    }
-
-    fn follower(&self, live: broadcast::Receiver<Arc<Event>>) -> Subscription {
+    /// Follows the session's events: with `after`, the stored events after
+    /// that number first (0: from the tree's first), then live ones, none
+    /// missed or repeated; without, live ones from now on. The stream ends
+    /// when the session does; on an ended session it is the replay only.
+    pub fn events(&self, after: Option<u64>) -> Subscription {
         Subscription::new(
-            live,
+            Arc::clone(&self.shared.fanout),
             self.shared.store.clone(),
             self.shared.session_id.clone(),
             self.shared.flusher.clone(),
+            after,
         )
     }
 
-    /// Starts a turn with `text`. Refused while a turn runs or after the
-    /// session ended.
-    pub fn start_turn(&self, text: String) -> Result<TurnHandle, RuntimeError> {
-        if text.trim().is_empty() {
-            return Err(RuntimeError::Invalid(
-                "the input is empty; send the text of the request".to_owned(),
-            ));
-        }
-        if self.is_ended() {
-            return Err(RuntimeError::Ended(self.shared.session_id.clone()));
-        }
-        let cancel = {
-            let mut turn = self.lock_turn();
-            if turn.is_some() {
-                return Err(RuntimeError::TurnRunning(self.shared.session_id.clone()));
-            }
-            let cancel = self.shared.cancel.child_token();
-            *turn = Some(cancel.clone());
-            cancel
-        };
-        let (done, rx) = oneshot::channel();
-        let sent = self.commands.send(Command::Turn { text, cancel, done });
-        if sent.is_err() {
-            *self.lock_turn() = None;
-            return Err(RuntimeError::Ended(self.shared.session_id.clone()));
-        }
-        Ok(TurnHandle(rx))
+    /// Applies one operation and returns the id its events carry. What the
+    /// session refuses is refused here, before anything changed: an empty
+    /// input, a second turn, a compaction or rewind while a turn runs, an
+    /// answer to no open request, any operation after the end. The rest
+    /// reports through events: a turn ends with `run.completed`, a
+    /// compaction with `compaction`, a rewind with `session.rewound`, one
+    /// that fails later with an `error`, and the stream closes after a
+    /// shutdown.
+    pub fn submit(&self, op: Op) -> Result<SubmissionId, RuntimeError> {
+        self.dispatch(op).map(|(id, _)| id)
     }
 
-    /// Runs a turn with `text` to its end.
+    /// [`Session::submit`], also handing back where a queued operation's
+    /// outcome arrives (the helpers below wait on it).
+    fn dispatch(
+        &self,
+        op: Op,
+    ) -> Result<(SubmissionId, Option<oneshot::Receiver<driver::Reply>>), RuntimeError> {
+        let id = SubmissionId(herald_store::new_id("sub"));
+        tracing::debug!(session_id = %self.shared.session_id, submission_id = %id, ?op, "operation submitted");
+        let session = || self.shared.session_id.clone();
+        let queued = match op {
+            Op::UserTurn { text } => {
+                if text.trim().is_empty() {
+                    return Err(RuntimeError::Invalid(
+                        "the input is empty; send the text of the request".to_owned(),
+                    ));
+                }
+                if self.is_ended() {
+                    return Err(RuntimeError::Ended(session()));
+                }
+                let cancel = {
+                    let mut turn = self.lock_turn();
+                    if turn.is_some() {
+                        return Err(RuntimeError::TurnRunning(session()));
+                    }
+                    let cancel = self.shared.cancel.child_token();
+                    *turn = Some(cancel.clone());
+                    cancel
+                };
+                let sent = self.enqueue(id.clone(), Op::UserTurn { text }, Some(cancel));
+                if sent.is_err() {
+                    *self.lock_turn() = None;
+                }
+                sent?
+            }
+            op @ (Op::Compact {} | Op::Rewind { .. }) => {
+                if self.is_busy() {
+                    return Err(RuntimeError::TurnRunning(session()));
+                }
+                self.enqueue(id.clone(), op, None)?
+            }
+            op @ Op::Shutdown { .. } => {
+                self.interrupt();
+                self.enqueue(id.clone(), op, None)?
+            }
+            Op::Interrupt {} => {
+                self.interrupt();
+                return Ok((id, None));
+            }
+            Op::Steer { text } => {
+                self.steer(text)?;
+                return Ok((id, None));
+            }
+            Op::CancelAgent { agent_id } => {
+                self.cancel_agent(&agent_id)?;
+                return Ok((id, None));
+            }
+            Op::ClarifyAnswer { request_id, answer } => {
+                self.shared
+                    .questions
+                    .answer(&request_id, &answer)
+                    .map_err(RuntimeError::UnknownRequest)?;
+                return Ok((id, None));
+            }
+            Op::ApprovalDecision {
+                request_id,
+                decision,
+                message,
+            } => {
+                self.shared
+                    .permissions
+                    .approvals
+                    .answer(
+                        &request_id,
+                        crate::ApprovalAnswer::from_decision(decision, message),
+                    )
+                    .map_err(RuntimeError::UnknownRequest)?;
+                return Ok((id, None));
+            }
+            Op::ElicitationAnswer {
+                request_id,
+                action,
+                content,
+            } => {
+                self.answer_elicitation(
+                    &request_id,
+                    crate::ElicitAnswer {
+                        action: action.into(),
+                        content,
+                    },
+                )?;
+                return Ok((id, None));
+            }
+        };
+        Ok((id, Some(queued)))
+    }
+
+    /// Hands `op` to the agent's task.
+    fn enqueue(
+        &self,
+        id: SubmissionId,
+        op: Op,
+        cancel: Option<CancellationToken>,
+    ) -> Result<oneshot::Receiver<driver::Reply>, RuntimeError> {
+        let (reply, outcome) = oneshot::channel();
+        self.queue
+            .send(driver::Queued {
+                id,
+                op,
+                cancel,
+                reply,
+            })
+            .map_err(|_| RuntimeError::Ended(self.shared.session_id.clone()))?;
+        Ok(outcome)
+    }
+
+    /// Submits a `user_turn` and hands back a handle on its end.
+    pub fn start_turn(&self, text: String) -> Result<TurnHandle, RuntimeError> {
+        let (id, done) = self.dispatch(Op::UserTurn { text })?;
+        let done = done.ok_or_else(|| RuntimeError::Ended(self.shared.session_id.clone()))?;
+        Ok(TurnHandle { id, done })
+    }
+
+    /// Submits a `user_turn` and waits for its end.
     pub async fn run_turn(&self, text: String) -> Result<TurnResult, RuntimeError> {
-        let handle = self.start_turn(text)?;
-        handle
+        self.start_turn(text)?
             .finished()
             .await
             .ok_or_else(|| RuntimeError::Ended(self.shared.session_id.clone()))
     }
 
-    /// Stops the running turn; false when none runs.
-    pub fn interrupt(&self) -> bool {
-        match self.lock_turn().as_ref() {
-            Some(cancel) => {
-                cancel.cancel();
-                true
-            }
-            None => false,
+    /// Submits `compact` and waits for its report.
+    pub async fn compact(&self) -> Result<CompressionReport, RuntimeError> {
+        match self.wait(Op::Compact {}).await? {
+            driver::Reply::Compacted(report) => report.map_err(RuntimeError::Invalid),
+            _ => Err(RuntimeError::Ended(self.shared.session_id.clone())),
         }
     }
 
-    /// Hands `text` to the model at the running turn's next tool boundary.
-    /// Refused when no turn runs (send it with [`Session::start_turn`]).
-    /// Text the turn ended before taking comes back from
-    /// [`Session::take_unsent_steering`].
-    pub fn steer(&self, text: String) -> Result<(), RuntimeError> {
+    /// Submits `rewind` (to before user turn `turn`; see
+    /// [`crate::checkpoints`]) and waits for what it did.
+    pub async fn rewind(
+        &self,
+        turn: u32,
+        scope: herald_protocol::RewindScope,
+    ) -> Result<crate::checkpoints::RewindOutcome, RuntimeError> {
+        match self.wait(Op::Rewind { turn, scope }).await? {
+            driver::Reply::Rewound(outcome) => outcome.map(|o| *o).map_err(RuntimeError::Invalid),
+            _ => Err(RuntimeError::Ended(self.shared.session_id.clone())),
+        }
+    }
+
+    /// Submits `shutdown` and waits for the end; returns how many
+    /// background agents were suspended (0 when it had ended already). The
+    /// memory flush runs first when the session had enough user turns (at
+    /// most `[memory] flush_timeout_seconds`; an `interrupt` ends it).
+    pub async fn shutdown(&self) -> usize {
+        self.end(false).await
+    }
+
+    /// [`Session::shutdown`] without the memory flush: for leaving on a
+    /// signal, when nothing should hold the exit up.
+    pub async fn shutdown_now(&self) -> usize {
+        self.end(true).await
+    }
+
+    async fn end(&self, skip_memory_flush: bool) -> usize {
+        match self.wait(Op::Shutdown { skip_memory_flush }).await {
+            Ok(driver::Reply::Ended(suspended)) => suspended,
+            _ => 0,
+        }
+    }
+
+    /// Submits a queued operation and waits for its outcome.
+    async fn wait(&self, op: Op) -> Result<driver::Reply, RuntimeError> {
+        let (_, outcome) = self.dispatch(op)?;
+        let outcome = outcome.ok_or_else(|| RuntimeError::Ended(self.shared.session_id.clone()))?;
+        outcome
+            .await
+            .map_err(|_| RuntimeError::Ended(self.shared.session_id.clone()))
+    }
+
+    /// Stops the running turn. In a one-shot session the whole tree stops,
+    /// background agents included: the session ends with the turn.
+    fn interrupt(&self) {
+        if self.shared.one_shot {
+            self.shared.cancel.cancel();
+        }
+        if let Some(cancel) = self.lock_turn().as_ref() {
+            cancel.cancel();
+        }
+    }
+
+    fn steer(&self, text: String) -> Result<(), RuntimeError> {
         if text.trim().is_empty() {
             return Err(RuntimeError::Invalid(
                 "the text to steer with is empty".to_owned(),
@@ -410,48 +563,40 @@ impl Session {
         Ok(())
     }
 
+    fn cancel_agent(&self, id: &str) -> Result<(), RuntimeError> {
+        if self.shared.delegation.cancel_agent(id) {
+            Ok(())
+        } else {
+            Err(RuntimeError::UnknownRequest(format!(
+                "no running subagent '{id}' in session {}",
+                self.shared.session_id
+            )))
+        }
+    }
+
+    /// An accepted answer whose content does not fit the request's schema
+    /// is refused ([`RuntimeError::Invalid`]) and the request stays open.
+    fn answer_elicitation(
+        &self,
+        request_id: &str,
+        answer: crate::ElicitAnswer,
+    ) -> Result<(), RuntimeError> {
+        let elicitations = &self.shared.permissions.elicitations;
+        let open = elicitations
+            .pending()
+            .iter()
+            .any(|p| p.request_id == request_id);
+        elicitations.answer(request_id, answer).map_err(if open {
+            RuntimeError::Invalid
+        } else {
+            RuntimeError::UnknownRequest
+        })
+    }
+
     /// Steering text the model has not seen (the turn ended before a tool
     /// boundary), oldest first; taking it clears it.
     pub fn take_unsent_steering(&self) -> Vec<String> {
         self.shared.steer.take()
-    }
-
-    /// Stops everything the session runs: the turn and every subagent,
-    /// background ones included (a signal to a one-shot run).
-    pub fn stop_all(&self) {
-        self.shared.cancel.cancel();
-    }
-
-    /// Compacts the conversation now (waits for a running turn to end).
-    pub async fn compact(&self) -> Result<CompressionReport, RuntimeError> {
-        let (done, rx) = oneshot::channel();
-        self.commands
-            .send(Command::Compact { done })
-            .map_err(|_| RuntimeError::Ended(self.shared.session_id.clone()))?;
-        rx.await
-            .map_err(|_| RuntimeError::Ended(self.shared.session_id.clone()))?
-            .map_err(RuntimeError::Invalid)
-    }
-
-    /// Rewinds the session to before its user turn `turn`: the files of
-    /// the working tree to the turn's snapshot, the conversation to the
-    /// messages before it, or both (see [`crate::checkpoints`]). Refused
-    /// while a turn runs; the agent continues from the rewound history.
-    pub async fn rewind(
-        &self,
-        turn: u32,
-        scope: herald_protocol::RewindScope,
-    ) -> Result<crate::checkpoints::RewindOutcome, RuntimeError> {
-        if self.is_busy() {
-            return Err(RuntimeError::TurnRunning(self.shared.session_id.clone()));
-        }
-        let (done, rx) = oneshot::channel();
-        self.commands
-            .send(Command::Rewind { turn, scope, done })
-            .map_err(|_| RuntimeError::Ended(self.shared.session_id.clone()))?;
-        rx.await
-            .map_err(|_| RuntimeError::Ended(self.shared.session_id.clone()))?
-            .map_err(RuntimeError::Invalid)
     }
 
     /// The session's live checkpoints, one per user turn, oldest first.
@@ -470,70 +615,14 @@ impl Session {
         self.shared.delegation.overview()
     }
 
-    /// Cancels the running subagent `id`.
-    pub fn cancel_agent(&self, id: &str) -> Result<(), RuntimeError> {
-        if self.shared.delegation.cancel_agent(id) {
-            Ok(())
-        } else {
-            Err(RuntimeError::UnknownRequest(format!(
-                "no running subagent '{id}' in session {}",
-                self.shared.session_id
-            )))
-        }
-    }
-
-    /// Answers the open question `request_id`.
-    pub fn answer_clarify(&self, request_id: &str, answer: &str) -> Result<(), RuntimeError> {
-        self.shared
-            .questions
-            .answer(request_id, answer)
-            .map_err(RuntimeError::UnknownRequest)
-    }
-
     /// The questions waiting for an answer.
     pub fn open_questions(&self) -> Vec<String> {
         self.shared.questions.open_ids()
     }
 
-    /// Answers the approval request `request_id`.
-    pub fn answer_approval(
-        &self,
-        request_id: &str,
-        answer: crate::ApprovalAnswer,
-    ) -> Result<(), RuntimeError> {
-        self.shared
-            .permissions
-            .approvals
-            .answer(request_id, answer)
-            .map_err(RuntimeError::UnknownRequest)
-    }
-
     /// The approval requests waiting for an answer, oldest first.
     pub fn pending_approvals(&self) -> Vec<crate::PendingApproval> {
         self.shared.permissions.approvals.pending()
-    }
-
-    /// Answers the elicitation `request_id`. An accepted answer whose
-    /// content does not fit the request's schema is refused
-    /// ([`RuntimeError::Invalid`]) and the request stays open.
-    pub fn answer_elicitation(
-        &self,
-        request_id: &str,
-        answer: crate::ElicitAnswer,
-    ) -> Result<(), RuntimeError> {
-        let elicitations = &self.shared.permissions.elicitations;
-        if !elicitations
-            .pending()
-            .iter()
-            .any(|p| p.request_id == request_id)
-        {
-            return elicitations
-                .answer(request_id, answer)
-                .map_err(RuntimeError::UnknownRequest);
-        }
-        elicitations
-            .answer(request_id, answer)
-            .map_err(RuntimeError::Invalid)
     }
 
     /// The elicitations waiting for an answer, oldest first.
@@ -544,78 +633,6 @@ impl Session {
     /// The permission mode the session applies.
     pub fn permission_mode(&self) -> herald_permissions::Mode {
         self.shared.permissions.mode()
-    }
-
-    /// Ends the session (see [`Op::Shutdown`]); returns how many background
-    /// agents were suspended. Waits for a running turn to be interrupted.
-    /// A session with enough user turns first runs the memory flush (at
-    /// most `[memory] flush_timeout_seconds`; [`Session::interrupt`] or
-    /// [`Session::stop_all`] end it at once).
-    pub async fn shutdown(&self) -> usize {
-        self.end(true).await
-    }
-
-    /// [`Session::shutdown`] without the memory flush: for leaving on a
-    /// signal, when nothing should hold the exit up.
-    pub async fn shutdown_now(&self) -> usize {
-        self.end(false).await
-    }
-
-    async fn end(&self, flush: bool) -> usize {
-        self.interrupt();
-        let (done, rx) = oneshot::channel();
-        if self
-            .commands
-            .send(Command::Shutdown { done, flush })
-            .is_err()
-        {
-            return 0;
-        }
-        rx.await.unwrap_or(0)
-    }
-
-    /// Applies one operation and returns the id it was given. `UserTurn`
-    /// starts the turn without waiting for it (follow the events, or use
-    /// [`Session::start_turn`]); `Compact`, `Rewind` and `Shutdown` return
-    /// once done.
-    pub async fn submit(&self, op: Op) -> Result<SubmissionId, RuntimeError> {
-        let id = SubmissionId(herald_store::new_id("sub"));
-        match op {
-            Op::UserTurn { text } => self.start_turn(text).map(drop),
-            Op::Interrupt {} => {
-                self.interrupt();
-                Ok(())
-            }
-            Op::Compact {} => self.compact().await.map(drop),
-            Op::Steer { text } => self.steer(text),
-            Op::CancelAgent { agent_id } => self.cancel_agent(&agent_id),
-            Op::Rewind { turn, scope } => self.rewind(turn, scope).await.map(drop),
-            Op::ClarifyAnswer { request_id, answer } => self.answer_clarify(&request_id, &answer),
-            Op::ApprovalDecision {
-                request_id,
-                decision,
-                message,
-            } => self.answer_approval(
-                &request_id,
-                crate::ApprovalAnswer::from_decision(decision, message),
-            ),
-            Op::ElicitationAnswer {
-                request_id,
-                action,
-                content,
-            } => self.answer_elicitation(
-                &request_id,
-                crate::ElicitAnswer {
-                    action: action.into(),
-                    content,
-                },
-            ),
-            Op::Shutdown {} => {
-                self.shutdown().await;
-                Ok(())
-            }
-        }?;
-        Ok(id)
     }
 
     fn lock_turn(&self) -> std::sync::MutexGuard<'_, Option<CancellationToken>> {

@@ -1,11 +1,11 @@
 //! Opening a session: finding or creating it, taking its lease, building
 //! its agent, repairing what a killed run left, and starting its task.
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 
 use herald_protocol::{Event, EventKind, Message};
 use herald_store::{NewSession, SessionRecord};
-use tokio::sync::{broadcast, mpsc};
+use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::clarify::{EventClarifier, OpenQuestions};
@@ -15,9 +15,6 @@ use crate::{
     SessionLease, Settings, StoreHandle, StoreProcessJournal, build_registry_with,
     build_system_prompt, new_session_id, restore_conversation,
 };
-
-/// Events a follower may fall behind by before it re-reads from the store.
-const LIVE_BUFFER: usize = 4_096;
 
 /// The call interceptors of a session tree, in order: hooks first (what a
 /// hook blocks or rewrites is what the learnings then see), then learnings.
@@ -89,20 +86,10 @@ pub async fn open_session(mut options: SessionOptions) -> Result<Session, Runtim
         }
         None => 0,
     };
-    let (live_tx, _) = broadcast::channel(LIVE_BUFFER);
-    let live = Arc::new(Mutex::new(Some(live_tx)));
+    let fanout = super::fanout::Fanout::open();
     let emit = {
-        let live = Arc::clone(&live);
-        let observer = options.observer.take();
-        move |event: Event| {
-            let event = Arc::new(event);
-            if let Some(observer) = &observer {
-                observer(Arc::clone(&event));
-            }
-            if let Some(tx) = live.lock().unwrap_or_else(PoisonError::into_inner).as_ref() {
-                let _ = tx.send(event);
-            }
-        }
+        let fanout = Arc::clone(&fanout);
+        move |event: Event| fanout.send(Arc::new(event))
     };
     let events = EventSink::new(&session_id, "root", emit).recorded(
         store,
@@ -315,7 +302,7 @@ pub async fn open_session(mut options: SessionOptions) -> Result<Session, Runtim
         snapshot_gate,
     )
     .await;
-    let (commands, receiver) = mpsc::unbounded_channel();
+    let (queue, receiver) = mpsc::unbounded_channel();
     let shared = Arc::new(Shared {
         session_id,
         resumed,
@@ -324,8 +311,11 @@ pub async fn open_session(mut options: SessionOptions) -> Result<Session, Runtim
         questions,
         permissions,
         turn: Mutex::new(None),
+        one_shot: options.one_shot,
+        stamp: events.submission_stamp(),
+        opened_after: u64::try_from(last_seq).unwrap_or(0),
         cancel,
-        live,
+        fanout,
         flusher: events.flusher(),
         steer,
         own_mcp,
@@ -337,10 +327,9 @@ pub async fn open_session(mut options: SessionOptions) -> Result<Session, Runtim
         Arc::clone(&shared),
         receiver,
         lease,
-        options.one_shot,
         checkpoints,
     ));
-    Ok(Session { shared, commands })
+    Ok(Session { shared, queue })
 }
 
 /// For a fork at a turn, the source's conversation before that turn; and

@@ -1,63 +1,69 @@
-//! Following a session's event stream: live events from the session's
-//! broadcast, preceded by a replay from the store when the follower starts
-//! from an earlier event (SSE `Last-Event-ID`) or fell behind.
+//! Following a session's event stream: the stored events after a given
+//! one first (SSE `Last-Event-ID`, a front end that opened the session),
+//! then live events from the session's fan-out, in order and without gaps.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
 
 use herald_protocol::{Event, EventKind};
-use tokio::sync::broadcast;
+use tokio::sync::mpsc;
 
+use super::fanout::Fanout;
 use crate::StoreHandle;
 use crate::events::EventFlusher;
 
 /// Most stored events read per replay query.
 const REPLAY_PAGE: usize = 2_000;
 
-/// One follower of a session tree's events, in sequence order and without
-/// gaps in the stored (numbered) events: what a live broadcast dropped
-/// because this follower was slow is read back from the store.
-/// `assistant.delta` events are live only; a follower that falls behind
-/// misses some of them (the `assistant.message` after them has the text).
+/// One follower of a session tree's events, in emit order, none missed or
+/// repeated. A follower that falls more than
+/// [`super::fanout::FOLLOWER_QUEUE`] events behind reads the stored ones it
+/// missed back from the store; only unstored events (`assistant.delta`,
+/// `assistant.reasoning`, `tool.progress`) can be lost then, and the
+/// `assistant.message` after them has the text.
+///
+/// [`Subscription::next`] is cancel-safe: a `select!` that drops it loses
+/// nothing.
 pub struct Subscription {
-    live: broadcast::Receiver<Arc<Event>>,
+    /// `None` once the session's fan-out closed.
+    live: Option<mpsc::Receiver<Arc<Event>>>,
     backlog: VecDeque<Arc<Event>>,
     /// The last numbered event handed out.
     last_seq: u64,
     /// The highest number read from the store: live events up to it were
     /// handed out by the replay already.
     replayed_to: u64,
+    /// The stored events after `replayed_to` must be read before anything
+    /// live is handed out.
+    refill_due: bool,
+    fanout: Arc<Fanout>,
     store: StoreHandle,
     root: String,
     flusher: EventFlusher,
-    ended: bool,
 }
 
 impl Subscription {
+    /// Follows `fanout` from now on; with `after`, the stored events after
+    /// that number come first.
     pub(crate) fn new(
-        live: broadcast::Receiver<Arc<Event>>,
+        fanout: Arc<Fanout>,
         store: StoreHandle,
         root: String,
         flusher: EventFlusher,
+        after: Option<u64>,
     ) -> Self {
         Self {
-            live,
+            // Followed before the store is read: nothing falls between.
+            live: fanout.follow(),
             backlog: VecDeque::new(),
-            last_seq: 0,
-            replayed_to: 0,
+            last_seq: after.unwrap_or(0),
+            replayed_to: after.unwrap_or(0),
+            refill_due: after.is_some(),
+            fanout,
             store,
             root,
             flusher,
-            ended: false,
         }
-    }
-
-    /// Starts the stream after event `after` (0: from the session's first
-    /// stored event): the stored events after it come first, then live ones.
-    pub(crate) async fn replay_after(&mut self, after: u64) {
-        self.last_seq = after;
-        self.replayed_to = after;
-        self.refill().await;
     }
 
     /// The number of the last stored event handed out (what a reconnecting
@@ -70,40 +76,88 @@ impl Subscription {
     /// (it ended, or the runtime dropped it).
     pub async fn next(&mut self) -> Option<Arc<Event>> {
         loop {
-            if let Some(event) = self.backlog.pop_front() {
-                if let Some(seq) = event.seq {
-                    self.last_seq = self.last_seq.max(seq);
-                }
+            if let Some(event) = self.pop() {
                 return Some(event);
             }
-            if self.ended {
-                return None;
+            if self.refill_due {
+                self.refill().await;
+                self.refill_due = false;
+                continue;
             }
-            match self.live.recv().await {
-                Ok(event) => match event.seq {
-                    // Already handed out by a replay.
-                    Some(seq) if seq <= self.replayed_to => continue,
-                    Some(seq) => {
-                        self.last_seq = self.last_seq.max(seq);
+            let live = self.live.as_mut()?;
+            match live.recv().await {
+                Some(event) => {
+                    if let Some(event) = self.pass(event) {
                         return Some(event);
                     }
-                    None => return Some(event),
-                },
-                Err(broadcast::error::RecvError::Lagged(_)) => self.refill().await,
-                Err(broadcast::error::RecvError::Closed) => {
-                    // What was emitted last may still wait in the write queue.
-                    self.ended = true;
-                    self.refill().await;
                 }
+                None => self.lost_live(),
             }
         }
+    }
+
+    /// The next event if one is at hand without waiting (a front end
+    /// draining what is queued before it redraws).
+    pub fn try_next(&mut self) -> Option<Arc<Event>> {
+        loop {
+            if let Some(event) = self.pop() {
+                return Some(event);
+            }
+            if self.refill_due {
+                return None;
+            }
+            match self.live.as_mut()?.try_recv() {
+                Ok(event) => {
+                    if let Some(event) = self.pass(event) {
+                        return Some(event);
+                    }
+                }
+                Err(mpsc::error::TryRecvError::Empty) => return None,
+                Err(mpsc::error::TryRecvError::Disconnected) => self.lost_live(),
+            }
+        }
+    }
+
+    fn pop(&mut self) -> Option<Arc<Event>> {
+        let event = self.backlog.pop_front()?;
+        if let Some(seq) = event.seq {
+            self.last_seq = self.last_seq.max(seq);
+        }
+        Some(event)
+    }
+
+    /// A live event, unless the replay handed it out already.
+    fn pass(&mut self, event: Arc<Event>) -> Option<Arc<Event>> {
+        match event.seq {
+            Some(seq) if seq <= self.replayed_to => None,
+            Some(seq) => {
+                self.last_seq = self.last_seq.max(seq);
+                Some(event)
+            }
+            None => Some(event),
+        }
+    }
+
+    /// The live queue ended: the session closed its stream (what was
+    /// emitted last may still wait in the write queue), or this follower
+    /// fell too far behind and follows again. Either way the store has what
+    /// was missed.
+    fn lost_live(&mut self) {
+        self.live = if self.fanout.is_closed() {
+            None
+        } else {
+            self.fanout.follow()
+        };
+        self.refill_due = true;
     }
 
     /// Reads the stored events after `last_seq` into the backlog (the write
     /// queue is flushed first, so nothing emitted so far is missed).
     async fn refill(&mut self) {
         self.flusher.flush();
-        let mut after = i64::try_from(self.last_seq).unwrap_or(i64::MAX);
+        // What the backlog holds was read already.
+        let from = self.last_seq.max(self.replayed_to);
+        let mut after = i64::try_from(from).unwrap_or(i64::MAX);
         loop {
             let root = self.root.clone();
             let page = match self

@@ -136,7 +136,7 @@ async fn resolved(live: &mut Subscription) -> (String, String, String) {
 async fn an_elicitation_is_asked_as_an_event_and_answered_with_the_op() {
     let env = Env::new().await;
     let session = env.open(ApprovalMode::Ask).await;
-    let mut live = session.subscribe().unwrap();
+    let mut live = session.events(None);
     let turn = session.start_turn("fill in the form".into()).unwrap();
 
     let event = until_requested(&mut live).await;
@@ -160,13 +160,11 @@ async fn an_elicitation_is_asked_as_an_event_and_answered_with_the_op() {
 
     // A wrong id, an unknown action and content that misses a required
     // field are refused; the request stays open.
-    let wrong_id = session
-        .submit(Op::ElicitationAnswer {
-            request_id: "eli_999".into(),
-            action: herald_protocol::ElicitationAction::Accept,
-            content: Some(json!({"name": "x"})),
-        })
-        .await;
+    let wrong_id = session.submit(Op::ElicitationAnswer {
+        request_id: "eli_999".into(),
+        action: herald_protocol::ElicitationAction::Accept,
+        content: Some(json!({"name": "x"})),
+    });
     assert!(
         matches!(wrong_id, Err(RuntimeError::UnknownRequest(_))),
         "{wrong_id:?}"
@@ -178,13 +176,11 @@ async fn an_elicitation_is_asked_as_an_event_and_answered_with_the_op() {
     .unwrap_err()
     .to_string();
     assert!(bad_action.contains("accept"), "{bad_action}");
-    let missing = session
-        .submit(Op::ElicitationAnswer {
-            request_id: request_id.clone(),
-            action: herald_protocol::ElicitationAction::Accept,
-            content: Some(json!({"check": true})),
-        })
-        .await;
+    let missing = session.submit(Op::ElicitationAnswer {
+        request_id: request_id.clone(),
+        action: herald_protocol::ElicitationAction::Accept,
+        content: Some(json!({"check": true})),
+    });
     assert!(
         matches!(&missing, Err(RuntimeError::Invalid(m)) if m.contains("'name'")),
         "{missing:?}"
@@ -197,7 +193,6 @@ async fn an_elicitation_is_asked_as_an_event_and_answered_with_the_op() {
             action: herald_protocol::ElicitationAction::Accept,
             content: Some(json!({"name": "Ada Lovelace", "check": true})),
         })
-        .await
         .unwrap();
     assert_eq!(
         resolved(&mut live).await,
@@ -224,13 +219,13 @@ async fn an_elicitation_is_asked_as_an_event_and_answered_with_the_op() {
 async fn an_interrupt_cancels_a_pending_elicitation() {
     let env = Env::new().await;
     let session = env.open(ApprovalMode::Ask).await;
-    let mut live = session.subscribe().unwrap();
+    let mut live = session.events(None);
     let turn = session.start_turn("fill in the form".into()).unwrap();
     let event = until_requested(&mut live).await;
     let EventKind::ElicitationRequested { request_id, .. } = &event.kind else {
         unreachable!()
     };
-    assert!(session.interrupt());
+    session.submit(Op::Interrupt {}).unwrap();
     let result = turn.finished().await.unwrap();
     assert_eq!(result.exit_reason, ExitReason::Interrupted);
     assert_eq!(
@@ -249,7 +244,7 @@ async fn an_interrupt_cancels_a_pending_elicitation() {
 async fn a_headless_session_declines_at_once() {
     let env = Env::new().await;
     let session = env.open(ApprovalMode::Headless).await;
-    let mut live = session.subscribe().unwrap();
+    let mut live = session.events(None);
     let turn = session.start_turn("fill in the form".into()).unwrap();
     let event = until_requested(&mut live).await;
     let EventKind::ElicitationRequested { request_id, .. } = &event.kind else {

@@ -1,3 +1,4 @@
 mod mcp_elicitation;
+mod protocol;
 mod runtime;
 mod tool_images;

@@ -101,7 +101,7 @@ async fn turns_stream_numbered_events_that_replay_from_any_point() {
         .open(OpenMode::New, ClarifyPolicy::Unavailable)
         .await
         .unwrap();
-    let mut live = session.subscribe_after(0).await;
+    let mut live = session.events(Some(0));
     let first = session.run_turn("first question".into()).await.unwrap();
     assert_eq!(first.status, RunStatus::Completed);
     assert_eq!(first.final_response, "answer 1");
@@ -120,7 +120,7 @@ async fn turns_stream_numbered_events_that_replay_from_any_point() {
 
     // A follower that saw up to event k gets exactly the rest, from the store.
     let k = numbers[numbers.len() / 2];
-    let mut late = session.subscribe_after(k).await;
+    let mut late = session.events(Some(k));
     let mut rest = Vec::new();
     while rest.len() < numbers.iter().filter(|&&n| n > k).count() {
         rest.push(late.next().await.unwrap());
@@ -137,7 +137,7 @@ async fn turns_stream_numbered_events_that_replay_from_any_point() {
         session.start_turn("more".into()),
         Err(RuntimeError::Ended(_))
     ));
-    let mut replay = session.subscribe_after(0).await;
+    let mut replay = session.events(Some(0));
     let mut all = Vec::new();
     while let Some(event) = tokio::time::timeout(Duration::from_secs(5), replay.next())
         .await
@@ -172,7 +172,7 @@ async fn a_running_turn_refuses_another_and_interrupt_stops_it() {
         .open(OpenMode::New, ClarifyPolicy::Unavailable)
         .await
         .unwrap();
-    let mut sub = session.subscribe().unwrap();
+    let mut sub = session.events(None);
     let turn = session.start_turn("sleep for a while".into()).unwrap();
     // Wait until the command runs.
     loop {
@@ -191,7 +191,7 @@ async fn a_running_turn_refuses_another_and_interrupt_stops_it() {
         Err(RuntimeError::Invalid(_))
     ));
     let started = std::time::Instant::now();
-    assert!(session.interrupt());
+    session.submit(Op::Interrupt {}).unwrap();
     let result = turn.finished().await.unwrap();
     assert_eq!(result.status, RunStatus::Interrupted);
     assert!(started.elapsed() < Duration::from_secs(10));
@@ -199,7 +199,12 @@ async fn a_running_turn_refuses_another_and_interrupt_stops_it() {
     // The session takes the next turn.
     let next = session.run_turn("go on".into()).await.unwrap();
     assert_eq!(next.final_response, "done");
-    assert!(session.cancel_agent("ag_missing").is_err());
+    assert!(matches!(
+        session.submit(Op::CancelAgent {
+            agent_id: "ag_missing".into()
+        }),
+        Err(RuntimeError::UnknownRequest(_))
+    ));
     session.shutdown().await;
 }
 
@@ -214,7 +219,7 @@ async fn clarify_is_an_event_answered_by_an_operation() {
     }))
     .await;
     let session = env.open(OpenMode::New, ClarifyPolicy::Ask).await.unwrap();
-    let mut sub = session.subscribe().unwrap();
+    let mut sub = session.events(None);
     let turn = session.start_turn("paint it".into()).unwrap();
     let request_id = loop {
         let event = sub.next().await.unwrap();
@@ -232,9 +237,28 @@ async fn clarify_is_an_event_answered_by_an_operation() {
     };
     assert_eq!(session.open_questions(), std::slice::from_ref(&request_id));
     // A bad answer is refused and changes nothing; an unknown id is refused.
-    assert!(session.answer_clarify(&request_id, "9").is_err());
-    assert!(session.answer_clarify("clr_nope", "1").is_err());
-    session.answer_clarify(&request_id, "2").unwrap();
+    assert!(
+        session
+            .submit(Op::ClarifyAnswer {
+                request_id: request_id.to_string(),
+                answer: "9".into()
+            })
+            .is_err()
+    );
+    assert!(
+        session
+            .submit(Op::ClarifyAnswer {
+                request_id: "clr_nope".to_string(),
+                answer: "1".into()
+            })
+            .is_err()
+    );
+    session
+        .submit(Op::ClarifyAnswer {
+            request_id: request_id.to_string(),
+            answer: "2".into(),
+        })
+        .unwrap();
     let result = turn.finished().await.unwrap();
     assert_eq!(result.final_response, "painted");
     let last = env.server.requests().last().unwrap().body.clone();
@@ -306,7 +330,7 @@ async fn sessions_resume_fork_and_refuse_a_second_holder() {
         .await
         .unwrap();
     assert!(again.resumed());
-    let mut sub = again.subscribe_after(0).await;
+    let mut sub = again.events(Some(0));
     // The resumed stream numbers on after the stored events.
     let mut highest = 0;
     loop {
@@ -376,7 +400,7 @@ async fn a_background_agent_awaiting_approval_says_so_and_runs_once_approved() {
     let mut options = SessionOptions::new(env.settings(), env.store.clone());
     options.approvals = herald_core::ApprovalMode::Ask;
     let session = tokio::spawn(open_session(options)).await.unwrap().unwrap();
-    let mut live = session.subscribe().unwrap();
+    let mut live = session.events(None);
     let turn = session.start_turn("delegate the removal".into()).unwrap();
     let request = loop {
         let event = tokio::time::timeout(Duration::from_secs(20), live.next())
@@ -406,13 +430,11 @@ async fn a_background_agent_awaiting_approval_says_so_and_runs_once_approved() {
     assert!(env.work.path().join("child_dir").exists());
     // A wrong id is refused and changes nothing.
     assert!(matches!(
-        session
-            .submit(Op::ApprovalDecision {
-                request_id: "apr_999".into(),
-                decision: herald_protocol::ApprovalDecision::Once,
-                message: None,
-            })
-            .await,
+        session.submit(Op::ApprovalDecision {
+            request_id: "apr_999".into(),
+            decision: herald_protocol::ApprovalDecision::Once,
+            message: None,
+        }),
         Err(RuntimeError::UnknownRequest(_))
     ));
     assert_eq!(session.pending_approvals().len(), 1);
@@ -422,7 +444,6 @@ async fn a_background_agent_awaiting_approval_says_so_and_runs_once_approved() {
             decision: herald_protocol::ApprovalDecision::Once,
             message: None,
         })
-        .await
         .unwrap();
     let result = turn.finished().await.unwrap();
     assert_eq!(result.final_response, "all done");
@@ -442,7 +463,7 @@ async fn an_interrupt_while_a_call_awaits_approval_denies_it_and_runs_nothing() 
     let mut options = SessionOptions::new(env.settings(), env.store.clone());
     options.approvals = herald_core::ApprovalMode::Ask;
     let session = tokio::spawn(open_session(options)).await.unwrap().unwrap();
-    let mut live = session.subscribe().unwrap();
+    let mut live = session.events(None);
     let turn = session.start_turn("remove keep_dir".into()).unwrap();
     loop {
         let event = tokio::time::timeout(Duration::from_secs(20), live.next())
@@ -453,7 +474,7 @@ async fn an_interrupt_while_a_call_awaits_approval_denies_it_and_runs_nothing() 
             break;
         }
     }
-    assert!(session.interrupt());
+    session.submit(Op::Interrupt {}).unwrap();
     let result = turn.finished().await.unwrap();
     assert_eq!(result.exit_reason, ExitReason::Interrupted);
     let resolved = loop {
@@ -502,10 +523,12 @@ async fn steering_reaches_the_model_at_the_next_tool_boundary() {
         .unwrap();
     // Nothing runs: steering is refused and nothing is queued.
     assert!(matches!(
-        session.steer("too early".into()),
+        session.submit(Op::Steer {
+            text: "too early".into()
+        }),
         Err(RuntimeError::Invalid(_))
     ));
-    let mut sub = session.subscribe().unwrap();
+    let mut sub = session.events(None);
     let turn = session.start_turn("sleep a bit".into()).unwrap();
     loop {
         let event = sub.next().await.unwrap();
@@ -517,7 +540,6 @@ async fn steering_reaches_the_model_at_the_next_tool_boundary() {
         .submit(Op::Steer {
             text: "use tabs, not spaces".into(),
         })
-        .await
         .unwrap();
     let result = turn.finished().await.unwrap();
     assert!(
@@ -529,7 +551,11 @@ async fn steering_reaches_the_model_at_the_next_tool_boundary() {
     // Text steered into a turn that ends without another tool call comes
     // back to the front end instead of being lost.
     let turn = session.start_turn("answer now".into()).unwrap();
-    session.steer("late".into()).unwrap();
+    session
+        .submit(Op::Steer {
+            text: "late".into(),
+        })
+        .unwrap();
     let _ = turn.finished().await.unwrap();
     assert_eq!(session.take_unsent_steering(), vec!["late".to_owned()]);
     session.shutdown().await;

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use axum::Json;
 use axum::extract::{Path, State};
-use herald_core::runtime::Session;
+use herald_core::runtime::{Op, Session};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
@@ -117,9 +117,15 @@ pub(crate) async fn interrupt(
     Path(id): Path<String>,
 ) -> Result<Json<Interrupted>, ApiError> {
     let session = open_or_stored(&state, &id).await?;
-    Ok(Json(Interrupted {
-        interrupted: session.is_some_and(|s| s.interrupt()),
-    }))
+    let interrupted = match session {
+        Some(session) => {
+            let running = session.is_busy();
+            session.submit(Op::Interrupt {})?;
+            running
+        }
+        None => false,
+    };
+    Ok(Json(Interrupted { interrupted }))
 }
 
 /// Answers the open clarify question `request_id`.
@@ -149,7 +155,10 @@ pub(crate) async fn clarify(
             format!("no open question '{request_id}': session {id} is not running"),
         ));
     };
-    session.answer_clarify(&request_id, &body.answer)?;
+    session.submit(Op::ClarifyAnswer {
+        request_id,
+        answer: body.answer,
+    })?;
     Ok(Json(Done { ok: true }))
 }
 
@@ -204,13 +213,11 @@ pub(crate) async fn approve(
             format!("no waiting approval request '{request_id}': session {id} is not running"),
         ));
     };
-    session
-        .submit(herald_core::runtime::Op::ApprovalDecision {
-            request_id,
-            decision: body.decision,
-            message: body.message,
-        })
-        .await?;
+    session.submit(Op::ApprovalDecision {
+        request_id,
+        decision: body.decision,
+        message: body.message,
+    })?;
     Ok(Json(Done { ok: true }))
 }
 
@@ -267,13 +274,11 @@ pub(crate) async fn answer_elicitation(
             format!("no waiting elicitation '{request_id}': session {id} is not running"),
         ));
     };
-    session
-        .submit(herald_core::runtime::Op::ElicitationAnswer {
-            request_id,
-            action: body.action,
-            content: body.content,
-        })
-        .await?;
+    session.submit(Op::ElicitationAnswer {
+        request_id,
+        action: body.action,
+        content: body.content,
+    })?;
     Ok(Json(Done { ok: true }))
 }
 
@@ -329,6 +334,6 @@ pub(crate) async fn cancel_agent(
             format!("no running subagent '{agent_id}': session {id} is not running"),
         ));
     };
-    session.cancel_agent(&agent_id)?;
+    session.submit(Op::CancelAgent { agent_id })?;
     Ok(Json(Done { ok: true }))
 }

@@ -71,8 +71,7 @@ pub(crate) async fn follow(
 ) -> Result<Response, ApiError> {
     let after = last_event_id(&headers)?.or(query.after);
     let sub = match (state.session(&id, ClarifyPolicy::Ask).await, after) {
-        (Ok(session), Some(after)) => session.subscribe_after(after).await,
-        (Ok(session), None) => session.subscribe()?,
+        (Ok(session), after) => session.events(after),
         (Err(err), Some(after)) if err.code == "session_in_use" => {
             runtime::replay(&state.store, &id, after).await?
         }

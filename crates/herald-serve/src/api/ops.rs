@@ -72,8 +72,8 @@ pub(crate) async fn submit(
             return Err(RuntimeError::TurnRunning(id).into());
         }
         let after = session.last_seq();
-        state.start_turn(&session, text, slot)?;
-        return Ok(accepted(herald_store::new_id("sub"), after));
+        let turn = state.start_turn(&session, text, slot)?;
+        return Ok(accepted(turn.id.0, after));
     }
     let Some(session) = state.open_one(&id) else {
         state.record(&id).await?;
@@ -83,6 +83,6 @@ pub(crate) async fn submit(
         ));
     };
     let after = session.last_seq();
-    let submission = session.submit(op).await?;
+    let submission = session.submit(op)?;
     Ok(accepted(submission.0, after))
 }

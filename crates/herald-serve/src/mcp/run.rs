@@ -39,7 +39,7 @@ pub(crate) async fn call(
         tokio::select! {
             () = context.ct.cancelled(), if !interrupted => {
                 interrupted = true;
-                session.interrupt();
+                let _ = session.submit(herald_core::runtime::Op::Interrupt {});
             }
             event = events.next() => match event {
                 None => break,

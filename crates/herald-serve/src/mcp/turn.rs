@@ -52,7 +52,7 @@ pub(crate) async fn start(state: &AppState, args: TurnArgs) -> Result<Started, S
                 .map_err(|err| err.message)?
         }
     };
-    let events = session.subscribe().map_err(|err| err.to_string())?;
+    let events = session.events(None);
     let turn = state
         .start_turn(&session, args.prompt, slot)
         .map_err(|err| err.message)?;
@@ -190,6 +190,7 @@ mod tests {
             session_id: session.to_owned(),
             agent_id: agent.to_owned(),
             seq: None,
+            submission_id: None,
             kind,
         }
     }

@@ -54,7 +54,7 @@ impl TurnFollower {
         input: String,
         slot: TurnSlot,
     ) -> Result<(Self, StartedTurn), ApiError> {
-        let sub = session.subscribe().map_err(ApiError::from)?;
+        let sub = session.events(None);
         let turn = state.start_turn(session, input, slot)?;
         Ok((Self::new(sub, session.id()), turn))
     }
@@ -101,7 +101,7 @@ impl TurnFollower {
                 } if from_root => {
                     return Step::Finished(Finished {
                         status: *status,
-                        exit_reason: exit_reason.clone(),
+                        exit_reason: exit_reason.as_str().to_owned(),
                         final_response: final_response.clone(),
                         usage: usage.tokens(),
                     });
