@@ -2,11 +2,11 @@
 //! argument handling and rendering only; `herald_core::checkpoints` does
 //! the work (snapshots, plans, restores).
 
+use herald_core::StoreHandle;
 use herald_core::checkpoints::{
-    Action, NOT_COVERED, RewindError, RewindOutcome, RewindPlan, RewindScope, apply_rewind,
-    plan_rewind, took_no_snapshot_for_reads,
+    Action, NOT_COVERED, RewindOutcome, RewindPlan, RewindScope, took_no_snapshot_for_reads,
 };
-use herald_core::{LeaseError, LeaseWait, SessionLease, StoreHandle};
+use herald_core::runtime::{RuntimeError, StoredRewind};
 use herald_protocol::one_line;
 use herald_store::CheckpointRecord;
 
@@ -114,59 +114,42 @@ pub(crate) async fn rewind(common: &CommonArgs, args: RewindArgs) -> Result<Exit
     } else {
         RewindScope::Both
     };
-    // Nobody else may run the session while it is rewound.
-    let lease = SessionLease::acquire(&store, &id, LeaseWait::No, |_| {})
+    // Nobody may open the session from the plan to the end.
+    let rewind = StoredRewind::prepare(&store, &home, &id, args.turn, scope)
         .await
-        .map_err(|err| match err {
-            LeaseError::Busy { session_id, pid } => CliError::usage(anyhow::anyhow!(
-                "session {session_id} is in use by herald process {pid}; end that session first (or use /rewind in it), then rewind"
-            )),
-            LeaseError::Store { .. } => CliError::failed(err),
-        })?;
-    let result = rewind_held(&store, &home, &id, &args, scope).await;
-    lease.release().await;
-    result
-}
-
-/// The rewind itself, with the session's lease held.
-async fn rewind_held(
-    store: &StoreHandle,
-    home: &std::path::Path,
-    id: &str,
-    args: &RewindArgs,
-    scope: RewindScope,
-) -> Result<Exit, CliError> {
-    let plan = plan_rewind(store, home, id, args.turn, scope)
-        .await
-        .map_err(rewind_error)?;
+        .map_err(runtime_error)?;
+    let plan = rewind.plan();
     if args.dry_run {
         if args.json {
-            print_json(&plan_json(&plan, true))?;
+            print_json(&plan_json(plan, true))?;
         } else {
             println!("would rewind (nothing changed):");
-            show_plan(&plan);
+            show_plan(plan);
         }
+        rewind.cancel().await;
         return Ok(Exit::Completed);
     }
     if !args.json {
-        show_plan(&plan);
+        show_plan(plan);
     }
     if plan.changes_files() {
         let agreed = crate::confirm::confirm(
             &format!(
                 "Restore the files of {} to before turn {}?",
-                plan_work_tree(&plan),
+                plan_work_tree(plan),
                 plan.turn
             ),
             args.yes,
             || {},
-        )?;
-        if !agreed {
+        );
+        if !matches!(agreed, Ok(true)) {
+            rewind.cancel().await;
+            agreed?;
             eprintln!("nothing changed");
             return Ok(Exit::Completed);
         }
     }
-    let outcome = apply_rewind(store, plan).await.map_err(rewind_error)?;
+    let outcome = rewind.apply().await.map_err(runtime_error)?;
     if args.json {
         print_json(&plan_json(&outcome.plan, false))?;
     } else {
@@ -175,9 +158,10 @@ async fn rewind_held(
     Ok(Exit::Completed)
 }
 
-fn rewind_error(err: RewindError) -> CliError {
+/// A refusal is a usage error (exit 2); a store that failed is not.
+fn runtime_error(err: RuntimeError) -> CliError {
     match err {
-        RewindError::Shadow(_) | RewindError::Store(_) => CliError::failed(err),
+        RuntimeError::Store(_) => CliError::failed(err),
         _ => CliError::usage(err),
     }
 }

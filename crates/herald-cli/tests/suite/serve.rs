@@ -190,6 +190,22 @@ async fn a_session_open_in_another_process_is_409() {
         .await
         .unwrap();
     assert_eq!(response.status(), 409);
+    let refusal: Value = response.json().await.unwrap();
+    assert_eq!(refusal["error"]["code"], "session_in_use", "{refusal}");
+    // The command line gets the same refusal from the same rule: exit 2,
+    // the same words, and the session kept.
+    let output = h
+        .bare_command()
+        .args(["sessions", "delete", id, "--yes"])
+        .output()
+        .await
+        .unwrap();
+    let said = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{said}");
+    let message = refusal["error"]["message"].as_str().unwrap();
+    assert!(said.contains(message), "{said} vs {message}");
+    let shown = h.cli_json(&["sessions", "show", id, "--json"]).await;
+    assert_eq!(shown["session"]["id"], id, "{shown}");
     // Its stored events can still be replayed from the other server (the
     // stream ends after them); following it live cannot. The owner writes
     // its events in batches (within 200 ms), so the replay is retried until

@@ -17,6 +17,7 @@ mod end_flush;
 mod fanout;
 mod open;
 mod rules;
+mod stored_rewind;
 mod subscription;
 mod title;
 
@@ -35,6 +36,7 @@ use fanout::Fanout;
 
 pub use open::{open_session, prompt_inputs};
 pub use rules::{delete_session, delete_session_trees, effective_agent_status};
+pub use stored_rewind::StoredRewind;
 pub use subscription::{Subscription, is_turn_end};
 
 /// The stored events of session tree `session_id` after number `after`,
