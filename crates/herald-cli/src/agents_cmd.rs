@@ -5,8 +5,9 @@ use herald_protocol::{UsageTotals, one_line, terminal_safe};
 use herald_store::{AgentFilter, AgentRecord, StoreError};
 
 use crate::args::{AgentsAction, CommonArgs};
-use crate::sessions_cmd::{call, print_json, when};
+use crate::sessions_cmd::{print_json, when};
 use crate::{CliError, Exit, setup};
+use herald_core::runtime::Catalog;
 
 /// A journaled cost: `$0.01478`, or `cost unknown` for a model without a
 /// price.
@@ -68,17 +69,6 @@ fn unknown(id: &str) -> CliError {
     ))
 }
 
-/// The journal entries with their effective status (see
-/// `herald_core::runtime::effective_agent_status`).
-async fn correct_stale(
-    store: &herald_core::StoreHandle,
-    records: &mut [AgentRecord],
-) -> Result<(), CliError> {
-    herald_core::runtime::effective_agent_status(store, records)
-        .await
-        .map_err(CliError::failed)
-}
-
 /// Runs one `herald agents` action.
 pub(crate) async fn agents(common: &CommonArgs, action: AgentsAction) -> Result<Exit, CliError> {
     if let AgentsAction::Defs { json, .. } = action {
@@ -105,8 +95,10 @@ pub(crate) async fn agents(common: &CommonArgs, action: AgentsAction) -> Result<
                 limit: if status.is_some() { 10_000 } else { limit },
                 ..AgentFilter::default()
             };
-            let mut list = call(&store, move |s| s.list_agents(&filter)).await?;
-            correct_stale(&store, &mut list).await?;
+            let mut list = Catalog::new(store.clone())
+                .agents(filter)
+                .await
+                .map_err(setup::runtime_error)?;
             if let Some(status) = &status {
                 list.retain(|r| &r.status == status);
                 list.truncate(if limit == 0 { 100 } else { limit });
@@ -121,13 +113,13 @@ pub(crate) async fn agents(common: &CommonArgs, action: AgentsAction) -> Result<
         }
         AgentsAction::Show { id, json } => {
             let id = crate::id_lookup::agent_id(&store, &id).await?;
-            let lookup = id.clone();
-            let Some(record) = call(&store, move |s| s.get_agent(&lookup)).await? else {
+            let Some(record) = Catalog::new(store.clone())
+                .agent(&id)
+                .await
+                .map_err(setup::runtime_error)?
+            else {
                 return Err(unknown(&id));
             };
-            let mut one = vec![record];
-            correct_stale(&store, &mut one).await?;
-            let record = one.remove(0);
             if json {
                 print_json(&record)?;
             } else {

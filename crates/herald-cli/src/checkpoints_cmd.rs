@@ -6,7 +6,7 @@ use herald_core::StoreHandle;
 use herald_core::checkpoints::{
     Action, NOT_COVERED, RewindOutcome, RewindPlan, RewindScope, took_no_snapshot_for_reads,
 };
-use herald_core::runtime::{RuntimeError, StoredRewind};
+use herald_core::runtime::StoredRewind;
 use herald_protocol::one_line;
 use herald_store::CheckpointRecord;
 
@@ -117,7 +117,7 @@ pub(crate) async fn rewind(common: &CommonArgs, args: RewindArgs) -> Result<Exit
     // Nobody may open the session from the plan to the end.
     let rewind = StoredRewind::prepare(&store, &home, &id, args.turn, scope)
         .await
-        .map_err(runtime_error)?;
+        .map_err(setup::runtime_error)?;
     let plan = rewind.plan();
     if args.dry_run {
         if args.json {
@@ -149,21 +149,13 @@ pub(crate) async fn rewind(common: &CommonArgs, args: RewindArgs) -> Result<Exit
             return Ok(Exit::Completed);
         }
     }
-    let outcome = rewind.apply().await.map_err(runtime_error)?;
+    let outcome = rewind.apply().await.map_err(setup::runtime_error)?;
     if args.json {
         print_json(&plan_json(&outcome.plan, false))?;
     } else {
         show_outcome(&outcome);
     }
     Ok(Exit::Completed)
-}
-
-/// A refusal is a usage error (exit 2); a store that failed is not.
-fn runtime_error(err: RuntimeError) -> CliError {
-    match err {
-        RuntimeError::Store(_) => CliError::failed(err),
-        _ => CliError::usage(err),
-    }
 }
 
 fn plan_work_tree(plan: &RewindPlan) -> String {

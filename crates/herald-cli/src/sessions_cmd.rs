@@ -4,6 +4,7 @@ use std::io::Write;
 use std::time::Duration;
 
 use herald_core::StoreHandle;
+use herald_core::runtime::Catalog;
 use herald_protocol::{one_line, terminal_safe};
 use herald_store::{
     ImportReport, ListFilter, SearchRequest, SessionRecord, SessionSource, StoredMessage,
@@ -336,7 +337,10 @@ pub(crate) async fn sessions(
                 include_subagents: all,
                 ..ListFilter::default()
             };
-            let list = call(&store, move |s| s.list_sessions(&filter)).await?;
+            let list = Catalog::new(store.clone())
+                .sessions(filter)
+                .await
+                .map_err(setup::runtime_error)?;
             if json {
                 print_json(&list)?;
             } else if list.is_empty() {
@@ -375,7 +379,10 @@ pub(crate) async fn sessions(
             // The stored total counts priced requests only: with an
             // unpriced one the session's cost is unknown.
             let own_cost = (!unpriced).then_some(record.cost_usd);
-            let messages = call(&store, move |s| s.load_messages(&id)).await?;
+            let messages = Catalog::new(store.clone())
+                .transcript(&id)
+                .await
+                .map_err(setup::runtime_error)?;
             if json {
                 let mut session = serde_json::to_value(&record).map_err(CliError::failed)?;
                 if own_cost.is_none() {
@@ -433,7 +440,10 @@ pub(crate) async fn sessions(
                 active,
                 ..SearchRequest::default()
             };
-            let hits = call(&store, move |s| s.search(&request)).await?;
+            let hits = Catalog::new(store.clone())
+                .search(request)
+                .await
+                .map_err(setup::runtime_error)?;
             if json {
                 print_json(&hits)?;
             } else if hits.is_empty() {

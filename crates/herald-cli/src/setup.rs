@@ -143,10 +143,16 @@ pub(crate) async fn open(
     };
     options.approvals = ApprovalMode::for_front_end(shape.ask_user, common.yolo);
     options.one_shot = shape.one_shot;
-    open_session(options).await.map_err(|err| match err {
+    open_session(options).await.map_err(runtime_error)
+}
+
+/// A refusal of the runtime is a usage error (exit 2); a store that
+/// failed is not.
+pub(crate) fn runtime_error(err: RuntimeError) -> CliError {
+    match err {
         RuntimeError::Store(_) => CliError::failed(err),
         _ => CliError::usage(err),
-    })
+    }
 }
 
 /// `--fork ID` or `--fork ID@TURN` (the source's conversation before its

@@ -7,7 +7,7 @@ use herald_protocol::UsageTotals;
 use herald_store::{UsageGrouping, UsageRow};
 
 use crate::args::CommonArgs;
-use crate::sessions_cmd::{call, print_json};
+use crate::sessions_cmd::print_json;
 use crate::setup;
 use crate::{CliError, Exit};
 
@@ -67,7 +67,10 @@ pub(crate) async fn usage(common: &CommonArgs, args: UsageArgs) -> Result<Exit, 
     let store = setup::open_store(&home)?;
     let grouping = args.by.grouping();
     let since_ms = period.since_ms;
-    let rows = call(&store, move |s| s.usage_report(since_ms, grouping)).await?;
+    let rows = herald_core::runtime::Catalog::new(store)
+        .usage(since_ms, grouping)
+        .await
+        .map_err(setup::runtime_error)?;
     let total = total(&rows);
     if args.json {
         print_json(&serde_json::json!({

@@ -163,11 +163,6 @@ impl From<RuntimeError> for ApiError {
     }
 }
 
-/// The store thread is gone or a store call failed.
-pub fn store_error(err: impl std::fmt::Display) -> ApiError {
-    ApiError::internal(format!("the session store failed: {err}"))
-}
-
 /// A JSON body whose rejection (bad JSON, wrong content type, too large) is
 /// an [`ApiError`].
 #[derive(Debug, Clone, Copy, Default)]

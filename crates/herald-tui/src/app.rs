@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use crossterm::event::{Event as TermEvent, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use futures_util::StreamExt;
-use herald_core::runtime::{Op, OpenMode, Session, Subscription, TurnResult};
+use herald_core::runtime::{Catalog, Op, OpenMode, Session, Subscription, TurnResult};
 use herald_core::{ApprovalAnswer, CompressionReport, ElicitAnswer, Settings, StoreHandle};
 use herald_protocol::{Event, EventKind, McpServerStatus, ToolStatus};
 use ratatui::Frame;
@@ -106,7 +106,7 @@ pub(crate) enum Flow {
 /// The TUI's whole state.
 pub struct App {
     host: Arc<dyn SessionHost>,
-    store: StoreHandle,
+    catalog: Catalog,
     session: Session,
     events: Subscription,
     /// False once the event stream ended (nothing more will come on it).
@@ -278,18 +278,12 @@ impl App {
             stop: _,
         } = setup;
         let cwd = opened.settings.cwd.display().to_string();
-        let history = {
-            let cwd = cwd.clone();
-            store
-                .call(move |s| s.recent_prompts(&cwd, 1000))
-                .await
-                .ok()
-                .and_then(Result::ok)
-                .unwrap_or_default()
-        };
+        let catalog = Catalog::new(store);
+        // Without it the composer only lacks its history.
+        let history = catalog.recent_prompts(&cwd, 1000).await.unwrap_or_default();
         let mut app = Self {
             host,
-            store,
+            catalog,
             session: opened.session,
             events: opened.events,
             events_open: true,
@@ -364,18 +358,15 @@ impl App {
             self.width,
         ));
         if self.session.resumed() {
-            let id = self.session.id().to_owned();
-            let messages = self
-                .store
-                .call(move |s| s.load_messages(&id))
-                .await
-                .ok()
-                .and_then(Result::ok)
-                .unwrap_or_default();
-            let messages: Vec<_> = messages.into_iter().map(|m| m.message).collect();
-            let live = herald_core::live_history(messages);
-            self.history
-                .extend(crate::replay::conversation(&live, self.width));
+            match self.catalog.live_transcript(self.session.id()).await {
+                Ok(live) => self
+                    .history
+                    .extend(crate::replay::conversation(&live, self.width)),
+                Err(err) => self.notice(
+                    Level::Warning,
+                    &format!("cannot show the conversation so far: {err}"),
+                ),
+            }
             self.used = true;
         }
         self.dirty = true;
@@ -979,9 +970,11 @@ impl App {
         self.composer.push_history(text.to_owned());
         let cwd = self.settings.cwd.display().to_string();
         let text = text.to_owned();
-        let store = self.store.clone();
+        let catalog = self.catalog.clone();
         tokio::spawn(async move {
-            let _ = store.call(move |s| s.add_prompt(&cwd, &text)).await;
+            if let Err(err) = catalog.remember_prompt(&cwd, &text).await {
+                tracing::warn!("the prompt history was not saved: {err}");
+            }
         });
     }
 
@@ -1270,8 +1263,8 @@ impl App {
         &self.settings
     }
 
-    pub(crate) fn store(&self) -> &StoreHandle {
-        &self.store
+    pub(crate) fn catalog(&self) -> &Catalog {
+        &self.catalog
     }
 
     pub(crate) fn width(&self) -> u16 {

@@ -1,4 +1,4 @@
-//! What each slash command does. Commands read the store and the session
+//! What each slash command does. Commands read the catalog and the session
 //! and open overlays; none of them reaches the model except `/init` (a
 //! prompt of its own) and `/steer` (the user's text).
 
@@ -139,13 +139,13 @@ async fn sessions(app: &mut App, this_directory: bool) {
         limit: 500,
         include_subagents: false,
     };
-    let found = app
-        .store()
-        .call(move |s| s.list_sessions(&filter))
-        .await
-        .ok()
-        .and_then(Result::ok)
-        .unwrap_or_default();
+    let found = match app.catalog().sessions(filter).await {
+        Ok(found) => found,
+        Err(err) => {
+            app.say(Level::Warning, &format!("cannot list the sessions: {err}"));
+            return;
+        }
+    };
     let current = app.session().id().to_owned();
     let items = found
         .into_iter()
@@ -253,13 +253,13 @@ fn model(app: &mut App, args: String) {
 /// `/todos`: the task list as it is stored.
 async fn todos(app: &mut App) {
     let id = app.session().id().to_owned();
-    let stored = app
-        .store()
-        .call(move |s| s.load_todos(&id))
-        .await
-        .ok()
-        .and_then(Result::ok)
-        .flatten();
+    let stored = match app.catalog().todos(&id).await {
+        Ok(stored) => stored,
+        Err(err) => {
+            app.say(Level::Warning, &format!("cannot read the task list: {err}"));
+            return;
+        }
+    };
     let list = stored
         .map(|json| format!("{{\"todos\":{json}}}"))
         .map(|wrapped| tool_view::output_view("todo_read", &wrapped));
@@ -669,16 +669,13 @@ pub(crate) fn secondary(app: &mut App, purpose: Purpose, key: String) {
 async fn transcript(app: &mut App, agent_id: &str) {
     let session_id = match app.child_session(agent_id) {
         Some(id) => Some(id.clone()),
-        None => {
-            let id = agent_id.to_owned();
-            app.store()
-                .call(move |s| s.get_agent(&id))
-                .await
-                .ok()
-                .and_then(Result::ok)
-                .flatten()
-                .map(|agent| agent.session_id)
-        }
+        None => match app.catalog().agent(agent_id).await {
+            Ok(agent) => agent.map(|agent| agent.session_id),
+            Err(err) => {
+                app.say(Level::Warning, &format!("cannot read {agent_id}: {err}"));
+                return;
+            }
+        },
     };
     let Some(session_id) = session_id else {
         app.say(
@@ -687,15 +684,13 @@ async fn transcript(app: &mut App, agent_id: &str) {
         );
         return;
     };
-    let id = session_id.clone();
-    let messages = app
-        .store()
-        .call(move |s| s.load_messages(&id))
-        .await
-        .ok()
-        .and_then(Result::ok)
-        .unwrap_or_default();
-    let messages: Vec<_> = messages.into_iter().map(|m| m.message).collect();
+    let messages: Vec<_> = match app.catalog().transcript(&session_id).await {
+        Ok(stored) => stored.into_iter().map(|m| m.message).collect(),
+        Err(err) => {
+            app.say(Level::Warning, &format!("cannot read {agent_id}: {err}"));
+            return;
+        }
+    };
     let width = app.width().saturating_sub(2);
     let mut lines = crate::replay::conversation(&messages, width);
     if lines.is_empty() {

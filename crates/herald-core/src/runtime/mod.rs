@@ -11,6 +11,7 @@
 //! act during a turn (interrupt, steering, answers, cancelling a subagent)
 //! act at once instead of queueing behind it.
 
+mod catalog;
 mod clarify;
 mod driver;
 mod end_flush;
@@ -34,6 +35,7 @@ use crate::{
 };
 use fanout::Fanout;
 
+pub use catalog::Catalog;
 pub use open::{open_session, prompt_inputs};
 pub use rules::{delete_session, delete_session_trees, effective_agent_status};
 pub use stored_rewind::StoredRewind;

@@ -8,13 +8,13 @@ use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
-use herald_core::runtime::{ClarifyPolicy, OpenMode};
+use herald_core::runtime::{Catalog, ClarifyPolicy, OpenMode};
 use herald_store::{ListFilter, SearchRequest, SessionRecord};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
 
-use crate::error::{ApiError, ErrorBody, store_error};
+use crate::error::{ApiError, ErrorBody};
 use crate::state::AppState;
 
 /// How a session created through the API asks its user.
@@ -114,18 +114,10 @@ impl AppState {
 
     /// The stored record of `id`, or 404.
     pub(crate) async fn record(&self, id: &str) -> Result<SessionRecord, ApiError> {
-        let key = id.to_owned();
-        self.store
-            .call(move |s| s.get_session(&key))
+        Catalog::new(self.store.clone())
+            .session(id)
             .await
-            .map_err(store_error)?
-            .map_err(store_error)?
-            .ok_or_else(|| {
-                ApiError::not_found(
-                    "session_not_found",
-                    format!("no session '{id}'; GET /api/sessions lists them"),
-                )
-            })
+            .map_err(ApiError::from)
     }
 }
 
@@ -188,12 +180,7 @@ pub(crate) async fn list(
         limit: query.limit.unwrap_or(50),
         include_subagents: query.include_subagents,
     };
-    let records = state
-        .store
-        .call(move |s| s.list_sessions(&filter))
-        .await
-        .map_err(store_error)?
-        .map_err(store_error)?;
+    let records = Catalog::new(state.store.clone()).sessions(filter).await?;
     let sessions = records
         .iter()
         .map(|r| state.info(r, false))
@@ -227,12 +214,7 @@ pub(crate) async fn search(
         limit: query.limit.unwrap_or(10),
         ..SearchRequest::default()
     };
-    let hits = state
-        .store
-        .call(move |s| s.search(&request))
-        .await
-        .map_err(store_error)?
-        .map_err(store_error)?;
+    let hits = Catalog::new(state.store.clone()).search(request).await?;
     Ok(Json(serde_json::json!({ "hits": hits })))
 }
 

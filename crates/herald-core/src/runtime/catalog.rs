@@ -1,0 +1,132 @@
+//! What front ends show of stored sessions without running one: the
+//! sessions, a transcript, the todo list, the agent journal, usage and the
+//! prompt history. Each view is read here once, with the runtime's rules
+//! applied (an agent nobody runs any more is shown as it really is), so the
+//! TUI, `herald serve` and the command line cannot disagree.
+
+use herald_protocol::Message;
+use herald_store::{
+    AgentFilter, AgentRecord, ListFilter, SearchHit, SearchRequest, SessionRecord, Store,
+    StoreError, StoredMessage, UsageGrouping, UsageRow,
+};
+
+use super::RuntimeError;
+use crate::StoreHandle;
+
+/// The read-only views of the store every front end shows (cheap to clone).
+#[derive(Clone, Debug)]
+pub struct Catalog {
+    store: StoreHandle,
+}
+
+impl Catalog {
+    /// The catalog of the store `store` holds.
+    pub fn new(store: StoreHandle) -> Self {
+        Self { store }
+    }
+
+    async fn read<R: Send + 'static>(
+        &self,
+        job: impl FnOnce(&Store) -> Result<R, StoreError> + Send + 'static,
+    ) -> Result<R, RuntimeError> {
+        self.store
+            .call(move |s| job(s))
+            .await
+            .map_err(|err| RuntimeError::Store(err.to_string()))?
+            .map_err(|err| RuntimeError::Store(err.to_string()))
+    }
+
+    /// Stored sessions matching `filter`, the most recent first.
+    pub async fn sessions(&self, filter: ListFilter) -> Result<Vec<SessionRecord>, RuntimeError> {
+        self.read(move |s| s.list_sessions(&filter)).await
+    }
+
+    /// The stored session `id`; [`RuntimeError::UnknownSession`] when there
+    /// is none.
+    pub async fn session(&self, id: &str) -> Result<SessionRecord, RuntimeError> {
+        let key = id.to_owned();
+        self.read(move |s| s.get_session(&key))
+            .await?
+            .ok_or_else(|| RuntimeError::UnknownSession(id.to_owned()))
+    }
+
+    /// Full-text search over every stored session.
+    pub async fn search(&self, request: SearchRequest) -> Result<Vec<SearchHit>, RuntimeError> {
+        self.read(move |s| s.search(&request)).await
+    }
+
+    /// Every stored message of session `id` in order, compacted ones
+    /// included (what happened, for people to read), with when each was
+    /// stored.
+    pub async fn transcript(&self, id: &str) -> Result<Vec<StoredMessage>, RuntimeError> {
+        let key = id.to_owned();
+        self.read(move |s| s.load_messages(&key)).await
+    }
+
+    /// The conversation of session `id` as the model sees it now: after its
+    /// last compaction.
+    pub async fn live_transcript(&self, id: &str) -> Result<Vec<Message>, RuntimeError> {
+        let stored = self.transcript(id).await?;
+        Ok(crate::live_history(
+            stored.into_iter().map(|m| m.message).collect(),
+        ))
+    }
+
+    /// The todo list of session `id` as stored (a JSON array), if it has one.
+    pub async fn todos(&self, id: &str) -> Result<Option<String>, RuntimeError> {
+        let key = id.to_owned();
+        self.read(move |s| s.load_todos(&key)).await
+    }
+
+    /// The journal entry of agent `id`, at its effective status (see
+    /// [`super::effective_agent_status`]).
+    pub async fn agent(&self, id: &str) -> Result<Option<AgentRecord>, RuntimeError> {
+        let key = id.to_owned();
+        let Some(record) = self.read(move |s| s.get_agent(&key)).await? else {
+            return Ok(None);
+        };
+        let mut records = [record];
+        super::effective_agent_status(&self.store, &mut records).await?;
+        let [record] = records;
+        Ok(Some(record))
+    }
+
+    /// Journal entries matching `filter`, at their effective status.
+    pub async fn agents(&self, filter: AgentFilter) -> Result<Vec<AgentRecord>, RuntimeError> {
+        let mut records = self.read(move |s| s.list_agents(&filter)).await?;
+        super::effective_agent_status(&self.store, &mut records).await?;
+        Ok(records)
+    }
+
+    /// Usage of the requests made at or after `since_ms` (all when `None`),
+    /// grouped by `by`, the most expensive first.
+    pub async fn usage(
+        &self,
+        since_ms: Option<i64>,
+        by: UsageGrouping,
+    ) -> Result<Vec<UsageRow>, RuntimeError> {
+        self.read(move |s| s.usage_report(since_ms, by)).await
+    }
+
+    /// The prompts typed in working directory `cwd`, newest first (the
+    /// composer's history).
+    pub async fn recent_prompts(
+        &self,
+        cwd: &str,
+        limit: usize,
+    ) -> Result<Vec<String>, RuntimeError> {
+        let cwd = cwd.to_owned();
+        self.read(move |s| s.recent_prompts(&cwd, limit)).await
+    }
+
+    /// Adds `text` to the prompt history of `cwd`.
+    pub async fn remember_prompt(&self, cwd: &str, text: &str) -> Result<(), RuntimeError> {
+        let (cwd, text) = (cwd.to_owned(), text.to_owned());
+        self.store
+            .call(move |s| s.add_prompt(&cwd, &text))
+            .await
+            .map_err(|err| RuntimeError::Store(err.to_string()))?
+            .map(drop)
+            .map_err(|err| RuntimeError::Store(err.to_string()))
+    }
+}
