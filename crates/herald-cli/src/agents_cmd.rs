@@ -1,7 +1,7 @@
 //! `herald agents list|show|cancel`: the journaled subagents,
 //! readable after a restart (`defs` lives in `agent_defs_cmd.rs`).
 
-use herald_protocol::{UsageTotals, one_line, terminal_safe};
+use herald_protocol::{AgentStatus, UsageTotals, one_line, terminal_safe};
 use herald_store::{AgentFilter, AgentRecord, StoreError};
 
 use crate::args::{AgentsAction, CommonArgs};
@@ -99,8 +99,8 @@ pub(crate) async fn agents(common: &CommonArgs, action: AgentsAction) -> Result<
                 .agents(filter)
                 .await
                 .map_err(setup::runtime_error)?;
-            if let Some(status) = &status {
-                list.retain(|r| &r.status == status);
+            if let Some(status) = status {
+                list.retain(|r| r.status == status);
                 list.truncate(if limit == 0 { 100 } else { limit });
             }
             if json {
@@ -142,7 +142,7 @@ pub(crate) async fn agents(common: &CommonArgs, action: AgentsAction) -> Result<
                 if let Some(reason) = &record.exit_reason {
                     println!(
                         "exit: {} after {} API calls",
-                        one_line(reason),
+                        reason.as_str(),
                         record.iterations
                     );
                 }
@@ -159,7 +159,7 @@ pub(crate) async fn agents(common: &CommonArgs, action: AgentsAction) -> Result<
             let id = crate::id_lookup::agent_id(&store, &id).await?;
             let lookup = id.clone();
             let record = store
-                .call(move |s| s.cancel_agent(&lookup, "cancelled"))
+                .call(move |s| s.cancel_agent(&lookup, AgentStatus::Cancelled))
                 .await
                 .map_err(CliError::failed)?;
             let record = match record {
@@ -169,7 +169,7 @@ pub(crate) async fn agents(common: &CommonArgs, action: AgentsAction) -> Result<
             };
             if json {
                 print_json(&record)?;
-            } else if record.status == "cancelled" {
+            } else if record.status == AgentStatus::Cancelled {
                 println!("{id} cancelled; resuming its session will not restart it");
             } else {
                 println!("{id} had already ended with status {}", record.status);

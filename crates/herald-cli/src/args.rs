@@ -562,9 +562,9 @@ pub(crate) enum AgentsAction {
         /// Only agents of this session's tree (id or a unique start of it).
         #[arg(long, value_name = "ID")]
         session: Option<String>,
-        /// Only agents with this status (queued, running, completed, failed, timeout, interrupted, error).
-        #[arg(long)]
-        status: Option<String>,
+        /// Only agents with this status (queued, running, suspended, completed, failed, error, timeout, interrupted, cancelled).
+        #[arg(long, value_parser = agent_status)]
+        status: Option<herald_protocol::AgentStatus>,
         /// How many agents to list.
         #[arg(long, default_value_t = 20)]
         limit: usize,
@@ -975,4 +975,18 @@ mod tests {
         let (cli, _) = parse(&[]).unwrap();
         assert!(cli.prompt.is_none() && cli.command.is_none());
     }
+}
+
+/// Parses `--status` as an agent status, naming the valid ones when it is not.
+fn agent_status(word: &str) -> Result<herald_protocol::AgentStatus, String> {
+    herald_protocol::AgentStatus::parse(word).ok_or_else(|| {
+        let valid: Vec<&str> = herald_protocol::AgentStatus::ALL
+            .iter()
+            .map(|s| s.as_str())
+            .collect();
+        format!(
+            "'{word}' is not an agent status; use one of {}",
+            valid.join(", ")
+        )
+    })
 }

@@ -156,6 +156,7 @@ pub(crate) async fn interactive(
             ),
             ExitReason::MaxIterations => eprintln!("(iteration limit reached)"),
             ExitReason::Budget => eprintln!("(token budget spent)"),
+            ExitReason::Timeout => eprintln!("(time limit reached)"),
             ExitReason::Completed => {}
         }
     };

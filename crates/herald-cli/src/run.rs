@@ -76,7 +76,7 @@ pub(crate) async fn run(common: &CommonArgs, args: RunArgs) -> Result<Exit, CliE
     let exit = match outcome.exit_reason {
         ExitReason::Completed | ExitReason::MaxIterations => Exit::Completed,
         ExitReason::Interrupted => stop.exit(),
-        ExitReason::Error | ExitReason::Budget => Exit::Failed,
+        ExitReason::Error | ExitReason::Budget | ExitReason::Timeout => Exit::Failed,
     };
     drop(session);
     let report = renderer.finish();

@@ -77,12 +77,12 @@ impl AgentTree {
                 ..
             } => {
                 self.rows.retain(|r| r.id != event.agent_id);
-                let mark = if status == "completed" {
+                let mark = if *status == herald_protocol::AgentStatus::Completed {
                     "\u{2713}"
                 } else {
                     "\u{2717}"
                 };
-                let reason = if exit_reason == status || exit_reason.is_empty() {
+                let reason = if exit_reason.as_str() == status.as_str() {
                     String::new()
                 } else {
                     format!(" ({exit_reason})")
@@ -164,8 +164,8 @@ mod tests {
             EventKind::SubagentCompleted {
                 parent_id: "root".into(),
                 depth: 1,
-                status: "completed".into(),
-                exit_reason: "completed".into(),
+                status: herald_protocol::AgentStatus::Completed,
+                exit_reason: herald_protocol::ExitReason::Completed,
                 summary: "ok".into(),
                 tokens: TokenTotals {
                     input: 10,

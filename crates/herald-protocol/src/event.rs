@@ -71,36 +71,6 @@ pub enum RunStatus {
 }
 
 /// The event payloads.
-/// Why an agent's turn ended (`run.completed`, `subagent.completed`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum ExitReason {
-    /// The model answered without further tool calls.
-    Completed,
-    /// `max_iterations` model requests were made.
-    MaxIterations,
-    /// Stopped by the user, a signal or a cancelled parent.
-    Interrupted,
-    /// A fatal error (the provider failed past its retries, a hook blocked
-    /// the prompt).
-    Error,
-    /// The delegation tree's token or cost budget ran out.
-    Budget,
-}
-
-impl ExitReason {
-    /// The word used on the wire and in the store.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Completed => "completed",
-            Self::MaxIterations => "max_iterations",
-            Self::Interrupted => "interrupted",
-            Self::Error => "error",
-            Self::Budget => "budget",
-        }
-    }
-}
-
 /// What a rewind did to the files of the working tree (`session.rewound`).
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RewoundFiles {
@@ -285,7 +255,7 @@ pub enum EventKind {
     #[serde(rename = "run.completed")]
     RunCompleted {
         status: RunStatus,
-        exit_reason: ExitReason,
+        exit_reason: crate::ExitReason,
         final_response: String,
         iterations: u32,
         /// The root agent's own requests of this run (`cost_usd` repeats
@@ -329,10 +299,8 @@ pub enum EventKind {
     SubagentCompleted {
         parent_id: String,
         depth: u32,
-        /// `completed | failed | error | timeout | interrupted`.
-        status: String,
-        /// `completed | max_iterations | interrupted | timeout | error | budget`.
-        exit_reason: String,
+        status: crate::AgentStatus,
+        exit_reason: crate::ExitReason,
         summary: String,
         tokens: TokenTotals,
         /// USD, rounded to 1e-6; `null` when a model has no price.
@@ -438,8 +406,8 @@ pub enum EventKind {
     /// events (they are no answer).
     #[serde(rename = "memory.flush")]
     MemoryFlush {
-        reason: String,
-        status: String,
+        reason: crate::FlushReason,
+        status: crate::FlushStatus,
         requests: u32,
         saved: u32,
         refused: u32,
@@ -453,9 +421,9 @@ pub enum EventKind {
     /// `agent_id` is the agent the hook event is about.
     #[serde(rename = "hook.ran")]
     HookRan {
-        event: String,
+        event: crate::HookEvent,
         command: String,
-        outcome: String,
+        outcome: crate::HookOutcome,
         duration_ms: u64,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         message: Option<String>,
@@ -506,9 +474,9 @@ mod tests {
             "s1",
             "root",
             EventKind::HookRan {
-                event: "pre_tool".into(),
+                event: crate::HookEvent::PreTool,
                 command: "./guard.sh".into(),
-                outcome: "ok".into(),
+                outcome: crate::HookOutcome::Ok,
                 duration_ms: 12,
                 message: None,
             },

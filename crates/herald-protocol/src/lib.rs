@@ -6,12 +6,13 @@ mod event;
 mod image;
 mod message;
 mod op;
+mod status;
 mod usage;
 
 pub use display::{one_line, terminal_safe};
 pub use event::{
-    Event, EventKind, ExitReason, McpServerStatus, ProviderModel, ResolvedBy, RewoundFiles,
-    RunStatus, ToolStatus, now_rfc3339,
+    Event, EventKind, McpServerStatus, ProviderModel, ResolvedBy, RewoundFiles, RunStatus,
+    ToolStatus, now_rfc3339,
 };
 pub use image::{
     DataUrl, IMAGE_TOKEN_ESTIMATE, ImageData, MAX_IMAGE_BYTES, MAX_RESULT_IMAGE_BYTES,
@@ -19,6 +20,7 @@ pub use image::{
 };
 pub use message::{Message, Reasoning, Role, ToolCall, ToolSpec};
 pub use op::{ApprovalDecision, ElicitationAction, Op, RewindScope, SubmissionId};
+pub use status::{AgentStatus, ExitReason, FlushReason, FlushStatus, HookEvent, HookOutcome};
 /// What herald sends as `User-Agent` on every HTTP request it makes (model
 /// providers, MCP servers, probes): some gateways refuse requests without one.
 pub const USER_AGENT: &str = concat!("herald/", env!("CARGO_PKG_VERSION"));

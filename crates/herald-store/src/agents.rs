@@ -3,7 +3,7 @@
 //! visible after a restart (`herald agents`) and a resumed parent can restart
 //! the unfinished ones from their stored conversations.
 
-use herald_protocol::{TokenTotals, UsageTotals};
+use herald_protocol::{AgentStatus, ExitReason, TokenTotals, UsageTotals};
 use rusqlite::{OptionalExtension, Row, params};
 
 use crate::error::{StoreError, sql};
@@ -44,9 +44,8 @@ pub struct NewAgent {
 /// How an agent ended.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AgentFinish {
-    /// `completed | failed | error | timeout | interrupted | cancelled`.
-    pub status: String,
-    pub exit_reason: String,
+    pub status: AgentStatus,
+    pub exit_reason: ExitReason,
     /// The summary or full result JSON handed to the parent.
     pub result: String,
     pub error: Option<String>,
@@ -71,8 +70,8 @@ pub struct AgentRecord {
     pub context: Option<String>,
     pub background: bool,
     /// `queued | running | suspended | completed | failed | error | timeout | interrupted | cancelled`.
-    pub status: String,
-    pub exit_reason: Option<String>,
+    pub status: AgentStatus,
+    pub exit_reason: Option<ExitReason>,
     pub result: Option<String>,
     pub error: Option<String>,
     pub iterations: u32,
@@ -103,7 +102,7 @@ impl AgentRecord {
     /// Whether the agent has not ended: queued, running, or suspended (the
     /// interactive loop was left; resuming the session restarts it).
     pub fn is_unfinished(&self) -> bool {
-        matches!(self.status.as_str(), "queued" | "running" | "suspended")
+        !self.status.is_finished()
     }
 }
 
@@ -114,7 +113,7 @@ pub struct AgentFilter {
     pub root_session_id: Option<String>,
     /// Agents spawned directly by one session.
     pub parent_session_id: Option<String>,
-    pub status: Option<String>,
+    pub status: Option<AgentStatus>,
     /// At most this many rows; 0 means 100.
     pub limit: usize,
 }
@@ -310,7 +309,11 @@ impl Store {
     /// Sets the status of an agent that is not running in this process
     /// (`herald agents cancel`, or a synchronous child found unfinished after
     /// a crash). Finished agents keep their status; returns the record.
-    pub fn cancel_agent(&mut self, id: &str, status: &str) -> Result<AgentRecord, StoreError> {
+    pub fn cancel_agent(
+        &mut self,
+        id: &str,
+        status: AgentStatus,
+    ) -> Result<AgentRecord, StoreError> {
         self.conn
             .prepare_cached(
                 "UPDATE agents SET status = ?2, exit_reason = 'interrupted', ended_at = ?3 \
@@ -338,7 +341,7 @@ impl Store {
         for (column, value) in [
             ("root_session_id", &filter.root_session_id),
             ("parent_session_id", &filter.parent_session_id),
-            ("status", &filter.status),
+            ("status", &filter.status.map(|s| s.as_str().to_owned())),
         ] {
             if let Some(value) = value {
                 values.push(value.clone());
@@ -422,8 +425,8 @@ mod tests {
 
     fn finish(usage: UsageTotals, tree_usage: UsageTotals) -> AgentFinish {
         AgentFinish {
-            status: "completed".into(),
-            exit_reason: "completed".into(),
+            status: AgentStatus::Completed,
+            exit_reason: ExitReason::Completed,
             result: "done".into(),
             error: None,
             iterations: 1,
@@ -510,7 +513,7 @@ mod tests {
         let mut store = Store::open(&path).unwrap();
         assert_eq!(store.schema_version().unwrap(), crate::SCHEMA_VERSION);
         let old = store.get_agent("old").unwrap().unwrap();
-        assert_eq!(old.status, "completed");
+        assert_eq!(old.status, AgentStatus::Completed);
         assert_eq!(old.cost_usd, Some(0.125));
         assert_eq!(
             (old.usage.input, old.usage.output, old.usage.cached),
@@ -536,14 +539,14 @@ mod tests {
         store.insert_agent(&agent("a3", "other", true)).unwrap();
         store.mark_agent_running("a1").unwrap();
         let a1 = store.get_agent("a1").unwrap().unwrap();
-        assert_eq!(a1.status, "running");
+        assert_eq!(a1.status, AgentStatus::Running);
         assert!(a1.started_at.is_some() && a1.is_unfinished());
         store
             .finish_agent(
                 "a1",
                 &AgentFinish {
-                    status: "completed".into(),
-                    exit_reason: "completed".into(),
+                    status: AgentStatus::Completed,
+                    exit_reason: ExitReason::Completed,
                     result: "done".into(),
                     error: None,
                     iterations: 3,
@@ -553,7 +556,7 @@ mod tests {
             )
             .unwrap();
         let a1 = store.get_agent("a1").unwrap().unwrap();
-        assert_eq!((a1.status.as_str(), a1.iterations), ("completed", 3));
+        assert_eq!((a1.status, a1.iterations), (AgentStatus::Completed, 3));
         assert_eq!(a1.tokens.output, 5);
         let listed = store
             .list_agents(&AgentFilter {
@@ -567,22 +570,28 @@ mod tests {
         );
         let running = store
             .list_agents(&AgentFilter {
-                status: Some("queued".into()),
+                status: Some(AgentStatus::Queued),
                 ..AgentFilter::default()
             })
             .unwrap();
         assert_eq!(running.len(), 2);
         // Cancelling a finished agent keeps its status.
         assert_eq!(
-            store.cancel_agent("a1", "cancelled").unwrap().status,
-            "completed"
+            store
+                .cancel_agent("a1", AgentStatus::Cancelled)
+                .unwrap()
+                .status,
+            AgentStatus::Completed
         );
         assert_eq!(
-            store.cancel_agent("a3", "cancelled").unwrap().status,
-            "cancelled"
+            store
+                .cancel_agent("a3", AgentStatus::Cancelled)
+                .unwrap()
+                .status,
+            AgentStatus::Cancelled
         );
         assert!(matches!(
-            store.cancel_agent("ghost", "cancelled"),
+            store.cancel_agent("ghost", AgentStatus::Cancelled),
             Err(StoreError::UnknownAgent(_))
         ));
         store.mark_agents_delivered(&["a1".into()]).unwrap();

@@ -70,7 +70,7 @@ pub use messages::TurnStep;
 pub use migrations::SCHEMA_VERSION;
 pub use owner::ProcessIdentity;
 pub use pending::PendingResult;
-pub use permissions::{NewDecision, StoredDecision};
+pub use permissions::{DecidedBy, NewDecision, Ruling, StoredDecision};
 pub use processes::ToolProcess;
 pub use prompts::MAX_PROMPTS_PER_CWD;
 pub use prune_plan::SessionTree;

@@ -715,10 +715,10 @@ mod tests {
                     tool: "read_file".into(),
                     arguments_digest: "d".into(),
                     summary: "s".into(),
-                    decision: "allow".into(),
+                    decision: crate::Ruling::Allow,
                     rule: None,
                     reason: "r".into(),
-                    decided_by: "policy".into(),
+                    decided_by: crate::DecidedBy::Policy,
                 }])
                 .unwrap();
             let event = crate::NewEvent {

@@ -467,6 +467,23 @@ UPDATE agents SET own_cost_usd = cost_usd, requests = iterations;
 /// below the watermark (SQLite reuses the highest id after it is deleted).
 /// Existing databases are fully indexed, so their watermark starts at the
 /// newest message.
+/// Statuses, exit reasons and deciders are typed: rows written before
+/// carry only their words. A suspended agent's `exit_reason` was once
+/// `suspended` (its status) and is `interrupted`; a person's decision was
+/// once recorded as `user` and names the answer now.
+const V19_TYPED_WORDS: &str = r#"
+UPDATE agents SET exit_reason = 'interrupted'
+    WHERE exit_reason IS NOT NULL AND exit_reason NOT IN
+        ('completed', 'max_iterations', 'interrupted', 'error', 'budget', 'timeout');
+UPDATE permission_decisions
+    SET decided_by = CASE decision WHEN 'deny' THEN 'user:deny' ELSE 'user:once' END
+    WHERE decided_by = 'user';
+UPDATE permission_decisions SET decided_by = 'policy'
+    WHERE decided_by NOT IN ('policy', 'approval', 'yolo', 'headless', 'interrupt',
+        'user:once', 'user:session', 'user:always', 'user:deny');
+UPDATE permission_decisions SET decision = 'deny' WHERE decision NOT IN ('allow', 'deny');
+"#;
+
 const V18_DEFERRED_SEARCH_INDEX: &str = r#"
 CREATE TABLE search_index_state (
     name         TEXT PRIMARY KEY,
@@ -592,10 +609,15 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         name: "search index caught up when searched",
         sql: V18_DEFERRED_SEARCH_INDEX,
     },
+    Migration {
+        version: 19,
+        name: "typed statuses, exit reasons and deciders",
+        sql: V19_TYPED_WORDS,
+    },
 ];
 
 /// The schema version this build creates and understands.
-pub const SCHEMA_VERSION: i64 = 18;
+pub const SCHEMA_VERSION: i64 = 19;
 
 /// Reads `PRAGMA user_version`.
 pub(crate) fn current_version(conn: &Connection, path: &str) -> Result<i64, StoreError> {

@@ -2,11 +2,142 @@
 //! read back by `herald permissions log`.
 
 use rusqlite::params;
+use rusqlite::types::{FromSql, FromSqlResult, ToSql, ToSqlOutput, ValueRef};
 use serde::Serialize;
 
 use crate::error::{StoreError, sql};
 use crate::store::{Store, now_ms};
 use rusqlite::TransactionBehavior;
+
+/// What a recorded permission decision came to (an `ask` is never stored:
+/// it is recorded once answered).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Ruling {
+    Allow,
+    Deny,
+}
+
+impl Ruling {
+    /// The word in the log and in SQLite.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Allow => "allow",
+            Self::Deny => "deny",
+        }
+    }
+
+    fn parse(word: &str) -> Option<Self> {
+        [Self::Allow, Self::Deny]
+            .into_iter()
+            .find(|r| r.as_str() == word)
+    }
+}
+
+/// Who (or what) decided a permission question.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DecidedBy {
+    /// The permission rules, without asking.
+    Policy,
+    /// A rule the user approved earlier in the session (or saved).
+    Approval,
+    /// `--yolo`: everything that would be asked is allowed.
+    Yolo,
+    /// Nobody can answer in this session: what would be asked is refused.
+    Headless,
+    /// The turn was stopped while the question waited.
+    Interrupt,
+    /// A person answered, with this decision.
+    User(herald_protocol::ApprovalDecision),
+}
+
+impl DecidedBy {
+    /// Every value.
+    pub const ALL: [DecidedBy; 9] = {
+        use herald_protocol::ApprovalDecision as D;
+        [
+            Self::Policy,
+            Self::Approval,
+            Self::Yolo,
+            Self::Headless,
+            Self::Interrupt,
+            Self::User(D::Once),
+            Self::User(D::Session),
+            Self::User(D::Always),
+            Self::User(D::Deny),
+        ]
+    };
+
+    /// The word in the log and in SQLite (`user:once`, ... for a person).
+    pub fn as_str(self) -> &'static str {
+        use herald_protocol::ApprovalDecision as D;
+        match self {
+            Self::Policy => "policy",
+            Self::Approval => "approval",
+            Self::Yolo => "yolo",
+            Self::Headless => "headless",
+            Self::Interrupt => "interrupt",
+            Self::User(D::Once) => "user:once",
+            Self::User(D::Session) => "user:session",
+            Self::User(D::Always) => "user:always",
+            Self::User(D::Deny) => "user:deny",
+        }
+    }
+
+    /// The value whose word is `word`.
+    pub fn parse(word: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|d| d.as_str() == word)
+    }
+}
+
+impl std::fmt::Display for DecidedBy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::fmt::Display for Ruling {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for DecidedBy {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+/// A column holding a word that is not one of the type's words.
+fn bad_word(word: &str, what: &str) -> rusqlite::types::FromSqlError {
+    rusqlite::types::FromSqlError::Other(format!("'{word}' is not a {what}").into())
+}
+
+impl ToSql for Ruling {
+    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+        Ok(self.as_str().into())
+    }
+}
+
+impl FromSql for Ruling {
+    fn column_result(value: ValueRef<'_>) -> FromSqlResult<Self> {
+        let word = value.as_str()?;
+        Self::parse(word).ok_or_else(|| bad_word(word, "permission decision"))
+    }
+}
+
+impl ToSql for DecidedBy {
+    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+        Ok(self.as_str().into())
+    }
+}
+
+impl FromSql for DecidedBy {
+    fn column_result(value: ValueRef<'_>) -> FromSqlResult<Self> {
+        let word = value.as_str()?;
+        Self::parse(word).ok_or_else(|| bad_word(word, "decider"))
+    }
+}
 
 /// A decision to record.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -19,14 +150,11 @@ pub struct NewDecision {
     pub arguments_digest: String,
     /// A short, redacted preview of the arguments (the command, the path).
     pub summary: String,
-    /// `allow`, `ask` (still open: never stored) resolved to `allow` or
-    /// `deny`, or `deny`.
-    pub decision: String,
+    pub decision: Ruling,
     /// The rule that decided, as written, or a built-in name.
     pub rule: Option<String>,
     pub reason: String,
-    /// `policy`, `user`, `headless` or `yolo`.
-    pub decided_by: String,
+    pub decided_by: DecidedBy,
 }
 
 /// A stored decision.
@@ -38,10 +166,10 @@ pub struct StoredDecision {
     pub tool: String,
     pub arguments_digest: String,
     pub summary: String,
-    pub decision: String,
+    pub decision: Ruling,
     pub rule: Option<String>,
     pub reason: String,
-    pub decided_by: String,
+    pub decided_by: DecidedBy,
     /// Milliseconds since the Unix epoch.
     pub created_at: i64,
 }
@@ -140,17 +268,17 @@ impl Store {
 mod tests {
     use super::*;
 
-    fn decision(session: &str, tool: &str, decision: &str) -> NewDecision {
+    fn decision(session: &str, tool: &str, decision: Ruling) -> NewDecision {
         NewDecision {
             session_id: session.to_owned(),
             agent_id: "root".to_owned(),
             tool: tool.to_owned(),
             arguments_digest: "d".to_owned(),
             summary: "ls".to_owned(),
-            decision: decision.to_owned(),
+            decision,
             rule: Some("read-only-command".to_owned()),
             reason: "reads only".to_owned(),
-            decided_by: "policy".to_owned(),
+            decided_by: DecidedBy::Policy,
         }
     }
 
@@ -159,12 +287,12 @@ mod tests {
         let mut store = Store::open_in_memory().unwrap();
         store
             .record_decisions(&[
-                decision("a", "terminal", "allow"),
-                decision("b", "x", "deny"),
+                decision("a", "terminal", Ruling::Allow),
+                decision("b", "x", Ruling::Deny),
             ])
             .unwrap();
         store
-            .record_decisions(&[decision("a", "write_file", "deny")])
+            .record_decisions(&[decision("a", "write_file", Ruling::Deny)])
             .unwrap();
         let a = store.load_decisions(Some("a"), 100).unwrap();
         let tools: Vec<_> = a.iter().map(|d| d.tool.as_str()).collect();
@@ -173,5 +301,30 @@ mod tests {
         let last = store.load_decisions(None, 1).unwrap();
         assert_eq!(last[0].tool, "write_file");
         assert!(store.load_decisions(Some("zzz"), 100).unwrap().is_empty());
+    }
+
+    #[test]
+    fn every_decider_is_stored_as_its_word_and_read_back() {
+        let mut store = Store::open_in_memory().unwrap();
+        let rows: Vec<NewDecision> = DecidedBy::ALL
+            .into_iter()
+            .map(|by| NewDecision {
+                decided_by: by,
+                ..decision("a", "terminal", Ruling::Allow)
+            })
+            .collect();
+        store.record_decisions(&rows).unwrap();
+        let back: Vec<DecidedBy> = store
+            .load_decisions(Some("a"), 100)
+            .unwrap()
+            .into_iter()
+            .map(|d| d.decided_by)
+            .collect();
+        assert_eq!(back, DecidedBy::ALL);
+        assert_eq!(DecidedBy::parse("user:always"), Some(DecidedBy::ALL[7]));
+        assert_eq!(DecidedBy::parse("someone"), None);
+        let json = serde_json::to_value(&store.load_decisions(None, 1).unwrap()[0]).unwrap();
+        assert_eq!(json["decided_by"], "user:deny");
+        assert_eq!(json["decision"], "allow");
     }
 }

@@ -1,4 +1,4 @@
--- herald state database, schema version 18.
+-- herald state database, schema version 19.
 -- Generated from the migrations in migrations.rs by
 -- `HERALD_WRITE_SCHEMA=1 cargo test -p herald-store fresh_schema`; do not edit.
 

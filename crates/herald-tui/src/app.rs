@@ -707,7 +707,7 @@ impl App {
                         agent_id: event.agent_id.clone(),
                         depth: *depth,
                         goal,
-                        status: status.clone(),
+                        status: status.as_str().to_owned(),
                         summary: summary.clone(),
                         seconds: *duration_seconds,
                         tokens: tokens.input + tokens.output,

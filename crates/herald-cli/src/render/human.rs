@@ -284,7 +284,7 @@ impl View {
                 ..
             } => self.print(&format!(
                 "  memory flush ({}): {saved} saved{}",
-                reason.replace('_', " "),
+                reason.as_str().replace('_', " "),
                 match (status.as_str(), message) {
                     ("done", _) => String::new(),
                     (status, Some(why)) => format!(", {status}: {why}"),
@@ -553,8 +553,8 @@ mod tests {
                 child(EventKind::SubagentCompleted {
                     parent_id: "root".into(),
                     depth: 1,
-                    status: "completed".into(),
-                    exit_reason: "completed".into(),
+                    status: herald_protocol::AgentStatus::Completed,
+                    exit_reason: herald_protocol::ExitReason::Completed,
                     summary: "ok".into(),
                     tokens: TokenTotals::default(),
                     cost_usd: Some(0.0),

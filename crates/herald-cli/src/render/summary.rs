@@ -197,8 +197,8 @@ mod tests {
                 EventKind::SubagentCompleted {
                     parent_id: "root".into(),
                     depth: 1,
-                    status: "completed".into(),
-                    exit_reason: "completed".into(),
+                    status: herald_protocol::AgentStatus::Completed,
+                    exit_reason: herald_protocol::ExitReason::Completed,
                     summary: "ok".into(),
                     tokens: TokenTotals {
                         input: 2_000,

@@ -58,48 +58,7 @@ pub struct FlushSettings {
     pub user_profile: bool,
 }
 
-/// Why a flush runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FlushReason {
-    /// A compaction is about to summarise the middle of the conversation.
-    Compaction,
-    /// The session is ending.
-    SessionEnd,
-}
-
-impl FlushReason {
-    /// The name in the `memory.flush` event.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Compaction => "compaction",
-            Self::SessionEnd => "session_end",
-        }
-    }
-}
-
-/// How a flush ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FlushStatus {
-    /// The model replied without (more) tool calls.
-    Done,
-    /// The session's or turn's token was cancelled (Ctrl+C, a signal).
-    Interrupted,
-    /// The deadline passed first.
-    Timeout,
-    /// A request or the store failed.
-    Failed,
-}
-
-impl FlushStatus {
-    fn as_str(self) -> &'static str {
-        match self {
-            Self::Done => "done",
-            Self::Interrupted => "interrupted",
-            Self::Timeout => "timeout",
-            Self::Failed => "failed",
-        }
-    }
-}
+pub use herald_protocol::{FlushReason, FlushStatus};
 
 /// What one flush did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -463,8 +422,8 @@ impl Agent {
 
     fn emit_flush(&self, report: &FlushReport) {
         self.events.emit(EventKind::MemoryFlush {
-            reason: report.reason.as_str().to_owned(),
-            status: report.status.as_str().to_owned(),
+            reason: report.reason,
+            status: report.status,
             requests: report.requests,
             saved: report.saved,
             refused: report.refused,

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use herald_protocol::{EventKind, Message, TokenTotals, UsageTotals};
+use herald_protocol::{AgentStatus, EventKind, Message, TokenTotals, UsageTotals};
 use herald_store::{AgentFinish, AgentRecord, NewSession, SessionSource};
 use herald_tools::{AgentState, ToolRegistry};
 use tokio_util::sync::CancellationToken;
@@ -96,9 +96,9 @@ impl Delegation {
             Err(message) => ChildResult {
                 task_index: spawn.task.index,
                 agent_id: spawn.agent_id.clone(),
-                status: "error".to_owned(),
+                status: AgentStatus::Error,
                 summary: String::new(),
-                exit_reason: "error".to_owned(),
+                exit_reason: ExitReason::Error,
                 api_calls: 0,
                 duration_seconds: 0.0,
                 model: spawn.client.model().to_owned(),
@@ -112,22 +112,17 @@ impl Delegation {
         // Suspended for a later `--resume`: journaled as `suspended` (with
         // what it spent so far) and restarted by the resume; its parent gets
         // nothing now (the restarted agent reports instead).
-        let suspended = result.status == "interrupted"
+        let suspended = result.status == AgentStatus::Interrupted
             && self.suspending.load(std::sync::atomic::Ordering::Relaxed);
         if let Some(store) = self.store.as_ref() {
             let id = spawn.agent_id.clone();
-            let status = if suspended {
-                "suspended".to_owned()
-            } else {
-                result.status.clone()
-            };
             let finish = AgentFinish {
-                exit_reason: if suspended {
-                    status.clone()
+                status: if suspended {
+                    AgentStatus::Suspended
                 } else {
-                    result.exit_reason.clone()
+                    result.status
                 },
-                status,
+                exit_reason: result.exit_reason,
                 result: result.summary.clone(),
                 error: result.error.clone(),
                 iterations: result.api_calls,
@@ -142,8 +137,8 @@ impl Delegation {
         out.emit(EventKind::SubagentCompleted {
             parent_id: spawn.parent.agent_id.clone(),
             depth,
-            status: result.status.clone(),
-            exit_reason: result.exit_reason.clone(),
+            status: result.status,
+            exit_reason: result.exit_reason,
             summary: preview(&result.summary, 300),
             tokens: result.tokens,
             cost_usd: result.cost_usd,
@@ -154,7 +149,7 @@ impl Delegation {
         if let Some(hooks) = self.hooks() {
             let facts = hook_facts(&spawn, depth);
             hooks
-                .subagent_stop(facts, &result.status, &result.exit_reason, &result.summary)
+                .subagent_stop(facts, result.status, result.exit_reason, &result.summary)
                 .await;
         }
         if spawn.background && !suspended {
@@ -321,8 +316,8 @@ impl Delegation {
                 format!("it had reached the model ({api_calls} API calls) and then went quiet")
             };
             (
-                "timeout",
-                "timeout".to_owned(),
+                AgentStatus::Timeout,
+                ExitReason::Timeout,
                 Some(format!(
                     "no API or tool activity for {timeout} s ([delegation] child_timeout_seconds); {reached}"
                 )),
@@ -330,29 +325,33 @@ impl Delegation {
         } else {
             match outcome.exit_reason {
                 ExitReason::Interrupted if live.cancelled_by().is_some() => (
-                    "interrupted",
-                    "interrupted".to_owned(),
+                    AgentStatus::Interrupted,
+                    ExitReason::Interrupted,
                     live.cancelled_by().map(str::to_owned),
                 ),
                 ExitReason::Interrupted => (
-                    "interrupted",
-                    "interrupted".to_owned(),
+                    AgentStatus::Interrupted,
+                    ExitReason::Interrupted,
                     Some("interrupted before it finished".to_owned()),
                 ),
-                ExitReason::Error => ("failed", "error".to_owned(), outcome.error.clone()),
+                ExitReason::Error => (
+                    AgentStatus::Failed,
+                    ExitReason::Error,
+                    outcome.error.clone(),
+                ),
                 ExitReason::Budget => (
                     if outcome.final_response.is_empty() {
-                        "failed"
+                        AgentStatus::Failed
                     } else {
-                        "completed"
+                        AgentStatus::Completed
                     },
-                    "budget".to_owned(),
+                    ExitReason::Budget,
                     Some(format!(
                         "the delegation tree's token budget ({} tokens) is spent; the summary is what the child had so far",
                         spawn.budget.limit()
                     )),
                 ),
-                reason => ("completed", reason.as_str().to_owned(), None),
+                reason => (AgentStatus::Completed, reason, None),
             }
         };
         let mut summary = if outcome.final_response.is_empty() {
@@ -380,7 +379,7 @@ impl Delegation {
         Ok(ChildResult {
             task_index: spawn.task.index,
             agent_id: spawn.agent_id.clone(),
-            status: status.to_owned(),
+            status,
             summary,
             exit_reason,
             api_calls,
@@ -598,9 +597,9 @@ pub(crate) fn result_from_record(record: &AgentRecord) -> ChildResult {
     ChildResult {
         task_index: 0,
         agent_id: record.id.clone(),
-        status: record.status.clone(),
+        status: record.status,
         summary: record.result.clone().unwrap_or_default(),
-        exit_reason: record.exit_reason.clone().unwrap_or_default(),
+        exit_reason: record.exit_reason.unwrap_or(ExitReason::Interrupted),
         api_calls: record.iterations,
         duration_seconds: duration,
         model: record.model.clone(),

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use herald_protocol::{Message, Role, TokenTotals};
+use herald_protocol::{AgentStatus, ExitReason, Message, Role, TokenTotals, ToolStatus};
 use serde::{Deserialize, Serialize};
 
 /// One tool call of a child, without its content.
@@ -13,8 +13,7 @@ pub struct ToolTraceEntry {
     pub tool: String,
     pub args_bytes: usize,
     pub result_bytes: usize,
-    /// `ok | error`.
-    pub status: String,
+    pub status: ToolStatus,
 }
 
 /// The report of one child.
@@ -22,11 +21,9 @@ pub struct ToolTraceEntry {
 pub struct ChildResult {
     pub task_index: usize,
     pub agent_id: String,
-    /// `completed | failed | error | timeout | interrupted`.
-    pub status: String,
+    pub status: AgentStatus,
     pub summary: String,
-    /// `completed | max_iterations | interrupted | timeout | error | budget`.
-    pub exit_reason: String,
+    pub exit_reason: ExitReason,
     pub api_calls: u32,
     pub duration_seconds: f64,
     pub model: String,
@@ -58,8 +55,8 @@ pub fn tool_trace(messages: &[Message]) -> Vec<ToolTraceEntry> {
                 args_bytes: call.arguments.len(),
                 result_bytes: result.map_or(0, |r| r.content.len()),
                 status: match result {
-                    Some(r) if !r.is_error => "ok".to_owned(),
-                    _ => "error".to_owned(),
+                    Some(r) if !r.is_error => ToolStatus::Ok,
+                    _ => ToolStatus::Error,
                 },
             }
         })
@@ -136,8 +133,8 @@ mod tests {
             ),
             ("read_file", 12, 5)
         );
-        assert_eq!(trace[0].status, "ok");
-        assert_eq!(trace[1].status, "error");
+        assert_eq!(trace[0].status, ToolStatus::Ok);
+        assert_eq!(trace[1].status, ToolStatus::Error);
     }
 
     #[test]

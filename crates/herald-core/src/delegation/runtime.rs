@@ -280,7 +280,7 @@ impl Delegation {
                 }
                 let filter = AgentFilter {
                     root_session_id: Some(root.clone()),
-                    status: Some("cancelled".to_owned()),
+                    status: Some(herald_protocol::AgentStatus::Cancelled),
                     limit: 10_000,
                     ..AgentFilter::default()
                 };
@@ -336,7 +336,7 @@ impl Delegation {
                     background: a.background,
                     status: result.as_ref().map_or_else(
                         || self.running_status(&a.id).to_owned(),
-                        |r| r.status.clone(),
+                        |r| r.status.as_str().to_owned(),
                     ),
                     seconds: result
                         .as_ref()
@@ -566,7 +566,7 @@ impl Delegation {
             let (id, child_session) = (agent.id.clone(), agent.session_id.clone());
             let below = store
                 .call(move |s| {
-                    let _ = s.cancel_agent(&id, "interrupted");
+                    let _ = s.cancel_agent(&id, herald_protocol::AgentStatus::Interrupted);
                     s.list_agents(&AgentFilter {
                         parent_session_id: Some(child_session),
                         limit: 10_000,

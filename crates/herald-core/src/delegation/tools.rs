@@ -541,7 +541,7 @@ impl TypedTool for AgentCancel {
         if let Some(store) = &self.rt.store {
             let id = record.id.clone();
             let _ = store
-                .call(move |s| s.cancel_agent(&id, "interrupted"))
+                .call(move |s| s.cancel_agent(&id, herald_protocol::AgentStatus::Interrupted))
                 .await;
         }
         Ok(format!(

@@ -12,84 +12,16 @@ pub const DEFAULT_TIMEOUT_SECS: u64 = 60;
 /// Allowed values of `timeout`, in seconds.
 pub const TIMEOUT_RANGE: std::ops::RangeInclusive<i64> = 1..=600;
 
-/// When a hook runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum HookEvent {
-    /// A session was opened (new or resumed).
-    SessionStart,
-    /// The user sent a prompt; before it reaches the model.
-    UserPrompt,
-    /// A tool call is about to run.
-    PreTool,
-    /// A tool call finished.
-    PostTool,
-    /// A subagent is about to start.
-    SubagentStart,
-    /// A subagent finished.
-    SubagentStop,
-    /// The conversation is about to be compacted.
-    PreCompact,
-    /// The session ends.
-    SessionEnd,
-    /// Something needs the user's attention: an approval is needed, or a
-    /// turn is done.
-    Notification,
-}
+/// When a hook runs (the protocol's type).
+pub use herald_protocol::HookEvent;
 
-impl HookEvent {
-    /// Every event, in the order they are documented.
-    pub const ALL: [HookEvent; 9] = [
-        Self::SessionStart,
-        Self::UserPrompt,
-        Self::PreTool,
-        Self::PostTool,
-        Self::SubagentStart,
-        Self::SubagentStop,
-        Self::PreCompact,
-        Self::SessionEnd,
-        Self::Notification,
-    ];
-
-    /// The name used in config files, on the hook's stdin and in events.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::SessionStart => "session_start",
-            Self::UserPrompt => "user_prompt",
-            Self::PreTool => "pre_tool",
-            Self::PostTool => "post_tool",
-            Self::SubagentStart => "subagent_start",
-            Self::SubagentStop => "subagent_stop",
-            Self::PreCompact => "pre_compact",
-            Self::SessionEnd => "session_end",
-            Self::Notification => "notification",
-        }
-    }
-
-    /// The event named `name`.
-    pub fn parse(name: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|e| e.as_str() == name)
-    }
-
-    /// What `matcher` is matched against for this event, if anything: the
-    /// tool name for tool events, the kind of a notification.
-    pub fn matcher_subject(self) -> Option<&'static str> {
-        match self {
-            Self::PreTool | Self::PostTool => Some("the tool name"),
-            Self::Notification => Some("the notification kind (approval_needed, turn_done)"),
-            _ => None,
-        }
-    }
-
-    /// Its index in [`HookEvent::ALL`].
-    pub(crate) fn index(self) -> usize {
-        self as usize
-    }
-}
-
-impl std::fmt::Display for HookEvent {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
+/// What `matcher` is matched against for `event`, if anything: the tool
+/// name for tool events, the kind of a notification.
+pub fn matcher_subject(event: HookEvent) -> Option<&'static str> {
+    match event {
+        HookEvent::PreTool | HookEvent::PostTool => Some("the tool name"),
+        HookEvent::Notification => Some("the notification kind (approval_needed, turn_done)"),
+        _ => None,
     }
 }
 
@@ -223,7 +155,7 @@ fn check_entry(entry: &HookEntry, origin: HookOrigin) -> Result<HookSpec, (&'sta
     let pattern = match entry.matcher.as_deref() {
         None => None,
         Some(text) => {
-            let Some(subject) = event.matcher_subject() else {
+            let Some(subject) = matcher_subject(event) else {
                 return Err((
                     "matcher",
                     format!(
@@ -340,9 +272,10 @@ mod tests {
 
     #[test]
     fn event_names_round_trip() {
-        for event in HookEvent::ALL {
+        for &event in HookEvent::ALL {
             assert_eq!(HookEvent::parse(event.as_str()), Some(event));
-            assert_eq!(HookEvent::ALL[event.index()], event);
+            // The hooks index their table by the event's number.
+            assert_eq!(HookEvent::ALL[event as usize], event);
         }
     }
 }

@@ -31,29 +31,7 @@ pub(crate) struct Finished {
 }
 
 /// The `outcome` of a `hook.ran` event.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
-    /// It ran and did not block.
-    Ok,
-    /// It blocked what the event was about.
-    Blocked,
-    /// It failed (another exit code, bad JSON, not started): ignored.
-    Error,
-    /// It ran past its timeout and was killed: ignored.
-    Timeout,
-}
-
-impl Outcome {
-    /// The word used in `hook.ran`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Ok => "ok",
-            Self::Blocked => "blocked",
-            Self::Error => "error",
-            Self::Timeout => "timeout",
-        }
-    }
-}
+pub use herald_protocol::HookOutcome as Outcome;
 
 /// What one hook decided.
 #[derive(Debug, Clone, PartialEq, Default)]

@@ -101,7 +101,7 @@ impl Hooks {
         let all = settings.hooks.iter().chain(project);
         let mut by_event: [Vec<HookSpec>; 9] = Default::default();
         for spec in all {
-            by_event[spec.event.index()].push(spec.clone());
+            by_event[spec.event as usize].push(spec.clone());
         }
         if by_event.iter().all(Vec::is_empty) {
             return None;
@@ -118,7 +118,7 @@ impl Hooks {
 
     /// Whether any hook listens to `event`.
     pub fn has(&self, event: HookEvent) -> bool {
-        !self.by_event[event.index()].is_empty()
+        !self.by_event[event as usize].is_empty()
     }
 
     /// The `pre_tool`/`post_tool` hooks as a call interceptor, when there
@@ -245,8 +245,8 @@ impl Hooks {
     pub async fn subagent_stop(
         &self,
         child: SubagentFacts<'_>,
-        status: &str,
-        exit_reason: &str,
+        status: herald_protocol::AgentStatus,
+        exit_reason: herald_protocol::ExitReason,
         summary: &str,
     ) {
         if !self.has(HookEvent::SubagentStop) {
@@ -258,8 +258,8 @@ impl Hooks {
             cwd: &self.cwd,
         };
         let mut fields = Self::subagent_fields(&child);
-        fields.insert("status".to_owned(), Value::from(status));
-        fields.insert("exit_reason".to_owned(), Value::from(exit_reason));
+        fields.insert("status".to_owned(), Value::from(status.as_str()));
+        fields.insert("exit_reason".to_owned(), Value::from(exit_reason.as_str()));
         fields.insert("summary".to_owned(), Value::from(summary));
         self.fire(HookEvent::SubagentStop, site, None, fields).await;
     }
@@ -353,7 +353,7 @@ impl Hooks {
         subject: Option<&str>,
         fields: Map<String, Value>,
     ) -> Combined {
-        let selected: Vec<&HookSpec> = self.by_event[event.index()]
+        let selected: Vec<&HookSpec> = self.by_event[event as usize]
             .iter()
             .filter(|spec| subject.is_none_or(|s| spec.matches(s)))
             .collect();
@@ -387,9 +387,9 @@ impl Hooks {
         for (spec, (finished, elapsed)) in selected.iter().zip(finished) {
             let verdict = decision::judge(&finished, spec.timeout.as_secs());
             sink.emit(EventKind::HookRan {
-                event: event.as_str().to_owned(),
+                event,
                 command: spec.command.clone(),
-                outcome: verdict.outcome.as_str().to_owned(),
+                outcome: verdict.outcome,
                 duration_ms: u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX),
                 message: verdict.message.clone(),
             });

@@ -1,7 +1,7 @@
 //! Stores every permission decision (`herald permissions log`).
 
 use herald_sandbox::Redactor;
-use herald_store::NewDecision;
+use herald_store::{DecidedBy, NewDecision, Ruling};
 use sha2::{Digest, Sha256};
 
 use crate::StoreHandle;
@@ -21,10 +21,10 @@ pub(crate) struct Entry<'a> {
     pub(crate) agent_id: &'a str,
     pub(crate) tool: &'a str,
     pub(crate) args: &'a serde_json::Value,
-    pub(crate) decision: &'a str,
+    pub(crate) decision: Ruling,
     pub(crate) rule: Option<&'a str>,
     pub(crate) reason: &'a str,
-    pub(crate) decided_by: &'a str,
+    pub(crate) decided_by: DecidedBy,
 }
 
 impl Audit {
@@ -37,10 +37,10 @@ impl Audit {
             tool: entry.tool.to_owned(),
             arguments_digest: digest(entry.args),
             summary: redactor.redact(&summary(entry.args)).into_owned(),
-            decision: entry.decision.to_owned(),
+            decision: entry.decision,
             rule: entry.rule.map(str::to_owned),
             reason: redactor.redact(entry.reason).into_owned(),
-            decided_by: entry.decided_by.to_owned(),
+            decided_by: entry.decided_by,
         };
         tracing::debug!(
             tool = %row.tool,

@@ -8,6 +8,7 @@ use futures_util::future::BoxFuture;
 use herald_permissions::{CallInfo, Decision, Mode, Policy, PolicyConfig, Verdict};
 use herald_protocol::{EventKind, ResolvedBy};
 use herald_sandbox::{Redactor, SandboxPolicy};
+use herald_store::{DecidedBy, Ruling};
 use herald_tools::{ElicitAnswer, Elicitation, GateOutcome, PermissionGate, Tool, ToolContext};
 
 use super::ApprovalMode;
@@ -237,8 +238,12 @@ impl AgentGate {
         let (verdict, approved) = p.judge(&call);
         let (decision, by, outcome) = match (verdict.decision, p.mode) {
             (Decision::Allow, _) => (
-                "allow",
-                if approved { "approval" } else { "policy" },
+                Ruling::Allow,
+                if approved {
+                    DecidedBy::Approval
+                } else {
+                    DecidedBy::Policy
+                },
                 GateOutcome::Run {
                     sandbox: verdict
                         .confine
@@ -246,20 +251,22 @@ impl AgentGate {
                 },
             ),
             (Decision::Deny, _) => (
-                "deny",
-                "policy",
+                Ruling::Deny,
+                DecidedBy::Policy,
                 GateOutcome::Refuse(denied_by_policy(
                     &describe(name, args),
                     &verdict,
                     &p.config_path,
                 )),
             ),
-            (Decision::Ask, ApprovalMode::Yolo) => {
-                ("allow", "yolo", GateOutcome::Run { sandbox: None })
-            }
+            (Decision::Ask, ApprovalMode::Yolo) => (
+                Ruling::Allow,
+                DecidedBy::Yolo,
+                GateOutcome::Run { sandbox: None },
+            ),
             (Decision::Ask, ApprovalMode::Headless) => (
-                "deny",
-                "headless",
+                Ruling::Deny,
+                DecidedBy::Headless,
                 GateOutcome::Refuse(denied_headless(
                     &describe(name, args),
                     &verdict,
@@ -380,10 +387,10 @@ impl AgentGate {
             self.record(
                 name,
                 args,
-                "deny",
+                Ruling::Deny,
                 verdict.rule.as_deref(),
                 "interrupted while waiting for approval",
-                "interrupt",
+                DecidedBy::Interrupt,
             )
             .await;
             return GateOutcome::Refuse(format!(
@@ -395,16 +402,16 @@ impl AgentGate {
             decision: answer.decision(),
             by: ResolvedBy::User,
         });
-        let by = format!("user:{}", answer.as_str());
+        let by = DecidedBy::User(answer.decision());
         match answer {
             ApprovalAnswer::Deny { message } => {
                 self.record(
                     name,
                     args,
-                    "deny",
+                    Ruling::Deny,
                     verdict.rule.as_deref(),
                     &verdict.reason,
-                    &by,
+                    by,
                 )
                 .await;
                 let mut text = format!("denied: the user refused {what} ({}).", verdict.reason);
@@ -420,10 +427,10 @@ impl AgentGate {
                 self.record(
                     name,
                     args,
-                    "allow",
+                    Ruling::Allow,
                     verdict.rule.as_deref(),
                     &verdict.reason,
-                    &by,
+                    by,
                 )
                 .await;
                 GateOutcome::Run { sandbox: None }
@@ -437,7 +444,7 @@ impl AgentGate {
                 if let Some(note) = p.approve(&rule, save) {
                     tracing::warn!("{note}");
                 }
-                self.record(name, args, "allow", Some(&rule), &verdict.reason, &by)
+                self.record(name, args, Ruling::Allow, Some(&rule), &verdict.reason, by)
                     .await;
                 GateOutcome::Run { sandbox: None }
             }
@@ -448,10 +455,10 @@ impl AgentGate {
         &self,
         tool: &str,
         args: &serde_json::Value,
-        decision: &str,
+        decision: Ruling,
         rule: Option<&str>,
         reason: &str,
-        by: &str,
+        by: DecidedBy,
     ) {
         self.permissions
             .audit

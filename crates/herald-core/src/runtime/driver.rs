@@ -226,7 +226,7 @@ async fn run_turn(
     let status = match outcome.exit_reason {
         ExitReason::Completed | ExitReason::MaxIterations => RunStatus::Completed,
         ExitReason::Interrupted => RunStatus::Interrupted,
-        ExitReason::Error | ExitReason::Budget => RunStatus::Failed,
+        ExitReason::Error | ExitReason::Budget | ExitReason::Timeout => RunStatus::Failed,
     };
     if one_shot {
         // The session ends with this turn: the memory flush (a finished

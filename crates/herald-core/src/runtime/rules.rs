@@ -1,6 +1,8 @@
 //! Rules about stored sessions that every front end applies the same way,
 //! whether or not the session is open in this process.
 
+use herald_protocol::AgentStatus;
+
 use super::RuntimeError;
 use crate::StoreHandle;
 
@@ -73,8 +75,9 @@ pub async fn effective_agent_status(
     store: &StoreHandle,
     records: &mut [herald_store::AgentRecord],
 ) -> Result<(), RuntimeError> {
-    let unfinished =
-        |r: &herald_store::AgentRecord| matches!(r.status.as_str(), "queued" | "running");
+    let unfinished = |r: &herald_store::AgentRecord| {
+        matches!(r.status, AgentStatus::Queued | AgentStatus::Running)
+    };
     let mut roots: Vec<String> = records
         .iter()
         .filter(|r| unfinished(r))
@@ -103,11 +106,10 @@ pub async fn effective_agent_status(
         .filter(|r| unfinished(r) && dead.contains(&r.root_session_id))
     {
         record.status = if record.background {
-            "suspended"
+            AgentStatus::Suspended
         } else {
-            "interrupted"
-        }
-        .to_owned();
+            AgentStatus::Interrupted
+        };
         record.error = Some(format!(
             "no herald process runs it any more (the process running session {} is gone); `herald --resume {}` {}",
             record.root_session_id,

@@ -1,0 +1,254 @@
+//! The statuses, reasons and outcomes events and stored records carry, as
+//! enums with one word each: the same word in JSON and in SQLite (with the
+//! `sql` feature, as `rusqlite` values).
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// Implements `as_str`, `parse`, `Display` and (with `sql`) `ToSql`/`FromSql`
+/// for a field-less enum from its variants' words.
+macro_rules! words {
+    ($name:ident { $($variant:ident => $word:literal),+ $(,)? }) => {
+        impl $name {
+            /// Every value, in declaration order.
+            pub const ALL: &'static [$name] = &[$(Self::$variant),+];
+
+            /// The word used in events and in the store.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $(Self::$variant => $word),+
+                }
+            }
+
+            /// The value whose word is `word`.
+            pub fn parse(word: &str) -> Option<Self> {
+                Self::ALL.iter().copied().find(|v| v.as_str() == word)
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        #[cfg(feature = "sql")]
+        impl rusqlite::types::ToSql for $name {
+            fn to_sql(&self) -> rusqlite::Result<rusqlite::types::ToSqlOutput<'_>> {
+                Ok(self.as_str().into())
+            }
+        }
+
+        #[cfg(feature = "sql")]
+        impl rusqlite::types::FromSql for $name {
+            fn column_result(
+                value: rusqlite::types::ValueRef<'_>,
+            ) -> rusqlite::types::FromSqlResult<Self> {
+                let word = value.as_str()?;
+                Self::parse(word).ok_or_else(|| {
+                    rusqlite::types::FromSqlError::Other(
+                        format!("'{word}' is not a {}", stringify!($name)).into(),
+                    )
+                })
+            }
+        }
+    };
+}
+
+/// Why an agent's turn ended (`run.completed`, `subagent.completed`, the
+/// agent journal).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ExitReason {
+    /// The model answered without further tool calls.
+    Completed,
+    /// `max_iterations` model requests were made.
+    MaxIterations,
+    /// Stopped by the user, a signal or a cancelled parent.
+    Interrupted,
+    /// A fatal error (the provider failed past its retries, a hook blocked
+    /// the prompt).
+    Error,
+    /// The delegation tree's token or cost budget ran out.
+    Budget,
+    /// A subagent ran past its time limit.
+    Timeout,
+}
+
+words!(ExitReason {
+    Completed => "completed",
+    MaxIterations => "max_iterations",
+    Interrupted => "interrupted",
+    Error => "error",
+    Budget => "budget",
+    Timeout => "timeout",
+});
+
+/// Where a subagent is (the agent journal, `subagent.completed`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum AgentStatus {
+    /// Journaled, waiting for a slot.
+    Queued,
+    Running,
+    /// A background agent stopped with its session; a resume restarts it.
+    Suspended,
+    /// It finished its task.
+    Completed,
+    /// It finished without doing its task (the iteration limit, a budget).
+    Failed,
+    /// A fatal error ended it.
+    Error,
+    /// It ran past its time limit.
+    Timeout,
+    /// Its parent's turn was stopped, or its process went away.
+    Interrupted,
+    /// Cancelled on its own (`cancel_agent`, `herald agents cancel`).
+    Cancelled,
+}
+
+words!(AgentStatus {
+    Queued => "queued",
+    Running => "running",
+    Suspended => "suspended",
+    Completed => "completed",
+    Failed => "failed",
+    Error => "error",
+    Timeout => "timeout",
+    Interrupted => "interrupted",
+    Cancelled => "cancelled",
+});
+
+impl AgentStatus {
+    /// Whether the agent has ended (it will not run again by itself).
+    pub fn is_finished(self) -> bool {
+        !matches!(self, Self::Queued | Self::Running | Self::Suspended)
+    }
+}
+
+/// Why a memory flush ran (`memory.flush`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum FlushReason {
+    /// A compaction is about to summarise the middle of the conversation.
+    Compaction,
+    /// The session is ending.
+    SessionEnd,
+}
+
+words!(FlushReason {
+    Compaction => "compaction",
+    SessionEnd => "session_end",
+});
+
+/// How a memory flush ended (`memory.flush`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum FlushStatus {
+    /// The model replied without (more) tool calls.
+    Done,
+    /// The session's or turn's token was cancelled (Ctrl+C, a signal).
+    Interrupted,
+    /// The deadline passed first.
+    Timeout,
+    /// A request or the store failed.
+    Failed,
+}
+
+words!(FlushStatus {
+    Done => "done",
+    Interrupted => "interrupted",
+    Timeout => "timeout",
+    Failed => "failed",
+});
+
+/// When a hook runs (`[[hooks]] event`, `hook.ran`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum HookEvent {
+    /// A session was opened (new or resumed).
+    SessionStart,
+    /// The user sent a prompt; before it reaches the model.
+    UserPrompt,
+    /// A tool call is about to run.
+    PreTool,
+    /// A tool call finished.
+    PostTool,
+    /// A subagent is about to start.
+    SubagentStart,
+    /// A subagent finished.
+    SubagentStop,
+    /// The conversation is about to be compacted.
+    PreCompact,
+    /// The session ends.
+    SessionEnd,
+    /// Something needs the user's attention: an approval is needed, or a
+    /// turn is done.
+    Notification,
+}
+
+words!(HookEvent {
+    SessionStart => "session_start",
+    UserPrompt => "user_prompt",
+    PreTool => "pre_tool",
+    PostTool => "post_tool",
+    SubagentStart => "subagent_start",
+    SubagentStop => "subagent_stop",
+    PreCompact => "pre_compact",
+    SessionEnd => "session_end",
+    Notification => "notification",
+});
+
+/// What became of one hook command (`hook.ran`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum HookOutcome {
+    /// It ran and did not block.
+    Ok,
+    /// It blocked what the event was about.
+    Blocked,
+    /// It failed (another exit code, bad JSON, not started): ignored.
+    Error,
+    /// It ran past its timeout and was killed: ignored.
+    Timeout,
+}
+
+words!(HookOutcome {
+    Ok => "ok",
+    Blocked => "blocked",
+    Error => "error",
+    Timeout => "timeout",
+});
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    /// The word of each value is its JSON string and parses back.
+    fn check<T>(all: &[T])
+    where
+        T: Copy + PartialEq + std::fmt::Debug + Serialize + for<'de> Deserialize<'de>,
+        T: std::fmt::Display,
+    {
+        for value in all {
+            let json = serde_json::to_value(value).unwrap();
+            assert_eq!(json, serde_json::Value::String(value.to_string()));
+            let back: T = serde_json::from_value(json).unwrap();
+            assert_eq!(&back, value);
+        }
+    }
+
+    #[test]
+    fn every_word_is_its_json_string_and_parses_back() {
+        check(ExitReason::ALL);
+        check(AgentStatus::ALL);
+        check(FlushReason::ALL);
+        check(FlushStatus::ALL);
+        check(HookEvent::ALL);
+        check(HookOutcome::ALL);
+        assert_eq!(AgentStatus::parse("nope"), None);
+        assert!(AgentStatus::Cancelled.is_finished());
+        assert!(!AgentStatus::Suspended.is_finished());
+    }
+}
