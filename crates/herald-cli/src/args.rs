@@ -847,6 +847,20 @@ pub(crate) enum ExportFormat {
     Json,
 }
 
+/// Parses `--status` as an agent status, naming the valid ones when it is not.
+fn agent_status(word: &str) -> Result<herald_protocol::AgentStatus, String> {
+    herald_protocol::AgentStatus::parse(word).ok_or_else(|| {
+        let valid: Vec<&str> = herald_protocol::AgentStatus::ALL
+            .iter()
+            .map(|s| s.as_str())
+            .collect();
+        format!(
+            "'{word}' is not an agent status; use one of {}",
+            valid.join(", ")
+        )
+    })
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
@@ -975,18 +989,4 @@ mod tests {
         let (cli, _) = parse(&[]).unwrap();
         assert!(cli.prompt.is_none() && cli.command.is_none());
     }
-}
-
-/// Parses `--status` as an agent status, naming the valid ones when it is not.
-fn agent_status(word: &str) -> Result<herald_protocol::AgentStatus, String> {
-    herald_protocol::AgentStatus::parse(word).ok_or_else(|| {
-        let valid: Vec<&str> = herald_protocol::AgentStatus::ALL
-            .iter()
-            .map(|s| s.as_str())
-            .collect();
-        format!(
-            "'{word}' is not an agent status; use one of {}",
-            valid.join(", ")
-        )
-    })
 }
