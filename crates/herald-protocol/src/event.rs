@@ -446,6 +446,250 @@ pub fn now_rfc3339() -> String {
 mod tests {
     use super::*;
 
+    /// The place of `kind`'s variant in the enum. Exhaustive: a new variant
+    /// does not compile until it is added here and to [`every_event`].
+    fn variant(kind: &EventKind) -> usize {
+        match kind {
+            EventKind::SessionStarted { .. } => 0,
+            EventKind::AssistantDelta { .. } => 1,
+            EventKind::AssistantReset {} => 2,
+            EventKind::AssistantReasoning { .. } => 3,
+            EventKind::AssistantMessage { .. } => 4,
+            EventKind::ToolStarted { .. } => 5,
+            EventKind::ToolCompleted { .. } => 6,
+            EventKind::SandboxCall { .. } => 7,
+            EventKind::Usage { .. } => 8,
+            EventKind::Retry { .. } => 9,
+            EventKind::ProviderFallback { .. } => 10,
+            EventKind::Compaction { .. } => 11,
+            EventKind::SessionRewound { .. } => 12,
+            EventKind::RunCompleted { .. } => 13,
+            EventKind::SubagentStarted { .. } => 14,
+            EventKind::SubagentTool { .. } => 15,
+            EventKind::SubagentCompleted { .. } => 16,
+            EventKind::ClarifyRequested { .. } => 17,
+            EventKind::ApprovalRequested { .. } => 18,
+            EventKind::ApprovalResolved { .. } => 19,
+            EventKind::ElicitationRequested { .. } => 20,
+            EventKind::ElicitationResolved { .. } => 21,
+            EventKind::ToolProgress { .. } => 22,
+            EventKind::McpServer { .. } => 23,
+            EventKind::MemoryFlush { .. } => 24,
+            EventKind::HookRan { .. } => 25,
+            EventKind::Error { .. } => 26,
+        }
+    }
+
+    const VARIANTS: usize = 27;
+
+    /// One event of each kind, optional fields set.
+    fn every_event() -> Vec<EventKind> {
+        let usage = UsageTotals {
+            requests: 2,
+            input: 10,
+            output: 5,
+            cached: 1,
+            cache_creation: 0,
+            cost_usd: Some(0.25),
+        };
+        let model = |provider: &str| ProviderModel {
+            provider: provider.into(),
+            model: "m".into(),
+        };
+        vec![
+            EventKind::SessionStarted {
+                model: "m".into(),
+                provider: "openai".into(),
+                cwd: "/w".into(),
+                resumed: true,
+            },
+            EventKind::AssistantDelta { text: "he".into() },
+            EventKind::AssistantReset {},
+            EventKind::AssistantReasoning { text: "hmm".into() },
+            EventKind::AssistantMessage {
+                text: "hello".into(),
+                tool_calls: vec![crate::ToolCall {
+                    id: "c1".into(),
+                    name: "read_file".into(),
+                    arguments: "{}".into(),
+                }],
+            },
+            EventKind::ToolStarted {
+                call_id: "c1".into(),
+                name: "read_file".into(),
+                arguments: "{}".into(),
+            },
+            EventKind::ToolCompleted {
+                call_id: "c1".into(),
+                name: "terminal".into(),
+                status: ToolStatus::Error,
+                output_bytes: 3,
+                duration_ms: 4,
+                output: "out".into(),
+                error: Some("exit 1".into()),
+                exit_code: Some(1),
+            },
+            EventKind::SandboxCall {
+                parent_call_id: "c2".into(),
+                name: "read_file".into(),
+                status: ToolStatus::Ok,
+                arguments: "{}".into(),
+                args_bytes: 2,
+                output_bytes: 9,
+                duration_ms: 1,
+            },
+            EventKind::Usage {
+                input_tokens: 10,
+                output_tokens: 5,
+                cached_tokens: 1,
+                cost_usd: Some(0.5),
+            },
+            EventKind::Retry {
+                attempt: 2,
+                delay_ms: 500,
+                reason: "429".into(),
+            },
+            EventKind::ProviderFallback {
+                from: model("openai"),
+                to: model("anthropic"),
+                reason: "down".into(),
+            },
+            EventKind::Compaction {
+                tokens_before: 100,
+                tokens_after: 10,
+            },
+            EventKind::SessionRewound {
+                turn: 2,
+                scope: crate::RewindScope::Both,
+                files: Some(RewoundFiles {
+                    restored: 1,
+                    deleted: 2,
+                    recreated: 3,
+                    paths: vec!["a.txt".into()],
+                    note: Some("from turn 3".into()),
+                }),
+                messages: Some(4),
+            },
+            EventKind::RunCompleted {
+                status: RunStatus::Failed,
+                exit_reason: crate::ExitReason::Budget,
+                final_response: "partial".into(),
+                iterations: 3,
+                usage,
+                cost_usd: Some(0.25),
+                tree_usage: usage,
+                duration_ms: 1200,
+                error: Some("budget spent".into()),
+            },
+            EventKind::SubagentStarted {
+                parent_id: "root".into(),
+                depth: 1,
+                goal: "g".into(),
+                background: true,
+                child_session_id: "ses_c".into(),
+            },
+            EventKind::SubagentTool {
+                parent_id: "root".into(),
+                depth: 1,
+                tool: "terminal".into(),
+                tokens: TokenTotals::default(),
+            },
+            EventKind::SubagentCompleted {
+                parent_id: "root".into(),
+                depth: 1,
+                status: crate::AgentStatus::Timeout,
+                exit_reason: crate::ExitReason::Timeout,
+                summary: "s".into(),
+                tokens: TokenTotals::default(),
+                cost_usd: None,
+                usage,
+                tree_usage: usage,
+                duration_seconds: 1.5,
+            },
+            EventKind::ClarifyRequested {
+                request_id: "clr_1".into(),
+                question: "which?".into(),
+                choices: vec!["a".into()],
+                allow_freetext: true,
+            },
+            EventKind::ApprovalRequested {
+                request_id: "apr_1".into(),
+                tool: "terminal".into(),
+                arguments: "{}".into(),
+                reason: "deletes".into(),
+                rule: Some("rm".into()),
+                allow_rule: Some("terminal(rm *)".into()),
+            },
+            EventKind::ApprovalResolved {
+                request_id: "apr_1".into(),
+                decision: crate::ApprovalDecision::Session,
+                by: ResolvedBy::User,
+            },
+            EventKind::ElicitationRequested {
+                request_id: "eli_1".into(),
+                server: "s".into(),
+                message: "name?".into(),
+                schema: serde_json::json!({"type": "object"}),
+            },
+            EventKind::ElicitationResolved {
+                request_id: "eli_1".into(),
+                action: crate::ElicitationAction::Decline,
+                by: ResolvedBy::Headless,
+            },
+            EventKind::ToolProgress {
+                call_id: "c1".into(),
+                name: "mcp__s__t".into(),
+                progress: 0.5,
+                total: Some(1.0),
+                message: Some("half".into()),
+            },
+            EventKind::McpServer {
+                server: "s".into(),
+                status: McpServerStatus::Late,
+                tools: 2,
+                message: Some("slow".into()),
+            },
+            EventKind::MemoryFlush {
+                reason: crate::FlushReason::SessionEnd,
+                status: crate::FlushStatus::Timeout,
+                requests: 1,
+                saved: 0,
+                refused: 1,
+                message: Some("deadline".into()),
+            },
+            EventKind::HookRan {
+                event: crate::HookEvent::SubagentStop,
+                command: "./h.sh".into(),
+                outcome: crate::HookOutcome::Blocked,
+                duration_ms: 3,
+                message: Some("no".into()),
+            },
+            EventKind::Error {
+                message: "boom".into(),
+                fatal: false,
+            },
+        ]
+    }
+
+    #[test]
+    fn every_event_kind_round_trips_through_json_with_its_ids() {
+        let events = every_event();
+        let mut seen = [false; VARIANTS];
+        for kind in events {
+            seen[variant(&kind)] = true;
+            let mut event = Event::new("ses_1", "ag_1", kind);
+            event.seq = Some(7);
+            event.submission_id = Some(crate::SubmissionId("sub_1".into()));
+            let text = serde_json::to_string(&event).unwrap();
+            let back: Event = serde_json::from_str(&text).unwrap();
+            assert_eq!(back, event, "{text}");
+            let json: serde_json::Value = serde_json::from_str(&text).unwrap();
+            assert!(json["type"].is_string(), "{text}");
+            assert_eq!(json["submission_id"], "sub_1", "{text}");
+        }
+        assert!(seen.iter().all(|&s| s), "a kind is missing: {seen:?}");
+    }
+
     #[test]
     fn events_serialise_with_type_tag_and_ids() {
         let event = Event::new(
