@@ -139,6 +139,24 @@ pub enum Op {
     },
 }
 
+impl Op {
+    /// The operation's `type` on the wire (`user_turn`, `interrupt`, ...).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::UserTurn { .. } => "user_turn",
+            Self::Interrupt {} => "interrupt",
+            Self::Compact {} => "compact",
+            Self::Steer { .. } => "steer",
+            Self::CancelAgent { .. } => "cancel_agent",
+            Self::Rewind { .. } => "rewind",
+            Self::ClarifyAnswer { .. } => "clarify_answer",
+            Self::ApprovalDecision { .. } => "approval_decision",
+            Self::ElicitationAnswer { .. } => "elicitation_answer",
+            Self::Shutdown { .. } => "shutdown",
+        }
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -187,6 +205,8 @@ mod tests {
             let text = serde_json::to_string(&op).unwrap();
             let back: Op = serde_json::from_str(&text).unwrap();
             assert_eq!(back, op, "{text}");
+            let json: serde_json::Value = serde_json::from_str(&text).unwrap();
+            assert_eq!(json["type"], op.kind(), "{text}");
         }
     }
 

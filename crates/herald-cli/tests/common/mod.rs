@@ -31,6 +31,37 @@ impl Harness {
         }
     }
 
+    /// The operations herald processes of this home submitted to their
+    /// sessions, oldest first, as the runtime logs each one
+    /// (`operation submitted ... op="user_turn"`): `(op, submission id)`.
+    pub fn submitted_ops(&self) -> Vec<(String, String)> {
+        let mut files: Vec<PathBuf> = std::fs::read_dir(self.home.path().join("logs"))
+            .map(|dir| dir.filter_map(|e| e.ok().map(|e| e.path())).collect())
+            .unwrap_or_default();
+        files.sort();
+        let field = |line: &str, name: &str| -> Option<String> {
+            let start = line.find(&format!("{name}="))? + name.len() + 1;
+            let rest = line[start..].trim_start_matches('"');
+            let end = rest.find(['"', ' ']).unwrap_or(rest.len());
+            Some(rest[..end].to_owned())
+        };
+        files
+            .iter()
+            .filter_map(|path| std::fs::read_to_string(path).ok())
+            .flat_map(|text| {
+                text.lines()
+                    .filter(|line| line.contains("operation submitted"))
+                    .filter_map(|line| Some((field(line, "op")?, field(line, "submission_id")?)))
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    }
+
+    /// Just the kinds of [`Harness::submitted_ops`].
+    pub fn submitted_op_kinds(&self) -> Vec<String> {
+        self.submitted_ops().into_iter().map(|(op, _)| op).collect()
+    }
+
     /// Every recorded request of the conversations whose first user message
     /// contains `needle`, oldest first.
     pub fn requests_of(&self, needle: &str) -> Vec<herald_testkit::RecordedRequest> {

@@ -317,6 +317,17 @@ async fn the_official_mcp_python_package_drives_herald_mcp_serve_over_stdio() {
     let results = tool_results(&requests[1].body);
     assert!(!results[0].starts_with("denied"), "{}", results[0]);
     assert!(h.work_path().join("yolo.txt").exists());
+
+    // Every tool call reached its session as protocol operations: turns,
+    // and the ends of the sessions the server opened.
+    let kinds = h.submitted_op_kinds();
+    assert!(kinds.contains(&"user_turn".to_owned()), "{kinds:?}");
+    assert!(
+        kinds
+            .iter()
+            .all(|k| ["user_turn", "interrupt", "shutdown"].contains(&k.as_str())),
+        "{kinds:?}"
+    );
 }
 
 /// A running `herald serve --port 0 --token TOKEN`.

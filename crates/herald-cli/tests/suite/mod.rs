@@ -13,6 +13,7 @@ mod execute_code;
 mod fallback;
 mod faults;
 mod file_hazards;
+mod front_ends;
 mod hooks;
 mod interrupt;
 mod knowledge;

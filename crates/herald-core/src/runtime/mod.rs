@@ -366,7 +366,10 @@ impl Session {
         op: Op,
     ) -> Result<(SubmissionId, Option<oneshot::Receiver<driver::Reply>>), RuntimeError> {
         let id = SubmissionId(herald_store::new_id("sub"));
-        tracing::debug!(session_id = %self.shared.session_id, submission_id = %id, ?op, "operation submitted");
+        // Every operation a front end sends is in the log (its content,
+        // which may hold the user's text, only at debug level).
+        tracing::info!(session_id = %self.shared.session_id, submission_id = %id, op = op.kind(), "operation submitted");
+        tracing::debug!(submission_id = %id, ?op, "operation");
         let session = || self.shared.session_id.clone();
         let queued = match op {
             Op::UserTurn { text } => {
