@@ -91,6 +91,9 @@ pub enum AgentStatus {
     /// Journaled, waiting for a slot.
     Queued,
     Running,
+    /// Running, and waiting for a person's answer (an approval, an MCP
+    /// server's form). Live only: never stored.
+    AwaitingApproval,
     /// A background agent stopped with its session; a resume restarts it.
     Suspended,
     /// It finished its task.
@@ -110,6 +113,7 @@ pub enum AgentStatus {
 words!(AgentStatus {
     Queued => "queued",
     Running => "running",
+    AwaitingApproval => "awaiting_approval",
     Suspended => "suspended",
     Completed => "completed",
     Failed => "failed",
@@ -122,7 +126,10 @@ words!(AgentStatus {
 impl AgentStatus {
     /// Whether the agent has ended (it will not run again by itself).
     pub fn is_finished(self) -> bool {
-        !matches!(self, Self::Queued | Self::Running | Self::Suspended)
+        !matches!(
+            self,
+            Self::Queued | Self::Running | Self::AwaitingApproval | Self::Suspended
+        )
     }
 }
 

@@ -58,11 +58,7 @@ impl OpenSession {
             && self.session.open_questions().is_empty()
             && self.session.pending_approvals().is_empty()
             && self.session.pending_elicitations().is_empty()
-            && self
-                .session
-                .agents()
-                .iter()
-                .all(|a| a.status != "running" && a.status != "awaiting_approval")
+            && self.session.agents().iter().all(|a| a.status.is_finished())
     }
 }
 

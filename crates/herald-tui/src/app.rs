@@ -388,7 +388,7 @@ impl App {
         self.session
             .agents()
             .iter()
-            .any(|agent| agent.background && agent.status == "running")
+            .any(|agent| agent.background && !agent.status.is_finished())
     }
 
     /// Prints the final lines gathered so far.

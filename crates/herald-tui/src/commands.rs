@@ -483,7 +483,7 @@ pub(crate) async fn picked(app: &mut App, purpose: Purpose, key: String) -> Flow
             "wait" => app.wait_then_exit(),
             "cancel" => {
                 for agent in app.session().agents() {
-                    if agent.status == "running" && agent.depth == 1 {
+                    if !agent.status.is_finished() && agent.depth == 1 {
                         app.submit_op(Op::CancelAgent {
                             agent_id: agent.id.clone(),
                         });

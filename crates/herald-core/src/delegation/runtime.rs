@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use herald_llm::LlmClient;
 use herald_store::{AgentFilter, AgentRecord};
+
 use herald_tools::{ToolRegistry, typed};
 use serde::{Deserialize, Serialize};
 use tokio::sync::Notify;
@@ -63,8 +64,8 @@ pub struct AgentOverview {
     pub depth: u32,
     pub goal: String,
     pub background: bool,
-    /// `running`, or how it ended.
-    pub status: String,
+    /// Running (or awaiting an approval), or how it ended.
+    pub status: herald_protocol::AgentStatus,
     /// Seconds running so far, or its duration.
     pub seconds: f64,
     pub api_calls: u32,
@@ -241,12 +242,12 @@ impl Delegation {
     }
 
     /// `awaiting_approval` while agent `id` waits for a human, else `running`.
-    pub(crate) fn running_status(&self, id: &str) -> &'static str {
+    pub(crate) fn running_status(&self, id: &str) -> herald_protocol::AgentStatus {
         match self.permissions.get() {
             Some(p) if p.approvals.is_waiting(id) || p.elicitations.is_waiting(id) => {
-                "awaiting_approval"
+                herald_protocol::AgentStatus::AwaitingApproval
             }
-            _ => "running",
+            _ => herald_protocol::AgentStatus::Running,
         }
     }
 
@@ -334,10 +335,9 @@ impl Delegation {
                     depth: a.depth,
                     goal: a.goal.clone(),
                     background: a.background,
-                    status: result.as_ref().map_or_else(
-                        || self.running_status(&a.id).to_owned(),
-                        |r| r.status.as_str().to_owned(),
-                    ),
+                    status: result
+                        .as_ref()
+                        .map_or_else(|| self.running_status(&a.id), |r| r.status),
                     seconds: result
                         .as_ref()
                         .map_or_else(|| a.progress.elapsed_seconds(), |r| r.duration_seconds),

@@ -210,8 +210,7 @@ fn live_status(rt: &Delegation, agent: &LiveAgent) -> serde_json::Value {
     let result = agent.result();
     let status = result
         .as_ref()
-        .map_or_else(|| rt.running_status(&agent.id), |r| r.status.as_str())
-        .to_owned();
+        .map_or_else(|| rt.running_status(&agent.id), |r| r.status);
     let tokens = result
         .as_ref()
         .map_or_else(|| agent.progress.tokens(), |r| r.tokens);

@@ -426,7 +426,7 @@ async fn a_background_agent_awaiting_approval_says_so_and_runs_once_approved() {
         .find(|a| a.id == child)
         .unwrap()
         .status;
-    assert_eq!(status, "awaiting_approval");
+    assert_eq!(status, herald_protocol::AgentStatus::AwaitingApproval);
     assert!(env.work.path().join("child_dir").exists());
     // A wrong id is refused and changes nothing.
     assert!(matches!(
