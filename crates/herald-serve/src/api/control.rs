@@ -7,13 +7,13 @@
 use std::sync::Arc;
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use herald_core::runtime::Session;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
 
-use crate::error::{ApiError, ApiJson, ErrorBody};
+use crate::error::{ApiError, ApiJson, ApiPath, ErrorBody};
 use crate::state::AppState;
 
 /// Whether an interrupt stopped something.
@@ -114,7 +114,7 @@ async fn open_or_stored(state: &AppState, id: &str) -> Result<Option<Session>, A
 )]
 pub(crate) async fn interrupt(
     State(state): State<Arc<AppState>>,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
 ) -> Result<Json<Interrupted>, ApiError> {
     let session = open_or_stored(&state, &id).await?;
     Ok(Json(Interrupted {
@@ -140,7 +140,7 @@ pub(crate) async fn interrupt(
 )]
 pub(crate) async fn clarify(
     State(state): State<Arc<AppState>>,
-    Path((id, request_id)): Path<(String, String)>,
+    ApiPath((id, request_id)): ApiPath<(String, String)>,
     ApiJson(body): ApiJson<ClarifyAnswer>,
 ) -> Result<Json<Done>, ApiError> {
     let Some(session) = open_or_stored(&state, &id).await? else {
@@ -168,7 +168,7 @@ pub(crate) async fn clarify(
 )]
 pub(crate) async fn approvals(
     State(state): State<Arc<AppState>>,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
 ) -> Result<Json<ApprovalList>, ApiError> {
     let session = open_or_stored(&state, &id).await?;
     Ok(Json(ApprovalList {
@@ -195,7 +195,7 @@ pub(crate) async fn approvals(
 )]
 pub(crate) async fn approve(
     State(state): State<Arc<AppState>>,
-    Path((id, request_id)): Path<(String, String)>,
+    ApiPath((id, request_id)): ApiPath<(String, String)>,
     ApiJson(body): ApiJson<ApprovalDecision>,
 ) -> Result<Json<Done>, ApiError> {
     let Some(session) = open_or_stored(&state, &id).await? else {
@@ -229,7 +229,7 @@ pub(crate) async fn approve(
 )]
 pub(crate) async fn elicitations(
     State(state): State<Arc<AppState>>,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
 ) -> Result<Json<ElicitationList>, ApiError> {
     let session = open_or_stored(&state, &id).await?;
     Ok(Json(ElicitationList {
@@ -258,7 +258,7 @@ pub(crate) async fn elicitations(
 )]
 pub(crate) async fn answer_elicitation(
     State(state): State<Arc<AppState>>,
-    Path((id, request_id)): Path<(String, String)>,
+    ApiPath((id, request_id)): ApiPath<(String, String)>,
     ApiJson(body): ApiJson<ElicitationAnswer>,
 ) -> Result<Json<Done>, ApiError> {
     let Some(session) = open_or_stored(&state, &id).await? else {
@@ -291,7 +291,7 @@ pub(crate) async fn answer_elicitation(
 )]
 pub(crate) async fn agents(
     State(state): State<Arc<AppState>>,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
 ) -> Result<Json<AgentList>, ApiError> {
     let session = open_or_stored(&state, &id).await?;
     let agents = session
@@ -321,7 +321,7 @@ pub(crate) async fn agents(
 )]
 pub(crate) async fn cancel_agent(
     State(state): State<Arc<AppState>>,
-    Path((id, agent_id)): Path<(String, String)>,
+    ApiPath((id, agent_id)): ApiPath<(String, String)>,
 ) -> Result<Json<Done>, ApiError> {
     let Some(session) = open_or_stored(&state, &id).await? else {
         return Err(ApiError::not_found(

@@ -10,7 +10,7 @@
 
 use std::sync::Arc;
 
-use axum::extract::{Path, Query, State};
+use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::Response;
 use axum::response::sse::Event as SseEvent;
@@ -18,7 +18,7 @@ use herald_core::runtime::{self, ClarifyPolicy, Subscription};
 use serde::Deserialize;
 use utoipa::IntoParams;
 
-use crate::error::{ApiError, ErrorBody};
+use crate::error::{ApiError, ApiPath, ApiQuery, ErrorBody};
 use crate::sse::{self, SseSender};
 use crate::state::AppState;
 
@@ -35,9 +35,6 @@ fn last_event_id(headers: &HeaderMap) -> Result<Option<u64>, ApiError> {
         return Ok(None);
     };
     let text = value.to_str().unwrap_or_default().trim();
-    if text.is_empty() {
-        return Ok(None);
-    }
     text.parse().map(Some).map_err(|_| {
         ApiError::bad_request(format!(
             "Last-Event-ID must be an event number, not {text:?}"
@@ -65,8 +62,8 @@ fn last_event_id(headers: &HeaderMap) -> Result<Option<u64>, ApiError> {
 )]
 pub(crate) async fn follow(
     State(state): State<Arc<AppState>>,
-    Path(id): Path<String>,
-    Query(query): Query<EventsQuery>,
+    ApiPath(id): ApiPath<String>,
+    ApiQuery(query): ApiQuery<EventsQuery>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let after = last_event_id(&headers)?.or(query.after);

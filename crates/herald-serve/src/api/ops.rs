@@ -4,13 +4,13 @@
 use std::sync::Arc;
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use herald_core::runtime::{ClarifyPolicy, Op, RuntimeError};
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use crate::error::{ApiError, ApiJson, ErrorBody};
+use crate::error::{ApiError, ApiJson, ApiPath, ErrorBody};
 use crate::state::AppState;
 
 /// What became of a submitted operation.
@@ -47,7 +47,7 @@ pub struct OpAccepted {
 )]
 pub(crate) async fn submit(
     State(state): State<Arc<AppState>>,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
     ApiJson(op): ApiJson<Op>,
 ) -> Result<(StatusCode, Json<OpAccepted>), ApiError> {
     let accepted = |submission_id: String, after: u64| {

@@ -3,8 +3,8 @@
 use std::sync::Arc;
 
 use axum::Json;
+use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
-use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
 
-use crate::error::{ApiError, ErrorBody, store_error};
+use crate::error::{ApiError, ApiPath, ApiQuery, ErrorBody, store_error};
 use crate::state::AppState;
 
 /// How a session created through the API asks its user.
@@ -147,12 +147,19 @@ pub(crate) async fn create(
     State(state): State<Arc<AppState>>,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
+    // Not `ApiJson`: no body at all (and no content type) is a new session.
     let body = body.map_err(|r| crate::error::body_rejection(r.status(), r.body_text()))?;
     let request: CreateSession = if body.iter().all(u8::is_ascii_whitespace) {
         CreateSession::default()
     } else {
-        serde_json::from_slice(&body)
+        match serde_json::from_slice(&body)
             .map_err(|err| ApiError::bad_request(format!("invalid JSON body: {err}")))?
+        {
+            // `null` is no body, as for a client that sends its absent
+            // optional body that way.
+            Value::Null => CreateSession::default(),
+            value => crate::error::from_object(value)?,
+        }
     };
     let clarify = ClarifyPolicy::from(request.clarify);
     let session = match (request.fork, request.resume) {
@@ -180,7 +187,7 @@ pub(crate) async fn create(
 )]
 pub(crate) async fn list(
     State(state): State<Arc<AppState>>,
-    Query(query): Query<ListQuery>,
+    ApiQuery(query): ApiQuery<ListQuery>,
 ) -> Result<Json<SessionList>, ApiError> {
     let filter = ListFilter {
         cwd: query.cwd,
@@ -215,7 +222,7 @@ pub(crate) async fn list(
 )]
 pub(crate) async fn search(
     State(state): State<Arc<AppState>>,
-    Query(query): Query<SearchQuery>,
+    ApiQuery(query): ApiQuery<SearchQuery>,
 ) -> Result<Json<Value>, ApiError> {
     if query.q.trim().is_empty() {
         return Err(ApiError::bad_request(
@@ -250,7 +257,7 @@ pub(crate) async fn search(
 )]
 pub(crate) async fn get(
     State(state): State<Arc<AppState>>,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
 ) -> Result<Json<SessionInfo>, ApiError> {
     let record = state.record(&id).await?;
     Ok(Json(state.info(&record, true)?))
@@ -272,7 +279,7 @@ pub(crate) async fn get(
 )]
 pub(crate) async fn delete(
     State(state): State<Arc<AppState>>,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
 ) -> Result<StatusCode, ApiError> {
     if !state.close(&id).await {
         state.wait_closed(&id).await;

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use axum::Json;
-use axum::extract::{Path, Query, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use herald_core::runtime::{ClarifyPolicy, TurnResult};
@@ -13,7 +13,7 @@ use herald_protocol::{RunStatus, TokenTotals};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
-use crate::error::{ApiError, ApiJson, ErrorBody};
+use crate::error::{ApiError, ApiJson, ApiPath, ApiQuery, ErrorBody};
 use crate::state::AppState;
 
 /// The body of a turn.
@@ -107,8 +107,8 @@ impl TurnResultView {
 )]
 pub(crate) async fn start(
     State(state): State<Arc<AppState>>,
-    Path(id): Path<String>,
-    Query(query): Query<TurnQuery>,
+    ApiPath(id): ApiPath<String>,
+    ApiQuery(query): ApiQuery<TurnQuery>,
     ApiJson(request): ApiJson<TurnRequest>,
 ) -> Result<Response, ApiError> {
     if request.input.trim().is_empty() {

@@ -3,3 +3,4 @@ mod mcp_shared;
 mod native;
 mod openai;
 mod python_client;
+mod rejections;
