@@ -39,9 +39,10 @@ pub struct OpAccepted {
     responses(
         (status = 202, description = "accepted: a turn started, or the operation was applied", body = OpAccepted),
         (status = 400, description = "not an operation, or one the session refuses as malformed", body = ErrorBody),
-        (status = 404, description = "no such session, request or agent", body = ErrorBody),
-        (status = 409, description = "a turn is running, none is, the session is not running here, or another process holds it", body = ErrorBody),
-        (status = 429, description = "max_concurrent_turns reached", body = ErrorBody)
+        (status = 404, description = "no such session", body = ErrorBody),
+        (status = 409, description = "a turn is running, none is (steer), the session is not running here or has ended, another process holds it, the session refuses the operation in its state (code `op_refused`: nothing to compact, no such turn to rewind to), or it has no open request or running agent with that id (code `request_not_found`)", body = ErrorBody),
+        (status = 429, description = "max_concurrent_turns reached", body = ErrorBody),
+        (status = 500, description = "the session store failed", body = ErrorBody)
     ),
     security(("bearer" = []))
 )]
@@ -60,12 +61,14 @@ pub(crate) async fn submit(
             }),
         )
     };
+    if let Op::UserTurn { text } | Op::Steer { text } = &op
+        && text.trim().is_empty()
+    {
+        return Err(ApiError::bad_request(
+            "text is empty; send the text of the request",
+        ));
+    }
     if let Op::UserTurn { text } = op {
-        if text.trim().is_empty() {
-            return Err(ApiError::bad_request(
-                "text is empty; send the text of the request",
-            ));
-        }
         let slot = state.reserve_turn()?;
         let session = state.session(&id, ClarifyPolicy::Ask).await?;
         if session.is_busy() {
@@ -83,6 +86,16 @@ pub(crate) async fn submit(
         ));
     };
     let after = session.last_seq();
-    let submission = session.submit(op).await?;
+    // A well-formed steer, compaction or rewind the session refuses in its
+    // state (no turn runs, nothing to compact, no such turn) is a conflict,
+    // not a malformed request.
+    let refusable = matches!(op, Op::Steer { .. } | Op::Compact {} | Op::Rewind { .. });
+    // So is naming a request or agent the session does not have: the
+    // session (this route's resource) exists, so it is no 404.
+    let submission = session.submit(op).await.map_err(|err| match err {
+        RuntimeError::Invalid(message) if refusable => ApiError::conflict("op_refused", message),
+        RuntimeError::UnknownRequest(message) => ApiError::conflict("request_not_found", message),
+        err => err.into(),
+    })?;
     Ok(accepted(submission.0, after))
 }

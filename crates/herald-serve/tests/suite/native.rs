@@ -782,14 +782,25 @@ async fn protocol_ops_start_a_turn_interrupt_it_and_bad_ops_change_nothing() {
         assert_error(status, &body, 400);
     }
     assert_eq!(serve.upstream.request_count(), 0);
-    // Answering a request that does not exist: 404.
+    // Answering a request that does not exist: 409 (the session, which the
+    // URL names, exists; the request the body names does not).
     let (status, _, body) = serve
         .post_json(
             &ops,
             &json!({"type": "approval_decision", "request_id": "apr_9", "decision": "once"}),
         )
         .await;
-    assert_error(status, &body, 404);
+    assert_error(status, &body, 409);
+    assert_eq!(body["error"]["code"], "request_not_found");
+    // Steering with no turn running, or compacting an empty conversation:
+    // well-formed, refused in the session's state.
+    for refused in [
+        json!({"type": "steer", "text": "faster"}),
+        json!({"type": "compact"}),
+    ] {
+        let (status, _, body) = serve.post_json(&ops, &refused).await;
+        assert_error(status, &body, 409);
+    }
 
     // A turn through the op, followed on the event stream, then interrupted.
     let (status, _, accepted) = serve
