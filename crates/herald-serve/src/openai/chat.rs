@@ -136,20 +136,20 @@ pub(crate) fn turn_failed(message: String) -> ApiError {
     )
 }
 
-/// The text of the last `user` message.
+/// The text of the last `user` message. Every user message must have text
+/// (the rule the OpenAPI document states).
 pub(crate) fn last_user_text(messages: &[ChatMessage]) -> Result<String, ApiError> {
-    let message = messages
-        .iter()
-        .rev()
-        .find(|m| m.role == "user")
-        .ok_or_else(|| ApiError::bad_request("messages holds no user message; send one"))?;
-    let text = content_text(&message.content)?;
-    if text.trim().is_empty() {
-        return Err(ApiError::bad_request(
-            "the last user message is empty; send the text of the request",
-        ));
+    let mut last = None;
+    for message in messages.iter().filter(|m| m.role == "user") {
+        let text = content_text(&message.content)?;
+        if text.trim().is_empty() {
+            return Err(ApiError::bad_request(
+                "a user message is empty; send the text of the request",
+            ));
+        }
+        last = Some(text);
     }
-    Ok(text)
+    last.ok_or_else(|| ApiError::bad_request("messages holds no user message; send one"))
 }
 
 /// `finish_reason` for how a turn ended.
@@ -206,6 +206,12 @@ mod tests {
         );
         assert_eq!(
             last_user_text(&[message("user", json!("  "))])
+                .unwrap_err()
+                .status,
+            400
+        );
+        assert_eq!(
+            last_user_text(&[message("user", json!("")), message("user", json!("hi"))])
                 .unwrap_err()
                 .status,
             400
