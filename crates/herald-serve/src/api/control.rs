@@ -62,8 +62,7 @@ pub struct ElicitationAnswer {
     pub action: herald_protocol::ElicitationAction,
     /// With `accept`: an object fitting the request's `schema`.
     #[serde(default)]
-    #[schema(value_type = Option<Object>)]
-    pub content: Option<Value>,
+    pub content: Option<serde_json::Map<String, Value>>,
 }
 
 /// The elicitations a session waits on.
@@ -108,7 +107,8 @@ async fn open_or_stored(state: &AppState, id: &str) -> Result<Option<Session>, A
     params(("id" = String, Path, description = "session id")),
     responses(
         (status = 200, description = "whether a turn was running", body = Interrupted),
-        (status = 404, description = "no such session", body = ErrorBody)
+        (status = 404, description = "no such session", body = ErrorBody),
+        (status = 500, description = "the session store failed", body = ErrorBody)
     ),
     security(("bearer" = []))
 )]
@@ -134,7 +134,8 @@ pub(crate) async fn interrupt(
     request_body = ClarifyAnswer,
     responses(
         (status = 200, description = "answered", body = Done),
-        (status = 404, description = "no such session or open question, or an answer that does not fit it", body = ErrorBody)
+        (status = 404, description = "no such session or open question, or an answer that does not fit it", body = ErrorBody),
+        (status = 500, description = "the session store failed", body = ErrorBody)
     ),
     security(("bearer" = []))
 )]
@@ -162,7 +163,8 @@ pub(crate) async fn clarify(
     params(("id" = String, Path, description = "session id")),
     responses(
         (status = 200, description = "the waiting requests", body = ApprovalList),
-        (status = 404, description = "no such session", body = ErrorBody)
+        (status = 404, description = "no such session", body = ErrorBody),
+        (status = 500, description = "the session store failed", body = ErrorBody)
     ),
     security(("bearer" = []))
 )]
@@ -189,7 +191,8 @@ pub(crate) async fn approvals(
     responses(
         (status = 200, description = "answered", body = Done),
         (status = 400, description = "an unknown decision word", body = ErrorBody),
-        (status = 404, description = "no such session or waiting request", body = ErrorBody)
+        (status = 404, description = "no such session or waiting request", body = ErrorBody),
+        (status = 500, description = "the session store failed", body = ErrorBody)
     ),
     security(("bearer" = []))
 )]
@@ -223,7 +226,8 @@ pub(crate) async fn approve(
     params(("id" = String, Path, description = "session id")),
     responses(
         (status = 200, description = "the waiting requests", body = ElicitationList),
-        (status = 404, description = "no such session", body = ErrorBody)
+        (status = 404, description = "no such session", body = ErrorBody),
+        (status = 500, description = "the session store failed", body = ErrorBody)
     ),
     security(("bearer" = []))
 )]
@@ -252,7 +256,8 @@ pub(crate) async fn elicitations(
     responses(
         (status = 200, description = "answered", body = Done),
         (status = 400, description = "an unknown action, or content that does not fit the schema (the request stays open)", body = ErrorBody),
-        (status = 404, description = "no such session or waiting request", body = ErrorBody)
+        (status = 404, description = "no such session or waiting request", body = ErrorBody),
+        (status = 500, description = "the session store failed", body = ErrorBody)
     ),
     security(("bearer" = []))
 )]
@@ -271,7 +276,7 @@ pub(crate) async fn answer_elicitation(
         .submit(herald_core::runtime::Op::ElicitationAnswer {
             request_id,
             action: body.action,
-            content: body.content,
+            content: body.content.map(Value::Object),
         })
         .await?;
     Ok(Json(Done { ok: true }))
@@ -285,7 +290,8 @@ pub(crate) async fn answer_elicitation(
     params(("id" = String, Path, description = "session id")),
     responses(
         (status = 200, description = "the subagents", body = AgentList),
-        (status = 404, description = "no such session", body = ErrorBody)
+        (status = 404, description = "no such session", body = ErrorBody),
+        (status = 500, description = "the session store failed", body = ErrorBody)
     ),
     security(("bearer" = []))
 )]
@@ -315,7 +321,8 @@ pub(crate) async fn agents(
     ),
     responses(
         (status = 200, description = "cancelled", body = Done),
-        (status = 404, description = "no such session or running subagent", body = ErrorBody)
+        (status = 404, description = "no such session or running subagent", body = ErrorBody),
+        (status = 500, description = "the session store failed", body = ErrorBody)
     ),
     security(("bearer" = []))
 )]

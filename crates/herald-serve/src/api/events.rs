@@ -24,9 +24,11 @@ use crate::state::AppState;
 
 /// Query of the event stream.
 #[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct EventsQuery {
     /// Replay the stored events after this number first (0: all of them).
     /// The `Last-Event-ID` header wins over it.
+    #[param(nullable = false)]
     pub after: Option<u64>,
 }
 
@@ -49,14 +51,15 @@ fn last_event_id(headers: &HeaderMap) -> Result<Option<u64>, ApiError> {
     tag = "events",
     params(
         ("id" = String, Path, description = "session id"),
-        ("Last-Event-ID" = Option<u64>, Header, description = "resume after this event"),
+        ("Last-Event-ID" = Option<u64>, Header, nullable = false, description = "resume after this event"),
         EventsQuery
     ),
     responses(
-        (status = 200, description = "text/event-stream of events (`id:` = event number)", content_type = "text/event-stream", body = String),
+        (status = 200, description = "text/event-stream of events (`id:` = event number)", content_type = "text/event-stream", body = crate::sse::SseEvent),
         (status = 400, description = "a bad Last-Event-ID", body = ErrorBody),
         (status = 404, description = "no such session", body = ErrorBody),
-        (status = 409, description = "another process holds the session (with Last-Event-ID or after, its stored events are replayed instead)", body = ErrorBody)
+        (status = 409, description = "another process holds the session (with Last-Event-ID or after, its stored events are replayed instead), or it has ended", body = ErrorBody),
+        (status = 500, description = "the session store failed", body = ErrorBody)
     ),
     security(("bearer" = []))
 )]

@@ -35,7 +35,7 @@ pub struct OpAccepted {
     path = "/api/sessions/{id}/ops",
     tag = "control",
     params(("id" = String, Path, description = "session id")),
-    request_body(content = Object, description = "an `Op`: an object with `type` (user_turn, interrupt, compact, steer, cancel_agent, rewind, clarify_answer, approval_decision, elicitation_answer, shutdown) and that operation's fields"),
+    request_body(content = Object, description = "an `Op` (the protocol's schema, `docs/protocol/op.schema.json`; `text` not blank): an object with `type` (user_turn, interrupt, compact, steer, cancel_agent, rewind, clarify_answer, approval_decision, elicitation_answer, shutdown) and that operation's fields"),
     responses(
         (status = 202, description = "accepted: a turn started, or the operation was applied", body = OpAccepted),
         (status = 400, description = "not an operation, or one the session refuses as malformed", body = ErrorBody),

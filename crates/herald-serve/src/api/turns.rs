@@ -20,12 +20,14 @@ use crate::state::AppState;
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TurnRequest {
-    /// The user's input.
+    /// The user's input (not blank).
+    #[schema(pattern = "\\S")]
     pub input: String,
 }
 
 /// Query of `POST /api/sessions/{id}/turns`.
 #[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct TurnQuery {
     /// Wait for the turn's end and answer with its result.
     #[serde(default)]
@@ -101,7 +103,8 @@ impl TurnResultView {
         (status = 400, description = "empty input or a malformed body", body = ErrorBody),
         (status = 404, description = "no such session", body = ErrorBody),
         (status = 409, description = "a turn is running, or another process holds the session", body = ErrorBody),
-        (status = 429, description = "max_concurrent_turns reached", body = ErrorBody)
+        (status = 429, description = "max_concurrent_turns reached", body = ErrorBody),
+        (status = 500, description = "the session store failed, or the turn's task", body = ErrorBody)
     ),
     security(("bearer" = []))
 )]

@@ -165,8 +165,10 @@ pub(crate) fn input_text(input: &Value) -> Result<String, ApiError> {
     tag = "openai",
     request_body = ResponsesRequest,
     responses(
-        (status = 200, description = "a `response` object, or with `stream: true` its events (`response.created`, `response.output_text.delta`, ..., `response.completed`); the `X-Herald-Session` header names the session", body = Object),
-        (status = 400, description = "no user input, or a malformed body", body = crate::error::ErrorBody),
+        (status = 200, description = "a `response` object, or with `stream: true` its events (`response.created`, `response.output_text.delta`, ..., `response.completed`)",
+            content((Object = "application/json"), (crate::sse::SseEvent = "text/event-stream")),
+            headers(("X-Herald-Session" = String, description = "the session of the turn"))),
+        (status = 400, description = "no user input, a user message without text, or a malformed body", body = crate::error::ErrorBody),
         (status = 401, description = "missing or wrong token", body = crate::error::ErrorBody),
         (status = 404, description = "unknown model, session or previous response", body = crate::error::ErrorBody),
         (status = 409, description = "the session is running a turn or held by another process", body = crate::error::ErrorBody),

@@ -9,7 +9,7 @@ use crate::common;
 use common::{Serve, assert_error};
 use herald_testkit::Script;
 use reqwest::Method;
-use serde_json::json;
+use serde_json::{Value, json};
 
 /// Status, `code` and the whole answer of a request that must be rejected
 /// with a JSON error.
@@ -208,5 +208,96 @@ async fn extractor_rejections_are_json_errors_and_change_nothing() {
     assert_eq!(info["message_count"], 0, "{info}");
     assert_eq!(info["busy"], false, "{info}");
     assert_eq!(serve.upstream.request_count(), 0);
+    serve.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_openapi_document_documents_every_rejection() {
+    let serve = Serve::start(Script::new()).await;
+    let (status, doc) = serve.get_json("/api/openapi.json").await;
+    assert_eq!(status, 200);
+    let unauthorized = &doc["components"]["responses"]["Unauthorized"];
+    assert_eq!(
+        unauthorized["content"]["application/json"]["schema"]["$ref"],
+        "#/components/schemas/ErrorBody"
+    );
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for (method, operation) in item.as_object().unwrap() {
+            let responses = &operation["responses"];
+            let what = format!("{method} {path}");
+            assert!(responses.get("401").is_some(), "{what}: no 401");
+            let has_input = operation.get("requestBody").is_some()
+                || operation["parameters"]
+                    .as_array()
+                    .is_some_and(|p| p.iter().any(|p| p["in"] == "path" || p["in"] == "query"));
+            if has_input {
+                assert!(responses.get("400").is_some(), "{what}: no 400");
+            }
+            if operation.get("requestBody").is_some() {
+                assert!(responses.get("413").is_some(), "{what}: no 413");
+            }
+            // Path parameters are the path's, and required; the others
+            // (queries, headers) are not in the path.
+            for parameter in operation["parameters"].as_array().into_iter().flatten() {
+                let name = format!("{{{}}}", parameter["name"].as_str().unwrap());
+                assert_eq!(
+                    parameter["in"] == "path",
+                    path.contains(&name),
+                    "{what}: {parameter}"
+                );
+                if parameter["in"] == "path" {
+                    assert_eq!(parameter["required"], true, "{what}: {parameter}");
+                }
+            }
+            // Every error answer is an ErrorBody.
+            for (code, response) in responses.as_object().unwrap() {
+                if code.starts_with('4') || code.starts_with('5') {
+                    let response = resolve(&doc, response);
+                    assert_eq!(
+                        response["content"]["application/json"]["schema"]["$ref"],
+                        "#/components/schemas/ErrorBody",
+                        "{what} {code}"
+                    );
+                }
+            }
+        }
+    }
+    serve.stop().await;
+}
+
+/// `value`, or what its `$ref` points at.
+fn resolve<'a>(doc: &'a Value, value: &'a Value) -> &'a Value {
+    match value["$ref"].as_str() {
+        Some(target) => target
+            .trim_start_matches("#/")
+            .split('/')
+            .fold(doc, |node, key| &node[key]),
+        None => value,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_session_schema_names_every_field_of_a_session() {
+    let serve = Serve::start(Script::new()).await;
+    let (_, doc) = serve.get_json("/api/openapi.json").await;
+    let (status, _, created) = serve.post_json("/api/sessions", &json!({})).await;
+    assert_eq!(status, 201);
+    let (_, full) = serve
+        .get_json(&format!(
+            "/api/sessions/{}",
+            created["id"].as_str().unwrap()
+        ))
+        .await;
+    let schemas = &doc["components"]["schemas"];
+    let stored = &schemas["StoredSession"];
+    let mut documented: Vec<&String> = stored["properties"].as_object().unwrap().keys().collect();
+    let state = &schemas["SessionInfo"]["allOf"][1]["properties"];
+    documented.extend(state.as_object().unwrap().keys());
+    for (key, _) in full.as_object().unwrap() {
+        assert!(documented.contains(&key), "{key} is not in the document");
+    }
+    for key in stored["required"].as_array().unwrap() {
+        assert!(created.get(key.as_str().unwrap()).is_some(), "{key}");
+    }
     serve.stop().await;
 }
