@@ -1,15 +1,17 @@
 //! Errors as OpenAI-style JSON (`{"error":{"message","type","code"}}`) with
-//! the status code that says what went wrong, and a JSON body extractor
-//! whose rejections are such errors too.
+//! the status code that says what went wrong, and the body, query and path
+//! extractors whose rejections are such errors too: no answer of this
+//! server is axum's `text/plain` rejection.
 
 use axum::Json;
-use axum::extract::rejection::JsonRejection;
-use axum::extract::{FromRequest, Request};
+use axum::extract::{FromRequest, FromRequestParts, Path, Query, Request};
 use axum::http::StatusCode;
+use axum::http::request::Parts;
 use axum::response::{IntoResponse, Response};
 use herald_core::runtime::RuntimeError;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
+use serde_json::Value;
 use utoipa::ToSchema;
 
 /// An error answer: status, message, OpenAI error `type` and `code`.
@@ -176,15 +178,104 @@ where
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
-        match Json::<T>::from_request(req, state).await {
-            Ok(Json(value)) => Ok(Self(value)),
-            Err(rejection) => Err(json_rejection(&rejection)),
+        match Json::<Value>::from_request(req, state).await {
+            Ok(Json(value)) => from_object(value).map(Self),
+            Err(rejection) => Err(body_rejection(rejection.status(), rejection.body_text())),
         }
     }
 }
 
-fn json_rejection(rejection: &JsonRejection) -> ApiError {
-    body_rejection(rejection.status(), rejection.body_text())
+/// `value` as a `T`, when it is a JSON object: every body this server takes
+/// is one (serde would also read a struct from an array of its fields). A
+/// number without a fraction is an integer, as JSON Schema has it (`2.0`
+/// is the integer 2), where serde would refuse it for an integer field.
+pub fn from_object<T: DeserializeOwned>(mut value: Value) -> Result<T, ApiError> {
+    whole_numbers_as_integers(&mut value);
+    if !value.is_object() {
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_request_error",
+            "invalid_json",
+            "the body must be a JSON object",
+        ));
+    }
+    serde_json::from_value(value).map_err(|err| {
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_request_error",
+            "invalid_json",
+            format!("the body does not fit this operation: {err}"),
+        )
+    })
+}
+
+/// A query string whose rejection (a missing or malformed parameter) is a
+/// 400 [`ApiError`] with code `invalid_query`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ApiQuery<T>(pub T);
+
+impl<T, S> FromRequestParts<S> for ApiQuery<T>
+where
+    T: DeserializeOwned,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        match Query::<T>::from_request_parts(parts, state).await {
+            Ok(Query(value)) => Ok(Self(value)),
+            Err(rejection) => Err(rejected(
+                rejection.status(),
+                "invalid_query",
+                rejection.body_text(),
+            )),
+        }
+    }
+}
+
+/// Path parameters whose rejection (not UTF-8 once percent-decoded) is a
+/// 400 [`ApiError`] with code `invalid_path`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ApiPath<T>(pub T);
+
+impl<T, S> FromRequestParts<S> for ApiPath<T>
+where
+    T: DeserializeOwned + Send,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        match Path::<T>::from_request_parts(parts, state).await {
+            Ok(Path(value)) => Ok(Self(value)),
+            Err(rejection) => Err(rejected(
+                rejection.status(),
+                "invalid_path",
+                rejection.body_text(),
+            )),
+        }
+    }
+}
+
+/// Turns every float without a fraction that an `i64` holds exactly (up to
+/// 2^53) into an integer.
+fn whole_numbers_as_integers(value: &mut Value) {
+    const EXACT: f64 = 9_007_199_254_740_992.0;
+    match value {
+        Value::Number(n) if !n.is_i64() && !n.is_u64() => {
+            if let Some(f) = n.as_f64()
+                && f.fract() == 0.0
+                && f.abs() <= EXACT
+            {
+                #[allow(clippy::cast_possible_truncation)]
+                let whole = f as i64;
+                *value = Value::from(whole);
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(whole_numbers_as_integers),
+        Value::Object(map) => map.values_mut().for_each(whole_numbers_as_integers),
+        _ => {}
+    }
 }
 
 /// A body that could not be read or parsed: 413 when too large, else 400.
@@ -194,19 +285,21 @@ pub fn body_rejection(status: StatusCode, text: String) -> ApiError {
             status,
             "invalid_request_error",
             "request_too_large",
-            "the request body is larger than this server accepts",
+            "the request body is larger than this server accepts (--max-body-bytes)",
         );
     }
-    ApiError::new(
-        if status.is_client_error() {
-            StatusCode::BAD_REQUEST
-        } else {
-            status
-        },
-        "invalid_request_error",
-        "invalid_json",
-        text,
-    )
+    rejected(status, "invalid_json", text)
+}
+
+/// An extractor's rejection as an error: a client error is a 400 with
+/// `code`, anything else (a route without the parameters its handler
+/// reads) a 500.
+fn rejected(status: StatusCode, code: &'static str, text: String) -> ApiError {
+    if status.is_client_error() {
+        ApiError::new(StatusCode::BAD_REQUEST, "invalid_request_error", code, text)
+    } else {
+        ApiError::internal(text)
+    }
 }
 
 #[cfg(test)]
@@ -230,6 +323,24 @@ mod tests {
         for (err, status) in cases {
             assert_eq!(ApiError::from(err).status.as_u16(), status);
         }
+    }
+
+    #[test]
+    fn bodies_are_objects_and_whole_numbers_integers() {
+        #[derive(Debug, serde::Deserialize, PartialEq)]
+        struct Body {
+            turn: u32,
+        }
+        let body: Body = from_object(serde_json::json!({"turn": 3.0})).unwrap();
+        assert_eq!(body, Body { turn: 3 });
+        assert_eq!(
+            from_object::<Body>(serde_json::json!({"turn": 3.5}))
+                .unwrap_err()
+                .status,
+            400
+        );
+        let array = from_object::<Body>(serde_json::json!([3])).unwrap_err();
+        assert_eq!((array.status.as_u16(), array.code), (400, "invalid_json"));
     }
 
     #[test]

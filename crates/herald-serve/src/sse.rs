@@ -8,6 +8,23 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures_util::Stream;
 use tokio::sync::mpsc;
+use utoipa::ToSchema;
+
+/// One server-sent event of a `text/event-stream` answer, as the OpenAPI
+/// document describes it (OpenAPI 3.1 has the schema of an event stream
+/// describe each event); comment lines (keep-alives, tool progress) are not
+/// events.
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub(crate) struct SseEvent {
+    /// The event's name, where the stream names its events.
+    pub event: Option<String>,
+    /// The payload: one JSON document (or `[DONE]` at the end of a Chat
+    /// Completions stream).
+    pub data: String,
+    /// The event's number, where the stream numbers its events.
+    pub id: Option<String>,
+}
 
 /// Events a slow client may fall behind by before the producer waits.
 const BUFFER: usize = 256;

@@ -7,13 +7,13 @@
 use std::sync::Arc;
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use herald_core::runtime::{Op, Session};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
 
-use crate::error::{ApiError, ApiJson, ErrorBody};
+use crate::error::{ApiError, ApiJson, ApiPath, ErrorBody};
 use crate::state::AppState;
 
 /// Whether an interrupt stopped something.
@@ -62,8 +62,7 @@ pub struct ElicitationAnswer {
     pub action: herald_protocol::ElicitationAction,
     /// With `accept`: an object fitting the request's `schema`.
     #[serde(default)]
-    #[schema(value_type = Option<Object>)]
-    pub content: Option<Value>,
+    pub content: Option<serde_json::Map<String, Value>>,
 }
 
 /// The elicitations a session waits on.
@@ -108,13 +107,14 @@ async fn open_or_stored(state: &AppState, id: &str) -> Result<Option<Session>, A
     params(("id" = String, Path, description = "session id")),
     responses(
         (status = 200, description = "whether a turn was running", body = Interrupted),
-        (status = 404, description = "no such session", body = ErrorBody)
+        (status = 404, description = "no such session", body = ErrorBody),
+        (status = 500, description = "the session store failed", body = ErrorBody)
     ),
     security(("bearer" = []))
 )]
 pub(crate) async fn interrupt(
     State(state): State<Arc<AppState>>,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
 ) -> Result<Json<Interrupted>, ApiError> {
     let session = open_or_stored(&state, &id).await?;
     let interrupted = match session {
@@ -140,13 +140,14 @@ pub(crate) async fn interrupt(
     request_body = ClarifyAnswer,
     responses(
         (status = 200, description = "answered", body = Done),
-        (status = 404, description = "no such session or open question, or an answer that does not fit it", body = ErrorBody)
+        (status = 404, description = "no such session or open question, or an answer that does not fit it", body = ErrorBody),
+        (status = 500, description = "the session store failed", body = ErrorBody)
     ),
     security(("bearer" = []))
 )]
 pub(crate) async fn clarify(
     State(state): State<Arc<AppState>>,
-    Path((id, request_id)): Path<(String, String)>,
+    ApiPath((id, request_id)): ApiPath<(String, String)>,
     ApiJson(body): ApiJson<ClarifyAnswer>,
 ) -> Result<Json<Done>, ApiError> {
     let Some(session) = open_or_stored(&state, &id).await? else {
@@ -171,13 +172,14 @@ pub(crate) async fn clarify(
     params(("id" = String, Path, description = "session id")),
     responses(
         (status = 200, description = "the waiting requests", body = ApprovalList),
-        (status = 404, description = "no such session", body = ErrorBody)
+        (status = 404, description = "no such session", body = ErrorBody),
+        (status = 500, description = "the session store failed", body = ErrorBody)
     ),
     security(("bearer" = []))
 )]
 pub(crate) async fn approvals(
     State(state): State<Arc<AppState>>,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
 ) -> Result<Json<ApprovalList>, ApiError> {
     let session = open_or_stored(&state, &id).await?;
     Ok(Json(ApprovalList {
@@ -198,13 +200,14 @@ pub(crate) async fn approvals(
     responses(
         (status = 200, description = "answered", body = Done),
         (status = 400, description = "an unknown decision word", body = ErrorBody),
-        (status = 404, description = "no such session or waiting request", body = ErrorBody)
+        (status = 404, description = "no such session or waiting request", body = ErrorBody),
+        (status = 500, description = "the session store failed", body = ErrorBody)
     ),
     security(("bearer" = []))
 )]
 pub(crate) async fn approve(
     State(state): State<Arc<AppState>>,
-    Path((id, request_id)): Path<(String, String)>,
+    ApiPath((id, request_id)): ApiPath<(String, String)>,
     ApiJson(body): ApiJson<ApprovalDecision>,
 ) -> Result<Json<Done>, ApiError> {
     let Some(session) = open_or_stored(&state, &id).await? else {
@@ -230,13 +233,14 @@ pub(crate) async fn approve(
     params(("id" = String, Path, description = "session id")),
     responses(
         (status = 200, description = "the waiting requests", body = ElicitationList),
-        (status = 404, description = "no such session", body = ErrorBody)
+        (status = 404, description = "no such session", body = ErrorBody),
+        (status = 500, description = "the session store failed", body = ErrorBody)
     ),
     security(("bearer" = []))
 )]
 pub(crate) async fn elicitations(
     State(state): State<Arc<AppState>>,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
 ) -> Result<Json<ElicitationList>, ApiError> {
     let session = open_or_stored(&state, &id).await?;
     Ok(Json(ElicitationList {
@@ -259,13 +263,14 @@ pub(crate) async fn elicitations(
     responses(
         (status = 200, description = "answered", body = Done),
         (status = 400, description = "an unknown action, or content that does not fit the schema (the request stays open)", body = ErrorBody),
-        (status = 404, description = "no such session or waiting request", body = ErrorBody)
+        (status = 404, description = "no such session or waiting request", body = ErrorBody),
+        (status = 500, description = "the session store failed", body = ErrorBody)
     ),
     security(("bearer" = []))
 )]
 pub(crate) async fn answer_elicitation(
     State(state): State<Arc<AppState>>,
-    Path((id, request_id)): Path<(String, String)>,
+    ApiPath((id, request_id)): ApiPath<(String, String)>,
     ApiJson(body): ApiJson<ElicitationAnswer>,
 ) -> Result<Json<Done>, ApiError> {
     let Some(session) = open_or_stored(&state, &id).await? else {
@@ -277,7 +282,7 @@ pub(crate) async fn answer_elicitation(
     session.submit(Op::ElicitationAnswer {
         request_id,
         action: body.action,
-        content: body.content,
+        content: body.content.map(Value::Object),
     })?;
     Ok(Json(Done { ok: true }))
 }
@@ -290,13 +295,14 @@ pub(crate) async fn answer_elicitation(
     params(("id" = String, Path, description = "session id")),
     responses(
         (status = 200, description = "the subagents", body = AgentList),
-        (status = 404, description = "no such session", body = ErrorBody)
+        (status = 404, description = "no such session", body = ErrorBody),
+        (status = 500, description = "the session store failed", body = ErrorBody)
     ),
     security(("bearer" = []))
 )]
 pub(crate) async fn agents(
     State(state): State<Arc<AppState>>,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
 ) -> Result<Json<AgentList>, ApiError> {
     let session = open_or_stored(&state, &id).await?;
     let agents = session
@@ -320,13 +326,14 @@ pub(crate) async fn agents(
     ),
     responses(
         (status = 200, description = "cancelled", body = Done),
-        (status = 404, description = "no such session or running subagent", body = ErrorBody)
+        (status = 404, description = "no such session or running subagent", body = ErrorBody),
+        (status = 500, description = "the session store failed", body = ErrorBody)
     ),
     security(("bearer" = []))
 )]
 pub(crate) async fn cancel_agent(
     State(state): State<Arc<AppState>>,
-    Path((id, agent_id)): Path<(String, String)>,
+    ApiPath((id, agent_id)): ApiPath<(String, String)>,
 ) -> Result<Json<Done>, ApiError> {
     let Some(session) = open_or_stored(&state, &id).await? else {
         return Err(ApiError::not_found(

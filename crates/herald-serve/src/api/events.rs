@@ -10,7 +10,7 @@
 
 use std::sync::Arc;
 
-use axum::extract::{Path, Query, State};
+use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::Response;
 use axum::response::sse::Event as SseEvent;
@@ -18,15 +18,17 @@ use herald_core::runtime::{self, ClarifyPolicy, Subscription};
 use serde::Deserialize;
 use utoipa::IntoParams;
 
-use crate::error::{ApiError, ErrorBody};
+use crate::error::{ApiError, ApiPath, ApiQuery, ErrorBody};
 use crate::sse::{self, SseSender};
 use crate::state::AppState;
 
 /// Query of the event stream.
 #[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct EventsQuery {
     /// Replay the stored events after this number first (0: all of them).
     /// The `Last-Event-ID` header wins over it.
+    #[param(nullable = false)]
     pub after: Option<u64>,
 }
 
@@ -35,9 +37,6 @@ fn last_event_id(headers: &HeaderMap) -> Result<Option<u64>, ApiError> {
         return Ok(None);
     };
     let text = value.to_str().unwrap_or_default().trim();
-    if text.is_empty() {
-        return Ok(None);
-    }
     text.parse().map(Some).map_err(|_| {
         ApiError::bad_request(format!(
             "Last-Event-ID must be an event number, not {text:?}"
@@ -52,21 +51,22 @@ fn last_event_id(headers: &HeaderMap) -> Result<Option<u64>, ApiError> {
     tag = "events",
     params(
         ("id" = String, Path, description = "session id"),
-        ("Last-Event-ID" = Option<u64>, Header, description = "resume after this event"),
+        ("Last-Event-ID" = Option<u64>, Header, nullable = false, description = "resume after this event"),
         EventsQuery
     ),
     responses(
-        (status = 200, description = "text/event-stream of events (`id:` = event number)", content_type = "text/event-stream", body = String),
+        (status = 200, description = "text/event-stream of events (`id:` = event number)", content_type = "text/event-stream", body = crate::sse::SseEvent),
         (status = 400, description = "a bad Last-Event-ID", body = ErrorBody),
         (status = 404, description = "no such session", body = ErrorBody),
-        (status = 409, description = "another process holds the session (with Last-Event-ID or after, its stored events are replayed instead)", body = ErrorBody)
+        (status = 409, description = "another process holds the session (with Last-Event-ID or after, its stored events are replayed instead), or it has ended", body = ErrorBody),
+        (status = 500, description = "the session store failed", body = ErrorBody)
     ),
     security(("bearer" = []))
 )]
 pub(crate) async fn follow(
     State(state): State<Arc<AppState>>,
-    Path(id): Path<String>,
-    Query(query): Query<EventsQuery>,
+    ApiPath(id): ApiPath<String>,
+    ApiQuery(query): ApiQuery<EventsQuery>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let after = last_event_id(&headers)?.or(query.after);

@@ -4,13 +4,13 @@
 use std::sync::Arc;
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use herald_core::runtime::{ClarifyPolicy, Op, RuntimeError};
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use crate::error::{ApiError, ApiJson, ErrorBody};
+use crate::error::{ApiError, ApiJson, ApiPath, ErrorBody};
 use crate::state::AppState;
 
 /// What became of a submitted operation.
@@ -35,19 +35,20 @@ pub struct OpAccepted {
     path = "/api/sessions/{id}/ops",
     tag = "control",
     params(("id" = String, Path, description = "session id")),
-    request_body(content = Object, description = "an `Op`: an object with `type` (user_turn, interrupt, compact, steer, cancel_agent, rewind, clarify_answer, approval_decision, elicitation_answer, shutdown) and that operation's fields"),
+    request_body(content = Object, description = "an `Op` (the protocol's schema, `docs/protocol/op.schema.json`; `text` not blank): an object with `type` (user_turn, interrupt, compact, steer, cancel_agent, rewind, clarify_answer, approval_decision, elicitation_answer, shutdown) and that operation's fields"),
     responses(
-        (status = 202, description = "accepted: a turn started, or the operation was applied", body = OpAccepted),
+        (status = 202, description = "accepted: a turn started, the operation was applied, or (compact, rewind, shutdown) queued; its events carry `submission_id`, and a queued one that fails later reports an `error` event with it", body = OpAccepted),
         (status = 400, description = "not an operation, or one the session refuses as malformed", body = ErrorBody),
-        (status = 404, description = "no such session, request or agent", body = ErrorBody),
-        (status = 409, description = "a turn is running, none is, the session is not running here, or another process holds it", body = ErrorBody),
-        (status = 429, description = "max_concurrent_turns reached", body = ErrorBody)
+        (status = 404, description = "no such session", body = ErrorBody),
+        (status = 409, description = "a turn is running, none is (steer), the session is not running here or has ended, another process holds it, the session refuses the operation in its state (code `op_refused`: a steer with no turn running), or it has no open request or running agent with that id (code `request_not_found`)", body = ErrorBody),
+        (status = 429, description = "max_concurrent_turns reached", body = ErrorBody),
+        (status = 500, description = "the session store failed", body = ErrorBody)
     ),
     security(("bearer" = []))
 )]
 pub(crate) async fn submit(
     State(state): State<Arc<AppState>>,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
     ApiJson(op): ApiJson<Op>,
 ) -> Result<(StatusCode, Json<OpAccepted>), ApiError> {
     let accepted = |submission_id: String, after: u64| {
@@ -60,12 +61,14 @@ pub(crate) async fn submit(
             }),
         )
     };
+    if let Op::UserTurn { text } | Op::Steer { text } = &op
+        && text.trim().is_empty()
+    {
+        return Err(ApiError::bad_request(
+            "text is empty; send the text of the request",
+        ));
+    }
     if let Op::UserTurn { text } = op {
-        if text.trim().is_empty() {
-            return Err(ApiError::bad_request(
-                "text is empty; send the text of the request",
-            ));
-        }
         let slot = state.reserve_turn()?;
         let session = state.session(&id, ClarifyPolicy::Ask).await?;
         if session.is_busy() {
@@ -83,6 +86,15 @@ pub(crate) async fn submit(
         ));
     };
     let after = session.last_seq();
-    let submission = session.submit(op)?;
+    // A well-formed operation the session refuses in its state (a steer with
+    // no turn running) is a conflict, not a malformed request.
+    let refusable = matches!(op, Op::Steer { .. } | Op::Compact {} | Op::Rewind { .. });
+    // So is naming a request or agent the session does not have: the
+    // session (this route's resource) exists, so it is no 404.
+    let submission = session.submit(op).map_err(|err| match err {
+        RuntimeError::Invalid(message) if refusable => ApiError::conflict("op_refused", message),
+        RuntimeError::UnknownRequest(message) => ApiError::conflict("request_not_found", message),
+        err => err.into(),
+    })?;
     Ok(accepted(submission.0, after))
 }

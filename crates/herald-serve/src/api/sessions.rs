@@ -3,8 +3,8 @@
 use std::sync::Arc;
 
 use axum::Json;
+use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
-use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
 
-use crate::error::{ApiError, ErrorBody};
+use crate::error::{ApiError, ApiPath, ApiQuery, ErrorBody};
 use crate::state::AppState;
 
 /// How a session created through the API asks its user.
@@ -57,7 +57,7 @@ pub struct SessionInfo {
     /// The stored record (id, cwd, model, times in Unix ms, token totals,
     /// `message_count`, ...).
     #[serde(flatten)]
-    #[schema(value_type = Object)]
+    #[schema(value_type = StoredSession)]
     pub record: Value,
     /// Open in this server (its lease held here).
     pub open: bool,
@@ -67,18 +67,66 @@ pub struct SessionInfo {
     pub open_questions: Vec<String>,
 }
 
+/// The stored record of a session, as [`SessionInfo`] shows it (the
+/// document of `herald_store::SessionRecord`; a test keeps the two alike).
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub struct StoredSession {
+    pub id: String,
+    /// The session that delegated this one (subagent sessions).
+    pub parent_session_id: Option<String>,
+    pub agent_id: Option<String>,
+    /// `cli`, `api` or `subagent`.
+    #[schema(pattern = "^(cli|api|subagent)$")]
+    pub source: String,
+    pub cwd: String,
+    pub model: String,
+    pub provider: String,
+    /// First line of the first user message (at most 80 characters).
+    pub title: Option<String>,
+    /// Only in `GET /api/sessions/{id}`.
+    #[schema(required = false)]
+    pub system_prompt: String,
+    /// Unix ms.
+    pub started_at: i64,
+    pub ended_at: Option<i64>,
+    pub end_reason: Option<String>,
+    pub last_active_at: i64,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub cached_tokens: u64,
+    pub cache_creation_tokens: u64,
+    /// USD of the priced requests.
+    pub cost_usd: f64,
+    pub message_count: u64,
+    /// Stored when the session ended.
+    pub summary: Option<String>,
+}
+
 /// A list of sessions.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct SessionList {
     pub sessions: Vec<SessionInfo>,
 }
 
+/// The answer of `GET /api/sessions/search`.
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub struct SearchHits {
+    /// Each with its session, the matching message and its neighbours.
+    #[schema(value_type = Vec<Object>)]
+    pub hits: Vec<Value>,
+}
+
 /// Query of `GET /api/sessions`.
 #[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct ListQuery {
     /// At most this many (default 50; 0 = all).
+    #[param(nullable = false)]
     pub limit: Option<usize>,
     /// Only sessions started in this directory.
+    #[param(nullable = false)]
     pub cwd: Option<String>,
     /// Also subagent sessions.
     #[serde(default)]
@@ -87,10 +135,13 @@ pub struct ListQuery {
 
 /// Query of `GET /api/sessions/search`.
 #[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct SearchQuery {
-    /// Free text.
+    /// Free text (not blank).
+    #[param(pattern = "\\S")]
     pub q: String,
-    /// At most this many sessions (1..=10).
+    /// At most this many sessions (default 10; clamped to 1..=10).
+    #[param(nullable = false)]
     pub limit: Option<usize>,
 }
 
@@ -126,12 +177,13 @@ impl AppState {
     post,
     path = "/api/sessions",
     tag = "sessions",
-    request_body = CreateSession,
+    request_body(content = Option<CreateSession>, description = "optional: no body (or an empty one) opens a new session"),
     responses(
         (status = 201, description = "the open session", body = SessionInfo),
         (status = 400, description = "both fork and resume, or a malformed body", body = ErrorBody),
         (status = 404, description = "no such stored session", body = ErrorBody),
-        (status = 409, description = "held by another process", body = ErrorBody)
+        (status = 409, description = "held by another process", body = ErrorBody),
+        (status = 500, description = "the session store failed", body = ErrorBody)
     ),
     security(("bearer" = []))
 )]
@@ -139,12 +191,19 @@ pub(crate) async fn create(
     State(state): State<Arc<AppState>>,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
+    // Not `ApiJson`: no body at all (and no content type) is a new session.
     let body = body.map_err(|r| crate::error::body_rejection(r.status(), r.body_text()))?;
     let request: CreateSession = if body.iter().all(u8::is_ascii_whitespace) {
         CreateSession::default()
     } else {
-        serde_json::from_slice(&body)
+        match serde_json::from_slice(&body)
             .map_err(|err| ApiError::bad_request(format!("invalid JSON body: {err}")))?
+        {
+            // `null` is no body, as for a client that sends its absent
+            // optional body that way.
+            Value::Null => CreateSession::default(),
+            value => crate::error::from_object(value)?,
+        }
     };
     let clarify = ClarifyPolicy::from(request.clarify);
     let session = match (request.fork, request.resume) {
@@ -167,12 +226,15 @@ pub(crate) async fn create(
     path = "/api/sessions",
     tag = "sessions",
     params(ListQuery),
-    responses((status = 200, description = "stored sessions", body = SessionList)),
+    responses(
+        (status = 200, description = "stored sessions", body = SessionList),
+        (status = 500, description = "the session store failed", body = ErrorBody)
+    ),
     security(("bearer" = []))
 )]
 pub(crate) async fn list(
     State(state): State<Arc<AppState>>,
-    Query(query): Query<ListQuery>,
+    ApiQuery(query): ApiQuery<ListQuery>,
 ) -> Result<Json<SessionList>, ApiError> {
     let filter = ListFilter {
         cwd: query.cwd,
@@ -195,14 +257,15 @@ pub(crate) async fn list(
     tag = "sessions",
     params(SearchQuery),
     responses(
-        (status = 200, description = "`{\"hits\": [...]}`: each hit's session, matching message and its neighbours", body = Object),
-        (status = 400, description = "no query", body = ErrorBody)
+        (status = 200, description = "`{\"hits\": [...]}`: each hit's session, matching message and its neighbours", body = SearchHits),
+        (status = 400, description = "no query, or a blank one", body = ErrorBody),
+        (status = 500, description = "the session store failed", body = ErrorBody)
     ),
     security(("bearer" = []))
 )]
 pub(crate) async fn search(
     State(state): State<Arc<AppState>>,
-    Query(query): Query<SearchQuery>,
+    ApiQuery(query): ApiQuery<SearchQuery>,
 ) -> Result<Json<Value>, ApiError> {
     if query.q.trim().is_empty() {
         return Err(ApiError::bad_request(
@@ -226,13 +289,14 @@ pub(crate) async fn search(
     params(("id" = String, Path, description = "session id")),
     responses(
         (status = 200, description = "the session", body = SessionInfo),
-        (status = 404, description = "no such session", body = ErrorBody)
+        (status = 404, description = "no such session", body = ErrorBody),
+        (status = 500, description = "the session store failed", body = ErrorBody)
     ),
     security(("bearer" = []))
 )]
 pub(crate) async fn get(
     State(state): State<Arc<AppState>>,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
 ) -> Result<Json<SessionInfo>, ApiError> {
     let record = state.record(&id).await?;
     Ok(Json(state.info(&record, true)?))
@@ -248,13 +312,14 @@ pub(crate) async fn get(
     responses(
         (status = 204, description = "deleted"),
         (status = 404, description = "no such session", body = ErrorBody),
-        (status = 409, description = "another herald process runs it", body = ErrorBody)
+        (status = 409, description = "another herald process runs it", body = ErrorBody),
+        (status = 500, description = "the session store failed", body = ErrorBody)
     ),
     security(("bearer" = []))
 )]
 pub(crate) async fn delete(
     State(state): State<Arc<AppState>>,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
 ) -> Result<StatusCode, ApiError> {
     if !state.close(&id).await {
         state.wait_closed(&id).await;

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use axum::Json;
-use axum::extract::{Path, Query, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use herald_core::runtime::{ClarifyPolicy, TurnResult};
@@ -13,19 +13,21 @@ use herald_protocol::{RunStatus, TokenTotals};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
-use crate::error::{ApiError, ApiJson, ErrorBody};
+use crate::error::{ApiError, ApiJson, ApiPath, ApiQuery, ErrorBody};
 use crate::state::AppState;
 
 /// The body of a turn.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TurnRequest {
-    /// The user's input.
+    /// The user's input (not blank).
+    #[schema(pattern = "\\S")]
     pub input: String,
 }
 
 /// Query of `POST /api/sessions/{id}/turns`.
 #[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct TurnQuery {
     /// Wait for the turn's end and answer with its result.
     #[serde(default)]
@@ -101,14 +103,15 @@ impl TurnResultView {
         (status = 400, description = "empty input or a malformed body", body = ErrorBody),
         (status = 404, description = "no such session", body = ErrorBody),
         (status = 409, description = "a turn is running, or another process holds the session", body = ErrorBody),
-        (status = 429, description = "max_concurrent_turns reached", body = ErrorBody)
+        (status = 429, description = "max_concurrent_turns reached", body = ErrorBody),
+        (status = 500, description = "the session store failed, or the turn's task", body = ErrorBody)
     ),
     security(("bearer" = []))
 )]
 pub(crate) async fn start(
     State(state): State<Arc<AppState>>,
-    Path(id): Path<String>,
-    Query(query): Query<TurnQuery>,
+    ApiPath(id): ApiPath<String>,
+    ApiQuery(query): ApiQuery<TurnQuery>,
     ApiJson(request): ApiJson<TurnRequest>,
 ) -> Result<Response, ApiError> {
     if request.input.trim().is_empty() {

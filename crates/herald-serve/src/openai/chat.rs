@@ -65,10 +65,12 @@ pub(crate) struct Completion {
     path = "/v1/chat/completions",
     tag = "openai",
     request_body = ChatRequest,
-    params(("X-Herald-Session" = Option<String>, Header, description = "continue this stored session")),
+    params(("X-Herald-Session" = Option<String>, Header, nullable = false, description = "continue this stored session")),
     responses(
-        (status = 200, description = "a `chat.completion`, or `chat.completion.chunk` events with `stream: true`; the `X-Herald-Session` header names the session", body = Object),
-        (status = 400, description = "no user message, or a malformed body", body = crate::error::ErrorBody),
+        (status = 200, description = "a `chat.completion`, or `chat.completion.chunk` events with `stream: true`",
+            content((Object = "application/json"), (crate::sse::SseEvent = "text/event-stream")),
+            headers(("X-Herald-Session" = String, description = "the session of the turn"))),
+        (status = 400, description = "no user message, a user message without text, or a malformed body", body = crate::error::ErrorBody),
         (status = 401, description = "missing or wrong token", body = crate::error::ErrorBody),
         (status = 404, description = "unknown model or session", body = crate::error::ErrorBody),
         (status = 409, description = "the session is running a turn or held by another process", body = crate::error::ErrorBody),
@@ -136,20 +138,20 @@ pub(crate) fn turn_failed(message: String) -> ApiError {
     )
 }
 
-/// The text of the last `user` message.
+/// The text of the last `user` message. Every user message must have text
+/// (the rule the OpenAPI document states).
 pub(crate) fn last_user_text(messages: &[ChatMessage]) -> Result<String, ApiError> {
-    let message = messages
-        .iter()
-        .rev()
-        .find(|m| m.role == "user")
-        .ok_or_else(|| ApiError::bad_request("messages holds no user message; send one"))?;
-    let text = content_text(&message.content)?;
-    if text.trim().is_empty() {
-        return Err(ApiError::bad_request(
-            "the last user message is empty; send the text of the request",
-        ));
+    let mut last = None;
+    for message in messages.iter().filter(|m| m.role == "user") {
+        let text = content_text(&message.content)?;
+        if text.trim().is_empty() {
+            return Err(ApiError::bad_request(
+                "a user message is empty; send the text of the request",
+            ));
+        }
+        last = Some(text);
     }
-    Ok(text)
+    last.ok_or_else(|| ApiError::bad_request("messages holds no user message; send one"))
 }
 
 /// `finish_reason` for how a turn ended.
@@ -206,6 +208,12 @@ mod tests {
         );
         assert_eq!(
             last_user_text(&[message("user", json!("  "))])
+                .unwrap_err()
+                .status,
+            400
+        );
+        assert_eq!(
+            last_user_text(&[message("user", json!("")), message("user", json!("hi"))])
                 .unwrap_err()
                 .status,
             400

@@ -78,18 +78,23 @@ pub(crate) fn content_text(content: &Value) -> Result<String, ApiError> {
         Value::Array(parts) => {
             let mut texts = Vec::new();
             for part in parts {
-                let kind = part.get("type").and_then(Value::as_str).unwrap_or("text");
-                match kind {
-                    "text" | "input_text" | "output_text" => {
-                        if let Some(text) = part.get("text").and_then(Value::as_str) {
-                            texts.push(text);
-                        }
-                    }
-                    other => {
+                let Value::Object(part) = part else {
+                    return Err(ApiError::bad_request(
+                        "a content part must be an object such as {\"type\": \"text\", \"text\": ...}",
+                    ));
+                };
+                match part.get("type") {
+                    None => {}
+                    Some(Value::String(kind))
+                        if matches!(kind.as_str(), "text" | "input_text" | "output_text") => {}
+                    Some(other) => {
                         return Err(ApiError::bad_request(format!(
-                            "content parts of type '{other}' are not supported; send text"
+                            "content parts of type {other} are not supported; send text"
                         )));
                     }
+                }
+                if let Some(text) = part.get("text").and_then(Value::as_str) {
+                    texts.push(text);
                 }
             }
             Ok(texts.join("\n"))
@@ -170,6 +175,11 @@ mod tests {
             400
         );
         assert_eq!(content_text(&json!(3)).unwrap_err().status, 400);
+        // Parts are objects, and a given type is a text type.
+        assert_eq!(content_text(&json!(["hi"])).unwrap_err().status, 400);
+        let typed = json!([{"type": 5, "text": "a"}]);
+        assert_eq!(content_text(&typed).unwrap_err().status, 400);
+        assert_eq!(content_text(&json!([{"text": "a"}])).unwrap(), "a");
     }
 
     #[test]

@@ -4,11 +4,11 @@
 use std::sync::Arc;
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use serde_json::{Value, json};
 
 use super::MODEL_ALIAS;
-use crate::error::ApiError;
+use crate::error::{ApiError, ApiPath};
 use crate::state::AppState;
 
 fn model_object(id: &str) -> Value {
@@ -44,7 +44,7 @@ pub(crate) async fn list(State(state): State<Arc<AppState>>) -> Json<Value> {
 )]
 pub(crate) async fn get(
     State(state): State<Arc<AppState>>,
-    Path(model): Path<String>,
+    ApiPath(model): ApiPath<String>,
 ) -> Result<Json<Value>, ApiError> {
     super::check_model(&state, Some(&model))?;
     Ok(Json(model_object(&model)))

@@ -129,36 +129,32 @@ pub(crate) fn session_of(response_id: &str) -> Option<&str> {
         .then_some(session)
 }
 
-/// The turn's input: the string, or the last user message of the items.
+/// The turn's input: the string, or the last user message of the items
+/// (`role: user`, `type` absent or `message`). Every user message must have
+/// text (the rule the OpenAPI document states).
 pub(crate) fn input_text(input: &Value) -> Result<String, ApiError> {
-    let text = match input {
-        Value::String(s) => s.clone(),
+    let blank = || ApiError::bad_request("the input is empty; send the text of the request");
+    match input {
+        Value::String(s) if s.trim().is_empty() => Err(blank()),
+        Value::String(s) => Ok(s.clone()),
         Value::Array(items) => {
-            let item = items
-                .iter()
-                .rev()
-                .find(|item| {
-                    item.get("role").and_then(Value::as_str) == Some("user")
-                        && item
-                            .get("type")
-                            .and_then(Value::as_str)
-                            .is_none_or(|t| t == "message")
-                })
-                .ok_or_else(|| ApiError::bad_request("input holds no user message; send one"))?;
-            content_text(item.get("content").unwrap_or(&Value::Null))?
+            let mut last = None;
+            for item in items.iter().filter(|item| {
+                item.get("role").is_some_and(|r| r == "user")
+                    && item.get("type").is_none_or(|t| t == "message")
+            }) {
+                let text = content_text(item.get("content").unwrap_or(&Value::Null))?;
+                if text.trim().is_empty() {
+                    return Err(blank());
+                }
+                last = Some(text);
+            }
+            last.ok_or_else(|| ApiError::bad_request("input holds no user message; send one"))
         }
-        _ => {
-            return Err(ApiError::bad_request(
-                "input must be a string or an array of input items",
-            ));
-        }
-    };
-    if text.trim().is_empty() {
-        return Err(ApiError::bad_request(
-            "the input is empty; send the text of the request",
-        ));
+        _ => Err(ApiError::bad_request(
+            "input must be a string or an array of input items",
+        )),
     }
-    Ok(text)
 }
 
 /// Runs one turn with the input; answers with a `response` object, or its
@@ -169,8 +165,10 @@ pub(crate) fn input_text(input: &Value) -> Result<String, ApiError> {
     tag = "openai",
     request_body = ResponsesRequest,
     responses(
-        (status = 200, description = "a `response` object, or with `stream: true` its events (`response.created`, `response.output_text.delta`, ..., `response.completed`); the `X-Herald-Session` header names the session", body = Object),
-        (status = 400, description = "no user input, or a malformed body", body = crate::error::ErrorBody),
+        (status = 200, description = "a `response` object, or with `stream: true` its events (`response.created`, `response.output_text.delta`, ..., `response.completed`)",
+            content((Object = "application/json"), (crate::sse::SseEvent = "text/event-stream")),
+            headers(("X-Herald-Session" = String, description = "the session of the turn"))),
+        (status = 400, description = "no user input, a user message without text, or a malformed body", body = crate::error::ErrorBody),
         (status = 401, description = "missing or wrong token", body = crate::error::ErrorBody),
         (status = 404, description = "unknown model, session or previous response", body = crate::error::ErrorBody),
         (status = 409, description = "the session is running a turn or held by another process", body = crate::error::ErrorBody),

@@ -2,4 +2,6 @@ mod elicitations;
 mod mcp_shared;
 mod native;
 mod openai;
+mod openapi_fuzz;
 mod python_client;
+mod rejections;

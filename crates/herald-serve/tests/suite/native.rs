@@ -782,14 +782,42 @@ async fn protocol_ops_start_a_turn_interrupt_it_and_bad_ops_change_nothing() {
         assert_error(status, &body, 400);
     }
     assert_eq!(serve.upstream.request_count(), 0);
-    // Answering a request that does not exist: 404.
+    // Answering a request that does not exist: 409 (the session, which the
+    // URL names, exists; the request the body names does not).
     let (status, _, body) = serve
         .post_json(
             &ops,
             &json!({"type": "approval_decision", "request_id": "apr_9", "decision": "once"}),
         )
         .await;
-    assert_error(status, &body, 404);
+    assert_error(status, &body, 409);
+    assert_eq!(body["error"]["code"], "request_not_found");
+    // Steering with no turn running: well-formed, refused in the session's
+    // state.
+    let (status, _, body) = serve
+        .post_json(&ops, &json!({"type": "steer", "text": "faster"}))
+        .await;
+    assert_error(status, &body, 409);
+    assert_eq!(body["error"]["code"], "op_refused");
+    // Compacting an empty conversation is queued like any compaction; that
+    // it had nothing to do arrives as an error event with its id.
+    let (status, _, queued) = serve.post_json(&ops, &json!({"type": "compact"})).await;
+    assert_eq!(status, 202, "{queued}");
+    let response = serve
+        .get(&format!(
+            "/api/sessions/{id}/events?after={}",
+            queued["after"].as_u64().unwrap()
+        ))
+        .send()
+        .await
+        .unwrap();
+    let seen = SseReader::new(response).until_type("error").await;
+    let (_, error) = seen.last().unwrap();
+    assert_eq!(error["submission_id"], queued["submission_id"], "{error}");
+    assert!(
+        error["message"].as_str().unwrap().starts_with("not compacted"),
+        "{error}"
+    );
 
     // A turn through the op, followed on the event stream, then interrupted.
     let (status, _, accepted) = serve
