@@ -815,7 +815,10 @@ async fn protocol_ops_start_a_turn_interrupt_it_and_bad_ops_change_nothing() {
     let (_, error) = seen.last().unwrap();
     assert_eq!(error["submission_id"], queued["submission_id"], "{error}");
     assert!(
-        error["message"].as_str().unwrap().starts_with("not compacted"),
+        error["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("not compacted"),
         "{error}"
     );
 
