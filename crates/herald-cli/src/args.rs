@@ -804,6 +804,10 @@ pub(crate) enum SessionsAction {
         /// Print the import report as JSON.
         #[arg(long)]
         json: bool,
+        /// Import nothing when any record is malformed (by default such
+        /// records are left out and reported, and the rest is imported).
+        #[arg(long)]
+        strict: bool,
     },
     /// Delete a session (and its subagent sessions); shows it and asks first.
     Delete {

@@ -479,8 +479,22 @@ pub(crate) async fn sessions(
                     .map_err(CliError::failed)?;
             }
         }
-        SessionsAction::Import { path, json } => {
-            let report = call(&store, move |s| s.import_jsonl(&path, SessionSource::Cli)).await?;
+        SessionsAction::Import { path, json, strict } => {
+            let mode = if strict {
+                herald_store::ImportMode::Strict
+            } else {
+                herald_store::ImportMode::Lenient
+            };
+            let report = call(&store, move |s| {
+                s.import_transcript(&path, SessionSource::Cli, mode)
+            })
+            .await?;
+            for record in &report.malformed {
+                eprintln!(
+                    "herald: skipped line {}: {} (import with --strict to import nothing instead)",
+                    record.line, record.reason
+                );
+            }
             // Index the imported messages now, not at the next search.
             if let Err(err) = call(&store, |s| s.catch_up_search_index()).await {
                 eprintln!(

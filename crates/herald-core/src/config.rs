@@ -800,7 +800,7 @@ pub const DEFAULT_CONFIG: &str = r#"# herald configuration. Precedence: command-
 # flush_before_compaction = true
 # flush_min_turns = 6          # 0-10000 user turns (since the last flush) for the
 #                              #   flush at session end; 0 = never at the end
-# flush_timeout_seconds = 20   # 1-300; Ctrl+C or SIGTERM ends it at once
+# flush_timeout_seconds = 3    # 1-300; Ctrl+C, Esc or SIGTERM ends it at once
 
 [compression]
 # enabled = true

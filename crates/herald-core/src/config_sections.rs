@@ -90,7 +90,7 @@ impl Default for MemoryConfig {
             user_char_limit: 1375,
             flush_before_compaction: true,
             flush_min_turns: 6,
-            flush_timeout_seconds: 20,
+            flush_timeout_seconds: 3,
         }
     }
 }

@@ -59,7 +59,9 @@ pub use checkpoints::{ChangeStats, CheckpointRecord, NewCheckpoint};
 pub use error::StoreError;
 pub use events::{NewEvent, StoredEvent};
 pub use id_prefix::{IdMatch, PREFIX_CANDIDATES};
-pub use import::{Format as ImportFormat, ImportReport, ImportedSession};
+pub use import::{
+    Format as ImportFormat, ImportMode, ImportReport, ImportedSession, MalformedRecord,
+};
 pub use learnings::{
     Learning, LearningQuery, LearningScope, MAX_LEARNING_TAGS, MAX_LEARNINGS_LIMIT,
     NEAR_DUPLICATE_SIMILARITY, NewLearning, SavedLearning, near_duplicate, normalize_error_type,

@@ -177,11 +177,11 @@ async fn run_in_terminal(setup: TuiSetup) -> Result<TuiOutcome, TuiError> {
         let frame_due = last_draw + FRAME;
         tokio::select! {
             biased;
-            () = stop.cancelled() => break app.leave(&mut input, &stop).await,
+            () = stop.cancelled() => break app.leave(&mut screen, &mut input, &stop).await,
             key = input.next() => match key {
                 Some(Ok(TermEvent::Key(key))) if key.kind != KeyEventKind::Release => {
                     if let Flow::Exit = app.on_key(key).await {
-                        break app.leave(&mut input, &stop).await;
+                        break app.leave(&mut screen, &mut input, &stop).await;
                     }
                 }
                 Some(Ok(TermEvent::Paste(text))) => app.on_paste(&text),
@@ -192,7 +192,7 @@ async fn run_in_terminal(setup: TuiSetup) -> Result<TuiOutcome, TuiError> {
                 }
                 Some(Ok(_)) => {}
                 // The terminal went away: leave as if asked to.
-                Some(Err(_)) | None => break app.leave(&mut input, &stop).await,
+                Some(Err(_)) | None => break app.leave(&mut screen, &mut input, &stop).await,
             },
             event = app.events.next(), if app.events_open => {
                 match event {
@@ -211,7 +211,7 @@ async fn run_in_terminal(setup: TuiSetup) -> Result<TuiOutcome, TuiError> {
             result = poll_turn(&mut app.turn) => {
                 app.turn = None;
                 if let Flow::Exit = app.turn_finished(result).await {
-                    break app.leave(&mut input, &stop).await;
+                    break app.leave(&mut screen, &mut input, &stop).await;
                 }
             }
             report = poll_compact(&mut app.compacting) => {
@@ -230,7 +230,7 @@ async fn run_in_terminal(setup: TuiSetup) -> Result<TuiOutcome, TuiError> {
                 app.status.spinner_frame = app.status.spinner_frame.wrapping_add(1);
                 app.dirty = true;
                 if app.exit_when_idle && !app.background_running() {
-                    break app.leave(&mut input, &stop).await;
+                    break app.leave(&mut screen, &mut input, &stop).await;
                 }
             }
             () = tokio::time::sleep_until(frame_due.into()), if wait_for_frame => {}
@@ -1202,8 +1202,9 @@ impl App {
     /// first runs its memory flush; Ctrl+C or Esc (read from `input`), or
     /// SIGTERM/SIGHUP (`stop`), end it at once, and leaving on a signal
     /// skips it.
-    async fn leave(
+    async fn leave<W: Write>(
         &mut self,
+        screen: &mut Screen<W>,
         input: &mut crossterm::event::EventStream,
         stop: &CancellationToken,
     ) -> TuiOutcome {
@@ -1211,6 +1212,13 @@ impl App {
         let suspended = if stop.is_cancelled() {
             self.session.shutdown_now().await
         } else {
+            if self.used {
+                // The memory flush may take a few seconds: say so, and how
+                // to skip it.
+                self.status.hint = Some("saving memory… (Esc to skip)".to_owned());
+                self.dirty = true;
+                let _ = self.draw(screen, Instant::now());
+            }
             let session = &self.session;
             let ending = session.shutdown();
             tokio::pin!(ending);

@@ -903,3 +903,78 @@ async fn the_interactive_loop_lists_agents_and_leaves_background_work_resumable(
         "{agents}"
     );
 }
+
+/// Every cost of a run whose models are all priced is known: the child's
+/// result the parent reads, its `subagent.completed` event, the run's
+/// totals and the agent journal. (A new child once started from an unknown
+/// prior cost, which made every sum with it unknown.)
+#[tokio::test(flavor = "multi_thread")]
+async fn a_priced_delegation_has_no_unknown_cost_anywhere() {
+    let script = Script::new()
+        .conversation(
+            "priced parent",
+            vec![
+                Reply::tool(
+                    "delegate_task",
+                    json!({"tasks": [{"goal": "priced child: answer"}]}),
+                ),
+                Reply::text("parent done"),
+            ],
+        )
+        .conversation("priced child", vec![Reply::text("child answer")])
+        .conversation(
+            "plain run parent",
+            vec![
+                Reply::tool(
+                    "delegate_task",
+                    json!({"tasks": [{"goal": "plain run child: answer"}]}),
+                ),
+                Reply::text("parent done"),
+            ],
+        )
+        .conversation("plain run child", vec![Reply::text("child answer")]);
+    let h = Harness::new(script).await;
+    let (output, events) = h.run_json(Wire::OpenAi, &[], "priced parent").await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    let completed = of_type(&events, "subagent.completed");
+    assert_eq!(completed.len(), 1);
+    let child = &completed[0];
+    assert!(child["cost_usd"].as_f64().unwrap() > 0.0, "{child}");
+    assert!(
+        child["usage"]["cost_usd"].as_f64().unwrap() > 0.0,
+        "{child}"
+    );
+    assert!(
+        child["tree_usage"]["cost_usd"].as_f64().unwrap() > 0.0,
+        "{child}"
+    );
+    let end = last(&events);
+    for cost in [
+        &end["cost_usd"],
+        &end["usage"]["cost_usd"],
+        &end["tree_usage"]["cost_usd"],
+    ] {
+        assert!(cost.as_f64().unwrap() > 0.0, "{end}");
+    }
+    // What the parent model was told about its child.
+    let told = last_result_json(&h, "priced parent");
+    let result = &told["results"][0];
+    assert!(result["cost_usd"].as_f64().unwrap() > 0.0, "{told}");
+    // The journal.
+    let agents = herald_json(&h, &["agents", "list", "--json"]).await;
+    assert!(agents[0]["cost_usd"].as_f64().unwrap() > 0.0, "{agents}");
+    assert!(
+        agents[0]["usage"]["cost_usd"].as_f64().unwrap() > 0.0,
+        "{agents}"
+    );
+    // The summary line says no "?".
+    let plain = h
+        .command(Wire::OpenAi)
+        .args(["run", "plain run parent"])
+        .output()
+        .await
+        .unwrap();
+    assert!(plain.status.success(), "{}", stderr(&plain));
+    let said = stderr(&plain);
+    assert!(!said.contains("+?") && !said.contains("$?"), "{said}");
+}

@@ -694,3 +694,49 @@ async fn sessions_search_takes_since_and_until() {
         "{text}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_end_flush_is_bounded_to_three_seconds_by_default() {
+    let (h, repl) = stuck_flush("").await;
+    let t0 = Instant::now();
+    let output = repl.finish().await;
+    let took = t0.elapsed();
+    assert!(output.status.success(), "{}", stderr(&output));
+    // 3 s, and at most the grace a tool that ignores the cancel gets.
+    assert!(took < Duration::from_secs(7), "{took:?}");
+    assert_eq!(flush_status(&h).await, "timeout");
+    h.server
+        .skip_invariants("the flush request was cut off by the client on purpose");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_tui_says_it_is_saving_memory_and_esc_skips_it() {
+    use herald_testkit::pty::keys;
+    let wait = Duration::from_secs(20);
+    let h = Harness::new(ender(memory_add("memory", "x"), end_reply())).await;
+    // A long bound: only Esc can end the flush quickly.
+    h.config("[memory]\nflush_min_turns = 1\nflush_timeout_seconds = 60\n");
+    let pty = h.tui(&[], 30, 100);
+    pty.wait_for(|s| s.contains("Ask herald"), wait).unwrap();
+    pty.send_str("one\r");
+    requests_reach(&h, 1).await;
+    wait_until_async(
+        "the first reply to be stored",
+        Duration::from_secs(20),
+        async || latest_message_count(&h).await >= Some(2),
+    )
+    .await;
+    h.server.inject(Fault::IdleStream);
+    pty.send(keys::CTRL_D);
+    pty.wait_for(|s| s.contains("saving memory… (Esc to skip)"), wait)
+        .unwrap_or_else(|err| panic!("no saving notice: {err}"));
+    requests_reach(&h, 2).await;
+    let t0 = Instant::now();
+    pty.send(keys::ESC);
+    let status = pty.wait_exit(wait).expect("herald exits after Esc");
+    assert!(status.success(), "{status:?}");
+    assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
+    assert_eq!(flush_status(&h).await, "interrupted");
+    h.server
+        .skip_invariants("the flush request was cut off by the client on purpose");
+}

@@ -343,7 +343,11 @@ async fn bad_transcripts_get_their_error_and_import_nothing() {
     for (name, text, expected) in cases {
         let path = h.work.path().join(name);
         std::fs::write(&path, text).unwrap();
-        let output = herald(&h, &["sessions", "import", path.to_str().unwrap()]).await;
+        let output = herald(
+            &h,
+            &["sessions", "import", "--strict", path.to_str().unwrap()],
+        )
+        .await;
         assert_eq!(output.status.code(), Some(1), "{name}");
         let err = stderr(&output);
         assert!(err.contains(expected), "{name}: {err}");
@@ -379,4 +383,58 @@ async fn a_fork_of_a_never_resumed_import_gets_herald_prompt_too() {
     // The import itself is untouched until it is resumed.
     assert_eq!(stored(&h, &id).await["session"]["system_prompt"], "");
     h.server.assert_invariants();
+}
+
+/// One malformed record (a misspelt key, a line cut short) no longer costs
+/// the whole transcript: the rest is imported, each record left out is
+/// named with its line on stderr and in `--json`, and `--strict` imports
+/// nothing.
+#[tokio::test(flavor = "multi_thread")]
+async fn malformed_records_are_left_out_and_reported_and_strict_refuses() {
+    let h = Harness::new(Script::new()).await;
+    let good = std::fs::read_to_string(fixture("claude_code.jsonl")).unwrap();
+    let mut lines: Vec<String> = good.lines().map(str::to_owned).collect();
+    // Line 4 becomes a user record whose content key is misspelt; a line
+    // cut short goes in after line 6 (it becomes line 7).
+    let mut record: Value = serde_json::from_str(&lines[3]).unwrap();
+    let content = record["message"]["content"].take();
+    record["message"].as_object_mut().unwrap().remove("content");
+    record["message"]["contnt"] = content;
+    lines[3] = record.to_string();
+    lines.insert(6, "{\"type\":\"assistant\",\"message\":".to_owned());
+    let path = h.work.path().join("damaged.jsonl");
+    std::fs::write(&path, lines.join("\n")).unwrap();
+
+    let strict = herald(
+        &h,
+        &["sessions", "import", "--strict", path.to_str().unwrap()],
+    )
+    .await;
+    assert_eq!(strict.status.code(), Some(1));
+    assert!(
+        stderr(&strict).contains("nothing was imported"),
+        "{}",
+        stderr(&strict)
+    );
+    assert_eq!(h.cli_json(&["sessions", "list", "--json"]).await, json!([]));
+
+    let output = herald(
+        &h,
+        &["sessions", "import", path.to_str().unwrap(), "--json"],
+    )
+    .await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    let said = stderr(&output);
+    assert!(said.contains("skipped line 4:"), "{said}");
+    assert!(said.contains("skipped line 7: not valid JSON"), "{said}");
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let malformed = report["malformed"].as_array().unwrap();
+    let numbers: Vec<u64> = malformed
+        .iter()
+        .map(|m| m["line"].as_u64().unwrap())
+        .collect();
+    assert_eq!(numbers, [7, 4], "{report}");
+    assert!(report["messages"].as_u64().unwrap() > 2, "{report}");
+    let listed = h.cli_json(&["sessions", "list", "--json"]).await;
+    assert_eq!(listed.as_array().unwrap().len(), 1);
 }

@@ -45,7 +45,7 @@ pub(crate) struct Spawn {
 }
 
 /// Usage of a child's earlier runs (before a crash or suspension).
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy)]
 pub(crate) struct PriorUsage {
     pub tokens: TokenTotals,
     pub cost_usd: Option<f64>,
@@ -53,6 +53,19 @@ pub(crate) struct PriorUsage {
     pub usage: UsageTotals,
     /// Its subtree's totals as the journal recorded them.
     pub tree_usage: UsageTotals,
+}
+
+impl Default for PriorUsage {
+    /// A new child: it spent nothing, and nothing is a known cost (an
+    /// unknown one would make every sum with it unknown).
+    fn default() -> Self {
+        Self {
+            tokens: TokenTotals::default(),
+            cost_usd: Some(0.0),
+            usage: UsageTotals::default(),
+            tree_usage: UsageTotals::default(),
+        }
+    }
 }
 
 impl Delegation {

@@ -98,7 +98,28 @@ pub(crate) struct Line {
     pub value: Value,
 }
 
-/// A line that cannot be read: the whole import stops with it.
+/// Whether a malformed record stops an import.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ImportMode {
+    /// Malformed records are left out and reported; the rest is imported.
+    #[default]
+    Lenient,
+    /// The first malformed record stops the import; nothing is imported.
+    Strict,
+}
+
+/// A record a lenient import left out: its line in the file and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MalformedRecord {
+    pub line: usize,
+    pub reason: String,
+}
+
+/// Most malformed records a lenient import leaves out before it gives up
+/// (a file that bad is probably not a transcript).
+const MAX_MALFORMED: usize = 1_000;
+
+/// A line that cannot be read: a strict import stops with it.
 #[derive(Debug)]
 pub(crate) struct LineError {
     pub line: usize,
@@ -144,10 +165,18 @@ pub struct ImportReport {
     pub skipped: BTreeMap<String, usize>,
     /// Repairs made so the conversation is valid to resume, by kind.
     pub repaired: BTreeMap<String, usize>,
+    /// Records left out because they could not be read (lenient imports).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub malformed: Vec<MalformedRecord>,
 }
 
-/// Reads the whole file into parsed lines; the first unreadable line stops it.
-fn read_lines(file: &Path) -> Result<Vec<Line>, StoreError> {
+/// Reads the whole file into parsed lines. The first unreadable line stops
+/// a strict read; a lenient one leaves it out and notes it in `malformed`.
+fn read_lines(
+    file: &Path,
+    mode: ImportMode,
+    malformed: &mut Vec<MalformedRecord>,
+) -> Result<Vec<Line>, StoreError> {
     let bytes = std::fs::read(file).map_err(|source| StoreError::Io {
         action: "read",
         path: file.to_path_buf(),
@@ -160,16 +189,28 @@ fn read_lines(file: &Path) -> Result<Vec<Line>, StoreError> {
     let mut lines = Vec::new();
     for (index, raw) in bytes.split(|b| *b == b'\n').enumerate() {
         let number = index + 1;
-        let text = std::str::from_utf8(raw)
-            .map_err(|_| bad(number, "not valid UTF-8".to_owned()))?
-            .trim_start_matches('\u{feff}')
-            .trim();
-        if text.is_empty() {
-            continue;
+        let read = std::str::from_utf8(raw)
+            .map_err(|_| "not valid UTF-8".to_owned())
+            .and_then(|text| {
+                let text = text.trim_start_matches('\u{feff}').trim();
+                if text.is_empty() {
+                    return Ok(None);
+                }
+                serde_json::from_str::<Value>(text)
+                    .map(Some)
+                    .map_err(|e| format!("not valid JSON ({e})"))
+            });
+        match read {
+            Ok(Some(value)) => lines.push(Line { number, value }),
+            Ok(None) => {}
+            Err(reason) if mode == ImportMode::Lenient && malformed.len() < MAX_MALFORMED => {
+                malformed.push(MalformedRecord {
+                    line: number,
+                    reason,
+                });
+            }
+            Err(reason) => return Err(bad(number, reason)),
         }
-        let value: Value =
-            serde_json::from_str(text).map_err(|e| bad(number, format!("not valid JSON ({e})")))?;
-        lines.push(Line { number, value });
     }
     Ok(lines)
 }
@@ -216,13 +257,25 @@ fn from_document(
 /// Parses `file` in its detected format (no store access).
 fn read_transcripts(
     file: &Path,
+    mode: ImportMode,
     skipped: &mut Tally,
+    malformed: &mut Vec<MalformedRecord>,
 ) -> Result<(Format, Vec<Transcript>), StoreError> {
     let bad = |detail: String| StoreError::BadImport {
         path: file.to_path_buf(),
         detail,
     };
-    let lines = match read_lines(file) {
+    // A pretty-printed JSON document is no JSONL: its lines do not parse on
+    // their own.
+    let lines = match read_lines(file, mode, malformed) {
+        Ok(lines) if !malformed.is_empty() => match read_document(file) {
+            Some((format, doc)) => {
+                malformed.clear();
+                let transcripts = from_document(format, doc, skipped).map_err(|e| bad(e.reason))?;
+                return Ok((format, transcripts));
+            }
+            None => lines,
+        },
         Ok(lines) => lines,
         Err(err @ StoreError::BadImport { .. }) => match read_document(file) {
             Some((format, doc)) => {
@@ -234,9 +287,14 @@ fn read_transcripts(
         Err(err) => return Err(err),
     };
     let Some(first) = lines.first() else {
-        return Err(bad(
-            "the file is empty; nothing to import (expected a JSONL transcript)".to_owned(),
-        ));
+        let detail = match malformed.first() {
+            Some(record) => format!(
+                "no line of the file could be read (line {}: {})",
+                record.line, record.reason
+            ),
+            None => "the file is empty; nothing to import (expected a JSONL transcript)".to_owned(),
+        };
+        return Err(bad(detail));
     };
     if lines.len() == 1
         && first.value.is_array()
@@ -254,15 +312,42 @@ fn read_transcripts(
             detect::describe(&first.value)
         ))
     })?;
-    let parsed = match format {
-        Format::ClaudeCode => claude::parse(&lines, skipped).map(|t| vec![t]),
-        Format::Codex | Format::CodexLegacy => codex::parse(&lines, skipped).map(|t| vec![t]),
-        Format::Hermes | Format::ChatJsonl => chat::parse_lines(&lines, skipped).map(|t| vec![t]),
-        Format::OpenaiMessages => chat::parse_message_lists(&lines, skipped),
-        Format::Herald => herald::parse(&lines, skipped).map(|t| vec![t]),
+    let parse = |lines: &[Line], skipped: &mut Tally| match format {
+        Format::ClaudeCode => claude::parse(lines, skipped).map(|t| vec![t]),
+        Format::Codex | Format::CodexLegacy => codex::parse(lines, skipped).map(|t| vec![t]),
+        Format::Hermes | Format::ChatJsonl => chat::parse_lines(lines, skipped).map(|t| vec![t]),
+        Format::OpenaiMessages => chat::parse_message_lists(lines, skipped),
+        Format::Herald => herald::parse(lines, skipped).map(|t| vec![t]),
     };
-    let transcripts = parsed.map_err(|e| bad(format!("line {}: {}", e.line, e.reason)))?;
-    Ok((format, transcripts))
+    // A lenient import leaves a record that cannot be read out and parses
+    // the rest again (the parsers keep state across records).
+    let mut lines = lines;
+    loop {
+        let mut tally = Tally::default();
+        match parse(&lines, &mut tally) {
+            Ok(transcripts) => {
+                skipped.0.extend(tally.0);
+                return Ok((format, transcripts));
+            }
+            Err(e) => {
+                let at = lines.iter().position(|l| l.number == e.line);
+                match at {
+                    Some(at)
+                        if mode == ImportMode::Lenient
+                            && malformed.len() < MAX_MALFORMED
+                            && lines.len() > 1 =>
+                    {
+                        lines.remove(at);
+                        malformed.push(MalformedRecord {
+                            line: e.line,
+                            reason: e.reason,
+                        });
+                    }
+                    _ => return Err(bad(format!("line {}: {}", e.line, e.reason))),
+                }
+            }
+        }
+    }
 }
 
 impl Store {
@@ -281,11 +366,24 @@ impl Store {
         path: impl AsRef<Path>,
         source: SessionSource,
     ) -> Result<ImportReport, StoreError> {
+        self.import_transcript(path, source, ImportMode::Strict)
+    }
+
+    /// [`Store::import_jsonl`] with a choice of what a malformed record
+    /// does: stop the import ([`ImportMode::Strict`]), or be left out and
+    /// reported in [`ImportReport::malformed`] ([`ImportMode::Lenient`]).
+    pub fn import_transcript(
+        &mut self,
+        path: impl AsRef<Path>,
+        source: SessionSource,
+        mode: ImportMode,
+    ) -> Result<ImportReport, StoreError> {
         const CTX: &str = "importing a transcript";
         let file = path.as_ref();
         let mut skipped = Tally::default();
         let mut repaired = Tally::default();
-        let (format, mut transcripts) = read_transcripts(file, &mut skipped)?;
+        let mut malformed = Vec::new();
+        let (format, mut transcripts) = read_transcripts(file, mode, &mut skipped, &mut malformed)?;
         for transcript in &mut transcripts {
             if !transcript.verbatim {
                 transcript.entries =
@@ -396,6 +494,7 @@ impl Store {
             sessions,
             skipped: skipped.0,
             repaired: repaired.0,
+            malformed,
         })
     }
 

@@ -501,3 +501,28 @@ fn an_imported_session_adopts_one_system_prompt_once() {
         Err(StoreError::UnknownSession(_))
     ));
 }
+
+#[test]
+fn a_lenient_import_leaves_malformed_records_out_and_names_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = memory();
+    let good = std::fs::read_to_string(fixture("claude_code.jsonl")).unwrap();
+    let mut lines: Vec<&str> = good.lines().collect();
+    lines.insert(6, "{\"type\":\"user\",\"message\":");
+    lines.insert(2, "\u{0}not json");
+    let file = dir.path().join("broken.jsonl");
+    std::fs::write(&file, lines.join("\n")).unwrap();
+    let report = store
+        .import_transcript(&file, SessionSource::Cli, herald_store::ImportMode::Lenient)
+        .unwrap();
+    let lines: Vec<usize> = report.malformed.iter().map(|m| m.line).collect();
+    assert_eq!(lines, [3, 8], "{:?}", report.malformed);
+    assert!(report.malformed[1].reason.contains("not valid JSON"));
+    assert!(report.messages > 2);
+    // Strict: the same file imports nothing, as before.
+    let err = store
+        .import_transcript(&file, SessionSource::Cli, herald_store::ImportMode::Strict)
+        .unwrap_err();
+    assert!(err.to_string().contains("line 3"), "{err}");
+    assert_eq!(store.recent_sessions(10, None).unwrap().len(), 1);
+}
