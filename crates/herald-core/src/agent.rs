@@ -62,6 +62,23 @@ pub struct Recorder {
 /// Why a turn ended (the protocol's type).
 pub use herald_protocol::ExitReason;
 
+/// The result of a tool call the model was still writing when its reply
+/// reached the output cap: it is not run (its arguments may be cut short).
+const CUT_CALL_RESULT: &str = "not run: your reply reached the output limit (max_tokens) while this call was being written, so its arguments may be incomplete. Send it again; if it carries much content, split it into several smaller calls.";
+
+/// The notice for a reply cut at the output cap of `cap` tokens.
+fn cut_notice(cap: u32, with_calls: bool) -> String {
+    if with_calls {
+        format!(
+            "the model's reply reached the output limit ({cap} tokens); the tool call it was writing was not run, and the model was told to send it again"
+        )
+    } else {
+        format!(
+            "the model's reply reached the output limit ({cap} tokens) and is cut short; raise max_tokens in config.toml for longer replies"
+        )
+    }
+}
+
 /// What one turn produced.
 #[derive(Debug, Clone)]
 pub struct TurnOutcome {
@@ -440,6 +457,7 @@ impl Agent {
                 cached_tokens: reply.usage.cached_tokens,
                 cost_usd: cost,
             });
+            let cut = reply.reached_output_cap();
             // At the limit tool calls are forbidden; any the model sends anyway
             // are dropped so no call is left without a result.
             let tool_calls = if at_limit {
@@ -460,6 +478,12 @@ impl Agent {
             if let Err(message) = self.persist().await {
                 return self.fail(outcome, message, None);
             }
+            if cut {
+                self.events.emit(EventKind::Error {
+                    message: cut_notice(self.client.output_cap(), !done),
+                    fatal: false,
+                });
+            }
             if done {
                 if at_limit {
                     outcome.exit_reason = ExitReason::MaxIterations;
@@ -476,12 +500,15 @@ impl Agent {
                 }
                 return outcome;
             }
-            let calls = self
+            let mut calls = self
                 .messages
                 .last()
                 .map(|m| m.tool_calls.clone())
                 .unwrap_or_default();
-            let results = run_tool_calls(
+            // The call being written when the cap was reached may be
+            // incomplete: it is answered without running.
+            let unfinished = if cut { calls.pop() } else { None };
+            let mut results = run_tool_calls(
                 self.client.accepts_images(),
                 &self.registry,
                 CallGuards {
@@ -495,6 +522,9 @@ impl Agent {
                 self.recorder.as_ref(),
             )
             .await;
+            if let Some(call) = &unfinished {
+                results.push(Message::tool_result(call, CUT_CALL_RESULT, true));
+            }
             // Batches of several calls keep each result in the store as it
             // finishes (see `tool_runner`); the next persist drops them.
             self.kept_results |= calls.len() > 1;

@@ -753,7 +753,7 @@ pub const DEFAULT_CONFIG: &str = r#"# herald configuration. Precedence: command-
 # base_url = ""                # empty = provider default; e.g. http://127.0.0.1:11434/v1 for Ollama
 # api_key = ""                 # prefer OPENAI_API_KEY / ANTHROPIC_API_KEY in the environment
 # max_iterations = 90          # 1-10000 model requests per turn before a final summary is requested
-# max_tokens = 8192            # 1-1000000 output tokens per reply (Anthropic default 8192)
+# max_tokens = 8192            # 1-1000000 output tokens per reply (default 8192; 32768 with reasoning_effort)
 # images = true                # the model takes images: tool results (MCP screenshots) send
 #                              #   theirs; false for text-only models (only their text is sent)
 # toolsets = ["terminal", "file"]

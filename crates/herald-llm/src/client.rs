@@ -180,6 +180,15 @@ impl LlmClient {
         self
     }
 
+    /// The output cap sent with each request.
+    pub fn output_cap(&self) -> u32 {
+        let config = &self.config;
+        match config.provider {
+            ProviderKind::OpenAi => openai::output_cap(config.max_tokens, &config.reasoning),
+            ProviderKind::Anthropic => config.reasoning.anthropic_max_tokens(config.max_tokens),
+        }
+    }
+
     /// The model this client asks for.
     pub fn model(&self) -> &str {
         &self.config.model

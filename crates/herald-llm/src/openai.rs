@@ -157,6 +157,22 @@ fn image_message(results: &[Message]) -> Option<ImageMessage<'_>> {
 /// messages (the results of one assistant reply) as one `user` message
 /// (see [`image_message`]); the history decides where, so every request
 /// of a conversation writes it at the same place with the same bytes.
+/// The output cap sent when `max_tokens` is not configured: a reply is
+/// never unbounded (a small local model can otherwise generate for
+/// minutes). Reasoning models count their hidden reasoning in it too.
+pub const DEFAULT_OUTPUT_CAP: u32 = 8_192;
+/// [`DEFAULT_OUTPUT_CAP`] for a request with `reasoning_effort`.
+pub const DEFAULT_REASONING_OUTPUT_CAP: u32 = 32_768;
+
+/// The cap a request carries: `max_tokens` as configured, else the default.
+pub(crate) fn output_cap(max_tokens: Option<u32>, reasoning: &ReasoningConfig) -> u32 {
+    max_tokens.unwrap_or(if reasoning.effort.is_some() {
+        DEFAULT_REASONING_OUTPUT_CAP
+    } else {
+        DEFAULT_OUTPUT_CAP
+    })
+}
+
 pub(crate) struct Wire<'a> {
     pub model: &'a str,
     pub max_tokens: Option<u32>,
@@ -171,14 +187,14 @@ impl crate::body::Wire for Wire<'_> {
         out.extend_from_slice(b",\"stream\":true,\"stream_options\":{\"include_usage\":true}");
         // Reasoning models refuse `max_tokens`: their cap counts the hidden
         // reasoning too and is called `max_completion_tokens`.
-        match (self.max_tokens, self.reasoning.effort) {
-            (Some(max), Some(_)) => {
+        let max = output_cap(self.max_tokens, self.reasoning);
+        match self.reasoning.effort {
+            Some(_) => {
                 let _ = write!(out, ",\"max_completion_tokens\":{max}");
             }
-            (Some(max), None) => {
+            None => {
                 let _ = write!(out, ",\"max_tokens\":{max}");
             }
-            (None, _) => {}
         }
         if let Some(effort) = self.reasoning.effort {
             let _ = write!(out, ",\"reasoning_effort\":\"{}\"", effort.as_str());
@@ -948,6 +964,29 @@ mod tests {
         assert_eq!(value["max_tokens"], 500);
         assert!(value.get("reasoning_effort").is_none());
         assert!(value.get("max_completion_tokens").is_none());
+    }
+
+    #[test]
+    fn a_request_without_a_configured_cap_carries_the_default_one() {
+        let tools = encode_tools(&[]);
+        let history = vec![Message::user("go")];
+        let req = ChatRequest {
+            system: "sys",
+            messages: &history,
+            tools: &tools,
+            forbid_tool_calls: false,
+        };
+        let plain = encode_body("m", None, true, &ReasoningConfig::default(), &req).unwrap();
+        let value: serde_json::Value = serde_json::from_slice(&plain).unwrap();
+        assert_eq!(value["max_tokens"], DEFAULT_OUTPUT_CAP);
+        let reasoning = ReasoningConfig {
+            effort: Some(crate::ReasoningEffort::High),
+            thinking_budget: None,
+        };
+        let reasoned = encode_body("o3", None, true, &reasoning, &req).unwrap();
+        let value: serde_json::Value = serde_json::from_slice(&reasoned).unwrap();
+        assert_eq!(value["max_completion_tokens"], DEFAULT_REASONING_OUTPUT_CAP);
+        assert!(value.get("max_tokens").is_none());
     }
 
     #[test]

@@ -44,6 +44,16 @@ pub struct AssistantReply {
     pub reasoning: Vec<herald_protocol::Reasoning>,
 }
 
+impl AssistantReply {
+    /// Whether the reply stopped at the output cap (`max_tokens`) rather
+    /// than where the model ended it: OpenAI's `finish_reason: "length"`,
+    /// Anthropic's `stop_reason: "max_tokens"`. Its last tool call may be
+    /// incomplete.
+    pub fn reached_output_cap(&self) -> bool {
+        matches!(self.finish_reason.as_deref(), Some("length" | "max_tokens"))
+    }
+}
+
 /// Progress reported while a request is in flight.
 #[derive(Debug, Clone, Copy)]
 pub enum StreamUpdate<'a> {

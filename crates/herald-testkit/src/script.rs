@@ -89,6 +89,10 @@ pub enum Reply {
         /// The text and calls that follow.
         reply: Box<Reply>,
     },
+    /// `0`, ended by the output cap (`finish_reason: "length"`,
+    /// `stop_reason: "max_tokens"`) instead of a normal stop: what a
+    /// provider sends when a reply reaches `max_tokens`.
+    Cut(Box<Reply>),
 }
 
 impl Reply {
@@ -122,10 +126,21 @@ impl Reply {
         }
     }
 
+    /// This reply ended by the output cap (see [`Reply::Cut`]).
+    pub fn cut(self) -> Self {
+        Reply::Cut(Box::new(self))
+    }
+
+    /// Whether the reply ends at the output cap.
+    pub fn is_cut(&self) -> bool {
+        matches!(self, Reply::Cut(_))
+    }
+
     /// The reasoning streamed before the text (empty for most replies).
     pub fn thinking(&self) -> &[ScriptedThinking] {
         match self {
             Reply::Reasoned { thinking, .. } => thinking,
+            Reply::Cut(reply) => reply.thinking(),
             _ => &[],
         }
     }
@@ -134,7 +149,7 @@ impl Reply {
     pub fn text_part(&self) -> &str {
         match self {
             Reply::Text(t) | Reply::ToolCalls { text: t, .. } => t,
-            Reply::Reasoned { reply, .. } => reply.text_part(),
+            Reply::Reasoned { reply, .. } | Reply::Cut(reply) => reply.text_part(),
         }
     }
 
@@ -143,7 +158,7 @@ impl Reply {
         match self {
             Reply::Text(_) => &[],
             Reply::ToolCalls { calls, .. } => calls,
-            Reply::Reasoned { reply, .. } => reply.calls(),
+            Reply::Reasoned { reply, .. } | Reply::Cut(reply) => reply.calls(),
         }
     }
 

@@ -12,7 +12,9 @@ fn event(name: &str, data: &Value) -> Bytes {
 }
 
 fn stop_reason(ctx: &RenderContext<'_>) -> &'static str {
-    if ctx.reply.calls().is_empty() {
+    if ctx.reply.is_cut() {
+        "max_tokens"
+    } else if ctx.reply.calls().is_empty() {
         "end_turn"
     } else {
         "tool_use"

@@ -117,7 +117,9 @@ pub(crate) fn stream(ctx: &RenderContext<'_>, quirks: Quirks) -> SseEvents {
         }
     }
     let body_end = w.out.len();
-    let finish = if calls.is_empty() || quirks.stop_with_tool_calls {
+    let finish = if ctx.reply.is_cut() {
+        "length"
+    } else if calls.is_empty() || quirks.stop_with_tool_calls {
         "stop"
     } else {
         "tool_calls"
@@ -168,7 +170,13 @@ pub(crate) fn complete(ctx: &RenderContext<'_>) -> Value {
         "choices": [{
             "index": 0,
             "message": message,
-            "finish_reason": if calls.is_empty() { "stop" } else { "tool_calls" },
+            "finish_reason": if ctx.reply.is_cut() {
+                "length"
+            } else if calls.is_empty() {
+                "stop"
+            } else {
+                "tool_calls"
+            },
         }],
         "usage": usage_json(&ctx.usage),
     })

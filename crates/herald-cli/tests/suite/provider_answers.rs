@@ -215,3 +215,61 @@ async fn stream_resets_when_the_retried_reply_differs() {
     assert_eq!(last(&events)["final_response"], after);
     h.server.assert_invariants();
 }
+
+/// A reply that reaches the output cap is a visible notice, and the tool
+/// call the model was writing when it was cut is never run: the model is
+/// told to send it again, and the turn goes on.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_reply_cut_at_the_output_cap_runs_no_unfinished_call() {
+    for wire in [Wire::OpenAi, Wire::Anthropic] {
+        let script = Script::new().conversation(
+            "write the long file",
+            vec![
+                Reply::tool(
+                    "write_file",
+                    json!({"path": "long.txt", "content": "cut short"}),
+                )
+                .cut(),
+                Reply::text("the answer, cut").cut(),
+            ],
+        );
+        let h = Harness::new(script).await;
+        let (output, events) = h.run_json(wire, &[], "write the long file").await;
+        assert!(output.status.success(), "{wire:?}");
+        assert!(
+            !h.work_path().join("long.txt").exists(),
+            "{wire:?}: the cut call ran"
+        );
+        let notices: Vec<&str> = events
+            .iter()
+            .filter(|e| e["type"] == "error")
+            .map(|e| e["message"].as_str().unwrap())
+            .collect();
+        assert_eq!(notices.len(), 2, "{wire:?}: {notices:?}");
+        assert!(notices[0].contains("was not run"), "{notices:?}");
+        assert!(notices[1].contains("is cut short"), "{notices:?}");
+        let completed: Vec<&Value> = events
+            .iter()
+            .filter(|e| e["type"] == "tool.completed")
+            .collect();
+        assert!(completed.is_empty(), "{completed:?}");
+        // What the model was told about its unfinished call.
+        let requests = h.requests_of("write the long file");
+        let view = requests.last().unwrap().view().unwrap();
+        let (_, told) = view.tool_results().last().cloned().unwrap();
+        assert!(
+            told.starts_with("not run: your reply reached the output limit"),
+            "{told}"
+        );
+        // Every request carries a cap.
+        let first = &requests[0].body;
+        let cap = first
+            .get("max_tokens")
+            .or_else(|| first.get("max_completion_tokens"));
+        assert!(
+            cap.and_then(Value::as_u64).is_some_and(|n| n > 0),
+            "{first}"
+        );
+        assert_eq!(last(&events)["final_response"], "the answer, cut");
+    }
+}
