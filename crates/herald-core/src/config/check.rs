@@ -201,7 +201,7 @@ pub(crate) const MEMORY: &[Key] = &[
         "flush_timeout_seconds",
         int(1, 300),
         "longest the end-of-session flush may hold up leaving",
-        "20",
+        "3",
     ),
 ];
 
