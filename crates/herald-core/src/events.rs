@@ -249,6 +249,22 @@ impl EventFlusher {
         })
     }
 
+    /// The events of the tree numbered after `after` that wait in the write
+    /// queue (not stored yet), oldest first: a follower reads them here
+    /// instead of forcing a write it would wait for.
+    pub fn pending_after(&self, after: u64) -> Vec<Event> {
+        self.0.as_ref().map_or_else(Vec::new, |log| {
+            log.queue
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .events
+                .iter()
+                .filter(|(_, event)| event.seq.is_some_and(|seq| seq > after))
+                .map(|(_, event)| event.clone())
+                .collect()
+        })
+    }
+
     /// Queues the write of every event emitted so far; a store call made
     /// afterwards finds them stored.
     pub fn flush(&self) {

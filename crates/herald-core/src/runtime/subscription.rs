@@ -151,12 +151,14 @@ impl Subscription {
         self.refill_due = true;
     }
 
-    /// Reads the stored events after `last_seq` into the backlog (the write
-    /// queue is flushed first, so nothing emitted so far is missed).
+    /// Reads the events after `last_seq` into the backlog: the stored ones,
+    /// then those still in the write queue (taken first: one written in
+    /// between is then read twice and handed out once), so nothing emitted
+    /// so far is missed and nobody waits for a write.
     async fn refill(&mut self) {
-        self.flusher.flush();
         // What the backlog holds was read already.
         let from = self.last_seq.max(self.replayed_to);
+        let pending = self.flusher.pending_after(from);
         let mut after = i64::try_from(from).unwrap_or(i64::MAX);
         loop {
             let root = self.root.clone();
@@ -192,8 +194,15 @@ impl Subscription {
                 }
             }
             if !full {
-                return;
+                break;
             }
+        }
+        for event in pending {
+            let Some(seq) = event.seq.filter(|&seq| seq > self.replayed_to) else {
+                continue;
+            };
+            self.replayed_to = seq;
+            self.backlog.push_back(Arc::new(event));
         }
     }
 }
