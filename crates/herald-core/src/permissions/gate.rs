@@ -71,6 +71,7 @@ impl Approved {
         let config = PolicyConfig {
             mode: Mode::ReadOnly,
             allow: rules.clone(),
+            allow_network: Vec::new(),
             ask: Vec::new(),
             deny: Vec::new(),
             project_ask: Vec::new(),
