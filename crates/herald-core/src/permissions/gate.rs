@@ -246,9 +246,12 @@ impl AgentGate {
                     DecidedBy::Policy
                 },
                 GateOutcome::Run {
-                    sandbox: verdict
-                        .confine
-                        .then(|| Arc::new(tool_sandbox(&p.sandbox, &p.workspace))),
+                    sandbox: verdict.confine.then(|| {
+                        let mut sandbox = tool_sandbox(&p.sandbox, &p.workspace);
+                        // An allow rule granting the network.
+                        sandbox.network |= verdict.network;
+                        Arc::new(sandbox)
+                    }),
                 },
             ),
             (Decision::Deny, _) => (
