@@ -293,7 +293,7 @@ impl Policy {
         // 5. Each simple command: allow rule, else the mode's default. A
         // rule without wildcards that is the whole command line allows all
         // of it (what an approval saves).
-        let narrow = Some(exact_text("terminal", whole));
+        let narrow = || Some(exact_text("terminal", whole));
         let whole_rule =
             Self::rules_for(&self.allow, "terminal").find(|r| r.exact.as_deref() == Some(whole));
         let mut rule_allowed: Option<&Rule> = None;
@@ -332,7 +332,7 @@ impl Policy {
                             "read-only mode runs only read-only commands; {}",
                             lower_first(&f.reason())
                         ),
-                        narrow,
+                        narrow(),
                         false,
                     );
                 }
@@ -342,7 +342,7 @@ impl Policy {
                             Decision::Ask,
                             f.rule,
                             f.reason().into_owned(),
-                            narrow,
+                            narrow(),
                             false,
                         );
                     }
@@ -354,7 +354,7 @@ impl Policy {
                                 "the sandbox is unavailable on this machine, so `{}` would run unconfined",
                                 short(&f.text)
                             ),
-                            narrow,
+                            narrow(),
                             false,
                         );
                     }
@@ -379,7 +379,7 @@ impl Policy {
                     "`{}` asks to run outside the sandbox (unsandboxed: true), without the workspace-write limits",
                     short(whole)
                 ),
-                narrow,
+                narrow(),
                 false,
             );
         }

@@ -473,11 +473,12 @@ impl<'t> Scan<'t> {
         let subprocess = n.contains("subprocess")
             || n.starts_with("sp.")
             || (self.imports.has("subprocess") && !n.contains('.'));
-        let os_call = n.starts_with("os.")
-            || n.starts_with(".")
-            || (self.imports.has("os") && !n.contains('.'));
+        // `os.remove(…)`, or `remove(…)` imported from os; a method on
+        // another value (`s.replace(…)`, `lst.remove(…)`) is not one.
+        let os_call = n.starts_with("os.") || (self.imports.has("os") && !n.contains('.'));
         match seg {
-            "system" | "popen" if os_call || n == seg => {
+            // `__import__('os').system(…)` too.
+            "system" | "popen" if os_call || n == seg || n.starts_with('.') => {
                 self.command(api, Self::arg(&args, 0), true)
             }
             "getoutput" | "getstatusoutput" | "create_subprocess_shell" => {
@@ -1871,6 +1872,14 @@ mod tests {
         assert_eq!(
             shells(Lang::Python, "__import__('os').system('id')"),
             ["id"]
+        );
+        // String and list methods named like os functions are not them.
+        assert!(
+            effects(
+                Lang::Python,
+                "import os\nprint('a'.replace('a', '/etc/passwd'))\nx = [1]\nx.remove(1)\nf().remove('/')"
+            )
+            .is_empty()
         );
         assert_eq!(
             shells(Lang::Python, "os.system(f'rm -rf {d}')"),
