@@ -23,6 +23,7 @@ fn policy() -> Result<Policy> {
     Ok(Policy::new(PolicyConfig {
         mode: Mode::WorkspaceWrite,
         allow: vec!["terminal(cargo *)".into(), "write_file(~/notes/**)".into()],
+        allow_network: Vec::new(),
         ask: vec!["terminal(git commit*)".into()],
         deny: vec!["terminal(docker *)".into(), "mcp__fs__delete*".into()],
         project_ask: vec!["terminal(make deploy*)".into()],

@@ -32,14 +32,25 @@ pub(crate) fn render(event: &Event) -> Option<String> {
     if let Some(rule) = rule {
         text.push_str(&format!(" [{rule}]"));
     }
-    let always = allow_rule
-        .as_deref()
-        .map(|r| format!("  a = always (saves allow rule \"{r}\")\n"))
-        .unwrap_or_else(|| "  a = always\n".to_owned());
-    text.push_str(&format!(
-        "\n  y = run once   s = allow for this session\n{always}  n = deny (\"n <message>\" tells the model why)\n"
-    ));
+    text.push_str(&choices(allow_rule.as_deref()));
     Some(text)
+}
+
+/// The answers, saying exactly which rule "session" keeps and "always"
+/// saves, or that none can be (then both run the call once).
+fn choices(allow_rule: Option<&str>) -> String {
+    match allow_rule.map(herald_protocol::terminal_safe) {
+        Some(rule) => format!(
+            "\n  rule: {rule}\n  y = run once   s = allow the rule for this session\n  \
+             a = always (saves allow rule \"{rule}\")\n  \
+             n = deny (\"n <message>\" tells the model why)\n"
+        ),
+        None => {
+            "\n  no rule can allow this call: s and a run it once, and it asks again next time\n  \
+                 y = run once   n = deny (\"n <message>\" tells the model why)\n"
+                .to_owned()
+        }
+    }
 }
 
 /// Reads `y`/`s`/`a`/`n [message]` and answers request `request_id`.
@@ -80,4 +91,38 @@ pub(crate) async fn answer<R: AsyncBufRead + Unpin>(
         .into_op(request_id),
     );
     false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use herald_protocol::{Event, EventKind};
+
+    fn request(allow_rule: Option<&str>) -> Event {
+        Event::new(
+            "ses_1",
+            "root",
+            EventKind::ApprovalRequested {
+                request_id: "apr_1".into(),
+                tool: "terminal".into(),
+                arguments: r#"{"command":"rm -rf build/"}"#.into(),
+                reason: "`rm -rf build/` deletes a directory tree recursively".into(),
+                rule: Some("recursive-delete".into()),
+                allow_rule: allow_rule.map(str::to_owned),
+            },
+        )
+    }
+
+    #[test]
+    fn the_prompt_shows_the_rule_an_answer_keeps() {
+        let text = render(&request(Some("terminal(rm -rf build/)"))).unwrap_or_default();
+        assert!(text.contains("rule: terminal(rm -rf build/)"), "{text}");
+        assert!(
+            text.contains("a = always (saves allow rule \"terminal(rm -rf build/)\")"),
+            "{text}"
+        );
+        let text = render(&request(None)).unwrap_or_default();
+        assert!(text.contains("no rule can allow this call"), "{text}");
+        assert!(!text.contains("saves"), "{text}");
+    }
 }

@@ -62,6 +62,7 @@ fn check(common: &CommonArgs, tool: &str, args: &str, json: bool) -> Result<Exit
             "rule": verdict.rule,
             "allow_rule": verdict.allow_rule,
             "confine": verdict.confine,
+            "network": verdict.network,
             "mode": settings.permissions.mode,
         });
         println!("{out}");

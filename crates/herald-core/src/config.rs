@@ -836,7 +836,7 @@ pub const DEFAULT_CONFIG: &str = r#"# herald configuration. Precedence: command-
 # are saved to permissions.toml next to this file.
 [permissions]
 # mode = "workspace-write"     # read-only | workspace-write | full-access (--mode wins)
-# allow = []                   # e.g. ["terminal(cargo *)", "write_file(~/notes/**)"]
+# allow = []                   # e.g. ["terminal(cargo *)", { rule = "terminal(curl *)", network = true }]
 # ask = []                     # e.g. ["terminal(git commit*)"]
 # deny = []                    # e.g. ["terminal(docker *)", "mcp__fs__delete*"]
 # writable_roots = []          # extra directories confined commands may write

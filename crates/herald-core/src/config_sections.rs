@@ -202,8 +202,10 @@ impl Default for ServeConfig {
 pub struct PermissionsConfig {
     /// `read-only`, `workspace-write` or `full-access` (`--mode` wins).
     pub mode: String,
-    /// Rules as `tool(argument-glob)`: deny > ask > allow > mode.
-    pub allow: Vec<String>,
+    /// Rules as `tool(argument-glob)`: deny > ask > allow > mode. An
+    /// allow entry may be a table granting the network:
+    /// `{ rule = "terminal(curl *)", network = true }`.
+    pub allow: Vec<crate::permissions::AllowRule>,
     pub ask: Vec<String>,
     pub deny: Vec<String>,
     /// Directories confined commands may write besides the working

@@ -45,7 +45,7 @@ pub use lease::{LeaseError, LeaseWait, SessionLease};
 pub use mcp::{session_servers, start_mcp_hub};
 pub use orphans::{StoppedProcess, StoreProcessJournal, reap_orphans, remove_stale_temp_files};
 pub use permissions::{
-    ApprovalAnswer, ApprovalMode, PendingApproval, PendingElicitation, PermissionSetup,
+    AllowRule, ApprovalAnswer, ApprovalMode, PendingApproval, PendingElicitation, PermissionSetup,
     check_permission, load_permission_setup, tool_sandbox,
 };
 pub use persist::{StoreGone, StoreHandle};

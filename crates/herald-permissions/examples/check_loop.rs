@@ -25,6 +25,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let policy = Policy::new(PolicyConfig {
         mode: Mode::WorkspaceWrite,
         allow: vec!["terminal(cargo *)".into(), "write_file(~/notes/**)".into()],
+        allow_network: vec!["terminal(curl https://example.com/*)".into()],
         ask: vec!["terminal(git commit*)".into()],
         deny: vec!["terminal(docker *)".into(), "mcp__fs__delete*".into()],
         project_ask: vec!["terminal(make deploy*)".into()],

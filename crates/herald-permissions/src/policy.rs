@@ -2,7 +2,7 @@ use std::path::{Path, PathBuf};
 
 use crate::analyzer::{self, Env};
 use crate::paths::{self, Resolved, Workspace, WriteClass};
-use crate::rules::{Rule, Source};
+use crate::rules::{Rule, Source, exact_paths, exact_text};
 use crate::shell::{Finding, Severity, short};
 use crate::{Decision, Mode, Verdict};
 
@@ -12,6 +12,10 @@ pub struct PolicyConfig {
     pub mode: Mode,
     /// User rules (`~/.herald/config.toml` and approvals saved "always").
     pub allow: Vec<String>,
+    /// Allow rules that also grant the network to the confined calls they
+    /// allow (`{rule = "terminal(curl *)", network = true}`); not repeated
+    /// in `allow`.
+    pub allow_network: Vec<String>,
     pub ask: Vec<String>,
     pub deny: Vec<String>,
     /// Project rules (`.herald/permissions.toml`): they may only tighten.
@@ -95,6 +99,7 @@ fn verdict(
         rule: Some(rule.into()),
         allow_rule,
         confine,
+        network: false,
     }
 }
 
@@ -113,7 +118,11 @@ impl Policy {
         let compile = |rules: &[String], source: Source| -> Result<Vec<Rule>, RuleError> {
             rules.iter().map(|r| Rule::parse(r, source, home)).collect()
         };
-        let allow = compile(&config.allow, Source::User)?;
+        let mut allow = compile(&config.allow, Source::User)?;
+        for mut rule in compile(&config.allow_network, Source::User)? {
+            rule.network = true;
+            allow.push(rule);
+        }
         let mut ask = compile(&config.ask, Source::User)?;
         ask.extend(compile(&config.project_ask, Source::Project)?);
         let mut deny = compile(&config.deny, Source::User)?;
@@ -162,6 +171,7 @@ impl Policy {
     fn decide(&self, call: &CallInfo<'_>) -> Verdict {
         match call.tool {
             "terminal" => self.check_terminal(call),
+            "execute_code" => self.check_execute_code(call),
             "read_file" | "search_files" => self.check_paths(call, false),
             "write_file" | "patch" => self.check_paths(call, true),
             _ => self.check_other(call),
@@ -280,8 +290,14 @@ impl Policy {
                 false,
             );
         }
-        // 5. Each simple command: allow rule, else the mode's default.
+        // 5. Each simple command: allow rule, else the mode's default. A
+        // rule without wildcards that is the whole command line allows all
+        // of it (what an approval saves).
+        let narrow = || Some(exact_text("terminal", whole));
+        let whole_rule =
+            Self::rules_for(&self.allow, "terminal").find(|r| r.exact.as_deref() == Some(whole));
         let mut rule_allowed: Option<&Rule> = None;
+        let mut network = false;
         let mut any_write = false;
         let mut first_safe: Option<&Finding> = None;
         for f in &findings {
@@ -289,11 +305,16 @@ impl Policy {
                 continue;
             }
             any_write = true;
-            let allow = Self::rules_for(&self.allow, "terminal").find(|r| {
+            let matches = |r: &&Rule| {
                 r.matches_text(&f.full_text) || (!f.privileged && r.matches_text(&f.text))
-            });
+            };
+            let allow =
+                whole_rule.or_else(|| Self::rules_for(&self.allow, "terminal").find(matches));
             if let Some(r) = allow {
                 rule_allowed.get_or_insert(r);
+                // A rule granting the network wins over one that does not.
+                network |= r.network
+                    || Self::rules_for(&self.allow, "terminal").any(|r| r.network && matches(&r));
                 continue;
             }
             match mode {
@@ -311,7 +332,7 @@ impl Policy {
                             "read-only mode runs only read-only commands; {}",
                             lower_first(&f.reason())
                         ),
-                        f.suggest(),
+                        narrow(),
                         false,
                     );
                 }
@@ -321,7 +342,7 @@ impl Policy {
                             Decision::Ask,
                             f.rule,
                             f.reason().into_owned(),
-                            f.suggest(),
+                            narrow(),
                             false,
                         );
                     }
@@ -333,7 +354,7 @@ impl Policy {
                                 "the sandbox is unavailable on this machine, so `{}` would run unconfined",
                                 short(&f.text)
                             ),
-                            f.suggest(),
+                            narrow(),
                             false,
                         );
                     }
@@ -358,24 +379,31 @@ impl Policy {
                     "`{}` asks to run outside the sandbox (unsandboxed: true), without the workspace-write limits",
                     short(whole)
                 ),
-                None,
+                narrow(),
                 false,
             );
         }
         let confine = mode != Mode::FullAccess && self.config.sandbox_available;
         if let Some(r) = rule_allowed {
-            return verdict(
+            let mut v = verdict(
                 Decision::Allow,
                 r.text.clone(),
                 format!(
-                    "`{}` is allowed by the rule `{}` in {}",
+                    "`{}` is allowed by the rule `{}` in {}{}",
                     short(whole),
                     r.text,
-                    r.source.describe()
+                    r.source.describe(),
+                    if network && confine {
+                        ", with the network"
+                    } else {
+                        ""
+                    }
                 ),
                 None,
                 confine,
             );
+            v.network = network && confine;
+            return v;
         }
         match mode {
             Mode::FullAccess => verdict(
@@ -423,8 +451,16 @@ impl Policy {
         }
         let ws = self.workspace(call.cwd);
         let mut worst: Option<Verdict> = None;
+        // The paths that ask: an approval's rule names each of them.
+        let mut asking: Vec<PathBuf> = Vec::new();
         for p in &raw {
             let v = self.check_one_path(call, p, write, &ws);
+            if v.decision == Decision::Ask
+                && v.allow_rule.is_some()
+                && let Some(r) = paths::resolve(Some(call.cwd), p, self.home())
+            {
+                asking.push(r.lexical);
+            }
             if worst
                 .as_ref()
                 .is_none_or(|w| strictness(v.decision) > strictness(w.decision))
@@ -432,7 +468,14 @@ impl Policy {
                 worst = Some(v);
             }
         }
-        worst.unwrap_or_else(|| verdict(Decision::Ask, "unresolved", "no path", None, false))
+        let mut v =
+            worst.unwrap_or_else(|| verdict(Decision::Ask, "unresolved", "no path", None, false));
+        if v.decision == Decision::Ask && v.allow_rule.is_some() {
+            asking.dedup();
+            let refs: Vec<&Path> = asking.iter().map(PathBuf::as_path).collect();
+            v.allow_rule = (!refs.is_empty()).then(|| exact_paths(call.tool, &refs));
+        }
+        v
     }
 
     fn check_one_path(
@@ -560,22 +603,130 @@ impl Policy {
         }
     }
 
+    /// `execute_code`: the script is scanned like inline interpreter code
+    /// (the commands it runs, the trees it deletes, the files it writes,
+    /// its network use) and judged as a terminal command would be. The
+    /// tools it calls through `herald_tools` are checked when called.
+    fn check_execute_code(&self, call: &CallInfo<'_>) -> Verdict {
+        let mode = self.config.mode;
+        let tool = call.tool;
+        let code = call
+            .args
+            .get("code")
+            .and_then(|c| c.as_str())
+            .unwrap_or_default();
+        let ws = self.workspace(call.cwd);
+        let env = Env {
+            home: self.home(),
+            ws: &ws,
+        };
+        let findings = analyzer::analyse_script(analyzer::Lang::Python, code, call.cwd, &env);
+        if let Some(f) = findings.iter().find(|f| f.severity == Severity::Floor) {
+            return verdict(
+                Decision::Deny,
+                "floor",
+                format!(
+                    "execute_code: {} — this is never allowed, in any mode or by any rule",
+                    f.reason()
+                ),
+                None,
+                false,
+            );
+        }
+        if let Some(v) = self.deny_or_ask(tool, || tool.to_owned(), |r| r.matches_text(code)) {
+            return v;
+        }
+        if let Some(f) = findings.iter().find(|f| f.severity == Severity::Unresolved) {
+            return verdict(
+                Decision::Ask,
+                "unresolved",
+                format!(
+                    "execute_code: {}; approve only if you know what it runs",
+                    f.reason()
+                ),
+                None,
+                false,
+            );
+        }
+        let confine = mode != Mode::FullAccess && self.config.sandbox_available;
+        if let Some(r) = Self::rules_for(&self.allow, tool).find(|r| r.matches_text(code)) {
+            let mut v = verdict(
+                Decision::Allow,
+                r.text.clone(),
+                format!(
+                    "execute_code is allowed by the rule `{}` in {}",
+                    r.text,
+                    r.source.describe()
+                ),
+                None,
+                confine,
+            );
+            v.network = r.network && confine;
+            return v;
+        }
+        let narrow = Some(exact_text(tool, code));
+        let risky = findings.iter().find(|f| f.severity == Severity::Risky);
+        match mode {
+            Mode::ReadOnly => verdict(
+                Decision::Ask,
+                "mode:read-only",
+                match risky {
+                    Some(f) => format!(
+                        "read-only mode: execute_code runs a script that can write and run commands; {}",
+                        lower_first(&f.reason())
+                    ),
+                    None => {
+                        "read-only mode: execute_code runs a script that can write and run commands"
+                            .to_owned()
+                    }
+                },
+                narrow,
+                false,
+            ),
+            Mode::WorkspaceWrite => {
+                if let Some(f) = risky {
+                    return verdict(
+                        Decision::Ask,
+                        f.rule,
+                        format!("execute_code: {}", f.reason()),
+                        narrow,
+                        false,
+                    );
+                }
+                if !self.config.sandbox_available {
+                    return verdict(
+                        Decision::Ask,
+                        "sandbox-unavailable",
+                        "the sandbox is unavailable on this machine, so execute_code would run unconfined",
+                        narrow,
+                        false,
+                    );
+                }
+                verdict(
+                    Decision::Allow,
+                    "mode:workspace-write",
+                    "execute_code runs confined to the working directory",
+                    None,
+                    true,
+                )
+            }
+            Mode::FullAccess => verdict(
+                Decision::Allow,
+                "mode:full-access",
+                "full-access mode runs execute_code",
+                None,
+                false,
+            ),
+        }
+    }
+
     fn check_other(&self, call: &CallInfo<'_>) -> Verdict {
         let mode = self.config.mode;
         let tool = call.tool;
-        let text = if tool == "execute_code" {
-            call.args
-                .get("code")
-                .and_then(|c| c.as_str())
-                .map(str::to_owned)
-                .unwrap_or_default()
-        } else {
-            call.args.to_string()
-        };
+        let text = call.args.to_string();
         if let Some(v) = self.deny_or_ask(tool, || tool.to_owned(), |r| r.matches_text(&text)) {
             return v;
         }
-        let confine_code = tool == "execute_code" && mode != Mode::FullAccess;
         if let Some(r) = Self::rules_for(&self.allow, tool).find(|r| r.matches_text(&text)) {
             return verdict(
                 Decision::Allow,
@@ -586,10 +737,10 @@ impl Policy {
                     r.source.describe()
                 ),
                 None,
-                confine_code && self.config.sandbox_available,
+                false,
             );
         }
-        let bare = Some(tool.to_owned());
+        let narrow = Some(exact_text(tool, &text));
         if ALWAYS_ALLOWED.contains(&tool) {
             return verdict(
                 Decision::Allow,
@@ -598,38 +749,6 @@ impl Policy {
                 None,
                 false,
             );
-        }
-        if tool == "execute_code" {
-            return match mode {
-                Mode::ReadOnly => verdict(
-                    Decision::Ask,
-                    "mode:read-only",
-                    "read-only mode: execute_code runs a script that can write and run commands",
-                    bare,
-                    false,
-                ),
-                Mode::WorkspaceWrite if !self.config.sandbox_available => verdict(
-                    Decision::Ask,
-                    "sandbox-unavailable",
-                    "the sandbox is unavailable on this machine, so execute_code would run unconfined",
-                    bare,
-                    false,
-                ),
-                Mode::WorkspaceWrite => verdict(
-                    Decision::Allow,
-                    "mode:workspace-write",
-                    "execute_code runs confined to the working directory",
-                    None,
-                    true,
-                ),
-                Mode::FullAccess => verdict(
-                    Decision::Allow,
-                    "mode:full-access",
-                    "full-access mode runs execute_code",
-                    None,
-                    false,
-                ),
-            };
         }
         if mode == Mode::FullAccess {
             return verdict(
@@ -668,7 +787,7 @@ impl Policy {
                     "{tool} is an MCP tool not marked read-only; {} mode asks before running it",
                     mode
                 ),
-                bare,
+                narrow,
                 false,
             );
         }
@@ -685,7 +804,7 @@ impl Policy {
             Decision::Ask,
             self.mode_rule(),
             format!("{tool} is not read-only; {mode} mode asks before running it"),
-            bare,
+            narrow,
             false,
         )
     }

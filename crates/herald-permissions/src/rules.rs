@@ -12,6 +12,12 @@
 //! * any other `tool(GLOB)`: matched against the arguments as compact JSON.
 //! * `tool` alone, or a tool-name glob (`mcp__fs__*`), matches any
 //!   arguments.
+//!
+//! The rule an approval saves is the narrowest that covers the call:
+//! [`exact_text`] / [`exact_paths`] write the call's own text or paths
+//! with every glob character escaped (`[*]`, `\*`), so the rule matches
+//! that call and nothing else. A `terminal` rule without wildcards that
+//! equals a whole command line allows every simple command in it.
 
 use std::path::Path;
 
@@ -63,6 +69,11 @@ pub(crate) struct Rule {
     pub source: Source,
     tool: ToolPattern,
     pub arg: ArgPattern,
+    /// The text the argument pattern matches when it has no wildcard.
+    pub exact: Option<String>,
+    /// The calls it allows may use the network although confined calls
+    /// may not (`{rule = "…", network = true}`).
+    pub network: bool,
 }
 
 fn err(rule: &str, why: impl Into<String>) -> RuleError {
@@ -137,7 +148,9 @@ impl Rule {
                         "`~` in the pattern needs a known home directory (and only `~` or `~/…` is supported)",
                     )
                 })?;
-                let relative = !expanded.starts_with('/') && !expanded.starts_with("**");
+                let relative = !expanded.starts_with('/')
+                    && !expanded.starts_with("**")
+                    && !expanded.starts_with("{/");
                 let g = GlobBuilder::new(&expanded)
                     .literal_separator(true)
                     .backslash_escape(true)
@@ -157,11 +170,17 @@ impl Rule {
                 ArgPattern::Text(g.compile_matcher(), literal_prefix(a))
             }
         };
+        let exact = match (&arg, t.find('(')) {
+            (ArgPattern::Text(..), Some(open)) => literal_of(&t[open + 1..t.len() - 1]),
+            _ => None,
+        };
         Ok(Self {
             text: t.to_owned(),
             source,
             tool,
             arg,
+            exact,
+            network: false,
         })
     }
 
@@ -195,6 +214,83 @@ impl Rule {
             }),
         }
     }
+}
+
+/// The characters with a meaning in a text glob.
+const TEXT_GLOB: &[char] = &['*', '?', '[', ']', '{', '}'];
+
+/// `tool(TEXT)` matching exactly `text` (a command line, a script, a
+/// call's arguments as JSON): every glob character written as a
+/// one-character class (`[*]`).
+pub(crate) fn exact_text(tool: &str, text: &str) -> String {
+    let mut out = String::with_capacity(tool.len() + text.len() + 2);
+    out.push_str(tool);
+    out.push('(');
+    for ch in text.chars() {
+        if TEXT_GLOB.contains(&ch) {
+            out.push('[');
+            out.push(ch);
+            out.push(']');
+        } else {
+            out.push(ch);
+        }
+    }
+    out.push(')');
+    out
+}
+
+/// `tool(PATH)` matching exactly these absolute paths (`{a,b}` for
+/// several), glob characters written as one-character classes.
+pub(crate) fn exact_paths(tool: &str, paths: &[&Path]) -> String {
+    let escape = |p: &Path| {
+        let mut out = String::new();
+        for ch in p.to_string_lossy().chars() {
+            match ch {
+                '*' | '?' | '[' | ']' | '{' | '}' | ',' => {
+                    out.push('[');
+                    out.push(ch);
+                    out.push(']');
+                }
+                '\\' => out.push_str("\\\\"),
+                _ => out.push(ch),
+            }
+        }
+        out
+    };
+    match paths {
+        [one] => format!("{tool}({})", escape(one)),
+        many => {
+            let parts: Vec<String> = many.iter().map(|p| escape(p)).collect();
+            format!("{tool}({{{}}})", parts.join(","))
+        }
+    }
+}
+
+/// The text a text glob matches when it has no wildcard (a one-character
+/// class stands for its character), else `None`.
+fn literal_of(glob: &str) -> Option<String> {
+    let mut out = String::with_capacity(glob.len());
+    let chars: Vec<char> = glob.chars().collect();
+    let mut i = 0;
+    while i < chars.len() {
+        match chars[i] {
+            '*' | '?' | '{' | '}' => return None,
+            '[' => {
+                // `[c]`: one character, itself.
+                if chars.get(i + 2) == Some(&']')
+                    && chars.get(i + 1).is_some_and(|c| *c != '!' && *c != '^')
+                {
+                    out.push(chars[i + 1]);
+                    i += 3;
+                    continue;
+                }
+                return None;
+            }
+            c => out.push(c),
+        }
+        i += 1;
+    }
+    Some(out)
 }
 
 /// The leading characters of a text glob that only match themselves
@@ -249,6 +345,37 @@ mod tests {
         assert!(!r.matches_tool("mcp__git__log"));
         assert!(r.matches_text("anything"));
         assert!(rule("execute_code").matches_tool("execute_code"));
+    }
+
+    #[test]
+    fn exact_rules_match_their_text_and_nothing_else() {
+        for text in [
+            "rm -rf build/",
+            "ls *.rs && echo [x] {a,b} ?",
+            "find . -name '*.o' -exec rm {} +",
+            "printf '%s\\n' ]] [[ [!x] [^y]",
+            "python3 -c \"print('a(b)')\"\nsecond line",
+        ] {
+            let r = rule(&exact_text("terminal", text));
+            assert!(r.matches_text(text), "{text}: {}", r.text);
+            assert_eq!(r.exact.as_deref(), Some(text), "{}", r.text);
+            assert!(!r.matches_text(&format!("{text} x")), "{}", r.text);
+            assert!(!r.matches_text(&text.replace(' ', "  ")), "{}", r.text);
+        }
+        assert_eq!(
+            exact_text("terminal", "rm -rf build/"),
+            "terminal(rm -rf build/)"
+        );
+        assert_eq!(rule("terminal(rm *)").exact, None);
+        assert_eq!(rule("terminal(ls [ab])").exact, None);
+        let r = rule(&exact_paths("write_file", &[Path::new("/opt/a*b/c.toml")]));
+        assert!(r.matches_path(&[Path::new("/opt/a*b/c.toml")], Path::new("/w")));
+        assert!(!r.matches_path(&[Path::new("/opt/axb/c.toml")], Path::new("/w")));
+        let both = [Path::new("/a/x,y"), Path::new("/b/z")];
+        let r = rule(&exact_paths("read_file", &both));
+        assert!(r.matches_path(&[both[0]], Path::new("/w")));
+        assert!(r.matches_path(&[both[1]], Path::new("/w")));
+        assert!(!r.matches_path(&[Path::new("/a/x")], Path::new("/w")));
     }
 
     #[test]

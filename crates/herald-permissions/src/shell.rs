@@ -97,19 +97,9 @@ pub(crate) struct Finding {
     pub full_text: String,
     /// Run through sudo/doas: allow rules must match `full_text`.
     pub privileged: bool,
-    /// The words after wrapper stripping and, for privileged commands, the
-    /// wrappers before them: what [`Finding::suggest`] is built from.
-    pub words: Vec<Word>,
-    pub prefix: Vec<Word>,
 }
 
 impl Finding {
-    /// An allow rule that would let this command run (`terminal(git push*)`),
-    /// built on demand.
-    pub fn suggest(&self) -> Option<String> {
-        crate::analyzer::suggest(&self.prefix, &self.words)
-    }
-
     /// The sentence for this judgement, formatted on demand.
     pub fn reason(&self) -> std::borrow::Cow<'_, str> {
         if self.reason.is_empty() {
@@ -150,6 +140,9 @@ pub(crate) struct Word {
     /// Part of it comes from the network (`"$(curl …)"`): names the
     /// downloader.
     pub download: Option<String>,
+    /// It stands for the paths `find` finds below it (`{}` of `-exec`),
+    /// not for itself.
+    pub found: bool,
 }
 
 impl Word {
@@ -225,8 +218,6 @@ impl<'e> Analyzer<'e> {
             text: text.to_owned(),
             full_text: text.to_owned(),
             privileged: false,
-            words: Vec::new(),
-            prefix: Vec::new(),
         });
     }
 
@@ -266,6 +257,18 @@ impl<'e> Analyzer<'e> {
                 ),
                 &short(src),
             );
+            // `{rm,-rf,/}` does not parse as a statement but bash runs it
+            // after brace expansion: judge the expanded words too.
+            if at.contains('{') && at.contains(',') {
+                let expanded: Vec<String> = at
+                    .split_whitespace()
+                    .flat_map(crate::text::expand_braces)
+                    .collect();
+                let expanded = expanded.join(" ");
+                if expanded != at {
+                    self.nested_script(&expanded, at);
+                }
+            }
         }
         self.node(root, src)
     }
@@ -594,7 +597,36 @@ impl<'e> Analyzer<'e> {
         let mut words: Vec<Word> = Vec::new();
         let mut redirect_nodes: Vec<Node<'_>> = extra.to_vec();
         let mut tainted = self.path_tainted;
-        for (field, child) in with_fields(n) {
+        let parts: Vec<(Option<&str>, Node<'_>)> = with_fields(n).collect();
+        let mut skip_next = false;
+        for (k, &(field, child)) in parts.iter().enumerate() {
+            if std::mem::take(&mut skip_next) {
+                continue;
+            }
+            // tree-sitter splits `-rf$IFS~` after the `$`: a word that
+            // ends in `$` and the word right after it are one word.
+            let arg_node = match (field, child.kind()) {
+                (Some("name"), _) => match child.named_child(0) {
+                    Some(one) if child.named_child_count() == 1 => Some(one),
+                    _ => None,
+                },
+                (Some("argument"), _) if child.is_named() => Some(child),
+                _ => None,
+            };
+            if let Some(node) = arg_node
+                && node.kind() == "concatenation"
+                && let Some(&(Some("argument"), next)) = parts.get(k + 1)
+                && next.start_byte() == node.end_byte()
+                && text_of(node, src).ends_with('$')
+                && next.kind() == "word"
+            {
+                let mut c = node.walk();
+                let mut pieces: Vec<Node<'_>> = node.children(&mut c).collect();
+                pieces.push(next);
+                self.split_pieces(&pieces, src, &mut words);
+                skip_next = true;
+                continue;
+            }
             match (field, child.kind()) {
                 (_, "variable_assignment") => {
                     // `X=1 cmd`: for this command only.
@@ -605,11 +637,9 @@ impl<'e> Analyzer<'e> {
                         let _ = self.word(v, src);
                     }
                 }
-                (Some("name"), _) => match child.named_child(0) {
-                    Some(one) if child.named_child_count() == 1 => {
-                        self.argument(one, src, &mut words)
-                    }
-                    _ => {
+                (Some("name"), _) => match arg_node {
+                    Some(one) => self.argument(one, src, &mut words),
+                    None => {
                         let w = self.word(child, src);
                         words.push(w);
                     }
@@ -639,23 +669,137 @@ impl<'e> Analyzer<'e> {
 
     /// Unquotes one argument, splitting unquoted expansions with known
     /// values into several words as the shell does.
+    /// Brace expansion (`{rm,-rf,/}` is three words) follows.
     fn argument(&mut self, child: Node<'_>, src: &str, words: &mut Vec<Word>) {
-        let w = self.word(child, src);
-        let splits = matches!(
-            child.kind(),
-            "simple_expansion" | "expansion" | "command_substitution"
-        );
-        if splits && !w.dynamic && w.text.split_whitespace().nth(1).is_some() {
-            words.extend(w.text.split_whitespace().map(|t| Word {
-                text: t.to_owned(),
-                glob: t.contains(['*', '?', '[']),
-                ..Word::default()
-            }));
-        } else if splits && !w.dynamic && w.text.trim().is_empty() {
-            // Expands to nothing: no word.
+        let start = words.len();
+        if child.kind() == "concatenation" {
+            self.split_concatenation(child, src, words);
         } else {
+            let w = self.word(child, src);
+            let splits = matches!(
+                child.kind(),
+                "simple_expansion" | "expansion" | "command_substitution"
+            );
+            let ifs = self.ifs();
+            let fields = || w.text.split(|c| ifs.contains(c)).filter(|t| !t.is_empty());
+            if splits && !w.dynamic && fields().nth(1).is_some() {
+                words.extend(fields().map(|t| Word {
+                    text: t.to_owned(),
+                    glob: t.contains(['*', '?', '[']),
+                    ..Word::default()
+                }));
+            } else if splits && !w.dynamic && w.text.trim().is_empty() {
+                // Expands to nothing: no word. (A value of only
+                // non-blank IFS characters stays one word: judged as
+                // written, the stricter reading.)
+            } else {
+                words.push(w);
+            }
+        }
+        // Brace expansion of what was just added.
+        let added: Vec<Word> = words.drain(start..).collect();
+        for w in added {
+            if w.braces && !w.dynamic {
+                let expanded = crate::text::expand_braces(&w.text);
+                if expanded.len() > 1 {
+                    words.extend(expanded.into_iter().map(|t| Word {
+                        glob: w.glob && t.contains(['*', '?', '[']),
+                        text: t,
+                        ..Word::default()
+                    }));
+                    continue;
+                }
+            }
             words.push(w);
         }
+    }
+
+    /// The characters unquoted expansions are split at (`IFS`, by
+    /// default space, tab and newline).
+    fn ifs(&self) -> String {
+        match self.vars.get("IFS") {
+            Some(Some(v)) => v.clone(),
+            _ => " \t\n".to_owned(),
+        }
+    }
+
+    /// An unquoted concatenation, split where its unquoted expansions
+    /// hold `IFS` characters, as the shell splits it:
+    /// `rm${IFS}-rf${IFS}/` is the three words `rm -rf /`.
+    fn split_concatenation(&mut self, n: Node<'_>, src: &str, words: &mut Vec<Word>) {
+        let mut c = n.walk();
+        let kids: Vec<Node<'_>> = n.children(&mut c).collect();
+        self.split_pieces(&kids, src, words);
+    }
+
+    /// [`Analyzer::split_concatenation`] of the pieces of one word.
+    fn split_pieces(&mut self, kids: &[Node<'_>], src: &str, words: &mut Vec<Word>) {
+        let ifs = self.ifs();
+        let mut fields: Vec<Word> = vec![Word::default()];
+        let mut split = false;
+        let mut dollar = false;
+        for &k in kids {
+            let cur = fields.len() - 1;
+            if !k.is_named() {
+                let t = text_of(k, src);
+                dollar = t == "$";
+                if !dollar {
+                    fields[cur].text.push_str(t);
+                }
+                continue;
+            }
+            let after_dollar = std::mem::take(&mut dollar);
+            // tree-sitter reads `$IFS~` as `$` and the word `IFS~`: the
+            // leading name is an expansion.
+            let (value, rest) = if matches!(k.kind(), "simple_expansion" | "expansion") {
+                (Some(self.expansion(k, src)), "")
+            } else if after_dollar && k.kind() == "word" {
+                let t = text_of(k, src);
+                let end = t
+                    .find(|ch: char| !(ch.is_ascii_alphanumeric() || ch == '_'))
+                    .unwrap_or(t.len());
+                if end == 0 {
+                    (None, "")
+                } else {
+                    (Some(self.variable(&t[..end])), &t[end..])
+                }
+            } else {
+                (None, "")
+            };
+            match value {
+                None => self.word_into(k, src, &mut fields[cur], false),
+                Some(Some(v)) => {
+                    for (i, part) in v.split(|ch| ifs.contains(ch)).enumerate() {
+                        if i > 0 {
+                            split = true;
+                            fields.push(Word::default());
+                        }
+                        let last = fields.len() - 1;
+                        fields[last].glob |= part.contains(['*', '?', '[']);
+                        fields[last].text.push_str(part);
+                    }
+                    let last = fields.len() - 1;
+                    fields[last].text.push_str(rest);
+                }
+                Some(None) => {
+                    fields[cur].dynamic = true;
+                    fields[cur].text.push_str(text_of(k, src));
+                }
+            }
+        }
+        if split {
+            fields.retain(|f| !f.text.is_empty() || f.dynamic);
+            // A field the split starts with `~` is judged as home (bash
+            // would not expand it; the stricter reading).
+            for f in fields.iter_mut().skip(1) {
+                if f.text.starts_with('~')
+                    && let Some(e) = paths::expand_tilde(&f.text, self.env.home)
+                {
+                    f.text = e.into_owned();
+                }
+            }
+        }
+        words.extend(fields);
     }
 
     fn assignment(&mut self, n: Node<'_>, src: &str, persist: bool) {
@@ -881,9 +1025,15 @@ impl<'e> Analyzer<'e> {
             return None;
         }
         let name = text_of(**name_node, src);
+        self.variable(name)
+    }
+
+    /// The value of variable `name` when statically known.
+    fn variable(&self, name: &str) -> Option<String> {
         match self.vars.get(name) {
             Some(v) => v.clone(),
             None => match name {
+                "IFS" => Some(" \t\n".to_owned()),
                 "HOME" => self.env.home.and_then(|h| h.to_str()).map(str::to_owned),
                 "PWD" => self
                     .cwd
@@ -1098,6 +1248,24 @@ mod tests {
         assert!(t.iter().any(|x| x == "rm -rf /tmp/a"), "{t:?}");
         let t = texts("Y=$(date); echo $Y");
         assert!(t.iter().any(|x| x == "echo $Y"), "{t:?}");
+    }
+
+    #[test]
+    fn words_are_split_and_brace_expanded_as_the_shell_does() {
+        let t = texts("rm${IFS}-rf${IFS}/tmp/x");
+        assert!(t.iter().any(|x| x == "rm -rf /tmp/x"), "{t:?}");
+        let t = texts("rm$IFS-rf$IFS/tmp/y");
+        assert!(t.iter().any(|x| x == "rm -rf /tmp/y"), "{t:?}");
+        let t = texts("X=a,b; IFS=,; echo $X");
+        assert!(t.iter().any(|x| x == "echo a b"), "{t:?}");
+        let t = texts("mkdir -p src/{a,b} && cp f{,.bak}");
+        assert!(t.iter().any(|x| x == "mkdir -p src/a src/b"), "{t:?}");
+        assert!(t.iter().any(|x| x == "cp f f.bak"), "{t:?}");
+        // Quoted blanks stay in one word; braces without a comma stay.
+        let t = texts("echo \"a${IFS}b\" {} @{u}");
+        assert!(t.iter().any(|x| x == "echo a \t\nb {} @{u}"), "{t:?}");
+        let t = texts("{rm,-rf,/tmp/z}");
+        assert!(t.iter().any(|x| x == "rm -rf /tmp/z"), "{t:?}");
     }
 
     #[test]

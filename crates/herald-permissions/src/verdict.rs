@@ -31,10 +31,17 @@ pub struct Verdict {
     /// The configured rule that decided, as written (`terminal(git push*)`),
     /// or a built-in name (`floor`, `mode:workspace-write`, `safe-list`).
     pub rule: Option<String>,
-    /// For `ask` (and non-floor `deny` by mode): a rule that, added to
-    /// `allow`, would let this call run (`terminal(git push*)`).
+    /// For `ask`: the narrowest rule that, added to `allow`, lets exactly
+    /// this call run (`terminal(rm -rf build/)`): what an "always" answer
+    /// saves. `None` when no rule can allow it (a command the check cannot
+    /// see through, a call an `ask` rule catches).
     pub allow_rule: Option<String>,
     /// For `allow`: whether tool processes of this call must run confined
     /// (Landlock, network per config). Always false for non-process tools.
     pub confine: bool,
+    /// For a confined `allow`: the allow rule that let it run grants the
+    /// network (`{rule = "…", network = true}`), so it gets the network
+    /// even where confined calls get none.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub network: bool,
 }

@@ -267,10 +267,38 @@ impl Approval {
         ));
         for (index, (decision, label)) in APPROVAL_CHOICES.iter().enumerate() {
             let label = match (*decision, &self.allow_rule) {
-                ("always", Some(rule)) => format!("{label}: {rule}"),
-                _ => (*label).to_owned(),
+                ("session", Some(_)) => "Yes, for this session (allows the rule below)",
+                ("always", Some(_)) => "Always (saves the rule below)",
+                ("session" | "always", None) => match *decision {
+                    "session" => "Yes, for this session (only this call: see below)",
+                    _ => "Always (only this call: see below)",
+                },
+                _ => label,
             };
-            lines.push(choice_line(index, &label, index == self.selected));
+            lines.push(choice_line(index, label, index == self.selected));
+        }
+        // Exactly what "session" keeps and "always" saves, every line of
+        // it; or that nothing can be.
+        match &self.allow_rule {
+            Some(rule) => {
+                for (i, part) in rule.split('\n').enumerate() {
+                    let head = if i == 0 { "rule: " } else { "      " };
+                    lines.extend(wrap_line(
+                        &Line::from(vec![
+                            Span::styled(head, Style::default().bold()),
+                            Span::raw(herald_protocol::one_line(part)),
+                        ]),
+                        width,
+                    ));
+                }
+            }
+            None => lines.extend(wrap_line(
+                &Line::from(Span::styled(
+                    "no rule can allow this call: session and always run it once, and it asks again",
+                    dim(),
+                )),
+                width,
+            )),
         }
         if let Some(note) = &self.note {
             lines.push(Line::from(vec![
@@ -854,7 +882,7 @@ mod tests {
             tool: "terminal".into(),
             arguments: r#"{"command":"git push origin main"}"#.into(),
             reason: "git push changes a remote".into(),
-            allow_rule: Some("terminal(git push:*)".into()),
+            allow_rule: Some("terminal(git push origin main)".into()),
             selected: 0,
             note: None,
         })
@@ -863,6 +891,35 @@ mod tests {
     #[test]
     fn an_approval_names_the_agent_the_call_and_the_choices() {
         insta::assert_snapshot!(draw(&approval(), 70));
+    }
+
+    #[test]
+    fn an_approval_without_a_rule_says_nothing_can_be_kept() {
+        let Overlay::Approval(mut view) = approval() else {
+            unreachable!()
+        };
+        view.allow_rule = None;
+        let text = draw(&Overlay::Approval(view), 70);
+        assert!(text.contains("no rule can allow this call"), "{text}");
+        assert!(!text.contains("rule:"), "{text}");
+    }
+
+    #[test]
+    fn a_long_rule_is_shown_whole() {
+        let Overlay::Approval(mut view) = approval() else {
+            unreachable!()
+        };
+        let rule = format!("terminal(python3 - <<'EOF'\n{}\nEOF)", "x".repeat(120));
+        view.allow_rule = Some(rule);
+        let overlay = Overlay::Approval(view);
+        let lines: Vec<String> = overlay
+            .lines(60)
+            .iter()
+            .map(|l| l.spans.iter().map(|s| s.content.as_ref()).collect())
+            .collect();
+        let joined = lines.join("");
+        assert_eq!(joined.matches('x').count(), 120, "{lines:#?}");
+        assert!(joined.contains("EOF)"), "{lines:#?}");
     }
 
     #[test]

@@ -1,8 +1,9 @@
 //! Permissions end to end through the real binary: each mode
-//! headless, the interactive approval prompt, "always" answers saved for
-//! later sessions, the floor under `--yolo`, the sandbox stopping a write a
-//! rule allowed, secrets kept out of tool processes, the model and the
-//! store, and the audit log.
+//! headless, the interactive approval prompt, "always" answers saving
+//! exactly the approved command (and a failed save reported), the floor
+//! under `--yolo` (inside code and split words too), the sandbox stopping a
+//! write a rule allowed, a rule granting the network, secrets kept out of
+//! tool processes, the model and the store, and the audit log.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use crate::common;
@@ -216,7 +217,44 @@ async fn the_floor_holds_under_yolo_and_config_can_set_the_mode() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn the_interactive_loop_asks_and_always_is_remembered_by_later_sessions() {
+async fn the_floor_holds_inside_code_and_split_words_under_yolo() {
+    // Each would be harmless if it ran (no such device); each is on the
+    // floor (a write onto a device, `mkfs`).
+    let disk = "/dev/herald-no-such-disk";
+    let calls = vec![
+        terminal(&format!(
+            "python3 -c \"import os; os.system('mkfs.ext4 {disk}')\""
+        )),
+        terminal(&format!("perl -e 'system(\"mkfs.ext4 {disk}\")'")),
+        terminal(&format!("awk 'BEGIN{{system(\"mkfs.ext4 {disk}\")}}'")),
+        terminal(&format!("sed -n '1e mkfs.ext4 {disk}' /etc/hostname")),
+        terminal(&format!("git -c alias.x='!mkfs.ext4 {disk}' x")),
+        terminal(&format!("rm${{IFS}}-rf${{IFS}}{disk}")),
+        terminal(&format!("{{rm,-rf,{disk}}}")),
+        Reply::tool(
+            "execute_code",
+            json!({ "code": format!("import os\nos.system('mkfs.ext4 {disk}')") }),
+        ),
+        Reply::text("tried"),
+    ];
+    let n = calls.len() - 1;
+    let h = Harness::new(Script::new().conversation("break the disk", calls)).await;
+    let (output, _) = h
+        .run_json(Wire::OpenAi, &["--yolo"], "Please break the disk")
+        .await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    let results = results_of(&h, "break the disk");
+    assert_eq!(results.len(), n, "{results:#?}");
+    for result in &results {
+        assert!(
+            result.starts_with("denied:") && result.contains("catastrophic floor"),
+            "{result}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn always_saves_exactly_the_approved_command_for_later_sessions() {
     let h = Harness::new(
         Script::new()
             .conversation(
@@ -230,7 +268,11 @@ async fn the_interactive_loop_asks_and_always_is_remembered_by_later_sessions() 
             )
             .conversation(
                 "remove again",
-                vec![terminal("rm -rf third_dir"), Reply::text("again")],
+                vec![
+                    terminal("rm -rf second_dir"),
+                    terminal("rm -rf third_dir"),
+                    Reply::text("again"),
+                ],
             ),
     )
     .await;
@@ -242,6 +284,11 @@ async fn the_interactive_loop_asks_and_always_is_remembered_by_later_sessions() 
     let shown = interactive(&h, &[], b"please remove things\ny\na\nn not today\n").await;
     assert!(shown.contains("approval needed"), "{shown}");
     assert!(shown.contains("rm -rf first_dir"), "{shown}");
+    // The prompt shows the rule "always" saves: the command itself.
+    assert!(
+        shown.contains("a = always (saves allow rule \"terminal(rm -rf second_dir)\")"),
+        "{shown}"
+    );
     assert!(!work.join("first_dir").exists());
     assert!(!work.join("second_dir").exists());
     let results = results_of(&h, "remove things");
@@ -251,17 +298,125 @@ async fn the_interactive_loop_asks_and_always_is_remembered_by_later_sessions() 
         results[2]
     );
     let saved = std::fs::read_to_string(h.home.path().join("permissions.toml")).unwrap();
-    assert!(
-        saved.contains("terminal(rm -rf*)") || saved.contains("terminal(rm *)"),
-        "{saved}"
-    );
+    assert!(saved.contains("\"terminal(rm -rf second_dir)\""), "{saved}");
+    assert!(!saved.contains("terminal(rm *)"), "{saved}");
 
-    // A later headless run: the saved rule allows the same kind of command.
+    // A later headless run: the saved rule allows that command again, and
+    // no other `rm -rf`.
+    std::fs::create_dir(work.join("second_dir")).unwrap();
     let (output, _) = h.run_json(Wire::OpenAi, &[], "Please remove again").await;
     assert!(output.status.success(), "{}", stderr(&output));
     let results = results_of(&h, "remove again");
     assert!(!results[0].starts_with("denied:"), "{}", results[0]);
-    assert!(!work.join("third_dir").exists());
+    assert!(!work.join("second_dir").exists());
+    assert!(
+        results[1].starts_with("denied:") && results[1].contains("rm -rf third_dir"),
+        "{}",
+        results[1]
+    );
+    assert!(
+        results[1].contains("terminal(rm -rf third_dir)"),
+        "the denial names the rule that would allow it: {}",
+        results[1]
+    );
+    assert!(work.join("third_dir").exists());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_failed_always_save_is_reported_and_the_call_runs_once() {
+    let h = Harness::new(Script::new().conversation(
+        "remove twice",
+        vec![
+            terminal("rm -rf victim_dir"),
+            terminal("rm -rf victim_dir"),
+            Reply::text("removed"),
+        ],
+    ))
+    .await;
+    let work = h.work_path();
+    std::fs::create_dir(work.join("victim_dir")).unwrap();
+    // The rules file is written through `permissions.toml.tmp`: a directory
+    // there makes the save fail.
+    std::fs::create_dir(h.home.path().join("permissions.toml.tmp")).unwrap();
+    // a: always (the save fails: the call runs once); the same command
+    // then asks again (n).
+    let shown = interactive(&h, &[], b"please remove twice\na\nn no more\n").await;
+    assert!(!work.join("victim_dir").exists(), "the approved call ran");
+    assert!(
+        shown.contains("warning: the rule `terminal(rm -rf victim_dir)` could not be saved to"),
+        "{shown}"
+    );
+    assert!(shown.contains("ran once"), "{shown}");
+    assert_eq!(shown.matches("approval needed").count(), 2, "{shown}");
+    let results = results_of(&h, "remove twice");
+    assert!(!results[0].starts_with("denied:"), "{}", results[0]);
+    assert!(
+        results[1].starts_with("denied: the user refused"),
+        "{}",
+        results[1]
+    );
+    // Nothing else changed: no rules file, the blocker left as it was.
+    assert!(!h.home.path().join("permissions.toml").exists());
+    assert!(h.home.path().join("permissions.toml.tmp").is_dir());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_allow_rule_can_grant_the_network_to_a_confined_command() {
+    // A local port to connect to (the kernel accepts without `accept`).
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let connect = format!(
+        "python3 -c \"import socket; socket.create_connection(('127.0.0.1', {port}), timeout=5).close(); print('connected')\""
+    );
+    let h = Harness::new(
+        Script::new()
+            .conversation(
+                "connect with the grant",
+                vec![terminal(&connect), Reply::text("done")],
+            )
+            .conversation(
+                "connect without the grant",
+                vec![terminal(&connect), Reply::text("done")],
+            ),
+    )
+    .await;
+    h.config(
+        "[permissions]\nnetwork = false\n\
+         allow = [{ rule = \"terminal(python3 *)\", network = true }]\n",
+    );
+    let (output, _) = h
+        .run_json(Wire::OpenAi, &[], "Please connect with the grant")
+        .await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    let results = results_of(&h, "connect with the grant");
+    assert!(results[0].contains("connected"), "{}", results[0]);
+
+    // The same rule without the grant runs confined without the network.
+    h.config("[permissions]\nnetwork = false\nallow = [\"terminal(python3 *)\"]\n");
+    let (output, _) = h
+        .run_json(Wire::OpenAi, &[], "Please connect without the grant")
+        .await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    let results = results_of(&h, "connect without the grant");
+    assert!(!results[0].starts_with("denied:"), "{}", results[0]);
+    assert!(!results[0].contains("connected"), "{}", results[0]);
+    drop(listener);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_bad_allow_table_is_refused_naming_the_key_and_nothing_runs() {
+    let h = Harness::new(Script::new().conversation(
+        "touch it",
+        vec![terminal("touch made.txt"), Reply::text("done")],
+    ))
+    .await;
+    h.config("[permissions]\nallow = [{ rule = \"terminal(touch *)\", netwrok = true }]\n");
+    let (output, _) = h.run_json(Wire::OpenAi, &[], "Please touch it").await;
+    assert!(!output.status.success());
+    let err = stderr(&output);
+    assert!(err.contains("unknown key `netwrok`"), "{err}");
+    assert!(!h.work_path().join("made.txt").exists());
+    assert!(h.requests_of("touch it").is_empty(), "no request was sent");
 }
 
 #[tokio::test(flavor = "multi_thread")]

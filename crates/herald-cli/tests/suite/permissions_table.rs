@@ -1,4 +1,4 @@
-//! The decision table of `herald-permissions` (`tests/cases.json`, 700+
+//! The decision table of `herald-permissions` (`tests/cases.json`, 1000+
 //! benign, risky, floor and floor-bypass cases) run through the real
 //! binary: `herald permissions check --mode M TOOL 'ARGS' --json`, with the
 //! case's rules written to `config.toml`, in a real project directory and
@@ -78,9 +78,21 @@ async fn run_case(index: usize, case: Value, dirs: Arc<Dirs>) -> Result<(), Stri
     let note = case["note"].as_str().unwrap_or("").to_owned();
     let herald_home = dirs.root.join(format!("herald-home-{index}"));
     std::fs::create_dir_all(&herald_home).unwrap();
+    // Rules granting the network are allow tables.
+    let mut allow = toml_list(&strings(&case, "allow", &dirs));
+    for rule in strings(&case, "allow_network", &dirs) {
+        allow.pop();
+        if allow.len() > 1 {
+            allow.push_str(", ");
+        }
+        allow.push_str(&format!(
+            "{{ rule = {}, network = true }}]",
+            toml::Value::String(rule)
+        ));
+    }
     let config = format!(
         "[permissions]\nallow = {}\nask = {}\ndeny = {}\nwritable_roots = {}\nread_only_tools = {}\n",
-        toml_list(&strings(&case, "allow", &dirs)),
+        allow,
         toml_list(&strings(&case, "ask", &dirs)),
         toml_list(&strings(&case, "deny", &dirs)),
         toml_list(&strings(&case, "writable_roots", &dirs)),
@@ -133,6 +145,23 @@ async fn run_case(index: usize, case: Value, dirs: Arc<Dirs>) -> Result<(), Stri
         && got["confine"].as_bool() != Some(confine)
     {
         wrong.push(format!("confine {} (want {confine})", got["confine"]));
+    }
+    if let Some(network) = case["network"].as_bool()
+        && got["network"].as_bool() != Some(network)
+    {
+        wrong.push(format!("network {} (want {network})", got["network"]));
+    }
+    // The rule an approval would save: `null` for none.
+    match case.get("allow_rule") {
+        Some(Value::Null) if !got["allow_rule"].is_null() => {
+            wrong.push(format!("allow_rule {} (want none)", got["allow_rule"]));
+        }
+        Some(Value::String(rule))
+            if got["allow_rule"].as_str() != Some(dirs.place(rule).as_str()) =>
+        {
+            wrong.push(format!("allow_rule {} (want {rule})", got["allow_rule"]));
+        }
+        _ => {}
     }
     if wrong.is_empty() {
         Ok(())

@@ -414,7 +414,7 @@ pub(crate) const PERMISSIONS: &[Key] = &[
     key(
         "allow",
         Kind::StrList,
-        "rules that run without asking",
+        "rules that run without asking (or { rule = \"…\", network = true })",
         "[]",
     ),
     key("ask", Kind::StrList, "rules that ask first", "[]"),

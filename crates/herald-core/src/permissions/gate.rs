@@ -71,6 +71,7 @@ impl Approved {
         let config = PolicyConfig {
             mode: Mode::ReadOnly,
             allow: rules.clone(),
+            allow_network: Vec::new(),
             ask: Vec::new(),
             deny: Vec::new(),
             project_ask: Vec::new(),
@@ -82,9 +83,25 @@ impl Approved {
         Ok(())
     }
 
-    /// The approved rule that allows `call`, if any.
+    /// The approved rule that allows `call`, if any. Approved calls run
+    /// unconfined anyway, so a call asking to leave the sandbox
+    /// (`unsandboxed: true`) is matched as the same call without it.
     fn matching(&self, call: &CallInfo<'_>) -> Option<String> {
-        let verdict = self.policy.as_ref()?.check(call);
+        let policy = self.policy.as_ref()?;
+        let stripped;
+        let call = match call.args.as_object() {
+            Some(args) if call.tool == "terminal" && args.contains_key("unsandboxed") => {
+                let mut args = args.clone();
+                args.remove("unsandboxed");
+                stripped = serde_json::Value::Object(args);
+                &CallInfo {
+                    args: &stripped,
+                    ..*call
+                }
+            }
+            _ => call,
+        };
+        let verdict = policy.check(call);
         let rule = verdict.rule?;
         (verdict.decision == Decision::Allow && self.rules.contains(&rule)).then_some(rule)
     }
@@ -172,25 +189,22 @@ impl Permissions {
             .matching(call)
     }
 
-    /// Remembers `rule` for the session; with `save`, also in the
-    /// "always" file. Returns what failed (the call still runs: the user
-    /// approved it), for the log.
-    fn approve(&self, rule: &str, save: bool) -> Option<String> {
-        let added = self
-            .approved
-            .write()
-            .unwrap_or_else(PoisonError::into_inner)
-            .add(rule);
-        if let Err(err) = added {
-            return Some(format!("(the approved rule could not be kept: {err})"));
-        }
+    /// Saves `rule` in the "always" file (`save`), then remembers it for
+    /// the session. On failure nothing is kept and the message says why:
+    /// the call then runs once, as approved, and the next one asks again.
+    fn approve(&self, rule: &str, save: bool) -> Result<(), String> {
         if save && let Err(err) = save_approved_rule(&self.approved_file, rule) {
             tracing::warn!(%err, "cannot save an approved rule");
-            return Some(format!(
-                "(the rule could not be saved for later sessions: {err})"
+            return Err(format!(
+                "the rule `{rule}` could not be saved to {}: {err}",
+                self.approved_file.display()
             ));
         }
-        None
+        self.approved
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .add(rule)
+            .map_err(|err| format!("the approved rule `{rule}` could not be kept: {err}"))
     }
 }
 
@@ -245,9 +259,12 @@ impl AgentGate {
                     DecidedBy::Policy
                 },
                 GateOutcome::Run {
-                    sandbox: verdict
-                        .confine
-                        .then(|| Arc::new(tool_sandbox(&p.sandbox, &p.workspace))),
+                    sandbox: verdict.confine.then(|| {
+                        let mut sandbox = tool_sandbox(&p.sandbox, &p.workspace);
+                        // An allow rule granting the network.
+                        sandbox.network |= verdict.network;
+                        Arc::new(sandbox)
+                    }),
                 },
             ),
             (Decision::Deny, _) => (
@@ -378,7 +395,7 @@ impl AgentGate {
             () = ctx.cancel.cancelled() => None,
         };
         p.approvals.close(&id);
-        let Some(answer) = answer else {
+        let Some(mut answer) = answer else {
             self.events.emit(EventKind::ApprovalResolved {
                 request_id: id,
                 decision: herald_protocol::ApprovalDecision::Deny,
@@ -397,11 +414,50 @@ impl AgentGate {
                 "interrupted: the turn was stopped while {what} waited for approval; it did not run"
             ));
         };
+        // "session" and "always" keep the offered rule; where none can be
+        // kept (nothing to offer, or saving it failed) the call runs once
+        // and the user is told.
+        let chosen = answer.decision();
+        let mut kept_rule = None;
+        let mut notice = None;
+        if matches!(answer, ApprovalAnswer::Session | ApprovalAnswer::Always) {
+            let always = answer == ApprovalAnswer::Always;
+            match verdict.allow_rule.as_deref() {
+                None => {
+                    notice = Some(format!(
+                        "no rule can allow {what} ({}), so nothing was {}: it ran once and will \
+                         ask again",
+                        verdict.rule.as_deref().unwrap_or("asked"),
+                        if always {
+                            "saved"
+                        } else {
+                            "kept for the session"
+                        }
+                    ));
+                    answer = ApprovalAnswer::Once;
+                }
+                Some(rule) => match p.approve(rule, always) {
+                    Ok(()) => kept_rule = Some(rule.to_owned()),
+                    Err(err) => {
+                        notice = Some(format!(
+                            "{err}; {what} ran once and the next such call will ask again"
+                        ));
+                        answer = ApprovalAnswer::Once;
+                    }
+                },
+            }
+        }
         self.events.emit(EventKind::ApprovalResolved {
             request_id: id,
             decision: answer.decision(),
             by: ResolvedBy::User,
         });
+        if let Some(message) = &notice {
+            self.events.emit(EventKind::Error {
+                message: message.clone(),
+                fatal: false,
+            });
+        }
         let by = DecidedBy::User(answer.decision());
         match answer {
             ApprovalAnswer::Deny { message } => {
@@ -424,28 +480,35 @@ impl AgentGate {
                 GateOutcome::Refuse(text)
             }
             ApprovalAnswer::Once => {
+                let reason = match &notice {
+                    Some(message) => format!(
+                        "{} (answered {}: {message})",
+                        verdict.reason,
+                        chosen.as_str()
+                    ),
+                    None => verdict.reason.clone(),
+                };
                 self.record(
                     name,
                     args,
                     Ruling::Allow,
                     verdict.rule.as_deref(),
-                    &verdict.reason,
+                    &reason,
                     by,
                 )
                 .await;
                 GateOutcome::Run { sandbox: None }
             }
             ApprovalAnswer::Session | ApprovalAnswer::Always => {
-                let save = answer == ApprovalAnswer::Always;
-                let rule = verdict
-                    .allow_rule
-                    .clone()
-                    .unwrap_or_else(|| name.to_owned());
-                if let Some(note) = p.approve(&rule, save) {
-                    tracing::warn!("{note}");
-                }
-                self.record(name, args, Ruling::Allow, Some(&rule), &verdict.reason, by)
-                    .await;
+                self.record(
+                    name,
+                    args,
+                    Ruling::Allow,
+                    kept_rule.as_deref(),
+                    &verdict.reason,
+                    by,
+                )
+                .await;
                 GateOutcome::Run { sandbox: None }
             }
         }

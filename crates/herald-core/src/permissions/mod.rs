@@ -4,12 +4,14 @@
 //! answered by an operation (or denies it headless, or allows it with
 //! `--yolo`), and records every decision in the store.
 
+mod allow_rule;
 mod approvals;
 mod audit;
 mod elicitations;
 mod gate;
 mod setup;
 
+pub use allow_rule::AllowRule;
 pub use approvals::{ApprovalAnswer, PendingApproval};
 pub use elicitations::PendingElicitation;
 pub use setup::{PermissionSetup, load_permission_setup, tool_sandbox};

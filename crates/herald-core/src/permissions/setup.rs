@@ -7,7 +7,9 @@ use std::sync::Arc;
 
 use herald_permissions::{Mode, PolicyConfig};
 use herald_sandbox::{EnvFilter, Redactor, SandboxPolicy};
+use serde::Deserialize;
 
+use super::AllowRule;
 use crate::Settings;
 
 /// The project file holding a repository's own rules.
@@ -54,11 +56,12 @@ pub fn load_permission_setup(settings: &Settings) -> Result<PermissionSetup, Str
     let project_path = settings.cwd.join(PROJECT_RULES_FILE);
     let project = read_rules_file(&project_path)?;
     if !project.allow.is_empty() {
+        let listed: Vec<String> = project.allow.iter().map(|r| r.rule.clone()).collect();
         warnings.push(format!(
             "{} lists allow rules ({}); they are ignored: a project may only add ask and deny \
              rules. Put allow rules in {} if you trust them",
             project_path.display(),
-            project.allow.join(", "),
+            listed.join(", "),
             settings.config_path.display()
         ));
     }
@@ -83,7 +86,8 @@ pub fn load_permission_setup(settings: &Settings) -> Result<PermissionSetup, Str
     Ok(PermissionSetup {
         policy: PolicyConfig {
             mode,
-            allow: section.allow.clone(),
+            allow: rules_of(&section.allow, false),
+            allow_network: rules_of(&section.allow, true),
             ask: section.ask.clone(),
             deny: section.deny.clone(),
             project_ask: project.ask,
@@ -93,7 +97,7 @@ pub fn load_permission_setup(settings: &Settings) -> Result<PermissionSetup, Str
             sandbox_available,
             read_only_tools: section.read_only_tools.clone(),
         },
-        approved: approved.allow,
+        approved: approved.allow.into_iter().map(|r| r.rule).collect(),
         approved_file,
         sandbox: SandboxPolicy {
             writable_roots: roots,
@@ -112,10 +116,19 @@ pub fn tool_sandbox(base: &SandboxPolicy, cwd: &Path) -> SandboxPolicy {
     policy
 }
 
+/// The rules of `entries` that grant the network (`network`) or not.
+fn rules_of(entries: &[AllowRule], network: bool) -> Vec<String> {
+    entries
+        .iter()
+        .filter(|e| e.network == network)
+        .map(|e| e.rule.clone())
+        .collect()
+}
+
 /// The rule lists of a rules file; a missing file has none.
 #[derive(Debug, Default)]
 struct RulesFile {
-    allow: Vec<String>,
+    allow: Vec<AllowRule>,
     ask: Vec<String>,
     deny: Vec<String>,
 }
@@ -132,17 +145,12 @@ fn read_rules_file(path: &Path) -> Result<RulesFile, String> {
         .map_err(|e| format!("invalid permission rules file {}: {e}", path.display()))?;
     let mut rules = RulesFile::default();
     for (key, value) in table {
-        let list = match key.as_str() {
-            "allow" => &mut rules.allow,
-            "ask" => &mut rules.ask,
-            "deny" => &mut rules.deny,
-            other => {
-                return Err(format!(
-                    "{}: unknown key `{other}`; a rules file holds only allow, ask and deny lists",
-                    path.display()
-                ));
-            }
-        };
+        if !matches!(key.as_str(), "allow" | "ask" | "deny") {
+            return Err(format!(
+                "{}: unknown key `{key}`; a rules file holds only allow, ask and deny lists",
+                path.display()
+            ));
+        }
         let Some(items) = value.as_array() else {
             return Err(format!(
                 "{}: `{key}` must be a list of rules such as [\"terminal(git push*)\"]",
@@ -150,11 +158,22 @@ fn read_rules_file(path: &Path) -> Result<RulesFile, String> {
             ));
         };
         for item in items {
+            if key == "allow" {
+                let entry = AllowRule::deserialize(item.clone())
+                    .map_err(|e| format!("{}: `allow` holds {item}: {e}", path.display()))?;
+                rules.allow.push(entry);
+                continue;
+            }
             let Some(rule) = item.as_str() else {
                 return Err(format!(
                     "{}: `{key}` holds {item}, not a rule string",
                     path.display()
                 ));
+            };
+            let list = if key == "ask" {
+                &mut rules.ask
+            } else {
+                &mut rules.deny
             };
             list.push(rule.to_owned());
         }
@@ -165,16 +184,20 @@ fn read_rules_file(path: &Path) -> Result<RulesFile, String> {
 /// Adds `rule` to the "always" file (once), keeping the file's other rules.
 pub(crate) fn save_approved_rule(path: &Path, rule: &str) -> Result<(), String> {
     let mut current = read_rules_file(path)?;
-    if current.allow.iter().any(|r| r == rule) {
+    if current.allow.iter().any(|r| r.rule == rule) {
         return Ok(());
     }
-    current.allow.push(rule.to_owned());
+    current.allow.push(AllowRule::new(rule));
     let mut table = toml::Table::new();
-    for (key, list) in [
-        ("allow", &current.allow),
-        ("ask", &current.ask),
-        ("deny", &current.deny),
-    ] {
+    if !current.allow.is_empty() {
+        let entries: Result<Vec<toml::Value>, String> = current
+            .allow
+            .iter()
+            .map(|r| toml::Value::try_from(r).map_err(|e| e.to_string()))
+            .collect();
+        table.insert("allow".to_owned(), toml::Value::Array(entries?));
+    }
+    for (key, list) in [("ask", &current.ask), ("deny", &current.deny)] {
         if !list.is_empty() {
             table.insert(
                 key.to_owned(),
@@ -256,8 +279,64 @@ mod tests {
         std::fs::write(&path, format!("{text}deny = [\"terminal(rm *)\"]\n")).unwrap();
         save_approved_rule(&path, "write_file(/srv/**)").unwrap();
         let rules = read_rules_file(&path).unwrap();
-        assert_eq!(rules.allow, ["terminal(curl *)", "write_file(/srv/**)"]);
+        assert_eq!(
+            rules.allow,
+            [
+                AllowRule::new("terminal(curl *)"),
+                AllowRule::new("write_file(/srv/**)")
+            ]
+        );
         assert_eq!(rules.deny, ["terminal(rm *)"]);
+    }
+
+    #[test]
+    fn allow_tables_grant_the_network_and_survive_a_save() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("permissions.toml");
+        std::fs::write(
+            &path,
+            "allow = [{ rule = \"terminal(curl *)\", network = true }, \"terminal(make *)\"]\n",
+        )
+        .unwrap();
+        save_approved_rule(&path, "terminal(rm -rf build/)").unwrap();
+        let rules = read_rules_file(&path).unwrap();
+        assert_eq!(
+            rules.allow,
+            [
+                AllowRule {
+                    rule: "terminal(curl *)".into(),
+                    network: true
+                },
+                AllowRule::new("terminal(make *)"),
+                AllowRule::new("terminal(rm -rf build/)"),
+            ]
+        );
+        // A bad table names the file and what an entry is; nothing is
+        // written.
+        std::fs::write(&path, "allow = [{ rule = \"x\", net = true }]\n").unwrap();
+        let err = read_rules_file(&path).unwrap_err();
+        assert!(
+            err.contains("permissions.toml") && err.contains("unknown key `net`"),
+            "{err}"
+        );
+        assert!(save_approved_rule(&path, "terminal(ls)").is_err());
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            "allow = [{ rule = \"x\", net = true }]\n"
+        );
+    }
+
+    #[test]
+    fn config_allow_entries_split_into_plain_and_network_rules() {
+        let entries = [
+            AllowRule::new("terminal(cargo *)"),
+            AllowRule {
+                rule: "terminal(curl *)".into(),
+                network: true,
+            },
+        ];
+        assert_eq!(rules_of(&entries, false), ["terminal(cargo *)"]);
+        assert_eq!(rules_of(&entries, true), ["terminal(curl *)"]);
     }
 
     #[test]

@@ -82,7 +82,7 @@ impl Env {
             McpServerConfig::stdio("node", [everything_js(), "stdio".to_owned()]),
         );
         // The call itself runs without an approval: only the server asks.
-        settings.permissions.allow.push("mcp__ev__*".to_owned());
+        settings.permissions.allow.push("mcp__ev__*".into());
         settings
     }
 

@@ -1,3 +1,4 @@
+mod approvals;
 mod mcp_elicitation;
 mod protocol;
 mod runtime;

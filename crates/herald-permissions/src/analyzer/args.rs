@@ -22,19 +22,6 @@ pub(super) fn join(words: &[Word]) -> String {
     s
 }
 
-/// Some word may name a command that runs another as root (`sudo`, `su`, …),
-/// also inside a word split later (`env -S 'sudo x'`).
-pub(super) fn may_elevate(words: &[Word]) -> bool {
-    words.iter().any(|w| {
-        w.text.split_whitespace().any(|t| {
-            matches!(
-                basename(t),
-                "sudo" | "doas" | "pkexec" | "run0" | "su" | "runuser"
-            )
-        })
-    })
-}
-
 /// The last path component of a command name (`/usr/bin/rm` → `rm`).
 pub(super) fn basename(s: &str) -> &str {
     s.rsplit('/').next().unwrap_or(s)
@@ -228,8 +215,5 @@ mod tests {
         assert_eq!(join(&words("git  push\torigin")), "git push origin");
         assert!(looks_like_path("./x") && looks_like_path("server.key"));
         assert!(!looks_like_path("main"));
-        assert!(may_elevate(&words("env /usr/bin/sudo ls")));
-        assert!(may_elevate(&[Word::lit("doas ls")]));
-        assert!(!may_elevate(&words("sudoku ls")));
     }
 }

@@ -60,6 +60,18 @@ impl Analyzer<'_> {
                 .is_some_and(|p| SYSTEM_BIN.iter().any(|d| p == Path::new(d)));
         let untrusted_name = (by_path && !system_path) || self.path_tainted;
 
+        // A command name with blanks in it (`rm$'\x20'-rf$'\x20'/`,
+        // `"rm -rf /"`): no such program exists, but the words it hides
+        // are judged as if split, so a floor command hidden this way is
+        // denied.
+        if !words[0].dynamic && words[0].text.contains(char::is_whitespace) {
+            self.nested_script(&cmd_text, &cmd_text);
+            j.raise_with(Severity::Risky, "mode:workspace-write", || {
+                format!("`{c}` names a command with blanks in it")
+            });
+            return Stream::default();
+        }
+
         // Reads of credentials by any command.
         for a in args {
             if !a.dynamic && !is_opt(a) && looks_like_path(&a.text) {
@@ -161,7 +173,7 @@ impl Analyzer<'_> {
             "gzip" | "gunzip" | "bzip2" | "bunzip2" | "xz" | "unxz" | "zstd" | "unzstd" | "zip"
             | "dos2unix" | "unix2dos" => self.compress(args, j, text, cwd),
             "patch" | "split" | "csplit" | "ed" => self.patch_like(args, j, text, cwd),
-            "awk" | "gawk" | "mawk" | "nawk" => self.awk(j, text),
+            "awk" | "gawk" | "mawk" | "nawk" => self.awk(args, j, text),
             // Text tools: what they print, what their options write or run.
             "sort" | "uniq" | "xxd" | "iconv" | "tree" => self.output_file(n, args, j, text, cwd),
             "date" if has_flag(args, &['s'], &["--set"]) => self.change_setting(j, text),

@@ -30,14 +30,9 @@ impl Analyzer<'_> {
             args,
             &["-n", "--iterations", "-s", "--size", "--interactive"],
         );
-        if recursive && !targets.is_empty() {
-            j.raise_with(Severity::Risky, "recursive-delete", || {
-                format!("`{c}` deletes a directory tree recursively")
-            });
-        }
         for t in &targets {
             if recursive {
-                self.recursive_target(j, t, cwd, cmd_text, "deletes recursively");
+                self.delete_tree(j, t, cwd, cmd_text, "deletes recursively");
             } else {
                 self.write_target(j, t, cwd, cmd_text, "deletes");
             }
@@ -45,6 +40,79 @@ impl Analyzer<'_> {
         j.raise_with(Severity::Safe, "safe-list", || {
             format!("`{c}` deletes files inside the working directory")
         });
+    }
+
+    /// A recursive delete of `w`: asks, and is on the floor for `/`, the
+    /// home directory, a system directory, and the working directory
+    /// itself, an ancestor of it, or everything in it (`rm -rf .`, `rm -rf
+    /// *` at its top, `rm -rf ..`). Paths `find` stands for with `{}` are
+    /// below their start path, so the working directory's own rule does
+    /// not apply to them.
+    pub(super) fn delete_tree(
+        &mut self,
+        j: &mut Judge,
+        w: &Word,
+        cwd: Option<&Path>,
+        cmd_text: &str,
+        verb: &str,
+    ) {
+        let c = Short(cmd_text);
+        j.raise_with(Severity::Risky, "recursive-delete", || {
+            format!("`{c}` deletes a directory tree recursively")
+        });
+        if let Some(what) = self.deletes_workspace(w, cwd) {
+            j.raise_with(Severity::Floor, "floor", || format!("`{c}` {verb} {what}"));
+        }
+        self.recursive_target(j, w, cwd, cmd_text, verb);
+    }
+
+    /// What of the working directory a recursive delete of `w` destroys
+    /// as a whole, if it does.
+    fn deletes_workspace(&self, w: &Word, cwd: Option<&Path>) -> Option<String> {
+        if w.dynamic || w.found {
+            return None;
+        }
+        let root = self.env.ws.cwd_root()?;
+        let texts = if w.braces {
+            crate::text::expand_braces(&w.text)
+        } else {
+            vec![w.text.clone()]
+        };
+        for t in texts {
+            let (dir, everything) = match t.rsplit_once('/') {
+                _ if !w.glob || !t.contains(['*', '?', '[']) => (t.clone(), false),
+                Some((parent, last))
+                    if is_everything(last) && !parent.contains(['*', '?', '[']) =>
+                {
+                    (
+                        if parent.is_empty() {
+                            "/".to_owned()
+                        } else {
+                            parent.to_owned()
+                        },
+                        true,
+                    )
+                }
+                None if is_everything(&t) => (".".to_owned(), true),
+                _ => continue,
+            };
+            let Some(r) = paths::resolve(cwd, &dir, self.env.home) else {
+                continue;
+            };
+            let covers =
+                root.lexical.starts_with(&r.lexical) || root.canonical.starts_with(&r.canonical);
+            if covers {
+                let shown = root.lexical.display();
+                return Some(if everything {
+                    format!("`{t}`: everything in the working directory {shown}")
+                } else if r.lexical == root.lexical || r.canonical == root.canonical {
+                    format!("{shown}, the working directory itself")
+                } else {
+                    format!("{}, which holds the working directory {shown}", r.display())
+                });
+            }
+        }
+        None
     }
 
     /// `rmdir`: removes (empty) directories.
@@ -147,6 +215,7 @@ impl Analyzer<'_> {
                                         text: w.text.replace("{}", &s.text),
                                         dynamic: w.dynamic || s.dynamic,
                                         glob: w.glob || s.glob,
+                                        found: true,
                                         ..Word::default()
                                     }
                                 } else {
@@ -159,6 +228,12 @@ impl Analyzer<'_> {
                             self.simple(built, &[], depth + 1);
                             self.stdin = saved;
                         }
+                    }
+                    // What it deletes is only known when it runs.
+                    if cmd.first().is_some_and(|w| deletes_files(&w.text)) {
+                        j.raise_with(Severity::Risky, "recursive-delete", || {
+                            format!("`{c}` deletes the files it finds, known only when it runs")
+                        });
                     }
                 }
                 "-delete" => {
@@ -307,32 +382,29 @@ impl Analyzer<'_> {
                     && t.len() > 1)
                 || (n == "sed" && t == "-I")
         });
+        if n == "sed" {
+            // `e` runs commands, `w`/`W` write files: the scripts are read
+            // for them (a script from a file cannot be seen: confined).
+            let (scripts, from_file) = sed_scripts(args);
+            if from_file {
+                j.raise_with(Severity::Safe, "safe-list", || {
+                    format!(
+                        "`{c}` runs a sed script from a file (it can write files or run commands)"
+                    )
+                });
+            }
+            for script in scripts {
+                if script.dynamic {
+                    j.raise_with(Severity::Safe, "safe-list", || {
+                        format!("`{c}` runs a sed script only known at run time (confined)")
+                    });
+                } else {
+                    self.sed_script(&script.text, j, cmd_text);
+                }
+            }
+        }
         if !in_place {
             if n == "sed" {
-                // `e` runs commands, `w`/`W` write files: a script using
-                // them is not read-only (judged loosely: any such letter
-                // after a command separator or address).
-                let script: String = args
-                    .iter()
-                    .filter(|a| !is_opt(a))
-                    .take(1)
-                    .chain(args.iter().filter(|a| a.text.starts_with("--expression")))
-                    .map(|a| a.text.clone())
-                    .collect();
-                let runs_or_writes = script.split([';', '\n', '}']).any(|cmd| {
-                    let t = cmd
-                        .trim_start_matches(|ch: char| ch.is_ascii_digit() || " ,$!{".contains(ch));
-                    t.starts_with('e') || t.starts_with('w') || t.starts_with('W')
-                }) || script.contains("/w ")
-                    || script.contains("/e")
-                    || args
-                        .iter()
-                        .any(|a| a.text == "-f" || a.text.starts_with("--file"));
-                if runs_or_writes {
-                    j.raise_with(Severity::Safe, "safe-list", || {
-                        format!("`{c}` runs a sed script that can write files or run commands")
-                    });
-                }
                 return;
             }
             j.raise_with(Severity::Safe, "safe-list", || {
@@ -411,6 +483,86 @@ impl Analyzer<'_> {
     }
 }
 
+/// A last path component that matches every name (`*`, `.*`, `?*`).
+fn is_everything(last: &str) -> bool {
+    !last.is_empty() && last.contains('*') && last.chars().all(|ch| matches!(ch, '*' | '?' | '.'))
+}
+
+/// Commands that delete the files they are given: given paths only known
+/// at run time (`find -exec`, `xargs`), they ask.
+pub(super) fn deletes_files(name: &str) -> bool {
+    matches!(
+        super::args::basename(name),
+        "rm" | "unlink" | "shred" | "srm" | "rmdir" | "truncate"
+    )
+}
+
+/// The scripts of a sed command (`-e`, `--expression`, or the first
+/// operand) and whether one comes from a file (`-f`).
+fn sed_scripts(args: &[Word]) -> (Vec<Word>, bool) {
+    let mut scripts = Vec::new();
+    let mut from_file = false;
+    let mut first_operand = None;
+    let mut i = 0;
+    while i < args.len() {
+        let a = &args[i];
+        let t = a.text.as_str();
+        if t == "--" {
+            if first_operand.is_none() {
+                first_operand = args.get(i + 1).cloned();
+            }
+            break;
+        }
+        match t {
+            "-e" | "--expression" => {
+                scripts.extend(args.get(i + 1).cloned());
+                i += 2;
+                continue;
+            }
+            "-f" | "--file" => {
+                from_file = true;
+                i += 2;
+                continue;
+            }
+            "-l" | "--line-length" => {
+                i += 2;
+                continue;
+            }
+            _ => {}
+        }
+        let cluster_e = t.len() > 2
+            && t.ends_with('e')
+            && t[1..t.len() - 1].chars().all(|ch| "nrEsuz".contains(ch));
+        if cluster_e {
+            scripts.extend(args.get(i + 1).cloned());
+            i += 2;
+            continue;
+        }
+        if let Some(v) = t.strip_prefix("--expression=") {
+            scripts.push(Word {
+                text: v.to_owned(),
+                ..a.clone()
+            });
+        } else if t.starts_with("--file=") {
+            from_file = true;
+        } else if t.len() > 2 && t.starts_with("-e") && !t.starts_with("--") {
+            scripts.push(Word {
+                text: t[2..].to_owned(),
+                ..a.clone()
+            });
+        } else if t.len() > 2 && t.starts_with("-f") && !t.starts_with("--") {
+            from_file = true;
+        } else if !is_opt(a) && first_operand.is_none() {
+            first_operand = Some(a.clone());
+        }
+        i += 1;
+    }
+    if scripts.is_empty() && !from_file {
+        scripts.extend(first_operand);
+    }
+    (scripts, from_file)
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::test_support::{findings, strictest};
@@ -432,6 +584,54 @@ mod tests {
             strictest("shred -n 3 -u secret.txt"),
             (Severity::Safe, "safe-list")
         );
+    }
+
+    #[test]
+    fn deleting_the_working_directory_is_on_the_floor() {
+        for cmd in [
+            "rm -rf .",
+            "rm -rf /work/project",
+            "rm -rf ./",
+            "rm -fr -- *",
+            "rm -rf .* *",
+            "cd src && rm -rf ..",
+            "rm -rf /work",
+            "rm -rf \"$PWD\"",
+        ] {
+            assert_eq!(strictest(cmd), (Severity::Floor, "floor"), "{cmd}");
+        }
+        for cmd in [
+            "rm -rf build",
+            "rm -rf src/*",
+            "rm -rf ./target/",
+            "rm -rf ../sibling",
+            "find . -name target -exec rm -rf {} +",
+            "find . -delete",
+            "chmod -R u+w .",
+        ] {
+            assert!(
+                strictest(cmd).0 < Severity::Unresolved,
+                "{cmd}: {:?}",
+                strictest(cmd)
+            );
+        }
+    }
+
+    #[test]
+    fn deletes_of_paths_known_only_at_run_time_ask() {
+        assert_eq!(
+            strictest("find . -name '*.bak' -exec rm {} \\;"),
+            (Severity::Risky, "recursive-delete")
+        );
+        assert_eq!(
+            strictest("git ls-files -d | xargs rm"),
+            (Severity::Risky, "runtime-targets")
+        );
+        assert_eq!(
+            strictest("echo a b | xargs rm"),
+            (Severity::Safe, "safe-list")
+        );
+        assert_eq!(strictest("ls | xargs wc -l").0, Severity::ReadOnly);
     }
 
     #[test]

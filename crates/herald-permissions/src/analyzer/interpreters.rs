@@ -7,6 +7,7 @@
 use std::path::Path;
 
 use super::args::{has_flag, is_opt, join, opt_value, positionals};
+use super::code::Lang;
 use super::{Analyzer, Judge};
 use crate::shell::{Severity, Short, Stream, Word, short};
 
@@ -114,29 +115,25 @@ impl Analyzer<'_> {
         {
             return;
         }
-        let code_flag = match n {
-            "python" | "python3" | "python2" | "pypy" | "pypy3" => "-c",
-            "node" | "nodejs" => "-e",
-            "php" => "-r",
-            _ => "-e",
-        };
-        let code = args
-            .iter()
-            .position(|a| {
-                a.text == code_flag
-                    || (n.starts_with("node")
-                        && matches!(a.text.as_str(), "--eval" | "-p" | "--print"))
-                    || (n == "perl" && a.text == "-E")
-            })
-            .and_then(|i| args.get(i + 1));
-        if let Some(code) = code {
-            let compact: String = code.text.split_whitespace().collect();
-            if compact.contains("forkwhilefork") || compact.contains("whileTrue:os.fork()") {
-                j.raise_with(Severity::Floor, "floor", || format!("`{c}` is a fork bomb"));
-            }
+        let lang = Lang::of_interpreter(n);
+        let (codes, prelude) = inline_code(n, args);
+        if let (false, Some(lang)) = (codes.is_empty(), lang) {
             j.raise_with(Severity::Safe, "safe-list", || {
                 format!("`{c}` runs inline {n} code (confined)")
             });
+            let mut code = Word {
+                text: prelude,
+                ..Word::default()
+            };
+            for w in codes {
+                code.text.push_str(&w.text);
+                code.text.push('\n');
+                code.dynamic |= w.dynamic;
+            }
+            self.inline_code(lang, &code, j, cmd_text);
+            if n == "perl" && has_flag(args, &['i'], &[]) {
+                self.sed(n, args, j, cmd_text, cwd);
+            }
             return;
         }
         if n == "perl" && has_flag(args, &['i'], &[]) {
@@ -202,6 +199,11 @@ impl Analyzer<'_> {
                     j.raise_with(Severity::Safe, "safe-list", || {
                         format!("`{c}` runs {n} code from its input (confined)")
                     });
+                    if let (Some(known), Some(lang)) = (self.stdin.known.clone(), lang) {
+                        let (_, prelude) = inline_code(n, args);
+                        let code = Word::lit(&(prelude + &known));
+                        self.inline_code(lang, &code, j, cmd_text);
+                    }
                 } else {
                     j.raise_with(Severity::Risky, "mode:workspace-write", || {
                         format!("`{c}` starts an interactive {n}")
@@ -342,14 +344,160 @@ impl Analyzer<'_> {
         }
     }
 
-    /// awk and its variants: a program that can write files and run
-    /// commands (`system()`, `print > file`), confined.
-    pub(super) fn awk(&mut self, j: &mut Judge, cmd_text: &str) {
+    /// awk and its variants: the program is scanned for the commands it
+    /// runs (`system()`, `print | "cmd"`, `"cmd" | getline`) and the files
+    /// it writes (`print > "file"`); a program that does neither only
+    /// reads. A program from a file (`-f`), extensions (`-l`) and gawk's
+    /// `-i inplace` are confined.
+    pub(super) fn awk(&mut self, args: &[Word], j: &mut Judge, cmd_text: &str) {
         let c = Short(cmd_text);
-        j.raise_with(Severity::Safe, "safe-list", || {
-            format!("`{c}` runs an awk program (it can write files and run commands)")
-        });
+        let mut program: Option<Word> = None;
+        let mut unseen = false;
+        let mut i = 0;
+        while i < args.len() {
+            let t = args[i].text.as_str();
+            match t {
+                "--" => {
+                    i += 1;
+                    break;
+                }
+                "-f" | "--file" | "-i" | "--include" | "-l" | "--load" => {
+                    unseen = true;
+                    i += 2;
+                }
+                "-e" | "--source" => {
+                    program = args.get(i + 1).cloned();
+                    i += 2;
+                }
+                "-F" | "-v" | "--assign" | "--field-separator" | "-W" => i += 2,
+                _ if t.starts_with("--source=") => {
+                    program = Some(Word {
+                        text: t["--source=".len()..].to_owned(),
+                        ..args[i].clone()
+                    });
+                    i += 1;
+                }
+                _ if t.starts_with("-f")
+                    || t.starts_with("-i")
+                    || t.starts_with("-l")
+                    || t.starts_with("--file=")
+                    || t.starts_with("--include=")
+                    || t.starts_with("--load=") =>
+                {
+                    unseen = true;
+                    i += 1;
+                }
+                _ if t.starts_with('-') && t.len() > 1 && !args[i].dynamic => i += 1,
+                _ => break,
+            }
+        }
+        if program.is_none() && !unseen {
+            program = args.get(i).cloned();
+        }
+        if unseen {
+            j.raise_with(Severity::Safe, "safe-list", || {
+                format!("`{c}` runs an awk program from a file or extension (confined)")
+            });
+        }
+        match program {
+            Some(p) => self.inline_code(Lang::Awk, &p, j, cmd_text),
+            None if !unseen => j.raise_with(Severity::Safe, "safe-list", || {
+                format!("`{c}` runs an awk program (confined)")
+            }),
+            None => {}
+        }
     }
+}
+
+/// The inline code an interpreter is given (`-c`, `-e`, `--eval`,
+/// `-ne`, …: all of them, in order) and, for perl `-M` and ruby `-r`,
+/// the modules it loads first written as code (`use LWP::Simple;`).
+/// Stops at the first operand: what follows a script name is its own.
+fn inline_code(n: &str, args: &[Word]) -> (Vec<Word>, String) {
+    let mut codes = Vec::new();
+    let mut prelude = String::new();
+    let mut i = 0;
+    while i < args.len() {
+        let a = &args[i];
+        let t = a.text.as_str();
+        if t == "--" || !t.starts_with('-') || t == "-" || a.dynamic {
+            break;
+        }
+        let value = |k: usize| args.get(k).cloned();
+        let code_flag = match n {
+            _ if n.starts_with("py") => {
+                // `-c`, a cluster ending in `c` (`-Sc`), or `-cCODE`.
+                if t.len() > 2 && t.starts_with("-c") {
+                    codes.push(Word {
+                        text: t[2..].to_owned(),
+                        ..a.clone()
+                    });
+                    i += 1;
+                    continue;
+                }
+                !t.starts_with("--")
+                    && t.ends_with('c')
+                    && t[1..].chars().all(|ch| "bBdEhiIOqsSuvVxRPc".contains(ch))
+            }
+            "node" | "nodejs" => {
+                if let Some(v) = t
+                    .strip_prefix("--eval=")
+                    .or_else(|| t.strip_prefix("--print="))
+                {
+                    codes.push(Word {
+                        text: v.to_owned(),
+                        ..a.clone()
+                    });
+                    i += 1;
+                    continue;
+                }
+                matches!(t, "-e" | "--eval" | "-p" | "--print" | "-pe")
+            }
+            "perl" | "ruby" => {
+                if let Some(m) = t.strip_prefix("-M").filter(|m| !m.is_empty()) {
+                    let m = m.trim_start_matches('-');
+                    let module = m.split(['=', ' ']).next().unwrap_or(m);
+                    prelude.push_str(&format!("use {module};\n"));
+                } else if n == "ruby" && t.len() > 2 && t.starts_with("-r") {
+                    prelude.push_str(&format!("require '{}'\n", &t[2..]));
+                } else if n == "ruby" && t == "-r" {
+                    if let Some(v) = value(i + 1) {
+                        prelude.push_str(&format!("require '{}'\n", v.text));
+                    }
+                    i += 2;
+                    continue;
+                }
+                !t.starts_with("--")
+                    && (t.ends_with('e') || t.ends_with('E'))
+                    && t[1..].chars().all(|ch| ch.is_ascii_alphanumeric())
+            }
+            "php" => matches!(t, "-r" | "-R" | "-B" | "-E"),
+            _ => t == "-e",
+        };
+        if code_flag {
+            if let Some(v) = value(i + 1) {
+                codes.push(v);
+            }
+            i += 2;
+            continue;
+        }
+        let takes_value = match n {
+            _ if n.starts_with("py") => matches!(t, "-W" | "-X" | "-m"),
+            "node" | "nodejs" => matches!(
+                t,
+                "-r" | "--require" | "--import" | "--loader" | "--env-file" | "--input-type"
+            ),
+            "perl" => matches!(t, "-I" | "-x"),
+            "ruby" => matches!(t, "-I" | "-C"),
+            "php" => matches!(t, "-c" | "-d" | "-f" | "-z"),
+            _ => false,
+        };
+        if takes_value && t == "-m" {
+            break;
+        }
+        i += if takes_value { 2 } else { 1 };
+    }
+    (codes, prelude)
 }
 
 #[cfg(test)]
@@ -450,10 +598,19 @@ mod tests {
     }
 
     #[test]
-    fn awk_programs_are_confined() {
+    fn awk_programs_are_judged_by_what_they_run_and_write() {
+        assert_eq!(strictest("awk '{print $1}' file").0, Severity::ReadOnly);
         assert_eq!(
-            strictest("awk '{print $1}' file"),
+            strictest("awk -F: '{print $1 > \"out.txt\"}' /etc/group"),
             (Severity::Safe, "safe-list")
+        );
+        assert_eq!(
+            strictest("awk -f prog.awk file"),
+            (Severity::Safe, "safe-list")
+        );
+        assert_eq!(
+            strictest("awk '{system($0)}' cmds.txt"),
+            (Severity::Risky, "runs-commands")
         );
     }
 }

@@ -35,23 +35,25 @@
 //! [`targets`] (what writing, deleting or reading a path means: the floor,
 //! protected files, the workspace, credentials), [`written`] (scripts
 //! written earlier in the same line and then run) and [`tables`] (the
-//! static command lists). [`suggest()`] builds the allow rule offered when a
-//! finding asks.
+//! static command lists). [`code`] reads inline interpreter code, sed
+//! scripts and `execute_code` scripts for the commands they run, the trees
+//! they delete, the files they write and their network use.
 //!
 //! Code a command runs is judged where the check can see it: a shell
-//! string, an `eval` text or a script written earlier in the line is
-//! walked as a nested script (its own findings), and the commands `find
-//! -exec` and `xargs` build are judged as simple commands of their own.
+//! string, an `eval` text, a script written earlier in the line or a
+//! command string in interpreter code is walked as a nested script (its
+//! own findings), and the commands `find -exec`, `xargs` and an argv in
+//! code build are judged as simple commands of their own.
 
 mod archives;
 mod args;
 mod classify;
+mod code;
 mod file_system;
 mod git;
 mod interpreters;
 mod network;
 mod package_managers;
-mod suggest;
 mod system;
 mod tables;
 mod targets;
@@ -65,9 +67,9 @@ mod test_support;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-pub(crate) use suggest::suggest;
+pub(crate) use code::{Lang, analyse_script};
 
-use self::args::{join, may_elevate};
+use self::args::join;
 use self::wrappers::Unwrapped;
 use self::written::Written;
 use crate::paths::Workspace;
@@ -82,18 +84,7 @@ pub(crate) struct Env<'a> {
 /// Analyses a whole command line run in `cwd`: one finding per simple
 /// command (and per redirected compound statement), in source order.
 pub(crate) fn analyse(command: &str, cwd: &Path, env: &Env<'_>) -> Vec<Finding> {
-    let mut a = Analyzer {
-        env,
-        cwd: Some(cwd.to_path_buf()),
-        vars: HashMap::new(),
-        findings: Vec::new(),
-        script_depth: 0,
-        node_depth: 0,
-        stdin: Stream::default(),
-        path_tainted: false,
-        functions: Vec::new(),
-        written: HashMap::new(),
-    };
+    let mut a = Analyzer::new(env, cwd);
     a.script(command);
     a.findings
 }
@@ -162,6 +153,38 @@ impl Judge {
     }
 }
 
+impl<'e> Analyzer<'e> {
+    /// A walk that has seen nothing yet, in `cwd`.
+    pub(crate) fn new(env: &'e Env<'e>, cwd: &Path) -> Self {
+        Self {
+            env,
+            cwd: Some(cwd.to_path_buf()),
+            vars: HashMap::new(),
+            findings: Vec::new(),
+            script_depth: 0,
+            node_depth: 0,
+            stdin: Stream::default(),
+            path_tainted: false,
+            functions: Vec::new(),
+            written: HashMap::new(),
+        }
+    }
+}
+
+impl Finding {
+    /// The finding a judgement makes for `text`.
+    fn of(j: Judge, text: &str) -> Self {
+        Self {
+            severity: j.sev,
+            rule: j.rule,
+            reason: j.reason,
+            text: text.to_owned(),
+            full_text: text.to_owned(),
+            privileged: false,
+        }
+    }
+}
+
 impl Analyzer<'_> {
     /// Judges one simple command (pushing a [`Finding`]) and returns what it
     /// writes to stdout.
@@ -183,9 +206,6 @@ impl Analyzer<'_> {
             }
         }
         let mut out = Stream::default();
-        // The wrapper words are needed for the suggestion only when a
-        // command runs privileged: keep a copy only when one may.
-        let kept = may_elevate(&full).then(|| full.clone());
         let mut un = Unwrapped {
             start: 0,
             words: full,
@@ -215,13 +235,6 @@ impl Analyzer<'_> {
         };
         // An empty reason reads "`text` only reads", formatted only if it
         // becomes the verdict (see [`Finding::reason`]).
-        let prefix: Vec<Word> = match (&un.privileged, kept) {
-            (Some(_), Some(mut full)) => {
-                full.truncate(un.start);
-                full
-            }
-            _ => Vec::new(),
-        };
         self.findings.push(Finding {
             severity: j.sev,
             rule: j.rule,
@@ -229,8 +242,6 @@ impl Analyzer<'_> {
             text,
             full_text,
             privileged: un.privileged.is_some(),
-            words: un.words,
-            prefix,
         });
         out
     }

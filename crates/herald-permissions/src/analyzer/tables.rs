@@ -525,40 +525,6 @@ pub(super) const INTERPRETERS: &[&str] = &[
     "lua", "luajit", "Rscript",
 ];
 
-/// Commands whose first non-option argument is a subcommand worth naming
-/// in a suggested allow rule (`terminal(git push*)`).
-pub(super) const SUBCOMMAND_TOOLS: &[&str] = &[
-    "git",
-    "cargo",
-    "npm",
-    "yarn",
-    "pnpm",
-    "go",
-    "pip",
-    "pip3",
-    "uv",
-    "docker",
-    "podman",
-    "kubectl",
-    "apt",
-    "apt-get",
-    "brew",
-    "gh",
-    "dnf",
-    "yum",
-    "pacman",
-    "gem",
-    "rustup",
-    "systemctl",
-    "bun",
-    "deno",
-    "poetry",
-    "conda",
-    "dotnet",
-    "helm",
-    "snap",
-];
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -569,20 +535,6 @@ mod tests {
             for name in list {
                 assert!(!READ_ONLY.contains(name), "{name} is on the read-only list");
             }
-        }
-    }
-
-    #[test]
-    fn every_subcommand_tool_is_a_listed_command() {
-        // A suggested `terminal(tool sub*)` rule is only useful for a tool
-        // the check knows.
-        for name in SUBCOMMAND_TOOLS {
-            assert!(
-                [SAFE_TOOLS, INSTALLERS, NETWORK, SYSTEM]
-                    .iter()
-                    .any(|list| list.contains(name)),
-                "{name} is on no list"
-            );
         }
     }
 

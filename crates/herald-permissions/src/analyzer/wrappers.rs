@@ -203,7 +203,7 @@ impl Analyzer<'_> {
                     return Step::Done(Stream::default());
                 }
             }
-            "xargs" => return Step::Done(self.xargs(un, depth)),
+            "xargs" => return Step::Done(self.xargs(un, j, depth)),
             _ => return Step::Proper,
         })
     }
@@ -295,7 +295,7 @@ impl Analyzer<'_> {
     }
 
     /// `xargs [options] cmd args`: the command with the input appended.
-    fn xargs(&mut self, un: &mut Unwrapped, depth: u32) -> Stream {
+    fn xargs(&mut self, un: &mut Unwrapped, j: &mut Judge, depth: u32) -> Stream {
         let args = &un.words[1..];
         let with_value = [
             "-a",
@@ -353,6 +353,17 @@ impl Analyzer<'_> {
                 dynamic: true,
                 ..Word::default()
             }),
+        }
+        if tokens.is_none()
+            && let Some(name) = cmd.first()
+            && super::file_system::deletes_files(&name.text)
+        {
+            j.raise_with(Severity::Risky, "runtime-targets", || {
+                format!(
+                    "`{}` deletes paths from its input, known only when it runs",
+                    short(&join(&un.words))
+                )
+            });
         }
         un.start += 1 + n;
         // The built command is judged as its own simple command.
@@ -415,15 +426,11 @@ mod tests {
     use crate::shell::Severity;
 
     #[test]
-    fn sudo_marks_the_command_privileged_and_keeps_its_prefix() {
+    fn sudo_marks_the_command_privileged_and_keeps_its_wrappers() {
         let f = findings("sudo -u admin git push origin");
         let push = f.iter().find(|f| f.text == "git push origin");
-        let push = push.map(|f| (f.privileged, f.full_text.as_str(), f.prefix.len()));
-        assert_eq!(
-            push,
-            Some((true, "sudo -u admin git push origin", 3)),
-            "{f:?}"
-        );
+        let push = push.map(|f| (f.privileged, f.full_text.as_str()));
+        assert_eq!(push, Some((true, "sudo -u admin git push origin")), "{f:?}");
         assert_eq!(strictest("sudo ls"), (Severity::Risky, "privileged"));
         assert_eq!(strictest("sudo -i"), (Severity::Risky, "privileged"));
         assert_eq!(strictest("doas rm -rf /"), (Severity::Floor, "floor"));

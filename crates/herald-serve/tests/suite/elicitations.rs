@@ -34,7 +34,7 @@ async fn an_elicitation_is_listed_and_answered_over_the_api() {
     let serve = Serve::start_with(script, move |config| {
         let server = herald_mcp::McpServerConfig::stdio("node", [js, "stdio".to_owned()]);
         config.settings.mcp_servers.insert("ev".to_owned(), server);
-        config.settings.permissions.allow = vec!["mcp__ev__*".to_owned()];
+        config.settings.permissions.allow = vec!["mcp__ev__*".into()];
     })
     .await;
     let (_, _, created) = serve.post_json("/api/sessions", &json!({})).await;

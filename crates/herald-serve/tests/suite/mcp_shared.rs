@@ -66,7 +66,7 @@ async fn every_session_of_the_server_shares_one_connection_per_mcp_server() {
         let mut server = herald_mcp::McpServerConfig::stdio("node", [js, "stdio".to_owned()]);
         server.env.insert(mark, "1".to_owned());
         config.settings.mcp_servers.insert("ev".to_owned(), server);
-        config.settings.permissions.allow = vec!["mcp__ev__echo".to_owned()];
+        config.settings.permissions.allow = vec!["mcp__ev__echo".into()];
     })
     .await;
     for (prompt, answer) in [("first echo", "first done"), ("second echo", "second done")] {
