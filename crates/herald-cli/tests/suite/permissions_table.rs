@@ -41,10 +41,43 @@ impl Dirs {
         }
     }
 
-    /// The case's text with its fake directories replaced by the real ones.
+    /// The case's text with its fake directories replaced by the real ones,
+    /// in one pass (a real path may itself contain `/work`): the project,
+    /// the home, and the project's parent `/work` where a case names it.
     fn place(&self, text: &str) -> String {
-        text.replace(CASE_PROJECT, &self.project.display().to_string())
-            .replace(CASE_HOME, &self.home.display().to_string())
+        let parent = self.project.parent().unwrap_or(&self.project);
+        let swaps = [
+            (CASE_PROJECT, self.project.display().to_string()),
+            (CASE_HOME, self.home.display().to_string()),
+            ("/work", parent.display().to_string()),
+        ];
+        let mut out = String::with_capacity(text.len());
+        let mut rest = text;
+        'scan: while !rest.is_empty() {
+            let at_word_start = !out
+                .chars()
+                .last()
+                .is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '.');
+            for (fake, real) in &swaps {
+                if at_word_start
+                    && let Some(after) = rest.strip_prefix(fake)
+                    && !after
+                        .chars()
+                        .next()
+                        .is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '-')
+                {
+                    out.push_str(real);
+                    rest = after;
+                    continue 'scan;
+                }
+            }
+            let mut chars = rest.chars();
+            if let Some(c) = chars.next() {
+                out.push(c);
+            }
+            rest = chars.as_str();
+        }
+        out
     }
 }
 
