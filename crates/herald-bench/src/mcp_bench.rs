@@ -1,4 +1,4 @@
-//! `herald-bench mcp`: what MCP servers cost (issue 14 targets).
+//! `herald-bench mcp`: what MCP servers cost.
 //!
 //! - Session start with three stdio servers (server-everything twice and
 //!   server-filesystem, the real npm packages in `.ci/mcp`): time from

@@ -1,4 +1,4 @@
-//! `herald serve` under load (issue 12): many concurrent sessions, each a
+//! `herald serve` under load: many concurrent sessions, each a
 //! few sequential chat-completion turns, against the scripted model server
 //! with a fixed latency. Every turn is one `read_file` call on a
 //! three-line file, then a final text answer (two model requests).

@@ -1,4 +1,4 @@
-//! `herald-bench skills` (issue 18): skills at pack scale. Builds a
+//! `herald-bench skills`: skills at pack scale. Builds a
 //! 2,000-skill tree in a temp folder (the 43 skills of three popular packs
 //! plus a Composio-style pack, nested, some with Title Case names) and times
 //! discovery plus the prompt index, warm (issue target: < 100 ms); then

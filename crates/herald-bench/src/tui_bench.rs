@@ -1,4 +1,4 @@
-//! `herald-bench tui`: what the terminal interface costs (issue 15).
+//! `herald-bench tui`: what the terminal interface costs.
 //!
 //! The release `herald` runs under a pseudo-terminal (a vt100 screen that
 //! answers the terminal's queries, `herald_testkit::pty`) against the

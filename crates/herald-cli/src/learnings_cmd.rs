@@ -1,4 +1,4 @@
-//! `herald learnings list|show|delete`: the error memory (issue 16) as the
+//! `herald learnings list|show|delete`: the error memory as the
 //! user sees it, every project's learnings included.
 
 use herald_core::StoreHandle;

@@ -1,4 +1,4 @@
-//! Learnings, the error memory (issue 16): what failed, what kind of
+//! Learnings, the error memory: what failed, what kind of
 //! failure it was and what fixed it, shared by every session. A learning is
 //! global unless it was saved as project-specific (`project` holds the
 //! project path); a search in a project sees the global ones and that

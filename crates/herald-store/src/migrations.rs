@@ -348,7 +348,7 @@ CREATE TRIGGER learnings_fts_update AFTER UPDATE OF pattern, error_type, fix, co
 END;
 "#;
 
-/// v14: checkpoints (issue 16): one row per user turn of a session, taken
+/// v14: checkpoints: one row per user turn of a session, taken
 /// before the turn: `turn` (1-based), how many stored messages preceded it
 /// (`message_count`: the conversation before the turn is the live history
 /// of the messages with `seq <= message_count`), and the snapshot of the
@@ -434,7 +434,7 @@ ALTER TABLE messages ADD COLUMN reasoning TEXT;
 "#;
 
 /// v17: the agents journal carries each agent's own and subtree usage
-/// (issue 17). `own_cost_usd` is NULL when a request ran on a model without
+///. `own_cost_usd` is NULL when a request ran on a model without
 /// a price (the v4 `cost_usd` is NOT NULL and stays, written as before);
 /// the `tree_*` columns are NULL until the agent finishes (and for agents
 /// that finished before this step: their subtree was never recorded).

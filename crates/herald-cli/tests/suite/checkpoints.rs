@@ -1,4 +1,4 @@
-//! Checkpoints and rewind (issue 16 item 3) end to end: the real binary
+//! Checkpoints and rewind end to end: the real binary
 //! against the scripted server. A session's turns edit, create and delete
 //! files; `herald checkpoints list` shows what each turn changed; `herald
 //! rewind` puts files and conversation back (a later `--resume` sends the

@@ -1,4 +1,4 @@
-//! Project context files at real-world shape (issue 18): a nested git
+//! Project context files at real-world shape: a nested git
 //! repository whose files load root first down to the working directory,
 //! CLAUDE.md files importing others with `@path` (a chain, a cycle, a file
 //! from `~/.claude`, refused and bad imports), a budget too short for all of

@@ -1,4 +1,4 @@
-//! Learnings, the error memory (issue 16), end to end through the real
+//! Learnings, the error memory, end to end through the real
 //! binary: a failure followed by a fix on the same target is offered as a
 //! candidate learning, the model saves it, and in a new session a similar
 //! failing call gets the saved fix appended to its result (never to the

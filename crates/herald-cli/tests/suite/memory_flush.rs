@@ -1,5 +1,5 @@
 //! The memory flush, session summaries and `session_search` since/until
-//! (issue 16 item 4), end to end: the real binary against the scripted
+//!, end to end: the real binary against the scripted
 //! server.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 

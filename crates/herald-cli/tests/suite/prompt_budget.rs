@@ -1,4 +1,4 @@
-//! The prompt budget (issue 17): what every request repeats — the default
+//! The prompt budget: what every request repeats — the default
 //! system prompt and every default tool schema — stays under 12 KB on the
 //! wire, measured on the first request the real binary sends.
 #![allow(clippy::unwrap_used, clippy::expect_used)]

@@ -1,4 +1,4 @@
-//! Skills at pack scale (issue 18) through the real binary: installed packs
+//! Skills at pack scale through the real binary: installed packs
 //! in their published layouts (nested, Title Case names, a thousand skills,
 //! a user-only skill, a broken one) reach the model by name, every skill is
 //! loadable, and `herald skills list|view` say what was renamed or rejected

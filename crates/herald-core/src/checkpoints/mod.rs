@@ -1,4 +1,4 @@
-//! Checkpoints and rewind (issue 16 item 3): a row of the store's
+//! Checkpoints and rewind: a row of the store's
 //! `checkpoints` table records every user turn and how many stored
 //! messages preceded it; before the turn's first call that can change files
 //! the working tree is snapshotted into a shadow git repository under

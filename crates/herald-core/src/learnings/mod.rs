@@ -1,4 +1,4 @@
-//! Learnings, the error memory (issue 16): the `learning` tool and the call
+//! Learnings, the error memory: the `learning` tool and the call
 //! interceptor that closes the loop around it.
 //!
 //! * [`LearningTool`]: the model saves, searches, lists and forgets fixes
