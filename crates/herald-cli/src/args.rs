@@ -424,6 +424,24 @@ pub(crate) enum CheckpointsAction {
         #[arg(long)]
         json: bool,
     },
+    /// Delete checkpoints older than `[checkpoints] keep_days` and, while
+    /// the snapshots take more than `max_size_mb`, the oldest of the rest;
+    /// their turns can no longer be rewound (conversations are kept).
+    Prune {
+        /// Days to keep instead of `[checkpoints] keep_days` (0 = no limit by age).
+        #[arg(long, value_name = "DAYS", value_parser = clap::value_parser!(u32).range(0..=36_500))]
+        keep_days: Option<u32>,
+        /// MiB to keep instead of `[checkpoints] max_size_mb` (0 = no size limit).
+        #[arg(long, value_name = "MIB", value_parser = clap::value_parser!(u64).range(0..=10_000_000))]
+        max_size_mb: Option<u64>,
+        /// Print what was pruned as JSON.
+        #[arg(long)]
+        json: bool,
+        /// Prune only when the daily prune is due (the background prune
+        /// herald starts with a session).
+        #[arg(long, hide = true)]
+        if_due: bool,
+    },
 }
 
 /// `herald rewind SESSION --turn N`.

@@ -1,11 +1,15 @@
-//! `herald checkpoints list SESSION` and `herald rewind SESSION --turn N`:
-//! argument handling and rendering only; `herald_core::checkpoints` does
-//! the work (snapshots, plans, restores).
+//! `herald checkpoints list SESSION|prune` and `herald rewind SESSION
+//! --turn N`: argument handling and rendering only; `herald_core::checkpoints`
+//! does the work (snapshots, plans, restores, pruning). Also starts the
+//! daily prune in the background when a session opens.
 
+use herald_core::Settings;
 use herald_core::StoreHandle;
 use herald_core::checkpoints::{
-    Action, NOT_COVERED, RewindOutcome, RewindPlan, RewindScope, took_no_snapshot_for_reads,
+    Action, NOT_COVERED, PruneReport, Retention, RewindOutcome, RewindPlan, RewindScope,
+    took_no_snapshot_for_reads,
 };
+use herald_core::config::CheckpointsConfig;
 use herald_core::runtime::StoredRewind;
 use herald_protocol::one_line;
 use herald_store::CheckpointRecord;
@@ -20,7 +24,7 @@ pub(crate) async fn checkpoints(
     action: CheckpointsAction,
 ) -> Result<Exit, CliError> {
     let env = setup::environment();
-    let (home, _) = setup::config_location(common, &env);
+    let (home, config_path) = setup::config_location(common, &env);
     let store = setup::open_store(&home)?;
     match action {
         CheckpointsAction::List { session, all, json } => {
@@ -43,8 +47,105 @@ pub(crate) async fn checkpoints(
                 );
             }
         }
+        CheckpointsAction::Prune {
+            keep_days,
+            max_size_mb,
+            json,
+            if_due,
+        } => {
+            if if_due && !herald_core::checkpoints::prune_due(&home) {
+                return Ok(Exit::Completed);
+            }
+            let mut config = match (keep_days, max_size_mb) {
+                (Some(_), Some(_)) => CheckpointsConfig::default(),
+                _ if config_path.exists() => crate::config_cmd::load(&config_path)?.checkpoints,
+                _ => CheckpointsConfig::default(),
+            };
+            config.keep_days = keep_days.unwrap_or(config.keep_days);
+            config.max_size_mb = max_size_mb.unwrap_or(config.max_size_mb);
+            let report =
+                herald_core::checkpoints::prune(&store, &home, Retention::from_config(&config))
+                    .await
+                    .map_err(CliError::failed)?;
+            if json {
+                print_json(&report)?;
+            } else {
+                println!("{}", prune_summary(&report, &config));
+            }
+            for failure in &report.failures {
+                eprintln!("herald: cannot prune {failure}");
+            }
+            if !report.failures.is_empty() {
+                return Err(CliError::failed(anyhow::anyhow!(
+                    "{} checkpoint repositories could not be pruned; the next prune tries again",
+                    report.failures.len()
+                )));
+            }
+        }
     }
     Ok(Exit::Completed)
+}
+
+/// What a prune did, in one line.
+fn prune_summary(report: &PruneReport, config: &CheckpointsConfig) -> String {
+    let mib = |bytes: u64| bytes as f64 / f64::from(1u32 << 20);
+    let age = if config.keep_days == 0 {
+        "no age limit".to_owned()
+    } else {
+        format!("older than {} days", config.keep_days)
+    };
+    let size = if config.max_size_mb == 0 {
+        "no size limit".to_owned()
+    } else {
+        format!("limit {} MiB", config.max_size_mb)
+    };
+    format!(
+        "pruned checkpoints ({age}, {size}): {} checkpoints and {} snapshots removed, {} of {} repositories removed; {:.1} MiB before, {:.1} MiB now",
+        report.checkpoints_removed,
+        report.snapshots_removed,
+        report.repositories_removed,
+        report.repositories,
+        mib(report.bytes_before),
+        mib(report.bytes_after)
+    )
+}
+
+/// Starts `herald checkpoints prune --if-due` as a process of its own when
+/// the daily prune is due, so a session never waits for it and it keeps
+/// its repository locks until it is done even when this process exits
+/// first. Failing to start it is only logged: the next start tries again.
+pub(crate) fn prune_in_background(settings: &Settings) {
+    if !herald_core::checkpoints::prune_due(&settings.home) {
+        return;
+    }
+    let exe = match std::env::current_exe() {
+        Ok(exe) => exe,
+        Err(err) => {
+            tracing::warn!("cannot start the checkpoint prune: {err}");
+            return;
+        }
+    };
+    let mut command = std::process::Command::new(exe);
+    command
+        .args(["checkpoints", "prune", "--if-due", "--keep-days"])
+        .arg(settings.checkpoints.keep_days.to_string())
+        .arg("--max-size-mb")
+        .arg(settings.checkpoints.max_size_mb.to_string())
+        .env("HERALD_HOME", &settings.home)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    std::os::unix::process::CommandExt::process_group(&mut command, 0);
+    match command.spawn() {
+        // Reaped by a thread of its own; it ends with this process when
+        // the prune outlives it.
+        Ok(mut child) => {
+            let _ = std::thread::Builder::new()
+                .name("checkpoint-prune".into())
+                .spawn(move || child.wait());
+        }
+        Err(err) => tracing::warn!("cannot start the checkpoint prune: {err}"),
+    }
 }
 
 /// The full id of an existing session named by `text` (or a unique start

@@ -47,6 +47,7 @@ pub(crate) struct ServeArgs {
 pub(crate) async fn serve(common: &CommonArgs, args: ServeArgs) -> Result<Exit, CliError> {
     let settings = setup::settings(common)?;
     let store = setup::open_store(&settings.home)?;
+    crate::checkpoints_cmd::prune_in_background(&settings);
     let (token, source) = herald_serve::resolve_token(args.token.as_deref(), &settings.home)
         .map_err(CliError::usage)?;
     if let TokenSource::File(path) = &source {

@@ -143,7 +143,9 @@ pub(crate) async fn open(
     };
     options.approvals = ApprovalMode::for_front_end(shape.ask_user, common.yolo);
     options.one_shot = shape.one_shot;
-    open_session(options).await.map_err(runtime_error)
+    let session = open_session(options).await.map_err(runtime_error)?;
+    crate::checkpoints_cmd::prune_in_background(settings);
+    Ok(session)
 }
 
 /// A refusal of the runtime is a usage error (exit 2); a store that

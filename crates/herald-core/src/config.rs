@@ -20,8 +20,8 @@ use herald_llm::{ClientConfig, ProviderKind, RetryPolicy};
 use serde::{Deserialize, Serialize};
 
 pub use crate::config_sections::{
-    CodeExecutionConfig, CompressionConfig, DelegationConfig, McpConfig, MemoryConfig,
-    PermissionsConfig, ServeConfig, SessionsConfig,
+    CheckpointsConfig, CodeExecutionConfig, CompressionConfig, DelegationConfig, McpConfig,
+    MemoryConfig, PermissionsConfig, ServeConfig, SessionsConfig,
 };
 pub use check::ConfigWarning;
 pub use fallback::{FallbackEntry, FallbackProvider};
@@ -179,6 +179,8 @@ pub struct Config {
     pub compression: CompressionConfig,
     /// `[sessions]`.
     pub sessions: SessionsConfig,
+    /// `[checkpoints]`.
+    pub checkpoints: CheckpointsConfig,
     /// `[code_execution]`.
     pub code_execution: CodeExecutionConfig,
     /// `[serve]`.
@@ -339,6 +341,8 @@ pub struct Settings {
     pub compression: CompressionConfig,
     /// `[sessions]`.
     pub sessions: SessionsConfig,
+    /// `[checkpoints]`.
+    pub checkpoints: CheckpointsConfig,
     /// `[code_execution]`.
     pub code_execution: CodeExecutionConfig,
     /// `[serve]`.
@@ -606,6 +610,7 @@ impl Settings {
             memory: config.memory.clone(),
             compression: config.compression.clone(),
             sessions: config.sessions.clone(),
+            checkpoints: config.checkpoints.clone(),
             code_execution: config.code_execution.clone(),
             serve: config.serve.clone(),
             permissions: config.permissions.clone(),
@@ -815,6 +820,12 @@ pub const DEFAULT_CONFIG: &str = r#"# herald configuration. Precedence: command-
 # title_model = ""             # a small model names each new session after its first
 #                              #   prompt (same endpoint, one request beside the turn,
 #                              #   counted in its usage); empty = the prompt's first line
+
+[checkpoints]
+# enabled = true               # snapshot the working tree before turns that change files
+# keep_days = 30               # 0-36500; older checkpoints are pruned (daily, in the
+#                              #   background at start; `herald checkpoints prune`); 0 = never
+# max_size_mb = 2048           # 0-10000000; beyond it the oldest checkpoints go first; 0 = no limit
 
 [code_execution]
 # timeout = 300                # 1-86400 seconds

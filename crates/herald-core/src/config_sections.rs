@@ -1,5 +1,5 @@
 //! The feature sections of `config.toml`: `[delegation]`, `[memory]`,
-//! `[compression]` and `[code_execution]`. Every field has a
+//! `[compression]`, `[sessions]`, `[checkpoints]` and `[code_execution]`. Every field has a
 //! default, so a partial section (or none) is valid.
 
 use serde::{Deserialize, Serialize};
@@ -124,6 +124,31 @@ impl Default for CompressionConfig {
             protect_last_n: 20,
             context_window: 0,
             model: String::new(),
+        }
+    }
+}
+
+/// `[checkpoints]`: whether turns get file snapshots, and how long and
+/// how large the snapshots may grow before they are pruned.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct CheckpointsConfig {
+    /// Snapshot the working tree before turns that change files. Off, turns
+    /// are still recorded (a rewind restores the conversation, not files).
+    pub enabled: bool,
+    /// Checkpoints older than this many days are pruned; 0 = never by age.
+    pub keep_days: u32,
+    /// Largest size of all shadow repositories together in MiB; the oldest
+    /// checkpoints go first beyond it; 0 = no size limit.
+    pub max_size_mb: u64,
+}
+
+impl Default for CheckpointsConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            keep_days: 30,
+            max_size_mb: 2048,
         }
     }
 }

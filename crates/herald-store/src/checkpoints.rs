@@ -291,6 +291,75 @@ impl Store {
     }
 }
 
+/// What the remaining checkpoints still need from the shadow
+/// repositories, for pruning: every snapshot a row names and every session
+/// that has a row.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CheckpointReferences {
+    /// Commit ids (`commit_id` and `end_commit_id` of every row).
+    pub commits: std::collections::HashSet<String>,
+    /// Sessions with at least one checkpoint row.
+    pub sessions: std::collections::HashSet<String>,
+}
+
+impl Store {
+    /// Deletes every checkpoint recorded before `cutoff_ms` (Unix
+    /// milliseconds), rewound or not, and returns how many went. Their
+    /// turns can no longer be rewound; the conversation is untouched.
+    pub fn delete_checkpoints_before(&mut self, cutoff_ms: i64) -> Result<u64, StoreError> {
+        let deleted = self
+            .conn
+            .prepare_cached("DELETE FROM checkpoints WHERE created_at < ?1")
+            .and_then(|mut s| s.execute([cutoff_ms]))
+            .map_err(sql(&self.path, "pruning checkpoints"))?;
+        Ok(deleted as u64)
+    }
+
+    /// The snapshots and sessions the stored checkpoints refer to.
+    pub fn checkpoint_references(&self) -> Result<CheckpointReferences, StoreError> {
+        let mut references = CheckpointReferences::default();
+        let mut statement = self
+            .conn
+            .prepare("SELECT session_id, commit_id, end_commit_id FROM checkpoints")
+            .map_err(sql(&self.path, "reading checkpoints"))?;
+        let rows = statement
+            .query_map([], |row| {
+                Ok((
+                    row.get::<_, String>(0)?,
+                    row.get::<_, Option<String>>(1)?,
+                    row.get::<_, Option<String>>(2)?,
+                ))
+            })
+            .map_err(sql(&self.path, "reading checkpoints"))?;
+        for row in rows {
+            let (session, start, end) = row.map_err(sql(&self.path, "reading checkpoints"))?;
+            references.sessions.insert(session);
+            references.commits.extend(start);
+            references.commits.extend(end);
+        }
+        Ok(references)
+    }
+
+    /// How many checkpoints are stored, and when the one at position
+    /// `index` of them, oldest first, was recorded (`None` past the end).
+    pub fn checkpoint_age_at(&self, index: u64) -> Result<(u64, Option<i64>), StoreError> {
+        const CTX: &str = "reading checkpoints";
+        let count: i64 = self
+            .conn
+            .prepare_cached("SELECT count(*) FROM checkpoints")
+            .and_then(|mut s| s.query_row([], |r| r.get(0)))
+            .map_err(sql(&self.path, CTX))?;
+        let at = self
+            .conn
+            .prepare_cached(
+                "SELECT created_at FROM checkpoints ORDER BY created_at LIMIT 1 OFFSET ?1",
+            )
+            .and_then(|mut s| s.query_row([to_i64(index)], |r| r.get(0)).optional())
+            .map_err(sql(&self.path, CTX))?;
+        Ok((to_u64(count), at))
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
@@ -359,6 +428,42 @@ mod tests {
             store.checkpoints("ses_nope", false),
             Err(StoreError::UnknownSession(_))
         ));
+    }
+
+    #[test]
+    fn pruning_deletes_old_rows_and_names_what_the_rest_refers_to() {
+        let mut store = store_with_session();
+        let first = store.add_checkpoint(&checkpoint(1, 0)).unwrap();
+        store
+            .finish_checkpoint(first, Some("e1"), ChangeStats::default())
+            .unwrap();
+        store.add_checkpoint(&checkpoint(2, 0)).unwrap();
+        // Make turn 1 ten days old.
+        store
+            .conn
+            .execute(
+                "UPDATE checkpoints SET created_at = created_at - 864000000 WHERE id = ?1",
+                [first],
+            )
+            .unwrap();
+        let (count, oldest) = store.checkpoint_age_at(0).unwrap();
+        assert_eq!(count, 2);
+        let oldest = oldest.unwrap();
+        assert_eq!(store.checkpoint_age_at(2).unwrap(), (2, None));
+        let references = store.checkpoint_references().unwrap();
+        assert!(references.commits.contains("c1") && references.commits.contains("e1"));
+        assert!(references.sessions.contains("ses_a"));
+        // Nothing is older than the oldest row.
+        assert_eq!(store.delete_checkpoints_before(oldest).unwrap(), 0);
+        assert_eq!(store.delete_checkpoints_before(oldest + 1).unwrap(), 1);
+        let references = store.checkpoint_references().unwrap();
+        assert_eq!(
+            references.commits,
+            std::collections::HashSet::from(["c2".to_owned()])
+        );
+        assert_eq!(store.checkpoints("ses_a", true).unwrap().len(), 1);
+        assert_eq!(store.delete_checkpoints_before(i64::MAX).unwrap(), 1);
+        assert!(store.checkpoint_references().unwrap().sessions.is_empty());
     }
 
     #[test]

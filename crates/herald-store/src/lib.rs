@@ -55,7 +55,7 @@ mod usage_report;
 pub mod bench;
 
 pub use agents::{AgentFilter, AgentFinish, AgentRecord, NewAgent};
-pub use checkpoints::{ChangeStats, CheckpointRecord, NewCheckpoint};
+pub use checkpoints::{ChangeStats, CheckpointRecord, CheckpointReferences, NewCheckpoint};
 pub use error::StoreError;
 pub use events::{NewEvent, StoredEvent};
 pub use id_prefix::{IdMatch, PREFIX_CANDIDATES};

@@ -730,3 +730,162 @@ async fn slash_rewind_in_the_tui_rewinds_the_open_session() {
     pty.wait_exit(WAIT).expect("herald exits on Ctrl+D");
     h.server.assert_invariants();
 }
+
+/// Bytes git cannot compress (so a snapshot holding them takes their size).
+fn noise(len: usize) -> Vec<u8> {
+    let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
+    (0..len)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state >> 24) as u8
+        })
+        .collect()
+}
+
+/// The size of every file below `dir`.
+fn size_of(dir: &Path) -> u64 {
+    std::fs::read_dir(dir).map_or(0, |entries| {
+        entries
+            .map(|e| e.unwrap().path())
+            .map(|p| {
+                if p.is_dir() {
+                    size_of(&p)
+                } else {
+                    p.metadata().map_or(0, |m| m.len())
+                }
+            })
+            .sum()
+    })
+}
+
+/// `herald checkpoints prune` keeps what its limits allow and, beyond the
+/// size limit, deletes the oldest checkpoints and their snapshots; the
+/// conversation stays. Bad limits are refused and change nothing.
+#[tokio::test(flavor = "multi_thread")]
+async fn prune_keeps_checkpoints_within_the_limits_and_drops_the_rest() {
+    let h = harness().await;
+    std::fs::write(h.work_path().join("noise.bin"), noise(3 << 20)).unwrap();
+    let id = three_turns(&h).await;
+    let repositories = h.home.path().join("checkpoints");
+    assert!(size_of(&repositories) > 3 << 20);
+
+    // Within the default limits (30 days, 2 GiB) nothing goes.
+    let report = h.cli_json(&["checkpoints", "prune", "--json"]).await;
+    assert_eq!(report["checkpoints_removed"], 0, "{report}");
+    assert_eq!(report["repositories"], 1, "{report}");
+    assert_eq!(checkpoints(&h, &id, false).await.len(), 3);
+
+    for bad in [
+        vec!["checkpoints", "prune", "--keep-days", "-1"],
+        vec!["checkpoints", "prune", "--keep-days", "40000"],
+        vec!["checkpoints", "prune", "--max-size-mb", "lots"],
+    ] {
+        let output = herald(&h, &bad).await;
+        assert_eq!(
+            output.status.code(),
+            Some(2),
+            "{bad:?}: {}",
+            stderr(&output)
+        );
+    }
+    h.config("[checkpoints]\nkeep_days = -3\n");
+    let output = herald(&h, &["checkpoints", "prune"]).await;
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(stderr(&output).contains("keep_days"), "{}", stderr(&output));
+    h.config("");
+    assert_eq!(
+        checkpoints(&h, &id, false).await.len(),
+        3,
+        "nothing changed"
+    );
+
+    // Beyond 1 MiB every checkpoint goes, oldest first, and the
+    // repository with them.
+    let messages = exported(&h, &id).await.len();
+    let output = herald(&h, &["checkpoints", "prune", "--max-size-mb", "1"]).await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = stdout(&output);
+    assert!(
+        text.contains("3 checkpoints") && text.contains("1 of 1 repositories removed"),
+        "{text}"
+    );
+    assert!(size_of(&repositories) < 1 << 20);
+    assert!(checkpoints(&h, &id, true).await.is_empty());
+    let output = herald(&h, &["rewind", &id, "--turn", "2", "--yes"]).await;
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert_eq!(
+        exported(&h, &id).await.len(),
+        messages,
+        "the conversation is kept"
+    );
+}
+
+/// At the start of a session the daily prune runs in a process of its
+/// own with `[checkpoints]`'s limits; the session does not wait for it.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_daily_prune_runs_in_the_background_when_a_session_starts() {
+    let h = harness().await;
+    std::fs::write(h.work_path().join("noise.bin"), noise(3 << 20)).unwrap();
+    let id = turn(&h, None, ONE).await;
+    assert_eq!(checkpoints(&h, &id, false).await.len(), 1);
+    h.config("[checkpoints]\nmax_size_mb = 1\n");
+    // A turn that only reads: it adds a checkpoint but no snapshot.
+    turn(&h, Some(&id), "look at a.txt").await;
+    let marker = h.home.path().join("checkpoints/last-prune");
+    let t0 = std::time::Instant::now();
+    while !marker.exists() && t0.elapsed() < std::time::Duration::from_secs(20) {
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert!(marker.exists(), "the background prune finished");
+    assert!(checkpoints(&h, &id, true).await.is_empty());
+    assert!(size_of(&h.home.path().join("checkpoints")) < 1 << 20);
+    // Done for the day: the next start leaves the marker as it is.
+    let stamp = marker.metadata().unwrap().modified().unwrap();
+    turn(&h, Some(&id), "look again").await;
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    assert_eq!(marker.metadata().unwrap().modified().unwrap(), stamp);
+}
+
+/// With `[checkpoints] enabled = false` no snapshot is taken (no shadow
+/// repository appears); turns are still recorded, so the conversation
+/// rewinds and a files rewind says why it cannot.
+#[tokio::test(flavor = "multi_thread")]
+async fn turned_off_checkpoints_take_no_snapshot_and_rewind_only_the_conversation() {
+    let h = harness().await;
+    h.server.allow_branches(
+        "a rewind branches the conversation: the resumed request continues an earlier one",
+    );
+    h.config("[checkpoints]\nenabled = false\n");
+    let id = turn(&h, None, ONE).await;
+    assert_eq!(
+        std::fs::read_to_string(h.work_path().join("a.txt")).unwrap(),
+        "a1\nchanged in turn one\n"
+    );
+    assert!(!h.home.path().join("checkpoints").exists());
+    let list = checkpoints(&h, &id, false).await;
+    assert!(list[0]["commit_id"].is_null());
+    assert!(
+        list[0]["note"]
+            .as_str()
+            .unwrap()
+            .contains("enabled = false"),
+        "{list:?}"
+    );
+    let output = herald(&h, &["rewind", &id, "--turn", "1", "--files-only", "--yes"]).await;
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).contains("enabled = false"),
+        "{}",
+        stderr(&output)
+    );
+    assert_eq!(
+        std::fs::read_to_string(h.work_path().join("a.txt")).unwrap(),
+        "a1\nchanged in turn one\n",
+        "nothing changed"
+    );
+    let output = herald(&h, &["rewind", &id, "--turn", "1", "--conversation-only"]).await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    h.server.assert_invariants();
+}

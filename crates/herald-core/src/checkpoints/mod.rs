@@ -11,6 +11,7 @@
 //! (other directories, databases, services, remote state), ignored files,
 //! nested git repositories and files larger than [`MAX_FILE_BYTES`].
 
+mod prune;
 mod recorder;
 mod rewind;
 mod shadow;
@@ -18,8 +19,10 @@ mod shadow;
 use herald_protocol::{Message, Role};
 use herald_tools::ToolRegistry;
 
+pub use prune::{PRUNE_INTERVAL, PruneError, PruneReport, Retention, prune, prune_due};
 pub use recorder::{
-    Checkpointer, NO_WRITES_NOTE, READ_ONLY_SESSION_NOTE, SnapshotGate, took_no_snapshot_for_reads,
+    CHECKPOINTS_OFF_NOTE, Checkpointer, FileSnapshots, NO_WRITES_NOTE, READ_ONLY_SESSION_NOTE,
+    SnapshotGate, took_no_snapshot_for_reads,
 };
 pub use rewind::{
     ConversationPlan, FilesPlan, RewindError, RewindOutcome, RewindPlan, RewindScope, apply_rewind,

@@ -34,6 +34,23 @@ pub const NO_WRITES_NOTE: &str = "no call of this turn could change files";
 /// The note of every turn of a session that cannot change files.
 pub const READ_ONLY_SESSION_NOTE: &str = "the session cannot change files (read-only)";
 
+/// The note of every turn while file checkpoints are turned off: such a
+/// turn may change files without a snapshot, so a rewind cannot restore
+/// the files of the turns before it.
+pub const CHECKPOINTS_OFF_NOTE: &str =
+    "file checkpoints are turned off ([checkpoints] enabled = false)";
+
+/// Whether a session's turns get file snapshots, and why not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileSnapshots {
+    /// Before the first call of a turn that can change files.
+    Taken,
+    /// Never: nothing in the session can change files.
+    ReadOnlySession,
+    /// Never: `[checkpoints] enabled = false`.
+    TurnedOff,
+}
+
 /// Whether a checkpoint's note says its turn took no snapshot only because
 /// nothing in it could change files (not a failed snapshot, not a
 /// read-only session).
@@ -237,8 +254,8 @@ pub struct Checkpointer {
     session_id: String,
     cwd: PathBuf,
     home: PathBuf,
-    /// Whether the session can change files (else rows without snapshots).
-    files: bool,
+    /// Whether turns get snapshots (else rows without them).
+    files: FileSnapshots,
     next_turn: u32,
     gate: Arc<SnapshotGate>,
     current: Option<Current>,
@@ -256,7 +273,7 @@ impl Checkpointer {
         session_id: &str,
         cwd: PathBuf,
         home: PathBuf,
-        files: bool,
+        files: FileSnapshots,
         first_turn: u32,
         gate: Arc<SnapshotGate>,
     ) -> Self {
@@ -297,7 +314,7 @@ impl Checkpointer {
 
     /// Whether turns of this session get file snapshots.
     pub fn takes_snapshots(&self) -> bool {
-        self.files
+        self.files == FileSnapshots::Taken
     }
 
     /// After a rewind to before `turn`: that turn comes next.
@@ -322,11 +339,14 @@ impl Checkpointer {
             message_count: 0,
             cwd: self.cwd.display().to_string(),
             commit_id: None,
-            note: Some(if self.files {
-                NO_WRITES_NOTE.to_owned()
-            } else {
-                READ_ONLY_SESSION_NOTE.to_owned()
-            }),
+            note: Some(
+                match self.files {
+                    FileSnapshots::Taken => NO_WRITES_NOTE,
+                    FileSnapshots::ReadOnlySession => READ_ONLY_SESSION_NOTE,
+                    FileSnapshots::TurnedOff => CHECKPOINTS_OFF_NOTE,
+                }
+                .to_owned(),
+            ),
         };
         let recorded = self
             .store
@@ -350,7 +370,7 @@ impl Checkpointer {
             }
         };
         self.current = Some((id, None));
-        if !self.files {
+        if self.files != FileSnapshots::Taken {
             return;
         }
         self.gate.arm(SnapshotJob {
@@ -501,7 +521,7 @@ mod tests {
             "ses_t",
             s.work.clone(),
             s.home.clone(),
-            true,
+            FileSnapshots::Taken,
             1,
             Arc::clone(gate),
         )
@@ -635,7 +655,7 @@ mod tests {
             "ses_t",
             s.work.clone(),
             s.home.clone(),
-            false,
+            FileSnapshots::ReadOnlySession,
             1,
             Arc::clone(&gate),
         )

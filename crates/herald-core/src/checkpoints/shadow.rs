@@ -16,9 +16,13 @@
 //! The index is shared per working tree (`herald-index`), so git's stat
 //! cache makes a snapshot of an unchanged tree cheap; each snapshot works on
 //! a private copy and renames it back, so two herald processes in the same
-//! directory never fight over `index.lock`. Snapshots of one session form a
-//! chain on `refs/herald/sessions/<id>`, which keeps them reachable; a
-//! snapshot whose tree equals the chain's tip reuses the tip.
+//! directory never fight over `index.lock`. Each snapshot is a commit
+//! without parents kept by its own ref, `refs/herald/snapshots/<commit>`,
+//! so pruning can drop any one of them; `refs/herald/sessions/<id>` names a
+//! session's latest snapshot, and a snapshot whose tree equals it reuses
+//! it. (Older versions chained a session's snapshots as parents; pruning
+//! converts such chains, see `prune`.) A snapshot holds the repository's
+//! lock shared, pruning holds it exclusively ([`RepositoryLock`]).
 
 use std::ffi::{OsStr, OsString};
 use std::io::Write;
@@ -116,6 +120,16 @@ impl Shadow {
         })
     }
 
+    /// The shadow repository at `git_dir` itself, for maintenance that
+    /// never touches a working tree (pruning; the tree may be gone).
+    pub(super) fn repository(git_dir: PathBuf) -> Shadow {
+        Shadow {
+            work_tree: git_dir.clone(),
+            git_dir,
+            max_file_bytes: MAX_FILE_BYTES,
+        }
+    }
+
     /// The same with another size bound (tests).
     pub fn with_max_file_bytes(mut self, bytes: u64) -> Self {
         self.max_file_bytes = bytes;
@@ -137,6 +151,7 @@ impl Shadow {
     /// commit message.
     pub fn snapshot(&self, session_id: &str, message: &str) -> Result<Snapshot, ShadowError> {
         self.refuse_huge_roots()?;
+        let _lock = RepositoryLock::shared(&self.git_dir)?;
         self.ensure_repository()?;
         let index = TempIndex::copy_of(&self.shared_index())?;
         let listing = self.git(
@@ -259,21 +274,18 @@ impl Shadow {
                 too_large,
             }
         } else {
-            let mut args = vec!["commit-tree", tree.as_str(), "-m", message];
-            if !tip_commit.is_empty() {
-                args.extend(["-p", tip_commit]);
-            }
-            let commit = text(self.git(&args, None, None)?);
+            let commit =
+                text(self.git(&["commit-tree", tree.as_str(), "-m", message], None, None)?);
             let old = if tip_commit.is_empty() {
                 "0000000000000000000000000000000000000000"
             } else {
                 tip_commit
             };
-            self.git(
-                &["update-ref", reference.as_str(), commit.as_str(), old],
-                None,
-                None,
-            )?;
+            let refs = format!(
+                "update {reference} {commit} {old}\ncreate {} {commit}\n",
+                snapshot_ref(&commit)
+            );
+            self.git(&["update-ref", "--stdin"], Some(refs.as_bytes()), None)?;
             Snapshot {
                 commit,
                 created: true,
@@ -494,7 +506,7 @@ impl Shadow {
     }
 
     /// Runs `git args` on this repository and returns its stdout.
-    fn git(
+    pub(super) fn git(
         &self,
         args: &[&str],
         stdin: Option<&[u8]>,
@@ -684,6 +696,58 @@ fn repository_name(work_tree: &Path) -> String {
     format!("{base}-{hex}.git")
 }
 
+/// The ref that keeps snapshot `commit`.
+pub(super) fn snapshot_ref(commit: &str) -> String {
+    format!("{SNAPSHOT_REFS}{commit}")
+}
+
+/// Where the refs of single snapshots live.
+pub(super) const SNAPSHOT_REFS: &str = "refs/herald/snapshots/";
+
+/// Where the refs naming each session's latest snapshot live.
+pub(super) const SESSION_REFS: &str = "refs/herald/sessions/";
+
+/// A lock beside a shadow repository (`<name>.lock` next to `<name>.git`):
+/// snapshots hold it shared, so any number run at once; pruning holds it
+/// exclusively, so no snapshot reuses an object while unreachable ones are
+/// deleted. Released when dropped (and when the process dies).
+pub(super) struct RepositoryLock {
+    _file: std::fs::File,
+}
+
+impl RepositoryLock {
+    fn open(git_dir: &Path) -> Result<std::fs::File, ShadowError> {
+        let path = git_dir.with_extension("lock");
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).map_err(|err| {
+                ShadowError::Io(format!("cannot create {}: {err}", parent.display()))
+            })?;
+        }
+        std::fs::File::options()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(|err| ShadowError::Io(format!("cannot open {}: {err}", path.display())))
+    }
+
+    /// Waits for the lock, shared.
+    pub(super) fn shared(git_dir: &Path) -> Result<RepositoryLock, ShadowError> {
+        let file = Self::open(git_dir)?;
+        file.lock_shared()
+            .map_err(|err| ShadowError::Io(format!("cannot lock {}: {err}", git_dir.display())))?;
+        Ok(RepositoryLock { _file: file })
+    }
+
+    /// Waits for the lock, exclusively.
+    pub(super) fn exclusive(git_dir: &Path) -> Result<RepositoryLock, ShadowError> {
+        let file = Self::open(git_dir)?;
+        file.lock()
+            .map_err(|err| ShadowError::Io(format!("cannot lock {}: {err}", git_dir.display())))?;
+        Ok(RepositoryLock { _file: file })
+    }
+}
+
 /// `refs/herald/sessions/<id>`; ids of other characters than letters,
 /// digits, `_` and `-` are refused.
 fn session_ref(session_id: &str) -> Result<String, ShadowError> {
@@ -696,7 +760,7 @@ fn session_ref(session_id: &str) -> Result<String, ShadowError> {
             "'{session_id}' is not a session id herald makes"
         )));
     }
-    Ok(format!("refs/herald/sessions/{session_id}"))
+    Ok(format!("{SESSION_REFS}{session_id}"))
 }
 
 fn nul_joined<'a>(items: impl Iterator<Item = &'a OsStr>) -> Vec<u8> {

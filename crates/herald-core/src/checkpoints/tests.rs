@@ -349,7 +349,7 @@ async fn session() -> Session {
         "ses_t",
         d.work.clone(),
         d.home.clone(),
-        true,
+        FileSnapshots::Taken,
         1,
         std::sync::Arc::clone(&gate),
     )
@@ -512,4 +512,241 @@ async fn a_files_rewind_keeps_the_start_of_later_turns_without_a_snapshot() {
     assert!(plan.changes_files());
     apply_rewind(&s.store, plan).await.unwrap();
     assert_eq!(read(&s.d.work, "a.txt").as_deref(), Some("one\n"));
+}
+
+/// Content unlike any other (so its blob is only in one snapshot), large
+/// enough that dropping it shows in the repository's size.
+fn bulky(tag: &str) -> String {
+    (0..20_000).map(|i| format!("{tag} line {i}\n")).collect()
+}
+
+/// Whether the shadow repository `git_dir` holds the blob of `content`.
+fn has_blob(git_dir: &Path, content: &str) -> bool {
+    use std::io::Write as _;
+    let mut hash = std::process::Command::new("git")
+        .args(["hash-object", "--stdin"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    hash.stdin
+        .take()
+        .unwrap()
+        .write_all(content.as_bytes())
+        .unwrap();
+    let out = hash.wait_with_output().unwrap();
+    let sha = String::from_utf8(out.stdout).unwrap();
+    std::process::Command::new("git")
+        .arg("--git-dir")
+        .arg(git_dir)
+        .args(["cat-file", "-e", sha.trim()])
+        .status()
+        .unwrap()
+        .success()
+}
+
+impl Session {
+    async fn rows(&self) -> Vec<herald_store::CheckpointRecord> {
+        self.store
+            .call(|st| st.checkpoints("ses_t", true))
+            .await
+            .unwrap()
+            .unwrap()
+    }
+
+    fn git_dir(&self) -> PathBuf {
+        Shadow::for_work_tree(&self.d.home, &self.d.work)
+            .unwrap()
+            .git_dir()
+            .to_path_buf()
+    }
+
+    /// Three turns, each writing new content to `a.txt`; the first two
+    /// more than two seconds (of git's whole-second commit times) before
+    /// the third.
+    async fn three_turns(&mut self) -> [String; 3] {
+        let versions = [bulky("one"), bulky("two"), bulky("three")];
+        for (n, version) in versions.iter().enumerate() {
+            if n == 2 {
+                tokio::time::sleep(std::time::Duration::from_millis(3_500)).await;
+            }
+            let v = version.clone();
+            self.turn(Some(&move |work: &Path| write(work, "a.txt", &v)))
+                .await;
+        }
+        versions
+    }
+}
+
+#[tokio::test]
+async fn pruning_drops_old_checkpoints_and_what_only_they_kept() {
+    let mut s = session().await;
+    let [one, two, three] = s.three_turns().await;
+    let git_dir = s.git_dir();
+    assert!(has_blob(&git_dir, &one) && has_blob(&git_dir, &two));
+
+    let retention = Retention {
+        keep_for: Some(std::time::Duration::from_secs(2)),
+        max_bytes: None,
+    };
+    let report = prune(&s.store, &s.d.home, retention).await.unwrap();
+    assert_eq!(report.checkpoints_removed, 2, "{report:?}");
+    assert!(report.snapshots_removed >= 2, "{report:?}");
+    assert_eq!(report.repositories, 1);
+    assert_eq!(report.repositories_removed, 0);
+    assert!(report.failures.is_empty(), "{report:?}");
+    assert!(
+        report.bytes_after < report.bytes_before,
+        "{} -> {}",
+        report.bytes_before,
+        report.bytes_after
+    );
+    assert!(!has_blob(&git_dir, &one), "turn 1's content is gone");
+    // What turn 3 started from (turn 2's result) and ended with are kept.
+    assert!(has_blob(&git_dir, &two) && has_blob(&git_dir, &three));
+    let rows = s.rows().await;
+    assert_eq!(rows.iter().map(|r| r.turn).collect::<Vec<_>>(), vec![3]);
+
+    // Turn 3 still rewinds: its files come back.
+    let plan = s.plan(3, RewindScope::FilesOnly).await.unwrap();
+    apply_rewind(&s.store, plan).await.unwrap();
+    assert_eq!(read(&s.d.work, "a.txt"), Some(two.clone()));
+    // Turn 1 does not.
+    assert!(s.plan(1, RewindScope::FilesOnly).await.is_err());
+
+    // A second prune finds nothing more to do, and a next turn snapshots.
+    let again = prune(&s.store, &s.d.home, retention).await.unwrap();
+    assert_eq!(again.checkpoints_removed, 0, "{again:?}");
+    s.turn(Some(&|work: &Path| write(work, "b.txt", "b\n")))
+        .await;
+    assert!(s.rows().await.last().unwrap().end_commit_id.is_some());
+    assert!(!super::prune_due(&s.d.home), "a prune just finished");
+}
+
+#[tokio::test]
+async fn over_the_size_limit_the_oldest_go_until_it_fits() {
+    let mut s = session().await;
+    s.three_turns().await;
+    let git_dir = s.git_dir();
+    // No age limit; a limit nothing fits under: everything goes.
+    let retention = Retention {
+        keep_for: None,
+        max_bytes: Some(1),
+    };
+    let report = prune(&s.store, &s.d.home, retention).await.unwrap();
+    assert_eq!(report.checkpoints_removed, 3, "{report:?}");
+    assert_eq!(report.repositories_removed, 1, "{report:?}");
+    assert_eq!(report.bytes_after, 0, "{report:?}");
+    assert!(!git_dir.exists());
+    assert!(s.rows().await.is_empty());
+    // The conversation rewinds no files now, and the next turn starts a
+    // new repository.
+    s.turn(Some(&|work: &Path| write(work, "b.txt", "b\n")))
+        .await;
+    assert!(git_dir.exists());
+
+    // A limit that fits keeps everything.
+    let roomy = Retention {
+        keep_for: None,
+        max_bytes: Some(1 << 30),
+    };
+    let report = prune(&s.store, &s.d.home, roomy).await.unwrap();
+    assert_eq!(report.checkpoints_removed, 0, "{report:?}");
+    assert_eq!(s.rows().await.len(), 1);
+}
+
+#[tokio::test]
+async fn pruning_frees_a_chain_left_by_an_older_version() {
+    let mut s = session().await;
+    let [one, two, three] = s.three_turns().await;
+    let git_dir = s.git_dir();
+    // Rebuild what older versions left: the session's snapshots chained as
+    // parents under its ref, no ref per snapshot, rows naming the chain.
+    let git = |args: &[&str], stdin: Option<&str>| -> String {
+        use std::io::Write as _;
+        let mut child = std::process::Command::new("git")
+            .arg("--git-dir")
+            .arg(&git_dir)
+            .args(args)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut input = child.stdin.take().unwrap();
+        input.write_all(stdin.unwrap_or("").as_bytes()).unwrap();
+        drop(input);
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "git {args:?}");
+        String::from_utf8(out.stdout).unwrap().trim().to_owned()
+    };
+    let rows = s.rows().await;
+    let mut chain: Vec<(String, String)> = Vec::new();
+    let mut parent: Option<String> = None;
+    for row in &rows {
+        for commit in [&row.commit_id, &row.end_commit_id].into_iter().flatten() {
+            if chain.iter().any(|(old, _)| old == commit) {
+                continue;
+            }
+            let tree = git(&["rev-parse", &format!("{commit}^{{tree}}")], None);
+            let mut args = vec!["commit-tree", tree.as_str(), "-m", "old"];
+            if let Some(p) = &parent {
+                args.extend(["-p", p.as_str()]);
+            }
+            let new = git(&args, None);
+            parent = Some(new.clone());
+            chain.push((commit.clone(), new));
+        }
+    }
+    let refs = git(
+        &["for-each-ref", "--format=%(refname)", "refs/herald/"],
+        None,
+    );
+    let mut update: String = refs
+        .lines()
+        .filter(|r| r.starts_with("refs/herald/snapshots/"))
+        .map(|r| format!("delete {r}\n"))
+        .collect();
+    update.push_str(&format!(
+        "update refs/herald/sessions/ses_t {}\n",
+        parent.clone().unwrap()
+    ));
+    git(&["update-ref", "--stdin"], Some(&update));
+    git(&["gc", "--quiet", "--prune=now"], None);
+    {
+        let db = rusqlite::Connection::open(s.d.home.join("state.db")).unwrap();
+        for (old, new) in &chain {
+            db.execute(
+                "UPDATE checkpoints SET commit_id = ?2 WHERE commit_id = ?1",
+                [old, new],
+            )
+            .unwrap();
+            db.execute(
+                "UPDATE checkpoints SET end_commit_id = ?2 WHERE end_commit_id = ?1",
+                [old, new],
+            )
+            .unwrap();
+        }
+    }
+    assert!(has_blob(&git_dir, &one));
+
+    let retention = Retention {
+        keep_for: Some(std::time::Duration::from_secs(2)),
+        max_bytes: None,
+    };
+    let report = prune(&s.store, &s.d.home, retention).await.unwrap();
+    assert_eq!(report.checkpoints_removed, 2, "{report:?}");
+    assert!(report.failures.is_empty(), "{report:?}");
+    // Turn 3's commits still have turn 2's as parent, which pins turn 1's
+    // content until turn 3 goes too; it keeps its own ref meanwhile.
+    assert!(has_blob(&git_dir, &two) && has_blob(&git_dir, &three));
+    let plan = s.plan(3, RewindScope::FilesOnly).await.unwrap();
+    apply_rewind(&s.store, plan).await.unwrap();
+    assert_eq!(read(&s.d.work, "a.txt"), Some(two));
+    // Once turn 3 goes, nothing of the chain is left.
+    let all = Retention {
+        keep_for: None,
+        max_bytes: Some(1),
+    };
+    prune(&s.store, &s.d.home, all).await.unwrap();
+    assert!(!git_dir.exists() || !has_blob(&git_dir, &one));
 }

@@ -205,6 +205,28 @@ pub(crate) const MEMORY: &[Key] = &[
     ),
 ];
 
+/// `[checkpoints]`.
+pub(crate) const CHECKPOINTS: &[Key] = &[
+    key(
+        "enabled",
+        Kind::Bool,
+        "whether turns that change files snapshot the working tree first",
+        "true",
+    ),
+    key(
+        "keep_days",
+        int_or_zero(1, 36_500, "never prune by age"),
+        "days a checkpoint is kept",
+        "30",
+    ),
+    key(
+        "max_size_mb",
+        int_or_zero(1, 10_000_000, "no size limit"),
+        "MiB all checkpoint repositories may take together",
+        "2048",
+    ),
+];
+
 /// `[sessions]`.
 pub(crate) const SESSIONS: &[Key] = &[key(
     "title_model",
@@ -386,6 +408,7 @@ pub(crate) const TOP: &[Key] = &[
     key("memory", Kind::Section(MEMORY), "", ""),
     key("compression", Kind::Section(COMPRESSION), "", ""),
     key("sessions", Kind::Section(SESSIONS), "", ""),
+    key("checkpoints", Kind::Section(CHECKPOINTS), "", ""),
     key("code_execution", Kind::Section(CODE_EXECUTION), "", ""),
     key("serve", Kind::Section(SERVE), "", ""),
     key("permissions", Kind::Section(PERMISSIONS), "", ""),
@@ -689,6 +712,11 @@ mod tests {
             "sessions",
             SESSIONS,
             &crate::config::SessionsConfig::default(),
+        );
+        same(
+            "checkpoints",
+            CHECKPOINTS,
+            &crate::config::CheckpointsConfig::default(),
         );
         same(
             "code_execution",

@@ -106,6 +106,8 @@ pub struct EffectiveConfig {
     pub compression: CompressionConfig,
     /// `[sessions]`.
     pub sessions: crate::config::SessionsConfig,
+    /// `[checkpoints]`.
+    pub checkpoints: crate::config::CheckpointsConfig,
     /// `[code_execution]`.
     pub code_execution: CodeExecutionConfig,
     /// `[serve]`.
@@ -186,6 +188,7 @@ impl EffectiveConfig {
             memory: settings.memory.clone(),
             compression: settings.compression.clone(),
             sessions: settings.sessions.clone(),
+            checkpoints: settings.checkpoints.clone(),
             code_execution: settings.code_execution.clone(),
             serve: settings.serve.clone(),
         }

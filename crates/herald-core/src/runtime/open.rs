@@ -297,7 +297,7 @@ pub async fn open_session(mut options: SessionOptions) -> Result<Session, Runtim
         &session_id,
         settings.cwd.clone(),
         settings.home.clone(),
-        crate::checkpoints::can_change_files(agent.registry(), permissions.mode()),
+        file_snapshots(settings, &agent, &permissions),
         first_turn,
         snapshot_gate,
     )
@@ -482,6 +482,22 @@ async fn adopt_system_prompt(
 
 /// Forgets finished agents older than `delegation.prune_after_hours`;
 /// nobody waits for it.
+/// Whether this session's turns get file snapshots, and why not.
+fn file_snapshots(
+    settings: &Settings,
+    agent: &Agent,
+    permissions: &crate::permissions::Permissions,
+) -> crate::checkpoints::FileSnapshots {
+    use crate::checkpoints::FileSnapshots;
+    if !crate::checkpoints::can_change_files(agent.registry(), permissions.mode()) {
+        FileSnapshots::ReadOnlySession
+    } else if settings.checkpoints.enabled {
+        FileSnapshots::Taken
+    } else {
+        FileSnapshots::TurnedOff
+    }
+}
+
 fn prune_old_agents(settings: &Settings, store: &StoreHandle) {
     let now_ms = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
