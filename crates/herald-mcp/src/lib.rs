@@ -23,8 +23,11 @@
 //!   call's [`ElicitationHandler`] (the tool adapter asks the calling
 //!   agent's permission gate, which asks the user or declines).
 //!
-//! Not here yet: prompts, URL-mode elicitation and sampling (not declared
-//! to servers), legacy SSE servers (rmcp 3 has no client for them).
+//! - [`McpHub::prompts`] / [`McpHub::prompt_text`]: the servers' prompt
+//!   templates, which front ends offer as `/<server>:<prompt>` commands.
+//!
+//! Not here yet: URL-mode elicitation and sampling (not declared to
+//! servers), legacy SSE servers (rmcp 3 has no client for them).
 
 mod cache;
 mod config;
@@ -32,6 +35,7 @@ mod content;
 mod hub;
 mod names;
 mod project;
+mod prompts;
 mod resources;
 mod schema;
 mod search;
@@ -52,6 +56,7 @@ pub use project::{
     PROJECT_FILE, ProjectApprovals, ProjectError, ProjectServers, find_project_file,
     load_project_servers,
 };
+pub use prompts::{McpPrompt, McpPromptArgument, McpPromptError};
 pub use resources::RESOURCES_TOOLSET;
 pub use schema::normalize_input_schema;
 pub use search::SEARCH_TOOLSET;

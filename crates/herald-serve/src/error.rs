@@ -161,6 +161,7 @@ impl From<RuntimeError> for ApiError {
                 message,
             ),
             RuntimeError::Store(_) => Self::internal(message),
+            RuntimeError::McpPrompt(_) => Self::bad_request(message),
         }
     }
 }

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use crossterm::event::{Event as TermEvent, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use futures_util::StreamExt;
-use herald_core::runtime::{Catalog, Op, OpenMode, Session, Subscription, TurnResult};
+use herald_core::runtime::{Catalog, McpPrompt, Op, OpenMode, Session, Subscription, TurnResult};
 use herald_core::{ApprovalAnswer, CompressionReport, ElicitAnswer, Settings, StoreHandle};
 use herald_protocol::{Event, EventKind, McpServerStatus, ToolStatus};
 use ratatui::Frame;
@@ -144,6 +144,9 @@ pub struct App {
     width: u16,
     dirty: bool,
     file_index: Option<mpsc::UnboundedReceiver<FileIndex>>,
+    /// The open session's MCP prompts (`/<server>:<prompt>`), once listed.
+    pub(crate) prompts: Vec<McpPrompt>,
+    prompts_listed: Option<mpsc::UnboundedReceiver<Vec<McpPrompt>>>,
 }
 
 /// Runs the TUI on this process's terminal until the user leaves.
@@ -220,6 +223,15 @@ async fn run_in_terminal(setup: TuiSetup) -> Result<TuiOutcome, TuiError> {
                 // What was typed meanwhile goes now.
                 app.start_queued();
             }
+            prompts = recv_prompts(&mut app.prompts_listed) => {
+                app.prompts_listed = None;
+                if let Some(prompts) = prompts {
+                    app.composer.set_extra_commands(
+                        prompts.iter().map(slash::SlashCommand::for_prompt).collect(),
+                    );
+                    app.prompts = prompts;
+                }
+            }
             index = recv_index(&mut app.file_index) => {
                 app.file_index = None;
                 if let Some(index) = index {
@@ -262,6 +274,15 @@ async fn poll_compact(compacting: &mut Option<CompactFuture>) -> Result<Compress
 async fn recv_index(
     receiver: &mut Option<mpsc::UnboundedReceiver<FileIndex>>,
 ) -> Option<FileIndex> {
+    match receiver {
+        Some(receiver) => receiver.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+async fn recv_prompts(
+    receiver: &mut Option<mpsc::UnboundedReceiver<Vec<McpPrompt>>>,
+) -> Option<Vec<McpPrompt>> {
     match receiver {
         Some(receiver) => receiver.recv().await,
         None => std::future::pending().await,
@@ -311,6 +332,8 @@ impl App {
             width,
             dirty: true,
             file_index: None,
+            prompts: Vec::new(),
+            prompts_listed: None,
         };
         app.index_files();
         app.session_opened().await;
@@ -318,6 +341,17 @@ impl App {
             app.submit(prompt).await;
         }
         app
+    }
+
+    /// Lists the session's MCP prompts in the background (servers may
+    /// still be starting); they become slash commands when they arrive.
+    fn list_prompts(&mut self) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let session = self.session.clone();
+        tokio::spawn(async move {
+            let _ = tx.send(session.mcp_prompts().await);
+        });
+        self.prompts_listed = Some(rx);
     }
 
     /// Builds the `@` file index off the runtime.
@@ -333,6 +367,7 @@ impl App {
     /// The header, the replayed conversation of a resumed session, and
     /// the status for the session now open.
     async fn session_opened(&mut self) {
+        self.list_prompts();
         self.status = Status {
             model: self.settings.model.clone(),
             context_window: herald_core::compress::context_window(
@@ -945,6 +980,11 @@ impl App {
             };
             if slash::find(name).is_some() {
                 return commands::run(self, name, args.to_owned()).await;
+            }
+            // `/<server>:<prompt>`: an MCP prompt.
+            if name.contains(':') && !name.contains('/') {
+                commands::mcp_prompt(self, name, args).await;
+                return Flow::Continue;
             }
             // A path typed at the start of a prompt (`/etc/hosts is…`) is
             // not a command either: it has another slash in its first word.

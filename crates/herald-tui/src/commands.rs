@@ -52,7 +52,12 @@ pub(crate) async fn run(app: &mut App, name: &str, args: String) -> Flow {
 fn help(app: &mut App) {
     let bold = Style::default().add_modifier(Modifier::BOLD);
     let mut lines = vec![Line::from(Span::styled("Commands", bold))];
-    for command in COMMANDS {
+    let prompts: Vec<_> = app
+        .prompts
+        .iter()
+        .map(crate::slash::SlashCommand::for_prompt)
+        .collect();
+    for command in COMMANDS.iter().chain(&prompts) {
         let name = if command.args.is_empty() {
             format!("/{}", command.name)
         } else {
@@ -60,7 +65,7 @@ fn help(app: &mut App) {
         };
         lines.push(Line::from(vec![
             Span::raw(format!("  {name:<16}")),
-            Span::styled(command.description, dim()),
+            Span::styled(command.description.to_string(), dim()),
         ]));
     }
     lines.push(Line::default());
@@ -309,6 +314,20 @@ fn memory(app: &mut App) {
         lines.push(Line::default());
     }
     app.show(Overlay::Text(TextView::new("memory", lines)));
+}
+
+/// `/<server>:<prompt> [arguments]`: fills in an MCP prompt (the runtime
+/// binds the arguments and asks the server) and sends it as a prompt; a
+/// missing argument or an unknown prompt is a warning and sends nothing.
+pub(crate) async fn mcp_prompt(app: &mut App, command: &str, args: &str) {
+    let session = app.session().clone();
+    match session.mcp_prompt_text(command, args).await {
+        Ok(text) => app.send_prompt(text),
+        Err(err) => app.say(
+            Level::Warning,
+            &format!("{err} (nothing was sent to the model; /help lists the commands)"),
+        ),
+    }
 }
 
 /// `/skills`: the skills the agent can load.

@@ -216,3 +216,62 @@ async fn the_interactive_loop_fills_in_a_servers_form_field_by_field() {
     // Skipped optional fields are left out.
     assert!(!result.contains("\"email\""), "{result}");
 }
+
+/// In the TUI a server's prompts are slash commands `/<server>:<prompt>`:
+/// offered by the completion popup and `/help`, filled in with the words
+/// typed after them and sent as the prompt; a missing argument or an
+/// unknown prompt is a warning and sends nothing.
+#[tokio::test(flavor = "multi_thread")]
+async fn mcp_prompts_are_slash_commands_in_the_tui() {
+    let h = Harness::new(Script::new().responder(|view| {
+        let last = view
+            .messages
+            .last()
+            .map(|m| m.text.clone())
+            .unwrap_or_default();
+        Reply::text(format!("answered: {last}"))
+    }))
+    .await;
+    h.config(&everything_config());
+    let pty = h.tui(&[], 30, 120);
+    let wait = std::time::Duration::from_secs(30);
+    pty.wait_for(|s| s.contains("Ask herald"), wait).unwrap();
+
+    // The popup offers the prompts once the server has listed them.
+    pty.send_str("/ev:");
+    pty.wait_for(|s| s.contains("/ev:args-prompt CITY [STATE]"), wait)
+        .unwrap();
+    // Enter completes a command that needs an argument; a second Enter
+    // sends it without one: a warning, nothing sent.
+    pty.send_str("args-prompt\r");
+    pty.wait_for(
+        |s| s.contains("› /ev:args-prompt ") && !s.contains("CITY"),
+        wait,
+    )
+    .unwrap();
+    pty.send_str("\r");
+    pty.wait_for(|s| s.contains("needs `city`"), wait).unwrap();
+    pty.send_str("/ev:no-such-prompt\r");
+    pty.wait_for(|s| s.contains("offers no prompt `no-such-prompt`"), wait)
+        .unwrap();
+    assert!(h.requests_of("weather").is_empty());
+
+    pty.send_str("/ev:args-prompt Austin Texas\r");
+    pty.wait_for(
+        |s| s.contains("answered: What's weather in Austin, Texas?"),
+        wait,
+    )
+    .unwrap();
+    let sent = h.requests_of("What's weather in Austin, Texas?");
+    assert_eq!(sent.len(), 1, "one turn with the filled-in prompt");
+
+    pty.send_str("/help\r");
+    pty.wait_for(|s| s.contains("/ev:args-prompt CITY [STATE]"), wait)
+        .unwrap();
+    pty.send(herald_testkit::pty::keys::ESC);
+    // Apart from the Esc, or the two read as Alt+Ctrl+D.
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    pty.send(herald_testkit::pty::keys::CTRL_D);
+    pty.wait_exit(wait).expect("herald exits on Ctrl+D");
+    h.server.assert_invariants();
+}

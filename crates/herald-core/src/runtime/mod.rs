@@ -16,6 +16,7 @@ mod clarify;
 mod driver;
 mod end_flush;
 mod fanout;
+mod mcp_prompts;
 mod open;
 mod rules;
 mod stored_rewind;
@@ -146,6 +147,7 @@ impl SessionOptions {
 }
 
 /// The operations a front end submits: [`herald_protocol::Op`].
+pub use herald_mcp::{McpPrompt, McpPromptError};
 pub use herald_protocol::{Op, SubmissionId};
 
 /// Why an operation was refused. Each message says what to do.
@@ -175,6 +177,9 @@ pub enum RuntimeError {
     Config(String),
     #[error("{0}")]
     Store(String),
+    /// An MCP prompt could not be filled in.
+    #[error(transparent)]
+    McpPrompt(#[from] herald_mcp::McpPromptError),
 }
 
 /// What one turn came to: its `run.completed` event, read back.
@@ -273,6 +278,8 @@ struct Shared {
     steer: Arc<crate::SteerQueue>,
     /// The MCP servers this session started itself, stopped when it ends.
     own_mcp: Option<Arc<herald_mcp::McpHub>>,
+    /// The MCP servers the session reaches (its own or the process's).
+    mcp: Arc<herald_mcp::McpHub>,
     /// Longest the end-of-session memory flush may take
     /// (`[memory] flush_timeout_seconds`).
     flush_timeout: std::time::Duration,

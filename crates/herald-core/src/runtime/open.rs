@@ -319,6 +319,7 @@ pub async fn open_session(mut options: SessionOptions) -> Result<Session, Runtim
         flusher: events.flusher(),
         steer,
         own_mcp,
+        mcp: Arc::clone(&mcp),
         flush_timeout: std::time::Duration::from_secs(settings.memory.flush_timeout_seconds.max(1)),
         title_client: Mutex::new(title_client),
     });

@@ -62,6 +62,9 @@ impl McpServer {
         let resources = peer_info
             .as_ref()
             .is_some_and(|info| info.capabilities.resources.is_some());
+        let prompts = peer_info
+            .as_ref()
+            .is_some_and(|info| info.capabilities.prompts.is_some());
         Ok(Arc::new(McpServer {
             name: name.to_owned(),
             toolset: toolset_name(name),
@@ -71,6 +74,7 @@ impl McpServer {
             skipped,
             server_info,
             resources,
+            prompts,
             shared,
             state: tokio::sync::Mutex::new(State {
                 conn: Some(conn),

@@ -23,7 +23,7 @@
 //!   in a table shared with the handler (a `CallWatch` per call), which
 //!   is how those messages reach the call's [`CallRequest::progress`] and
 //!   [`CallRequest::elicit`].
-//! - `requests`: requests other than tool calls (`resources/*`), with the
+//! - `requests`: requests other than tool calls (`resources/*`, `prompts/*`), with the
 //!   same timeout, cancellation and restart handling as calls.
 
 mod call;
@@ -233,6 +233,8 @@ pub struct McpServer {
     server_info: Option<Implementation>,
     /// The server declared the `resources` capability.
     resources: bool,
+    /// The server declared the `prompts` capability.
+    prompts: bool,
     shared: Arc<handler::Shared>,
     state: tokio::sync::Mutex<connect::State>,
 }

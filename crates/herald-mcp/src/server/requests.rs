@@ -1,4 +1,4 @@
-//! Requests other than tool calls: the `resources/*` methods.
+//! Requests other than tool calls: the `resources/*` and `prompts/*` methods.
 
 use std::time::Duration;
 
@@ -52,6 +52,43 @@ impl McpServer {
             Some(Value::Array(contents)) => Ok(contents.clone()),
             _ => Err(format!(
                 "MCP server `{}` sent a resources/read answer without `contents`: {}",
+                self.name,
+                short_json(&result)
+            )),
+        }
+    }
+
+    /// Whether the server declared the `prompts` capability (prompt
+    /// templates can be listed and filled in).
+    pub fn offers_prompts(&self) -> bool {
+        self.prompts
+    }
+
+    /// `prompts/list`, every page: objects with `name`, `title`,
+    /// `description` and `arguments` (`name`, `description`, `required`).
+    pub async fn list_prompts(&self, cancel: &CancellationToken) -> Result<Vec<Value>, String> {
+        self.list_pages("prompts/list", "prompts", cancel).await
+    }
+
+    /// `prompts/get` of prompt `name` with `arguments`: the result's
+    /// `messages` (objects with `role` and `content`).
+    pub async fn get_prompt(
+        &self,
+        name: &str,
+        arguments: &std::collections::BTreeMap<String, String>,
+        cancel: &CancellationToken,
+    ) -> Result<Vec<Value>, String> {
+        let result = self
+            .request(
+                "prompts/get",
+                Some(serde_json::json!({ "name": name, "arguments": arguments })),
+                cancel,
+            )
+            .await?;
+        match result.get("messages") {
+            Some(Value::Array(messages)) => Ok(messages.clone()),
+            _ => Err(format!(
+                "MCP server `{}` sent a prompts/get answer without `messages`: {}",
                 self.name,
                 short_json(&result)
             )),

@@ -628,3 +628,45 @@ async fn over_http_each_elicitation_reaches_the_call_it_belongs_to() {
     );
     server.shutdown().await;
 }
+
+/// server-everything's prompts are listed with their arguments and fill
+/// in to the text of a user turn; bad commands get their error.
+#[tokio::test]
+async fn prompts_are_listed_and_filled_in() {
+    let (hub, _) = session_tools().await;
+    let prompts = hub.prompts().await;
+    let commands: Vec<String> = prompts.iter().map(|p| p.command()).collect();
+    assert!(
+        commands.contains(&"ev:args-prompt".to_owned()),
+        "{commands:?}"
+    );
+    assert!(
+        commands.contains(&"ev:simple-prompt".to_owned()),
+        "{commands:?}"
+    );
+    let weather = prompts.iter().find(|p| p.name == "args-prompt").unwrap();
+    assert_eq!(weather.usage(), "CITY [STATE]");
+    assert!(!weather.description.is_empty());
+
+    let cancel = CancellationToken::new();
+    let text = hub
+        .prompt_text("ev:args-prompt", "Austin Texas", &cancel)
+        .await
+        .unwrap();
+    assert_eq!(text, "What's weather in Austin, Texas?");
+    let text = hub
+        .prompt_text("ev:resource-prompt", "Text 1", &cancel)
+        .await
+        .unwrap();
+    assert!(text.contains("demo://resource/dynamic/text/1"), "{text}");
+
+    for (command, line, wanted) in [
+        ("ev:args-prompt", "", "needs `city`"),
+        ("ev:nope", "", "offers no prompt `nope`"),
+        ("zz:args-prompt", "", "no MCP server `zz`"),
+    ] {
+        let err = hub.prompt_text(command, line, &cancel).await.unwrap_err();
+        assert!(err.to_string().contains(wanted), "{command}: {err}");
+    }
+    hub.shutdown().await;
+}

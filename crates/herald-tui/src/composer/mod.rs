@@ -88,6 +88,8 @@ pub struct Composer {
     /// while unchanged, ↑/↓ keep walking the history.
     recalled: Option<u64>,
     file_index: Option<Arc<FileIndex>>,
+    /// The session's own slash commands (its MCP prompts).
+    extra_commands: Vec<crate::slash::SlashCommand>,
     /// The text width of the last layout, for ↑/↓ over wrapped rows.
     width: Cell<u16>,
     /// The first text row shown when the text is taller than the box.
@@ -106,9 +108,17 @@ impl Composer {
             popup_dismissed: false,
             recalled: None,
             file_index: None,
+            extra_commands: Vec::new(),
             width: Cell::new(0),
             scroll: Cell::new(0),
         }
+    }
+
+    /// Sets the session's own slash commands (its MCP prompts), offered
+    /// after the built-in ones.
+    pub fn set_extra_commands(&mut self, commands: Vec<crate::slash::SlashCommand>) {
+        self.extra_commands = commands;
+        self.refresh_popup();
     }
 
     /// Gives the composer the paths `@` completes (built off the runtime
@@ -454,7 +464,11 @@ impl Composer {
             self.popup = None;
             return;
         }
-        let items = Popup::for_text(&self.textarea, self.file_index.as_deref());
+        let items = Popup::for_text(
+            &self.textarea,
+            self.file_index.as_deref(),
+            &self.extra_commands,
+        );
         self.popup = items.map(|items| {
             let selected = match &self.popup {
                 Some(old) if old.items == items => old.selected,

@@ -22,7 +22,7 @@ pub(crate) const MAX_ROWS: usize = 8;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Items {
     /// Slash commands matching the typed prefix.
-    Commands(Vec<&'static SlashCommand>),
+    Commands(Vec<SlashCommand>),
     /// Paths for the `@` word at `token` (its byte range, `@` included).
     Paths {
         token: Range<usize>,
@@ -53,13 +53,18 @@ impl Popup {
     /// The popup the text asks for, if any: the slash list when the whole
     /// input is `/` and a name without spaces, the path list when the word
     /// at the cursor starts with `@` and the index has matches.
-    pub fn for_text(area: &TextArea, index: Option<&FileIndex>) -> Option<Items> {
+    /// `extra` are the session's own commands (its MCP prompts).
+    pub fn for_text(
+        area: &TextArea,
+        index: Option<&FileIndex>,
+        extra: &[SlashCommand],
+    ) -> Option<Items> {
         let text = area.text();
         if let Some(prefix) = text.strip_prefix('/')
             && !text.contains(char::is_whitespace)
             && area.elements().is_empty()
         {
-            let commands: Vec<_> = slash::matching(prefix).collect();
+            let commands = slash::matching(prefix, extra);
             return (!commands.is_empty()).then_some(Items::Commands(commands));
         }
         let index = index?;
@@ -134,7 +139,7 @@ impl Popup {
             Items::Commands(commands) => {
                 let left: Vec<String> = commands
                     .iter()
-                    .map(|c| match c.args {
+                    .map(|c| match c.args.as_ref() {
                         "" => format!("/{}", c.name),
                         args => format!("/{} {args}", c.name),
                     })
@@ -144,7 +149,7 @@ impl Popup {
                     .zip(commands)
                     .map(|(l, c)| {
                         let pad = width - text_width(&l);
-                        (format!("{l}{}", " ".repeat(pad)), c.description.to_owned())
+                        (format!("{l}{}", " ".repeat(pad)), c.description.to_string())
                     })
                     .collect()
             }
@@ -199,21 +204,34 @@ mod tests {
 
     #[test]
     fn the_slash_list_follows_the_typed_prefix() {
-        let items = Popup::for_text(&area("/m", 2), None);
+        let items = Popup::for_text(&area("/m", 2), None, &[]);
         let Some(Items::Commands(commands)) = items else {
             panic!("{items:?}")
         };
-        let names: Vec<_> = commands.iter().map(|c| c.name).collect();
+        let names: Vec<_> = commands.iter().map(|c| c.name.as_ref()).collect();
         assert_eq!(names, ["model", "memory"]);
-        assert_eq!(Popup::for_text(&area("/model x", 8), None), None);
-        assert_eq!(Popup::for_text(&area("/zz", 3), None), None);
-        assert_eq!(Popup::for_text(&area("a /m", 4), None), None);
+        assert_eq!(Popup::for_text(&area("/model x", 8), None, &[]), None);
+        assert_eq!(Popup::for_text(&area("/zz", 3), None, &[]), None);
+        assert_eq!(Popup::for_text(&area("a /m", 4), None, &[]), None);
+        // The session's MCP prompts are offered after the built-in ones.
+        let prompt = herald_core::runtime::McpPrompt {
+            server: "ev".into(),
+            name: "args-prompt".into(),
+            description: "weather".into(),
+            arguments: vec![],
+        };
+        let extra = [SlashCommand::for_prompt(&prompt)];
+        let Some(Items::Commands(commands)) = Popup::for_text(&area("/e", 2), None, &extra) else {
+            panic!("no popup")
+        };
+        let names: Vec<_> = commands.iter().map(|c| c.name.as_ref()).collect();
+        assert_eq!(names, ["exit", "ev:args-prompt"]);
     }
 
     #[test]
     fn selection_wraps_around() {
         let mut popup = Popup {
-            items: Items::Commands(slash::matching("m").collect()),
+            items: Items::Commands(slash::matching("m", &[])),
             selected: 0,
         };
         popup.select_previous();
