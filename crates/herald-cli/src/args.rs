@@ -261,6 +261,15 @@ impl SessionArgs {
 pub(crate) enum Command {
     /// Run one prompt to completion and print the final answer.
     Run(RunArgs),
+    /// Scheduled jobs: add, list, show, edit, pause, resume, run now,
+    /// remove, and the ledger of their runs. `herald daemon` runs them.
+    Cron {
+        #[command(subcommand)]
+        action: crate::cron_cmd::CronAction,
+    },
+    /// Run scheduled jobs when they are due (one active scheduler per
+    /// HERALD_HOME; a second one stands by).
+    Daemon(crate::cron_cmd::DaemonArgs),
     /// Check the configuration, provider, store and execute_code support.
     Doctor(DoctorArgs),
     /// List, show, search, export, import, delete and prune stored sessions.
@@ -380,6 +389,8 @@ impl Command {
             | Command::Skills { .. }
             | Command::Learnings { .. }
             | Command::Checkpoints { .. }
+            | Command::Cron { .. }
+            | Command::Daemon(_)
             | Command::Rewind(_)
             | Command::Usage(_)
             | Command::Config { .. } => {}

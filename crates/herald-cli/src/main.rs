@@ -9,6 +9,7 @@ mod checkpoints_cmd;
 mod config_cmd;
 mod confirm;
 mod context_cmd;
+mod cron_cmd;
 mod doctor;
 mod elicit_prompt;
 mod events_view;
@@ -145,6 +146,8 @@ async fn dispatch(
         Some(Command::Rewind(args)) => checkpoints_cmd::rewind(&common, args).await,
         Some(Command::Serve(args)) => serve_cmd::serve(&common, args).await,
         Some(Command::Usage(args)) => usage_cmd::usage(&common, args).await,
+        Some(Command::Cron { action }) => cron_cmd::cron(&common, action).await,
+        Some(Command::Daemon(args)) => cron_cmd::daemon(&common, args).await,
         Some(Command::Context(args)) => context_cmd::context(&common, args).await,
     }
 }

@@ -39,6 +39,10 @@ pub(crate) struct ServeArgs {
     /// Browser origin allowed by CORS (repeatable); CORS is off without one.
     #[arg(long = "cors-origin")]
     pub cors_origins: Vec<String>,
+    /// Do not run scheduled jobs here (by default the server also runs
+    /// them, as `herald daemon` would, when no other scheduler is active).
+    #[arg(long)]
+    pub no_scheduler: bool,
     #[command(flatten)]
     pub service: crate::args::ServiceArgs,
 }
@@ -72,6 +76,9 @@ pub(crate) async fn serve(common: &CommonArgs, args: ServeArgs) -> Result<Exit, 
 
     let stop = CancellationToken::new();
     let _signal = signals::stop_on_signals(stop.clone());
+    if !args.no_scheduler {
+        crate::cron_cmd::start_scheduler(common, stop.clone(), "herald serve")?;
+    }
     let (done, result) = tokio::sync::oneshot::channel();
     // The command-line runtime has one thread; a server of many sessions
     // gets a runtime with one worker per core.

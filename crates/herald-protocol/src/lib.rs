@@ -20,7 +20,10 @@ pub use image::{
 };
 pub use message::{Message, Reasoning, Role, ToolCall, ToolSpec};
 pub use op::{ApprovalDecision, ElicitationAction, Op, RewindScope, SubmissionId};
-pub use status::{AgentStatus, ExitReason, FlushReason, FlushStatus, HookEvent, HookOutcome};
+pub use status::{
+    AgentStatus, CatchUp, DeliveryState, ExitReason, FlushReason, FlushStatus, HookEvent,
+    HookOutcome, JobRunState, Overlap, RunTrigger,
+};
 /// What herald sends as `User-Agent` on every HTTP request it makes (model
 /// providers, MCP servers, probes): some gateways refuse requests without one.
 pub const USER_AGENT: &str = concat!("herald/", env!("CARGO_PKG_VERSION"));

@@ -259,3 +259,118 @@ mod tests {
         assert!(!AgentStatus::Suspended.is_finished());
     }
 }
+
+/// Where one run of a scheduled job is (the job ledger, `herald cron runs`).
+/// `claimed` and `running` are open; the rest are final.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum JobRunState {
+    /// A scheduler took the slot; the run has not started its session.
+    Claimed,
+    /// Its session runs.
+    Running,
+    /// The turn ended normally.
+    Completed,
+    /// The turn ended with an error, an interrupt, a spent budget or a
+    /// refused start.
+    Failed,
+    /// Its scheduler died while it was open: whether it ran is not known,
+    /// and it is not run again on its own.
+    Unknown,
+    /// The job's configuration cannot work (no key, unknown skill, its
+    /// directory gone); no model request was made.
+    Blocked,
+    /// Not run: the job's previous run was still going (`overlap = skip`)
+    /// or the slot was missed while no scheduler ran (`catch_up = skip`).
+    Skipped,
+}
+
+words!(JobRunState {
+    Claimed => "claimed",
+    Running => "running",
+    Completed => "completed",
+    Failed => "failed",
+    Unknown => "unknown",
+    Blocked => "blocked",
+    Skipped => "skipped",
+});
+
+impl JobRunState {
+    /// Whether the run can still change (it is claimed or running).
+    pub fn is_open(self) -> bool {
+        matches!(self, Self::Claimed | Self::Running)
+    }
+}
+
+/// What started a run of a job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RunTrigger {
+    /// Its fire time came.
+    Schedule,
+    /// The one catch-up run for slots missed while no scheduler ran.
+    CatchUp,
+    /// `herald cron run-now`.
+    Manual,
+}
+
+words!(RunTrigger {
+    Schedule => "schedule",
+    CatchUp => "catch_up",
+    Manual => "manual",
+});
+
+/// What a scheduler does with fire times it missed (it was not running).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum CatchUp {
+    /// Run once for all of them, then keep to the schedule.
+    Once,
+    /// Record them skipped and wait for the next fire time.
+    Skip,
+}
+
+words!(CatchUp {
+    Once => "once",
+    Skip => "skip",
+});
+
+/// What happens when a job's fire time comes while its previous run goes on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Overlap {
+    /// The new slot is recorded skipped.
+    Skip,
+    /// The new slot waits and runs when the previous run ends.
+    Queue,
+}
+
+words!(Overlap {
+    Skip => "skip",
+    Queue => "queue",
+});
+
+/// Whether a finished run's result reached the job's sinks (hook,
+/// webhook, desktop notification), apart from how the run went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum DeliveryState {
+    /// The job has no sink.
+    None,
+    /// Not delivered yet (or to be retried).
+    Pending,
+    /// Every sink took it.
+    Delivered,
+    /// A sink refused it after its retries.
+    Failed,
+    /// Kept, not delivered: the reply began with `[SILENT]`, or was empty.
+    Silent,
+}
+
+words!(DeliveryState {
+    None => "none",
+    Pending => "pending",
+    Delivered => "delivered",
+    Failed => "failed",
+    Silent => "silent",
+});

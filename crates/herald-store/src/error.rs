@@ -92,6 +92,16 @@ pub enum StoreError {
     )]
     SessionExists(String),
 
+    /// `add_cron_job` was given a name that is taken.
+    #[error(
+        "a job named '{0}' exists; pick another name, or change it with `herald cron edit {0}`"
+    )]
+    JobExists(String),
+
+    /// No scheduled job has this name.
+    #[error("no job named '{0}'; `herald cron list` shows the jobs")]
+    UnknownJob(String),
+
     /// A message id was given together with a session it does not belong to.
     #[error(
         "message {message_id} is not in session '{session_id}'; pass a message id \

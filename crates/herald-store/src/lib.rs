@@ -27,6 +27,7 @@
 mod agents;
 mod busy;
 mod checkpoints;
+mod cron;
 mod error;
 mod events;
 mod id_prefix;
@@ -56,6 +57,7 @@ pub mod bench;
 
 pub use agents::{AgentFilter, AgentFinish, AgentRecord, NewAgent};
 pub use checkpoints::{ChangeStats, CheckpointRecord, CheckpointReferences, NewCheckpoint};
+pub use cron::{CronJob, CronJobSpec, CronRun, RunEnd};
 pub use error::StoreError;
 pub use events::{NewEvent, StoredEvent};
 pub use id_prefix::{IdMatch, PREFIX_CANDIDATES};

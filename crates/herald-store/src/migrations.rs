@@ -471,6 +471,55 @@ UPDATE agents SET own_cost_usd = cost_usd, requests = iterations;
 /// carry only their words. A suspended agent's `exit_reason` was once
 /// `suspended` (its status) and is `interrupted`; a person's decision was
 /// once recorded as `user` and names the answer now.
+const V20_CRON: &str = r#"
+CREATE TABLE cron_jobs (
+    id             INTEGER PRIMARY KEY,
+    name           TEXT NOT NULL UNIQUE,
+    schedule       TEXT NOT NULL,
+    tz             TEXT NOT NULL,
+    prompt         TEXT NOT NULL,
+    cwd            TEXT NOT NULL,
+    model          TEXT,
+    toolsets       TEXT,
+    mode           TEXT NOT NULL,
+    budget_usd     REAL,
+    skills         TEXT,
+    resume_session INTEGER NOT NULL DEFAULT 0,
+    session_id     TEXT,
+    catch_up       TEXT NOT NULL DEFAULT 'once',
+    overlap        TEXT NOT NULL DEFAULT 'skip',
+    paused         INTEGER NOT NULL DEFAULT 0,
+    next_fire_at   INTEGER,
+    last_run_at    INTEGER,
+    last_state     TEXT,
+    created_at     INTEGER NOT NULL,
+    updated_at     INTEGER NOT NULL
+);
+CREATE TABLE cron_runs (
+    id                INTEGER PRIMARY KEY,
+    job_id            INTEGER NOT NULL,
+    scheduled_for     INTEGER NOT NULL,
+    trigger           TEXT NOT NULL,
+    state             TEXT NOT NULL,
+    claimed_at        INTEGER NOT NULL,
+    started_at        INTEGER,
+    finished_at       INTEGER,
+    owner_pid         INTEGER,
+    owner_started     INTEGER,
+    session_id        TEXT,
+    result            TEXT,
+    error             TEXT,
+    cost_usd          REAL,
+    tokens            INTEGER,
+    delivery          TEXT NOT NULL DEFAULT 'none',
+    delivery_attempts INTEGER NOT NULL DEFAULT 0,
+    delivery_error    TEXT,
+    delivered_at      INTEGER
+);
+CREATE INDEX cron_runs_by_job ON cron_runs(job_id, id);
+CREATE INDEX cron_runs_open ON cron_runs(state) WHERE state IN ('claimed', 'running');
+"#;
+
 const V19_TYPED_WORDS: &str = r#"
 UPDATE agents SET exit_reason = 'interrupted'
     WHERE exit_reason IS NOT NULL AND exit_reason NOT IN
@@ -614,10 +663,15 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         name: "typed statuses, exit reasons and deciders",
         sql: V19_TYPED_WORDS,
     },
+    Migration {
+        version: 20,
+        name: "scheduled jobs and their run ledger",
+        sql: V20_CRON,
+    },
 ];
 
 /// The schema version this build creates and understands.
-pub const SCHEMA_VERSION: i64 = 19;
+pub const SCHEMA_VERSION: i64 = 20;
 
 /// Reads `PRAGMA user_version`.
 pub(crate) fn current_version(conn: &Connection, path: &str) -> Result<i64, StoreError> {

@@ -4,7 +4,7 @@
 
 /// A running (or once running) process, as recorded with leases and tool
 /// processes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct ProcessIdentity {
     pub pid: u32,
     /// Start time in clock ticks since boot (`/proc/PID/stat` field 22); 0

@@ -18,6 +18,8 @@ pub enum SessionSource {
     Api,
     /// A child session run by `delegate_task` or a background agent.
     Subagent,
+    /// A run of a scheduled job (`herald daemon`, `herald cron run-now`).
+    Cron,
 }
 
 impl SessionSource {
@@ -27,6 +29,7 @@ impl SessionSource {
             SessionSource::Cli => "cli",
             SessionSource::Api => "api",
             SessionSource::Subagent => "subagent",
+            SessionSource::Cron => "cron",
         }
     }
 }
@@ -43,8 +46,10 @@ impl FromSql for SessionSource {
             "cli" => Ok(SessionSource::Cli),
             "api" => Ok(SessionSource::Api),
             "subagent" => Ok(SessionSource::Subagent),
+            "cron" => Ok(SessionSource::Cron),
             other => Err(FromSqlError::Other(
-                format!("unknown session source '{other}' (expected cli, api or subagent)").into(),
+                format!("unknown session source '{other}' (expected cli, api, subagent or cron)")
+                    .into(),
             )),
         }
     }

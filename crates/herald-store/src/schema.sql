@@ -1,4 +1,4 @@
--- herald state database, schema version 19.
+-- herald state database, schema version 20.
 -- Generated from the migrations in migrations.rs by
 -- `HERALD_WRITE_SCHEMA=1 cargo test -p herald-store fresh_schema`; do not edit.
 
@@ -296,5 +296,55 @@ BEGIN
     INSERT INTO messages_fts(rowid, content, tool_calls)
     VALUES (new.id, new.content, new.tool_calls);
 END;
+
+CREATE TABLE cron_jobs (
+    id             INTEGER PRIMARY KEY,
+    name           TEXT NOT NULL UNIQUE,
+    schedule       TEXT NOT NULL,
+    tz             TEXT NOT NULL,
+    prompt         TEXT NOT NULL,
+    cwd            TEXT NOT NULL,
+    model          TEXT,
+    toolsets       TEXT,
+    mode           TEXT NOT NULL,
+    budget_usd     REAL,
+    skills         TEXT,
+    resume_session INTEGER NOT NULL DEFAULT 0,
+    session_id     TEXT,
+    catch_up       TEXT NOT NULL DEFAULT 'once',
+    overlap        TEXT NOT NULL DEFAULT 'skip',
+    paused         INTEGER NOT NULL DEFAULT 0,
+    next_fire_at   INTEGER,
+    last_run_at    INTEGER,
+    last_state     TEXT,
+    created_at     INTEGER NOT NULL,
+    updated_at     INTEGER NOT NULL
+);
+
+CREATE TABLE cron_runs (
+    id                INTEGER PRIMARY KEY,
+    job_id            INTEGER NOT NULL,
+    scheduled_for     INTEGER NOT NULL,
+    trigger           TEXT NOT NULL,
+    state             TEXT NOT NULL,
+    claimed_at        INTEGER NOT NULL,
+    started_at        INTEGER,
+    finished_at       INTEGER,
+    owner_pid         INTEGER,
+    owner_started     INTEGER,
+    session_id        TEXT,
+    result            TEXT,
+    error             TEXT,
+    cost_usd          REAL,
+    tokens            INTEGER,
+    delivery          TEXT NOT NULL DEFAULT 'none',
+    delivery_attempts INTEGER NOT NULL DEFAULT 0,
+    delivery_error    TEXT,
+    delivered_at      INTEGER
+);
+
+CREATE INDEX cron_runs_by_job ON cron_runs(job_id, id);
+
+CREATE INDEX cron_runs_open ON cron_runs(state) WHERE state IN ('claimed', 'running');
 
 INSERT INTO messages_fts(messages_fts, rank) VALUES ('rank', 'bm25(1.0, 0.5)');

@@ -5,6 +5,7 @@ mod compression;
 mod config_checks;
 mod config_errors;
 mod context_files;
+mod cron;
 mod delegation;
 mod doctor;
 mod durability;

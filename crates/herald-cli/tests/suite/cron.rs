@@ -1,0 +1,699 @@
+//! Scheduled jobs end to end: `herald cron` defines them, `herald daemon`
+//! runs them against the scripted model. The daemon reads its time from
+//! a clock file (`HERALD_CLOCK_FILE`) the tests move forward, so no test
+//! waits for a real fire time.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use crate::common;
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use common::{Harness, Wire, stderr};
+use herald_testkit::{Reply, Script};
+use serde_json::{Value, json};
+use tokio::io::AsyncBufReadExt;
+
+/// 2026-11-30 08:00 UTC, a Monday.
+const T0: i64 = 1_796_025_600_000;
+const MINUTE: i64 = 60_000;
+
+/// The model: a job's prompt gets an answer naming it; "slow" prompts run
+/// a long command first.
+fn model() -> Script {
+    Script::new().responder(|view| {
+        let prompt = view
+            .messages
+            .iter()
+            .rfind(|m| m.role == "user" && m.tool_results.is_empty())
+            .map(|m| m.text.clone())
+            .unwrap_or_default();
+        let answered = view.messages.iter().any(|m| m.role == "assistant");
+        if prompt.contains("slow") && !answered {
+            return Reply::tool("terminal", json!({"command": "sleep 60"}));
+        }
+        Reply::text(format!("report for: {prompt}"))
+    })
+}
+
+struct Cron {
+    h: Harness,
+    clock: PathBuf,
+}
+
+impl Cron {
+    async fn new() -> Self {
+        let h = Harness::new(model()).await;
+        let clock = h.home.path().join("clock");
+        let cron = Cron { h, clock };
+        cron.set_clock(T0);
+        cron
+    }
+
+    fn set_clock(&self, ms: i64) {
+        let tmp = self.clock.with_extension("tmp");
+        std::fs::write(&tmp, ms.to_string()).unwrap();
+        std::fs::rename(&tmp, &self.clock).unwrap();
+    }
+
+    fn command(&self) -> tokio::process::Command {
+        let mut cmd = self.h.command(Wire::OpenAi);
+        cmd.env("HERALD_CLOCK_FILE", &self.clock);
+        cmd
+    }
+
+    async fn herald(&self, args: &[&str]) -> std::process::Output {
+        self.command().args(args).output().await.unwrap()
+    }
+
+    async fn json(&self, args: &[&str]) -> Value {
+        let output = self.herald(args).await;
+        assert!(output.status.success(), "{args:?}: {}", stderr(&output));
+        serde_json::from_slice(&output.stdout).unwrap()
+    }
+
+    async fn runs(&self, job: &str) -> Vec<Value> {
+        self.json(&["cron", "runs", job, "--json"])
+            .await
+            .as_array()
+            .unwrap()
+            .clone()
+    }
+
+    /// Waits until `job` has `count` runs in a final state.
+    async fn until_final(&self, job: &str, count: usize) -> Vec<Value> {
+        let t0 = Instant::now();
+        loop {
+            let runs = self.runs(job).await;
+            let done = runs
+                .iter()
+                .filter(|r| !matches!(r["state"].as_str(), Some("claimed" | "running")))
+                .count();
+            if done >= count {
+                return runs;
+            }
+            assert!(
+                t0.elapsed() < Duration::from_secs(30),
+                "{job}: {count} final runs expected: {runs:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// Starts `herald daemon`; returns it with its stderr lines.
+    fn daemon(&self) -> Daemon {
+        let mut cmd = self.command();
+        cmd.arg("daemon")
+            .stderr(Stdio::piped())
+            .stdout(Stdio::null());
+        let mut child = cmd.spawn().unwrap();
+        let stderr = child.stderr.take().unwrap();
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        tokio::spawn(async move {
+            let mut lines = tokio::io::BufReader::new(stderr).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                let _ = tx.send(line);
+            }
+        });
+        Daemon { child, lines: rx }
+    }
+
+    fn requests_for(&self, prompt: &str) -> usize {
+        self.h.requests_of(prompt).len()
+    }
+}
+
+struct Daemon {
+    child: tokio::process::Child,
+    lines: tokio::sync::mpsc::UnboundedReceiver<String>,
+}
+
+impl Daemon {
+    /// Starts `cmd`, reading its stderr line by line.
+    fn spawn(mut cmd: tokio::process::Command) -> Daemon {
+        cmd.stderr(Stdio::piped()).stdout(Stdio::null());
+        let mut child = cmd.spawn().unwrap();
+        let stderr = child.stderr.take().unwrap();
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        tokio::spawn(async move {
+            let mut lines = tokio::io::BufReader::new(stderr).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                let _ = tx.send(line);
+            }
+        });
+        Daemon { child, lines: rx }
+    }
+
+    /// Waits for a stderr line containing `text`.
+    async fn said(&mut self, text: &str) -> String {
+        let wait = tokio::time::timeout(Duration::from_secs(20), async {
+            while let Some(line) = self.lines.recv().await {
+                if line.contains(text) {
+                    return line;
+                }
+            }
+            panic!("the daemon ended without saying {text:?}");
+        });
+        wait.await
+            .unwrap_or_else(|_| panic!("the daemon did not say {text:?}"))
+    }
+
+    fn kill_9(&mut self) {
+        let pid = self.child.id().unwrap();
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid as i32),
+            nix::sys::signal::Signal::SIGKILL,
+        )
+        .unwrap();
+    }
+
+    async fn stop(mut self) {
+        let pid = self.child.id().unwrap();
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid as i32),
+            nix::sys::signal::Signal::SIGTERM,
+        )
+        .unwrap();
+        let status = tokio::time::timeout(Duration::from_secs(20), self.child.wait())
+            .await
+            .expect("the daemon stops on SIGTERM")
+            .unwrap();
+        assert!(status.code().is_some(), "{status:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn jobs_are_added_shown_changed_paused_and_removed() {
+    let c = Cron::new().await;
+    let added = c
+        .json(&[
+            "cron",
+            "add",
+            "ci",
+            "--schedule",
+            "0 9 * * 1-5",
+            "--tz",
+            "Europe/Berlin",
+            "--prompt",
+            "review CI",
+            "--budget-usd",
+            "0.5",
+            "--json",
+        ])
+        .await;
+    assert_eq!(added["name"], "ci");
+    assert_eq!(added["mode"], "workspace-write");
+    let upcoming: Vec<i64> = added["upcoming"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_i64().unwrap())
+        .collect();
+    // Monday 09:00 Berlin is 08:00 UTC = T0 itself, so the first is Tuesday.
+    assert_eq!(upcoming.len(), 5);
+    assert_eq!(upcoming[0], T0 + 24 * 60 * MINUTE);
+    assert_eq!(
+        upcoming[4],
+        T0 + 7 * 24 * 60 * MINUTE,
+        "the weekend is skipped"
+    );
+    let text = c
+        .herald(&[
+            "cron",
+            "add",
+            "nightly",
+            "--schedule",
+            "every 15m",
+            "--prompt",
+            "x",
+        ])
+        .await;
+    assert!(text.status.success(), "{}", stderr(&text));
+    let out = String::from_utf8_lossy(&text.stdout).into_owned();
+    assert!(out.contains("next fire times:"), "{out}");
+    assert_eq!(out.matches("  2026-").count(), 5, "{out}");
+
+    let list = c.json(&["cron", "list", "--json"]).await;
+    assert_eq!(list.as_array().unwrap().len(), 2);
+
+    let edited = c
+        .json(&[
+            "cron",
+            "edit",
+            "ci",
+            "--prompt",
+            "review CI again",
+            "--json",
+        ])
+        .await;
+    assert_eq!(edited["prompt"], "review CI again");
+    assert_eq!(edited["schedule"], "0 9 * * 1-5", "unchanged options stay");
+    let paused = c.json(&["cron", "pause", "ci", "--json"]).await;
+    assert_eq!(paused["paused"], true);
+    let resumed = c.json(&["cron", "resume", "ci", "--json"]).await;
+    assert_eq!(resumed["paused"], false);
+    let shown = c.json(&["cron", "show", "ci", "--json"]).await;
+    assert_eq!(shown["runs"], json!([]));
+    assert_eq!(shown["budget_usd"], 0.5);
+
+    // Bad input: each gets its error, exit 2, and nothing changes.
+    let before = c.json(&["cron", "list", "--json"]).await;
+    for (args, wanted) in [
+        (
+            vec![
+                "cron",
+                "add",
+                "ci",
+                "--schedule",
+                "every 1h",
+                "--prompt",
+                "x",
+            ],
+            "exists",
+        ),
+        (
+            vec![
+                "cron",
+                "add",
+                "b",
+                "--schedule",
+                "whenever",
+                "--prompt",
+                "x",
+            ],
+            "not a schedule",
+        ),
+        (
+            vec![
+                "cron",
+                "add",
+                "b",
+                "--schedule",
+                "every 1h",
+                "--tz",
+                "Mars/Base",
+                "--prompt",
+                "x",
+            ],
+            "not a time zone",
+        ),
+        (
+            vec![
+                "cron",
+                "add",
+                "b",
+                "--schedule",
+                "every 1h",
+                "--prompt",
+                "x",
+                "--mode",
+                "full-access",
+            ],
+            "creator's permission mode",
+        ),
+        (
+            vec!["cron", "add", "b", "--prompt", "x"],
+            "needs --schedule",
+        ),
+        (
+            vec![
+                "cron",
+                "add",
+                "b c",
+                "--schedule",
+                "every 1h",
+                "--prompt",
+                "x",
+            ],
+            "not a job name",
+        ),
+        (
+            vec![
+                "cron",
+                "add",
+                "b",
+                "--schedule",
+                "every 1h",
+                "--prompt",
+                "x",
+                "--cwd",
+                "/no/such/dir",
+            ],
+            "does not exist",
+        ),
+        (
+            vec![
+                "cron",
+                "add",
+                "b",
+                "--schedule",
+                "at 2026-11-29 09:00",
+                "--prompt",
+                "x",
+            ],
+            "has passed",
+        ),
+        (
+            vec!["cron", "edit", "ci", "--schedule", "every 5s"],
+            "too often",
+        ),
+        (vec!["cron", "show", "nope"], "no job named 'nope'"),
+        (vec!["cron", "remove", "nope"], "no job named 'nope'"),
+    ] {
+        let output = c.herald(&args).await;
+        assert_eq!(
+            output.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            stderr(&output)
+        );
+        assert!(
+            stderr(&output).contains(wanted),
+            "{args:?}: {}",
+            stderr(&output)
+        );
+    }
+    assert_eq!(c.json(&["cron", "list", "--json"]).await, before);
+
+    let removed = c.json(&["cron", "remove", "nightly", "--json"]).await;
+    assert_eq!(removed["removed"], "nightly");
+    assert_eq!(
+        c.json(&["cron", "list", "--json"])
+            .await
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_daemon_runs_a_due_job_and_stamps_the_last_run_at_its_end() {
+    let c = Cron::new().await;
+    let job = c
+        .json(&[
+            "cron",
+            "add",
+            "check",
+            "--schedule",
+            "every 15m",
+            "--prompt",
+            "check the build",
+            "--json",
+        ])
+        .await;
+    assert_eq!(job["next_fire_at"], T0 + 15 * MINUTE);
+    let mut daemon = c.daemon();
+    daemon.said("running scheduled jobs").await;
+    // Not due yet: nothing runs.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(c.requests_for("check the build"), 0);
+    c.set_clock(T0 + 15 * MINUTE);
+    daemon.said("run #1 completed").await;
+    let runs = c.runs("check").await;
+    assert_eq!(runs.len(), 1);
+    let run = &runs[0];
+    assert_eq!(run["state"], "completed");
+    assert_eq!(run["trigger"], "schedule");
+    assert_eq!(run["scheduled_for"], T0 + 15 * MINUTE);
+    assert_eq!(run["result"], "report for: check the build");
+    assert!(run["session_id"].as_str().unwrap().starts_with("ses_"));
+    let shown = c.json(&["cron", "show", "check", "--json"]).await;
+    assert_eq!(shown["last_state"], "completed");
+    assert!(shown["last_run_at"].as_i64().unwrap() >= run["started_at"].as_i64().unwrap());
+    assert_eq!(
+        shown["last_run_at"], run["finished_at"],
+        "stamped at the end"
+    );
+    assert_eq!(shown["next_fire_at"], T0 + 30 * MINUTE);
+    // The run's session is a stored session.
+    let session =
+        c.h.cli_json(&[
+            "sessions",
+            "show",
+            run["session_id"].as_str().unwrap(),
+            "--json",
+        ])
+        .await;
+    assert_eq!(session["session"]["source"], "cron");
+    daemon.stop().await;
+    assert_eq!(c.requests_for("check the build"), 1);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn two_daemons_fire_each_job_once_and_the_second_takes_over() {
+    let c = Cron::new().await;
+    c.json(&[
+        "cron",
+        "add",
+        "tick",
+        "--schedule",
+        "every 1m",
+        "--prompt",
+        "tick job",
+        "--json",
+    ])
+    .await;
+    let mut first = c.daemon();
+    first.said("running scheduled jobs").await;
+    let mut second = c.daemon();
+    second.said("standing by").await;
+    for minute in 1..=3 {
+        c.set_clock(T0 + minute * MINUTE);
+        c.until_final("tick", minute as usize).await;
+    }
+    assert_eq!(c.requests_for("tick job"), 3, "each slot fired once");
+    first.kill_9();
+    second.said("running scheduled jobs").await;
+    c.set_clock(T0 + 4 * MINUTE);
+    let runs = c.until_final("tick", 4).await;
+    assert_eq!(c.requests_for("tick job"), 4);
+    let slots: Vec<i64> = runs
+        .iter()
+        .map(|r| r["scheduled_for"].as_i64().unwrap())
+        .collect();
+    assert_eq!(slots, [4, 3, 2, 1].map(|m| T0 + m * MINUTE));
+    second.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_run_open_when_its_daemon_dies_is_unknown_and_not_run_again() {
+    let c = Cron::new().await;
+    c.json(&[
+        "cron",
+        "add",
+        "slowjob",
+        "--schedule",
+        "every 15m",
+        "--prompt",
+        "slow report",
+        "--json",
+    ])
+    .await;
+    let mut daemon = c.daemon();
+    daemon.said("running scheduled jobs").await;
+    c.set_clock(T0 + 15 * MINUTE);
+    daemon.said("run #1 started").await;
+    // Its command runs: the run is `running`.
+    let t0 = Instant::now();
+    while c.runs("slowjob").await[0]["state"] != "running" {
+        assert!(t0.elapsed() < Duration::from_secs(20));
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    daemon.kill_9();
+    let _ = daemon.child.wait().await;
+    let requests = c.requests_for("slow report");
+
+    let mut next = c.daemon();
+    next.said("marked unknown").await;
+    let runs = c.runs("slowjob").await;
+    assert_eq!(runs.len(), 1, "not run again: {runs:?}");
+    assert_eq!(runs[0]["state"], "unknown");
+    assert!(
+        runs[0]["error"].as_str().unwrap().contains("died"),
+        "{runs:?}"
+    );
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(
+        c.requests_for("slow report"),
+        requests,
+        "no request for the lost slot"
+    );
+    // The next slot runs.
+    c.set_clock(T0 + 30 * MINUTE);
+    next.said("run #2 started").await;
+    let runs = c.runs("slowjob").await;
+    assert_eq!(runs[0]["scheduled_for"], T0 + 30 * MINUTE);
+    next.child.kill().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn after_downtime_a_job_catches_up_once_or_skips() {
+    let c = Cron::new().await;
+    c.json(&[
+        "cron",
+        "add",
+        "once",
+        "--schedule",
+        "every 15m",
+        "--prompt",
+        "catch up once",
+        "--json",
+    ])
+    .await;
+    c.json(&[
+        "cron",
+        "add",
+        "skipper",
+        "--schedule",
+        "every 15m",
+        "--prompt",
+        "skip missed",
+        "--catch-up",
+        "skip",
+        "--json",
+    ])
+    .await;
+    // Two hours pass with no daemon: eight slots each.
+    c.set_clock(T0 + 120 * MINUTE + 30_000);
+    let mut daemon = c.daemon();
+    daemon.said("running scheduled jobs").await;
+    let runs = c.until_final("once", 1).await;
+    assert_eq!(runs.len(), 1);
+    assert_eq!(runs[0]["trigger"], "catch_up");
+    assert_eq!(
+        runs[0]["scheduled_for"],
+        T0 + 120 * MINUTE,
+        "the latest missed slot"
+    );
+    assert_eq!(runs[0]["state"], "completed");
+    let skipped = c.until_final("skipper", 1).await;
+    assert_eq!(skipped[0]["state"], "skipped");
+    assert!(
+        skipped[0]["error"]
+            .as_str()
+            .unwrap()
+            .contains("8 fire times passed"),
+        "{skipped:?}"
+    );
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(c.requests_for("catch up once"), 1);
+    assert_eq!(c.requests_for("skip missed"), 0);
+    for name in ["once", "skipper"] {
+        let shown = c.json(&["cron", "show", name, "--json"]).await;
+        assert_eq!(shown["next_fire_at"], T0 + 135 * MINUTE, "{name}");
+    }
+    daemon.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_job_that_cannot_work_is_blocked_without_a_model_request() {
+    let c = Cron::new().await;
+    let gone = tempfile::tempdir().unwrap();
+    let dir = gone.path().display().to_string();
+    c.json(&[
+        "cron",
+        "add",
+        "moved",
+        "--schedule",
+        "every 15m",
+        "--prompt",
+        "blocked one",
+        "--cwd",
+        &dir,
+        "--json",
+    ])
+    .await;
+    c.json(&[
+        "cron",
+        "add",
+        "noskill",
+        "--schedule",
+        "every 15m",
+        "--prompt",
+        "blocked two",
+        "--skills",
+        "no-such-skill",
+        "--json",
+    ])
+    .await;
+    drop(gone);
+    let mut daemon = c.daemon();
+    daemon.said("running scheduled jobs").await;
+    c.set_clock(T0 + 15 * MINUTE);
+    let moved = c.until_final("moved", 1).await;
+    assert_eq!(moved[0]["state"], "blocked");
+    assert!(
+        moved[0]["error"].as_str().unwrap().contains("is gone"),
+        "{moved:?}"
+    );
+    let noskill = c.until_final("noskill", 1).await;
+    assert_eq!(noskill[0]["state"], "blocked");
+    assert!(
+        noskill[0]["error"]
+            .as_str()
+            .unwrap()
+            .contains("no-such-skill"),
+        "{noskill:?}"
+    );
+    assert_eq!(c.requests_for("blocked"), 0);
+    daemon.stop().await;
+
+    // run-now runs a job here and now, without a daemon.
+    c.json(&[
+        "cron",
+        "add",
+        "manual",
+        "--schedule",
+        "every 1h",
+        "--prompt",
+        "by hand",
+        "--json",
+    ])
+    .await;
+    let run = c.json(&["cron", "run-now", "manual", "--json"]).await;
+    assert_eq!(run["state"], "completed");
+    assert_eq!(run["trigger"], "manual");
+    assert_eq!(run["result"], "report for: by hand");
+    let blocked = c.herald(&["cron", "run-now", "moved"]).await;
+    assert_eq!(blocked.status.code(), Some(1));
+}
+
+/// `herald serve` runs due jobs too, unless `--no-scheduler`.
+#[tokio::test(flavor = "multi_thread")]
+async fn herald_serve_runs_jobs_unless_told_not_to() {
+    let c = Cron::new().await;
+    c.json(&[
+        "cron",
+        "add",
+        "served",
+        "--schedule",
+        "every 15m",
+        "--prompt",
+        "served job",
+        "--json",
+    ])
+    .await;
+    let serve = |extra: &[&str]| {
+        let mut cmd = c.command();
+        cmd.args(["serve", "--port", "0", "--token", "t"])
+            .args(extra);
+        Daemon::spawn(cmd)
+    };
+    let mut quiet = serve(&["--no-scheduler"]);
+    c.set_clock(T0 + 15 * MINUTE);
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    assert!(
+        c.runs("served").await.is_empty(),
+        "--no-scheduler runs nothing"
+    );
+    quiet.child.kill().await.unwrap();
+    let _ = quiet.lines.try_recv();
+
+    let mut server = serve(&[]);
+    server.said("running scheduled jobs").await;
+    server.said("run #1 completed").await;
+    assert_eq!(c.requests_for("served job"), 1);
+    server.stop().await;
+}
