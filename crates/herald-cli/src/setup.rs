@@ -143,9 +143,32 @@ pub(crate) async fn open(
     };
     options.approvals = ApprovalMode::for_front_end(shape.ask_user, common.yolo);
     options.one_shot = shape.one_shot;
+    // Opt-in (`--toolsets …,cron`): its schema would weigh on every request.
+    if settings
+        .toolsets
+        .as_ref()
+        .is_some_and(|sets| sets.iter().any(|s| s == herald_cron::CRON_TOOLSET))
+    {
+        options.extra_tools.push(cronjob_tool(settings, store));
+    }
     let session = open_session(options).await.map_err(runtime_error)?;
     crate::checkpoints_cmd::prune_in_background(settings);
     Ok(session)
+}
+
+/// The `cronjob` tool of a session with these settings: jobs it creates
+/// run in the session's directory with at most its permission mode.
+fn cronjob_tool(
+    settings: &Settings,
+    store: &StoreHandle,
+) -> std::sync::Arc<dyn herald_tools::Tool> {
+    let mode = settings.permissions.mode.parse().unwrap_or_default();
+    herald_tools::typed(herald_cron::CronjobTool::new(
+        store.clone(),
+        settings.cwd.clone(),
+        mode,
+        herald_cron::clock::from_env(&environment()),
+    ))
 }
 
 /// A refusal of the runtime is a usage error (exit 2); a store that

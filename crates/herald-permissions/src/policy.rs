@@ -750,6 +750,19 @@ impl Policy {
                 false,
             );
         }
+        // `cronjob` lists jobs without changing any; its other actions
+        // (create, pause, resume, remove) follow the mode.
+        if tool == "cronjob"
+            && call.args.get("action").and_then(serde_json::Value::as_str) == Some("list")
+        {
+            return verdict(
+                Decision::Allow,
+                "read-only-tool",
+                "cronjob list only reads the scheduled jobs".to_owned(),
+                None,
+                false,
+            );
+        }
         if mode == Mode::FullAccess {
             return verdict(
                 Decision::Allow,

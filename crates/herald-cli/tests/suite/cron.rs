@@ -697,3 +697,109 @@ async fn herald_serve_runs_jobs_unless_told_not_to() {
     assert_eq!(c.requests_for("served job"), 1);
     server.stop().await;
 }
+
+/// The agent schedules with `cronjob` (toolset `cron`, only when asked
+/// for; it is not among the default tools): creating asks in workspace-write
+/// (so a headless run is refused and nothing is stored), listing never
+/// asks, and in full-access the job is created with that mode at most.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_agent_schedules_with_the_cronjob_tool() {
+    let create = json!({
+        "action": "create", "name": "nightly", "schedule": "every 1h", "prompt": "tidy the logs"
+    });
+    let h = Harness::new(
+        Script::new()
+            .conversation(
+                "schedule it, asking",
+                vec![
+                    Reply::tool("cronjob", create.clone()),
+                    Reply::text("scheduled"),
+                ],
+            )
+            .conversation(
+                "schedule it in full access",
+                vec![
+                    Reply::tool("cronjob", create.clone()),
+                    Reply::text("scheduled"),
+                ],
+            )
+            .conversation(
+                "what is scheduled",
+                vec![
+                    Reply::tool("cronjob", json!({"action": "list"})),
+                    Reply::text("listed"),
+                ],
+            ),
+    )
+    .await;
+    let c = Cron {
+        clock: h.home.path().join("clock"),
+        h,
+    };
+    c.set_clock(T0);
+    let output = c
+        .herald(&["run", "--toolsets", "cron", "--json", "schedule it, asking"])
+        .await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    let results =
+        common::tool_results(&c.h.requests_of("schedule it, asking").last().unwrap().body);
+    assert!(results[0].contains("needs approval"), "{results:?}");
+    assert!(
+        c.json(&["cron", "list", "--json"])
+            .await
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+
+    let output = c
+        .herald(&[
+            "run",
+            "--toolsets",
+            "cron",
+            "--mode",
+            "full-access",
+            "--json",
+            "schedule it in full access",
+        ])
+        .await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    let results = common::tool_results(
+        &c.h.requests_of("schedule it in full access")
+            .last()
+            .unwrap()
+            .body,
+    );
+    assert!(
+        results[0].contains("\"created\":\"nightly\""),
+        "{results:?}"
+    );
+    let job = c.json(&["cron", "show", "nightly", "--json"]).await;
+    assert_eq!(job["prompt"], "tidy the logs");
+    assert_eq!(job["mode"], "full-access");
+    assert_eq!(job["next_fire_at"], T0 + 60 * MINUTE);
+    assert_eq!(
+        job["cwd"],
+        c.h.work_path()
+            .canonicalize()
+            .unwrap()
+            .display()
+            .to_string()
+    );
+
+    let output = c
+        .herald(&[
+            "run",
+            "--toolsets",
+            "cron,terminal",
+            "--json",
+            "what is scheduled",
+        ])
+        .await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    let results = common::tool_results(&c.h.requests_of("what is scheduled").last().unwrap().body);
+    assert!(
+        results[0].contains("\"nightly\""),
+        "listing never asks: {results:?}"
+    );
+}

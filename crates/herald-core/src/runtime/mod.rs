@@ -124,6 +124,9 @@ pub struct SessionOptions {
     /// `None` starts the settings' `[mcp_servers]` for this session and
     /// stops them when it ends.
     pub mcp: Option<Arc<herald_mcp::McpHub>>,
+    /// Tools the front end adds to the root agent's registry (the
+    /// `cronjob` tool of the command line); `--toolsets` applies to them.
+    pub extra_tools: Vec<Arc<dyn herald_tools::Tool>>,
 }
 
 impl SessionOptions {
@@ -142,6 +145,7 @@ impl SessionOptions {
             one_shot: false,
             client: None,
             mcp: None,
+            extra_tools: Vec::new(),
         }
     }
 }

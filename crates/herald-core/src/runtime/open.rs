@@ -172,7 +172,7 @@ pub async fn open_session(mut options: SessionOptions) -> Result<Session, Runtim
     let settings = narrowed.as_ref().unwrap_or(settings);
     // Built before anything is written, so a bad --toolsets changes nothing.
     let mut registry = build_registry_with(settings, Some((store, &session_id)), |registry| {
-        for tool in &mcp_tools.tools {
+        for tool in mcp_tools.tools.iter().chain(&options.extra_tools) {
             registry.register(Arc::clone(tool));
         }
         delegation.register_tools(registry, &root_scope);
