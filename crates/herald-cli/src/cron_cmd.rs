@@ -62,6 +62,16 @@ pub(crate) struct JobOptions {
     /// A fire time while the previous run goes on: skip it, or queue it.
     #[arg(long, value_name = "skip|queue", value_parser = parse_overlap)]
     overlap: Option<Overlap>,
+    /// POST each run's result (JSON) to this URL.
+    #[arg(long, value_name = "URL")]
+    webhook: Option<String>,
+    /// The variable holding the secret the webhook's body is signed with
+    /// (HMAC-SHA256, header X-Herald-Signature-256).
+    #[arg(long, value_name = "VAR")]
+    webhook_secret_env: Option<String>,
+    /// Show each run's result as a desktop notification.
+    #[arg(long)]
+    notify: bool,
 }
 
 fn parse_catch_up(text: &str) -> Result<CatchUp, String> {
@@ -295,6 +305,9 @@ async fn add(
         resume_session: options.resume_session,
         catch_up: options.catch_up.unwrap_or(CatchUp::Once),
         overlap: options.overlap.unwrap_or(Overlap::Skip),
+        webhook_url: options.webhook.clone(),
+        webhook_secret_env: options.webhook_secret_env.clone(),
+        notify: options.notify,
     };
     let now = ctx.clock.now_ms();
     let (spec, schedule) = herald_cron::define(&request, ctx.mode, now).map_err(CliError::usage)?;
@@ -474,6 +487,12 @@ async fn edit(
         resume_session: options.resume_session || spec.resume_session,
         catch_up: options.catch_up.unwrap_or(spec.catch_up),
         overlap: options.overlap.unwrap_or(spec.overlap),
+        webhook_url: options.webhook.clone().or(spec.webhook_url.clone()),
+        webhook_secret_env: options
+            .webhook_secret_env
+            .clone()
+            .or(spec.webhook_secret_env.clone()),
+        notify: options.notify || spec.notify,
     };
     let now = ctx.clock.now_ms();
     let rescheduled = options.schedule.is_some() || options.tz.is_some();

@@ -29,6 +29,11 @@ pub struct JobRequest {
     pub resume_session: bool,
     pub catch_up: CatchUp,
     pub overlap: Overlap,
+    pub webhook_url: Option<String>,
+    /// The variable holding the webhook's signing secret.
+    pub webhook_secret_env: Option<String>,
+    /// A desktop notification per run.
+    pub notify: bool,
 }
 
 /// Why a job cannot be defined as asked.
@@ -52,6 +57,12 @@ pub enum JobError {
     EmptyPrompt,
     #[error("--budget-usd must be a positive number of dollars, not {0}")]
     Budget(f64),
+    #[error("--webhook {0} is not an http:// or https:// URL")]
+    Webhook(String),
+    #[error(
+        "--webhook-secret-env {0} is not a variable name (letters, digits and `_`); give the name of the variable holding the secret, not the secret"
+    )]
+    SecretEnv(String),
 }
 
 /// How permissive a mode is (read-only < workspace-write < full-access).
@@ -117,6 +128,16 @@ pub fn define(
     {
         return Err(JobError::Budget(budget));
     }
+    if let Some(url) = &request.webhook_url
+        && !(url.starts_with("http://") || url.starts_with("https://"))
+    {
+        return Err(JobError::Webhook(url.clone()));
+    }
+    if let Some(var) = &request.webhook_secret_env
+        && (var.is_empty() || !var.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+    {
+        return Err(JobError::SecretEnv(var.clone()));
+    }
     let spec = CronJobSpec {
         name: request.name.clone(),
         schedule: schedule.spec().to_owned(),
@@ -131,6 +152,9 @@ pub fn define(
         resume_session: request.resume_session,
         catch_up: request.catch_up,
         overlap: request.overlap,
+        webhook_url: request.webhook_url.clone(),
+        webhook_secret_env: request.webhook_secret_env.clone(),
+        notify: request.notify,
     };
     Ok((spec, schedule))
 }
@@ -155,6 +179,9 @@ mod tests {
             resume_session: false,
             catch_up: CatchUp::Once,
             overlap: Overlap::Skip,
+            webhook_url: None,
+            webhook_secret_env: None,
+            notify: false,
         }
     }
 

@@ -9,6 +9,7 @@
 //! - [`clock`]: the time the scheduler reads (a file clock for tests).
 
 pub mod clock;
+pub mod delivery;
 pub mod jobs;
 pub mod runner;
 pub mod schedule;

@@ -19,12 +19,13 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use herald_protocol::{CatchUp, JobRunState, Overlap, RunTrigger};
+use herald_protocol::{CatchUp, DeliveryState, JobRunState, Overlap, RunTrigger};
 use herald_store::{CronJob, LeaseOutcome, ProcessIdentity};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use crate::clock::Clock;
+use crate::delivery;
 use crate::runner::{self, RunContext};
 use crate::schedule::{Schedule, time_zone};
 
@@ -155,6 +156,14 @@ impl Scheduler {
         }
         (self.notify)(Notice::Active);
         self.active_since = self.clock.now_ms();
+        {
+            let ctx = self.ctx.clone();
+            tokio::spawn(async move {
+                if let Err(err) = deliver_leftovers(&ctx).await {
+                    tracing::warn!("undelivered job runs: {err}");
+                }
+            });
+        }
         let mut renewed = tokio::time::Instant::now();
         let result = loop {
             let wait = match self.pass().await {
@@ -392,17 +401,41 @@ impl Scheduler {
     }
 }
 
-/// Runs claimed run `run_id` of `job` and records its end; returns the
-/// final state.
+/// Runs claimed run `run_id` of `job`, records its end and delivers its
+/// result ([`delivery`]); returns the final state.
 pub async fn execute(ctx: &RunContext, job: &CronJob, run_id: i64) -> JobRunState {
-    let end = runner::run_job(ctx, job, run_id).await;
+    let mut end = runner::run_job(ctx, job, run_id).await;
+    if delivery::has_sinks(job) {
+        end.delivery = DeliveryState::Pending;
+    }
     let state = end.state;
     let recorded = ctx
         .store
-        .call(move |s| s.finish_cron_run(run_id, &end))
+        .call(move |s| {
+            s.finish_cron_run(run_id, &end)?;
+            s.cron_run(run_id)
+        })
         .await;
-    if !matches!(recorded, Ok(Ok(()))) {
-        tracing::warn!(run_id, "the end of a job run was not recorded");
+    match recorded {
+        Ok(Ok(Some(run))) => {
+            delivery::deliver(ctx, job, &run).await;
+        }
+        _ => tracing::warn!(run_id, "the end of a job run was not recorded"),
     }
     state
+}
+
+/// Delivers the runs a stopped scheduler left undelivered.
+async fn deliver_leftovers(ctx: &RunContext) -> Result<(), SchedulerError> {
+    let runs = ctx.store.call(|s| s.undelivered_cron_runs()).await??;
+    if runs.is_empty() {
+        return Ok(());
+    }
+    let jobs = ctx.store.call(|s| s.cron_jobs()).await??;
+    for run in runs {
+        if let Some(job) = jobs.iter().find(|j| j.id == run.job_id) {
+            delivery::deliver(ctx, job, &run).await;
+        }
+    }
+    Ok(())
 }

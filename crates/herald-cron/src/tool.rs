@@ -103,6 +103,9 @@ impl CronjobTool {
             resume_session: false,
             catch_up: CatchUp::Once,
             overlap: Overlap::Skip,
+            webhook_url: None,
+            webhook_secret_env: None,
+            notify: false,
         };
         let now = self.clock.now_ms();
         let (spec, schedule) =

@@ -36,6 +36,13 @@ pub struct CronJobSpec {
     pub resume_session: bool,
     pub catch_up: CatchUp,
     pub overlap: Overlap,
+    /// POST each run's result here (JSON, signed when a secret is set).
+    pub webhook_url: Option<String>,
+    /// The environment variable holding the webhook's HMAC secret (its
+    /// name only is stored).
+    pub webhook_secret_env: Option<String>,
+    /// Show each run's result as a desktop notification.
+    pub notify: bool,
 }
 
 /// A stored job.
@@ -96,7 +103,7 @@ pub struct RunEnd {
 
 const JOB_COLUMNS: &str = "id, name, schedule, tz, prompt, cwd, model, toolsets, mode, budget_usd, \
      skills, resume_session, catch_up, overlap, session_id, paused, next_fire_at, last_run_at, \
-     last_state, created_at, updated_at";
+     last_state, created_at, updated_at, webhook_url, webhook_secret_env, notify";
 
 const RUN_COLUMNS: &str = "id, job_id, scheduled_for, trigger, state, claimed_at, started_at, \
      finished_at, owner_pid, owner_started, session_id, result, error, cost_usd, tokens, delivery, \
@@ -128,6 +135,9 @@ fn job_from_row(row: &Row<'_>) -> rusqlite::Result<CronJob> {
             resume_session: row.get(11)?,
             catch_up: row.get(12)?,
             overlap: row.get(13)?,
+            webhook_url: row.get(21)?,
+            webhook_secret_env: row.get(22)?,
+            notify: row.get(23)?,
         },
         session_id: row.get(14)?,
         paused: row.get(15)?,
@@ -192,8 +202,8 @@ impl Store {
             .prepare_cached(
                 "INSERT INTO cron_jobs (name, schedule, tz, prompt, cwd, model, toolsets, mode, \
                  budget_usd, skills, resume_session, catch_up, overlap, next_fire_at, created_at, \
-                 updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, \
-                 ?15, ?15) RETURNING id",
+                 updated_at, webhook_url, webhook_secret_env, notify) VALUES (?1, ?2, ?3, ?4, ?5, \
+                 ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?15, ?16, ?17, ?18) RETURNING id",
             )
             .and_then(|mut s| {
                 s.query_row(
@@ -212,7 +222,10 @@ impl Store {
                         spec.catch_up,
                         spec.overlap,
                         next_fire_at,
-                        created_at
+                        created_at,
+                        spec.webhook_url,
+                        spec.webhook_secret_env,
+                        spec.notify
                     ],
                     |r| r.get(0),
                 )
@@ -260,7 +273,8 @@ impl Store {
             .prepare_cached(
                 "UPDATE cron_jobs SET schedule = ?2, tz = ?3, prompt = ?4, cwd = ?5, model = ?6, \
                  toolsets = ?7, mode = ?8, budget_usd = ?9, skills = ?10, resume_session = ?11, \
-                 catch_up = ?12, overlap = ?13, paused = ?14, next_fire_at = ?15, updated_at = ?16 \
+                 catch_up = ?12, overlap = ?13, paused = ?14, next_fire_at = ?15, updated_at = ?16, \
+                 webhook_url = ?17, webhook_secret_env = ?18, notify = ?19, created_at = ?20 \
                  WHERE id = ?1",
             )
             .and_then(|mut s| {
@@ -281,7 +295,11 @@ impl Store {
                     spec.overlap,
                     job.paused,
                     job.next_fire_at,
-                    now_ms()
+                    now_ms(),
+                    spec.webhook_url,
+                    spec.webhook_secret_env,
+                    spec.notify,
+                    job.created_at
                 ])
             })
             .map_err(sql(&self.path, "changing a job"))?;
@@ -465,6 +483,37 @@ impl Store {
             .map_err(sql(&self.path, "reading job runs"))
     }
 
+    /// Records how delivering run `run_id` went.
+    pub fn set_cron_delivery(
+        &mut self,
+        run_id: i64,
+        state: DeliveryState,
+        attempts: u32,
+        error: Option<&str>,
+    ) -> Result<(), StoreError> {
+        let delivered_at = (state == DeliveryState::Delivered).then(now_ms);
+        self.conn
+            .prepare_cached(
+                "UPDATE cron_runs SET delivery = ?2, delivery_attempts = ?3, delivery_error = ?4, \
+                 delivered_at = ?5 WHERE id = ?1",
+            )
+            .and_then(|mut s| s.execute(params![run_id, state, attempts, error, delivered_at]))
+            .map_err(sql(&self.path, "recording a delivery"))?;
+        Ok(())
+    }
+
+    /// Finished runs whose delivery is still pending (a scheduler stopped
+    /// while delivering them), oldest first.
+    pub fn undelivered_cron_runs(&self) -> Result<Vec<CronRun>, StoreError> {
+        self.conn
+            .prepare_cached(&format!(
+                "SELECT {RUN_COLUMNS} FROM cron_runs WHERE delivery = 'pending' \
+                 AND state NOT IN ('claimed', 'running') ORDER BY id"
+            ))
+            .and_then(|mut s| s.query_map([], run_from_row)?.collect())
+            .map_err(sql(&self.path, "reading undelivered job runs"))
+    }
+
     /// One run by id.
     pub fn cron_run(&self, run_id: i64) -> Result<Option<CronRun>, StoreError> {
         self.conn
@@ -496,6 +545,9 @@ mod tests {
             resume_session: true,
             catch_up: CatchUp::Once,
             overlap: Overlap::Skip,
+            webhook_url: Some("http://127.0.0.1:9/hook".into()),
+            webhook_secret_env: None,
+            notify: false,
         }
     }
 

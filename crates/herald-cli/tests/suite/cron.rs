@@ -33,6 +33,9 @@ fn model() -> Script {
         if prompt.contains("slow") && !answered {
             return Reply::tool("terminal", json!({"command": "sleep 60"}));
         }
+        if prompt.contains("quiet") {
+            return Reply::text("[SILENT] nothing needs attention");
+        }
         Reply::text(format!("report for: {prompt}"))
     })
 }
@@ -802,4 +805,175 @@ async fn the_agent_schedules_with_the_cronjob_tool() {
         results[0].contains("\"nightly\""),
         "listing never asks: {results:?}"
     );
+}
+
+/// One request a webhook receiver got: its headers (lower-case names) and body.
+#[derive(Debug, Clone)]
+struct Received {
+    headers: std::collections::HashMap<String, String>,
+    body: String,
+}
+
+/// A webhook receiver on loopback: answers 500 to its first request and
+/// 200 after, recording each.
+async fn receiver() -> (String, std::sync::Arc<std::sync::Mutex<Vec<Received>>>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/hook", listener.local_addr().unwrap());
+    let got = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = std::sync::Arc::clone(&got);
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            let mut data = Vec::new();
+            let mut buf = [0u8; 4096];
+            let (head, body) = loop {
+                let n = socket.read(&mut buf).await.unwrap_or(0);
+                if n == 0 {
+                    break (String::new(), String::new());
+                }
+                data.extend_from_slice(&buf[..n]);
+                let text = String::from_utf8_lossy(&data).into_owned();
+                if let Some((head, body)) = text.split_once("\r\n\r\n") {
+                    let length = head
+                        .lines()
+                        .find_map(|l| {
+                            l.to_ascii_lowercase()
+                                .strip_prefix("content-length:")
+                                .map(|v| v.trim().parse::<usize>().unwrap_or(0))
+                        })
+                        .unwrap_or(0);
+                    if body.len() >= length {
+                        break (head.to_owned(), body[..length].to_owned());
+                    }
+                }
+            };
+            let headers = head
+                .lines()
+                .skip(1)
+                .filter_map(|l| l.split_once(':'))
+                .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
+                .collect();
+            let first = {
+                let mut all = seen.lock().unwrap();
+                all.push(Received { headers, body });
+                all.len() == 1
+            };
+            let status = if first {
+                "500 Internal Server Error"
+            } else {
+                "200 OK"
+            };
+            let _ = socket
+                .write_all(
+                    format!("HTTP/1.1 {status}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
+                        .as_bytes(),
+                )
+                .await;
+        }
+    });
+    (url, got)
+}
+
+/// A run's result goes to its webhook, signed, retried after a failure;
+/// the delivery is recorded apart from the run. A `[SILENT]` reply is kept
+/// and not delivered.
+#[tokio::test(flavor = "multi_thread")]
+async fn results_are_delivered_signed_and_retried_and_silent_ones_kept() {
+    let c = Cron::new().await;
+    let (url, got) = receiver().await;
+    let hook_log = c.h.home.path().join("hook.log");
+    c.h.config(&format!(
+        "[[hooks]]\nevent = \"notification\"\nmatcher = \"job_completed\"\ncommand = \"cat >> {}; echo >> {}\"\n",
+        hook_log.display(),
+        hook_log.display()
+    ));
+    c.json(&[
+        "cron",
+        "add",
+        "hooked",
+        "--schedule",
+        "every 15m",
+        "--prompt",
+        "report please",
+        "--webhook",
+        &url,
+        "--webhook-secret-env",
+        "HOOK_SECRET",
+        "--json",
+    ])
+    .await;
+    c.json(&[
+        "cron",
+        "add",
+        "quiet",
+        "--schedule",
+        "every 15m",
+        "--prompt",
+        "quiet check",
+        "--webhook",
+        &url,
+        "--json",
+    ])
+    .await;
+    let bad = c
+        .herald(&[
+            "cron",
+            "add",
+            "b",
+            "--schedule",
+            "every 1h",
+            "--prompt",
+            "x",
+            "--webhook",
+            "ftp://x",
+        ])
+        .await;
+    assert_eq!(bad.status.code(), Some(2), "{}", stderr(&bad));
+    let mut cmd = c.command();
+    cmd.env("HOOK_SECRET", "s3cret").arg("daemon");
+    let mut daemon = Daemon::spawn(cmd);
+    daemon.said("running scheduled jobs").await;
+    c.set_clock(T0 + 15 * MINUTE);
+    let t0 = Instant::now();
+    let run = loop {
+        let runs = c.runs("hooked").await;
+        if runs.first().is_some_and(|r| r["delivery"] == "delivered") {
+            break runs[0].clone();
+        }
+        assert!(t0.elapsed() < Duration::from_secs(30), "{runs:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(run["state"], "completed");
+    assert_eq!(run["delivery_attempts"], 2, "the first try got a 500");
+    assert!(run["delivered_at"].is_i64());
+    let received = got.lock().unwrap().clone();
+    assert_eq!(received.len(), 2, "{received:?}");
+    for r in &received {
+        let body: Value = serde_json::from_str(&r.body).unwrap();
+        assert_eq!(body["job"], "hooked");
+        assert_eq!(body["result"], "report for: report please");
+        assert_eq!(
+            r.headers.get("x-herald-signature-256").map(String::as_str),
+            Some(herald_cron::delivery::signature(b"s3cret", r.body.as_bytes()).as_str())
+        );
+    }
+    c.until_final("quiet", 1).await;
+    let t0 = Instant::now();
+    let quiet = loop {
+        let runs = c.runs("quiet").await;
+        if runs[0]["delivery"] != "pending" {
+            break runs;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(20), "{runs:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(quiet[0]["state"], "completed");
+    assert_eq!(quiet[0]["delivery"], "silent");
+    assert_eq!(quiet[0]["result"], "[SILENT] nothing needs attention");
+    assert_eq!(
+        got.lock().unwrap().len(),
+        2,
+        "nothing sent for the silent run"
+    );
+    daemon.stop().await;
 }

@@ -333,6 +333,34 @@ impl Hooks {
         .await;
     }
 
+    /// `notification` of kind `job_completed`, outside any session: a
+    /// scheduled job's run ended (`fields` describe it). Runs the
+    /// configured hooks of `settings` in its working directory; nothing
+    /// when there are none.
+    pub async fn job_completed(settings: &Settings, session_id: &str, fields: Map<String, Value>) {
+        let env = match crate::permissions::load_permission_setup(settings) {
+            Ok(setup) => setup.env,
+            Err(err) => {
+                tracing::warn!("job_completed hooks not run: {err}");
+                return;
+            }
+        };
+        let events = EventSink::new(session_id, "root", |_| {});
+        let Some(hooks) = Self::for_session(settings, env, events) else {
+            return;
+        };
+        if hooks.has(HookEvent::Notification) {
+            hooks
+                .fire(
+                    HookEvent::Notification,
+                    hooks.root_site(),
+                    Some("job_completed"),
+                    fields,
+                )
+                .await;
+        }
+    }
+
     /// `session_end`: the session ends (`reason`: `exit`, or how a one-shot
     /// run's turn ended).
     pub async fn session_end(&self, reason: &str) {
