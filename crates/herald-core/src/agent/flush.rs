@@ -331,6 +331,7 @@ impl Agent {
             };
             report.requests += 1;
             self.account_flush_usage(&reply.usage);
+            let (cut, timed_out) = (reply.is_cut(), reply.timed_out);
             // At the last request tool calls are forbidden; any sent anyway
             // are dropped so none is left without a result.
             let calls = if last { Vec::new() } else { reply.tool_calls };
@@ -349,20 +350,30 @@ impl Agent {
                 }
                 break;
             }
-            let results = run_tool_calls(
+            // A cut reply's last call may be incomplete: never run.
+            let mut runnable = calls.clone();
+            let unfinished = if cut { runnable.pop() } else { None };
+            let mut results = run_tool_calls(
                 self.client.accepts_images(),
                 &self.registry,
                 CallGuards {
                     gate: self.gate.as_ref(),
                     interception: interception.as_ref(),
                 },
-                &calls,
+                &runnable,
                 &self.state,
                 &flush_cancel,
                 &self.events,
                 self.recorder.as_ref(),
             )
             .await;
+            if let Some(call) = &unfinished {
+                results.push(Message::tool_result(
+                    call,
+                    super::cut_call_result(timed_out),
+                    true,
+                ));
+            }
             self.kept_results |= calls.len() > 1;
             for (call, result) in calls.iter().zip(&results) {
                 if call.name != MEMORY_TOOL {
