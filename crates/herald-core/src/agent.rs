@@ -284,6 +284,15 @@ impl Agent {
         &self.system_prompt
     }
 
+    /// Sends `specs` as the tool list of every request instead of the
+    /// registry's own: a deferred memory flush offers the tools the
+    /// session's requests carried (the same prefix) while only `memory`
+    /// can run.
+    pub fn offer_tools(&mut self, specs: &[herald_protocol::ToolSpec]) {
+        self.tools = self.client.encode_tools(specs);
+        self.body_cache.history_changed();
+    }
+
     /// The encoded tool list sent with every request.
     pub fn encoded_tools(&self) -> &EncodedTools {
         &self.tools

@@ -517,6 +517,23 @@ BEGIN
 END;
 "#;
 
+/// v20: which sessions still owe their end-of-session memory flush (see
+/// `memory_flushes.rs`): marked when a conversation has enough user turns
+/// for it, cleared when a flush of it is done, tried again at later starts
+/// otherwise. `tools` is the JSON tool list the session's requests carry.
+const V20_MEMORY_FLUSHES: &str = r#"
+CREATE TABLE memory_flushes (
+    session_id   TEXT PRIMARY KEY REFERENCES sessions(id) ON DELETE CASCADE,
+    due          INTEGER NOT NULL,
+    through_seq  INTEGER NOT NULL,
+    tools        TEXT NOT NULL,
+    status       TEXT,
+    attempts     INTEGER NOT NULL DEFAULT 0,
+    updated_at   INTEGER NOT NULL
+);
+CREATE INDEX memory_flushes_due ON memory_flushes(due, updated_at);
+"#;
+
 /// Every schema step, in order. Append only.
 pub(crate) const MIGRATIONS: &[Migration] = &[
     Migration {
@@ -614,10 +631,15 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         name: "typed statuses, exit reasons and deciders",
         sql: V19_TYPED_WORDS,
     },
+    Migration {
+        version: 20,
+        name: "memory flushes still due",
+        sql: V20_MEMORY_FLUSHES,
+    },
 ];
 
 /// The schema version this build creates and understands.
-pub const SCHEMA_VERSION: i64 = 19;
+pub const SCHEMA_VERSION: i64 = 20;
 
 /// Reads `PRAGMA user_version`.
 pub(crate) fn current_version(conn: &Connection, path: &str) -> Result<i64, StoreError> {
