@@ -66,6 +66,34 @@ pub use herald_protocol::ExitReason;
 /// reached the output cap: it is not run (its arguments may be cut short).
 const CUT_CALL_RESULT: &str = "not run: your reply reached the output limit (max_tokens) while this call was being written, so its arguments may be incomplete. Send it again; if it carries much content, split it into several smaller calls.";
 
+/// The result of a tool call the model was still writing when its reply
+/// reached the request's time limit: it is not run, as at the output cap.
+const TIMED_OUT_CALL_RESULT: &str = "not run: your reply reached the time limit for one reply (request_timeout_seconds) while this call was being written, so its arguments may be incomplete. Send it again, shorter; if it carries much content, split it into several smaller calls.";
+
+/// What the model is told of the call it was writing when its reply was
+/// cut (at the time limit when `timed_out`, else at the output cap).
+pub(crate) fn cut_call_result(timed_out: bool) -> &'static str {
+    if timed_out {
+        TIMED_OUT_CALL_RESULT
+    } else {
+        CUT_CALL_RESULT
+    }
+}
+
+/// The notice for a reply cut at the request's time limit of `limit`.
+fn timed_out_notice(limit: std::time::Duration, with_calls: bool) -> String {
+    let secs = limit.as_secs();
+    if with_calls {
+        format!(
+            "the model's reply was still streaming after {secs} s (request_timeout_seconds) and was cut there; the tool call it was writing was not run, and the model was told to send it again"
+        )
+    } else {
+        format!(
+            "the model's reply was still streaming after {secs} s (request_timeout_seconds) and is cut short there; raise [network] request_timeout_seconds in config.toml for longer replies, or lower max_tokens"
+        )
+    }
+}
+
 /// The notice for a reply cut at the output cap of `cap` tokens.
 fn cut_notice(cap: u32, with_calls: bool) -> String {
     if with_calls {
@@ -254,6 +282,15 @@ impl Agent {
     /// The stored system prompt.
     pub fn system_prompt(&self) -> &str {
         &self.system_prompt
+    }
+
+    /// Sends `specs` as the tool list of every request instead of the
+    /// registry's own: a deferred memory flush offers the tools the
+    /// session's requests carried (the same prefix) while only `memory`
+    /// can run.
+    pub fn offer_tools(&mut self, specs: &[herald_protocol::ToolSpec]) {
+        self.tools = self.client.encode_tools(specs);
+        self.body_cache.history_changed();
     }
 
     /// The encoded tool list sent with every request.
@@ -457,7 +494,10 @@ impl Agent {
                 cached_tokens: reply.usage.cached_tokens,
                 cost_usd: cost,
             });
-            let cut = reply.reached_output_cap();
+            // Cut at the output cap or at the time limit: the last call may
+            // be incomplete.
+            let cut = reply.is_cut();
+            let timed_out = reply.timed_out;
             // At the limit tool calls are forbidden; any the model sends anyway
             // are dropped so no call is left without a result.
             let tool_calls = if at_limit {
@@ -479,8 +519,13 @@ impl Agent {
                 return self.fail(outcome, message, None);
             }
             if cut {
+                let message = if timed_out {
+                    timed_out_notice(self.client.request_timeout(), !done)
+                } else {
+                    cut_notice(self.client.output_cap(), !done)
+                };
                 self.events.emit(EventKind::Error {
-                    message: cut_notice(self.client.output_cap(), !done),
+                    message,
                     fatal: false,
                 });
             }
@@ -523,7 +568,7 @@ impl Agent {
             )
             .await;
             if let Some(call) = &unfinished {
-                results.push(Message::tool_result(call, CUT_CALL_RESULT, true));
+                results.push(Message::tool_result(call, cut_call_result(timed_out), true));
             }
             // Batches of several calls keep each result in the store as it
             // finishes (see `tool_runner`); the next persist drops them.

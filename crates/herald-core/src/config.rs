@@ -100,6 +100,10 @@ pub struct NetworkConfig {
     pub retry_base_delay_ms: u64,
     /// Seconds without a byte before a stream is abandoned and retried.
     pub stream_idle_timeout: u64,
+    /// Seconds one model request may take in all, however steadily it
+    /// streams: a reply still running then is cut there (a runaway local
+    /// model otherwise generates for many minutes).
+    pub request_timeout_seconds: u64,
     /// Seconds to establish a connection to the provider.
     pub connect_timeout: u64,
 }
@@ -110,6 +114,7 @@ impl Default for NetworkConfig {
             max_retries: 4,
             retry_base_delay_ms: 1000,
             stream_idle_timeout: 120,
+            request_timeout_seconds: 600,
             connect_timeout: 30,
         }
     }
@@ -637,6 +642,7 @@ impl Settings {
                 max_delay: Duration::from_secs(60),
             },
             idle_timeout: Duration::from_secs(self.network.stream_idle_timeout.max(1)),
+            request_timeout: Duration::from_secs(self.network.request_timeout_seconds.max(1)),
             connect_timeout: Duration::from_secs(self.network.connect_timeout.max(1)),
             images: self.images,
             reasoning: self.reasoning,
@@ -773,6 +779,8 @@ pub const DEFAULT_CONFIG: &str = r#"# herald configuration. Precedence: command-
 # max_retries = 4              # 1-20 tries per request on 429 / 5xx / connection errors
 # retry_base_delay_ms = 1000   # 1-60000; first backoff, doubles each retry, with jitter
 # stream_idle_timeout = 120    # 1-3600 seconds without a byte before the stream is retried
+# request_timeout_seconds = 600 # 1-86400 seconds one model request may take in all; a reply
+#                              #   still streaming then is cut there (kept, with a warning)
 # connect_timeout = 30         # 1-300 seconds to connect
 
 [tools]

@@ -32,10 +32,11 @@ pub(crate) struct UnreachedChild<'a> {
 /// The client settings as one line, without the key itself.
 pub(crate) fn client_settings(config: &ClientConfig) -> String {
     format!(
-        "connect_timeout={:?} stream_idle_timeout={:?} retry.max_attempts={} retry.base_delay={:?} \
-         retry.max_delay={:?} max_tokens={} api_key={}",
+        "connect_timeout={:?} stream_idle_timeout={:?} request_timeout={:?} retry.max_attempts={} \
+         retry.base_delay={:?} retry.max_delay={:?} max_tokens={} api_key={}",
         config.connect_timeout,
         config.idle_timeout,
+        config.request_timeout,
         config.retry.max_attempts,
         config.retry.base_delay,
         config.retry.max_delay,
@@ -85,6 +86,7 @@ mod tests {
             max_tokens: None,
             retry: RetryPolicy::default(),
             idle_timeout: Duration::from_secs(120),
+            request_timeout: Duration::from_secs(600),
             connect_timeout: Duration::from_secs(10),
             images: true,
             reasoning: Default::default(),

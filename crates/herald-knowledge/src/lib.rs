@@ -62,6 +62,15 @@ pub fn register(registry: &mut ToolRegistry, setup: &KnowledgeSetup) {
     registry.register(clarify_tool(setup.clarifier.clone()));
 }
 
+/// The `memory` tool alone (`None` when both memory files are disabled),
+/// for a registry that must run nothing else: a memory flush herald runs
+/// for a session that is not open (a deferred end-of-session flush).
+pub fn memory_tool(home: &std::path::Path, limits: MemoryLimits) -> Option<Arc<dyn Tool>> {
+    limits
+        .any_enabled()
+        .then(|| typed(memory::MemoryTool::new(MemoryStore::new(home, limits))))
+}
+
 /// The `clarify` tool asking through `clarifier` (headless when `None`).
 /// Interactive front ends use it to replace the headless tool in a registry.
 pub fn clarify_tool(clarifier: Option<Arc<dyn Clarifier>>) -> Arc<dyn Tool> {

@@ -616,6 +616,21 @@ impl Assembler {
                 "the stream ended before message_stop",
             ));
         }
+        Ok(self.into_reply())
+    }
+
+    /// What has arrived so far, for a reply cut at the request's time limit.
+    /// A thinking block without its signature is left out: the API refuses
+    /// it in later requests, and it was never finished.
+    pub(crate) fn cut_short(mut self) -> AssistantReply {
+        self.thinking.retain(|_, block| match block {
+            Reasoning::Thinking { signature, .. } => !signature.is_empty(),
+            _ => true,
+        });
+        self.into_reply()
+    }
+
+    fn into_reply(self) -> AssistantReply {
         let tool_calls = self
             .tools
             .into_values()
@@ -629,7 +644,7 @@ impl Assembler {
                 },
             })
             .collect();
-        Ok(AssistantReply {
+        AssistantReply {
             text: self.text,
             tool_calls,
             reasoning: self.thinking.into_values().collect(),
@@ -640,7 +655,8 @@ impl Assembler {
                 cache_creation_tokens: self.cache_creation,
             },
             finish_reason: self.stop_reason,
-        })
+            timed_out: false,
+        }
     }
 }
 

@@ -78,6 +78,13 @@ pub struct ClientConfig {
     pub retry: RetryPolicy,
     /// A stream with no bytes for this long is an error that retries.
     pub idle_timeout: Duration,
+    /// The longest one attempt at a request may take, from sending it to
+    /// the end of its reply, however steadily bytes arrive: a model that
+    /// keeps generating (a small local model can for many minutes) is cut
+    /// here. A reply that had text or tool calls by then is kept, cut short
+    /// ([`AssistantReply::timed_out`]); one that had none is a
+    /// [`ErrorKind::RequestTimeout`] error. Neither is retried.
+    pub request_timeout: Duration,
     pub connect_timeout: Duration,
     /// The model takes images: tool results send theirs (Anthropic as
     /// `image` blocks, OpenAI as a `user` message after the results).
@@ -187,6 +194,12 @@ impl LlmClient {
             ProviderKind::OpenAi => openai::output_cap(config.max_tokens, &config.reasoning),
             ProviderKind::Anthropic => config.reasoning.anthropic_max_tokens(config.max_tokens),
         }
+    }
+
+    /// The wall-clock limit of one attempt at a request (see
+    /// [`ClientConfig::request_timeout`]), for messages about cut replies.
+    pub fn request_timeout(&self) -> Duration {
+        self.config.request_timeout
     }
 
     /// The model this client asks for.
@@ -355,12 +368,53 @@ impl LlmClient {
         }
     }
 
+    /// One try, bounded by [`ClientConfig::request_timeout`]: a stream
+    /// still running at the deadline is cut there (see [`read_stream`]);
+    /// before the stream (connecting, waiting for the answer, a JSON answer)
+    /// the deadline is an error.
     async fn attempt(
         &self,
         body: bytes::Bytes,
         key: Option<&str>,
         on_update: &mut (dyn FnMut(StreamUpdate<'_>) + Send),
         cancel: &CancellationToken,
+    ) -> Result<AssistantReply, LlmError> {
+        let deadline = tokio::time::Instant::now() + self.config.request_timeout;
+        // `timeout_at` polls the attempt before its own timer, so a stream
+        // cut at the same deadline returns what it holds.
+        let bounded = tokio::time::timeout_at(
+            deadline,
+            self.attempt_until(body, key, on_update, cancel, deadline),
+        );
+        match bounded.await {
+            Ok(result) => result,
+            Err(_) => Err(self.request_timed_out()),
+        }
+    }
+
+    /// The error of a request that reached its time limit with nothing of
+    /// the reply to keep.
+    fn request_timed_out(&self) -> LlmError {
+        LlmError::new(
+            ErrorKind::RequestTimeout,
+            format!(
+                "{} had not answered with any text or tool call after {} s \
+                 (request_timeout_seconds); the request was stopped and not retried. Raise \
+                 [network] request_timeout_seconds in config.toml for a slow model or server, \
+                 or lower max_tokens",
+                self.endpoint,
+                self.config.request_timeout.as_secs_f64()
+            ),
+        )
+    }
+
+    async fn attempt_until(
+        &self,
+        body: bytes::Bytes,
+        key: Option<&str>,
+        on_update: &mut (dyn FnMut(StreamUpdate<'_>) + Send),
+        cancel: &CancellationToken,
+        deadline: tokio::time::Instant,
     ) -> Result<AssistantReply, LlmError> {
         let mut request = self
             .http
@@ -453,22 +507,24 @@ impl LlmClient {
         match (format, self.config.provider) {
             (BodyFormat::Json, _) => self.read_json(body, &content_type, on_update, cancel).await,
             (BodyFormat::EventStream, ProviderKind::OpenAi) => {
-                read_stream(
+                let reading = read_stream(
                     body.events(),
                     openai::Assembler::default(),
                     on_update,
                     cancel,
-                )
-                .await
+                    deadline,
+                );
+                self.kept_at_deadline(reading.await)
             }
             (BodyFormat::EventStream, ProviderKind::Anthropic) => {
-                read_stream(
+                let reading = read_stream(
                     body.events(),
                     anthropic::Assembler::default(),
                     on_update,
                     cancel,
-                )
-                .await
+                    deadline,
+                );
+                self.kept_at_deadline(reading.await)
             }
         }
     }
@@ -517,6 +573,28 @@ impl LlmClient {
             on_update(StreamUpdate::TextDelta(&reply.text));
         }
         Ok(reply)
+    }
+
+    /// What a stream read until the deadline comes to: a reply cut there
+    /// keeps what it holds (logged), an empty one is the timeout error.
+    fn kept_at_deadline(
+        &self,
+        read: Result<Option<AssistantReply>, LlmError>,
+    ) -> Result<AssistantReply, LlmError> {
+        match read? {
+            Some(reply) if reply.timed_out => {
+                tracing::warn!(
+                    endpoint = %self.endpoint,
+                    limit_s = self.config.request_timeout.as_secs_f64(),
+                    text_bytes = reply.text.len(),
+                    tool_calls = reply.tool_calls.len(),
+                    "the reply was still streaming at request_timeout_seconds; cut there"
+                );
+                Ok(reply)
+            }
+            Some(reply) => Ok(reply),
+            None => Err(self.request_timed_out()),
+        }
     }
 
     fn api_name(&self) -> &'static str {
@@ -580,6 +658,8 @@ trait Assemble {
     fn has_finished(&self) -> bool;
     /// The reply, or `Truncated` when the stream stopped too early.
     fn finish(self) -> Result<AssistantReply, LlmError>;
+    /// What has arrived so far (the stream is being cut).
+    fn cut_short(self) -> AssistantReply;
 }
 
 impl Assemble for openai::Assembler {
@@ -595,6 +675,9 @@ impl Assemble for openai::Assembler {
     }
     fn finish(self) -> Result<AssistantReply, LlmError> {
         openai::Assembler::finish(self)
+    }
+    fn cut_short(self) -> AssistantReply {
+        openai::Assembler::cut_short(self)
     }
 }
 
@@ -612,20 +695,48 @@ impl Assemble for anthropic::Assembler {
     fn finish(self) -> Result<AssistantReply, LlmError> {
         anthropic::Assembler::finish(self)
     }
+    fn cut_short(self) -> AssistantReply {
+        anthropic::Assembler::cut_short(self)
+    }
 }
 
 /// Reads events until the reply is complete. A complete reply is returned at
 /// once, whether or not the server ends the stream; a stream that goes idle
 /// after the finish reason keeps the reply it has (re-asking would pay for the
 /// same answer twice).
+///
+/// At `deadline` the stream is dropped (which closes the connection, so the
+/// server stops generating) and the reply is what arrived by then, marked
+/// [`AssistantReply::timed_out`]; `None` when that holds no text and no
+/// tool call (nothing worth keeping).
 async fn read_stream<A: Assemble>(
     mut reader: SseReader,
     mut assembler: A,
     on_update: &mut (dyn FnMut(StreamUpdate<'_>) + Send),
     cancel: &CancellationToken,
-) -> Result<AssistantReply, LlmError> {
+    deadline: tokio::time::Instant,
+) -> Result<Option<AssistantReply>, LlmError> {
     loop {
-        match reader.next(cancel).await {
+        let next = tokio::select! {
+            biased;
+            () = tokio::time::sleep_until(deadline) => None,
+            next = reader.next(cancel) => Some(next),
+        };
+        let Some(next) = next else {
+            drop(reader);
+            if assembler.has_finished() {
+                // Only the usage or the end marker was missing.
+                return assembler.finish().map(Some);
+            }
+            let mut reply = assembler.cut_short();
+            if reply.text.is_empty() && reply.tool_calls.is_empty() {
+                return Ok(None);
+            }
+            reply.timed_out = true;
+            reply.estimate_output_tokens();
+            return Ok(Some(reply));
+        };
+        match next {
             Ok(Some(event)) => {
                 if assembler.push(&event.data, on_update)? {
                     reader.drain_in_background();
@@ -640,7 +751,7 @@ async fn read_stream<A: Assemble>(
             Err(err) => return Err(err),
         }
     }
-    assembler.finish()
+    assembler.finish().map(Some)
 }
 
 /// The HTTP status an error object sent with status 200 stands for: its

@@ -22,6 +22,10 @@ pub enum ErrorKind {
     IdleTimeout,
     /// The stream ended before the reply was complete.
     Truncated,
+    /// The request reached its wall-clock limit (`request_timeout_seconds`)
+    /// before the reply held any text or tool call. Not retried: a request
+    /// that ran this long would most likely run as long again.
+    RequestTimeout,
     /// The provider sent something we could not parse.
     Protocol,
     /// The caller interrupted the request.
@@ -203,6 +207,7 @@ mod tests {
             ErrorKind::ContextTooLong,
             ErrorKind::Cancelled,
             ErrorKind::Protocol,
+            ErrorKind::RequestTimeout,
         ] {
             assert!(!kind.is_retryable(), "{kind:?}");
         }

@@ -428,6 +428,16 @@ impl Assembler {
                 "the stream ended before the reply was complete",
             ));
         }
+        Ok(self.into_reply())
+    }
+
+    /// What has arrived so far, for a reply cut at the request's time limit
+    /// (its last call's arguments may be incomplete).
+    pub(crate) fn cut_short(self) -> AssistantReply {
+        self.into_reply()
+    }
+
+    fn into_reply(self) -> AssistantReply {
         let tool_calls = self
             .calls
             .into_values()
@@ -450,13 +460,14 @@ impl Assembler {
                 text: self.reasoning,
             }]
         };
-        Ok(AssistantReply {
+        AssistantReply {
             text: self.text,
             tool_calls,
             usage: self.usage,
             finish_reason: self.finish_reason,
             reasoning,
-        })
+            timed_out: false,
+        }
     }
 }
 
@@ -595,6 +606,7 @@ pub(crate) fn parse_completion(body: &serde_json::Value) -> Result<AssistantRepl
             .unwrap_or_default(),
         finish_reason: choice.finish_reason,
         reasoning: Vec::new(),
+        timed_out: false,
     })
 }
 

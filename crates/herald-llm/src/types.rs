@@ -42,6 +42,13 @@ pub struct AssistantReply {
     /// What the model reasoned before answering (thinking blocks, streamed
     /// reasoning text), in order; kept with the assistant message.
     pub reasoning: Vec<herald_protocol::Reasoning>,
+    /// The reply was still streaming when the request reached its
+    /// wall-clock limit (`request_timeout_seconds`) and holds what had
+    /// arrived by then: like a reply cut at the output cap, its last tool
+    /// call may be incomplete. `finish_reason` is then `None` (the provider
+    /// sent none) and `usage` is an estimate (see
+    /// [`AssistantReply::estimate_output_tokens`]).
+    pub timed_out: bool,
 }
 
 impl AssistantReply {
@@ -51,6 +58,37 @@ impl AssistantReply {
     /// incomplete.
     pub fn reached_output_cap(&self) -> bool {
         matches!(self.finish_reason.as_deref(), Some("length" | "max_tokens"))
+    }
+
+    /// Whether the reply was cut short, at the output cap or at the
+    /// request's time limit: its last tool call must not run.
+    pub fn is_cut(&self) -> bool {
+        self.timed_out || self.reached_output_cap()
+    }
+
+    /// Fills in the output tokens of a reply cut at the time limit, whose
+    /// final usage never arrived: about four bytes of text, reasoning and
+    /// call arguments per token, so a runaway reply is not recorded as free.
+    pub(crate) fn estimate_output_tokens(&mut self) {
+        if self.usage.output_tokens > 0 {
+            return;
+        }
+        let reasoning: usize = self
+            .reasoning
+            .iter()
+            .map(|r| match r {
+                herald_protocol::Reasoning::Text { text } => text.len(),
+                herald_protocol::Reasoning::Thinking { thinking, .. } => thinking.len(),
+                herald_protocol::Reasoning::RedactedThinking { data } => data.len(),
+            })
+            .sum();
+        let calls: usize = self
+            .tool_calls
+            .iter()
+            .map(|c| c.name.len() + c.arguments.len())
+            .sum();
+        let bytes = self.text.len() + reasoning + calls;
+        self.usage.output_tokens = u64::try_from(bytes.div_ceil(4)).unwrap_or(u64::MAX);
     }
 }
 

@@ -398,7 +398,9 @@ pub enum EventKind {
     },
     /// The memory flush ended: the extra request(s) that let the model save
     /// durable facts with the `memory` tool before a compaction (`reason`
-    /// `compaction`) or at the end of a session (`session_end`). `status`
+    /// `compaction`), at the end of a session (`session_end`), or at a later
+    /// start of herald for a session whose end flush did not finish
+    /// (`deferred`, in that session's stored events). `status`
     /// is `done`, `interrupted`, `timeout` or `failed` (`message` says
     /// why); `saved` counts the memory calls that succeeded, `refused` the
     /// other tools' calls that were refused. Its requests' `usage` events

@@ -141,11 +141,16 @@ pub enum FlushReason {
     Compaction,
     /// The session is ending.
     SessionEnd,
+    /// A later start of herald runs the end-of-session flush a session
+    /// still owed (it timed out, was skipped or interrupted, or the process
+    /// was killed before it).
+    Deferred,
 }
 
 words!(FlushReason {
     Compaction => "compaction",
     SessionEnd => "session_end",
+    Deferred => "deferred",
 });
 
 /// How a memory flush ended (`memory.flush`).

@@ -1,4 +1,4 @@
-//! Scheduled jobs (schema v20): `cron_jobs` holds each job and when it
+//! Scheduled jobs (schema v21): `cron_jobs` holds each job and when it
 //! fires next; `cron_runs` is the ledger of its runs, each claimed by one
 //! scheduler process before it starts and ended in a final state
 //! ([`JobRunState`]). A job's "last run" is stamped when a run ends, never

@@ -34,6 +34,7 @@ mod id_prefix;
 mod import;
 mod learnings;
 mod leases;
+mod memory_flushes;
 mod messages;
 mod migrations;
 mod owner;
@@ -70,6 +71,7 @@ pub use learnings::{
     normalize_tags, pattern_similarity,
 };
 pub use leases::{LeaseHolder, LeaseOutcome};
+pub use memory_flushes::{FlushState, MAX_DEFERRED_ATTEMPTS};
 pub use messages::TurnStep;
 pub use migrations::SCHEMA_VERSION;
 pub use owner::ProcessIdentity;

@@ -471,7 +471,7 @@ UPDATE agents SET own_cost_usd = cost_usd, requests = iterations;
 /// carry only their words. A suspended agent's `exit_reason` was once
 /// `suspended` (its status) and is `interrupted`; a person's decision was
 /// once recorded as `user` and names the answer now.
-const V20_CRON: &str = r#"
+const V21_CRON: &str = r#"
 CREATE TABLE cron_jobs (
     id             INTEGER PRIMARY KEY,
     name           TEXT NOT NULL UNIQUE,
@@ -567,6 +567,23 @@ BEGIN
     INSERT INTO messages_fts(rowid, content, tool_calls)
     VALUES (new.id, new.content, new.tool_calls);
 END;
+"#;
+
+/// v20: which sessions still owe their end-of-session memory flush (see
+/// `memory_flushes.rs`): marked when a conversation has enough user turns
+/// for it, cleared when a flush of it is done, tried again at later starts
+/// otherwise. `tools` is the JSON tool list the session's requests carry.
+const V20_MEMORY_FLUSHES: &str = r#"
+CREATE TABLE memory_flushes (
+    session_id   TEXT PRIMARY KEY REFERENCES sessions(id) ON DELETE CASCADE,
+    due          INTEGER NOT NULL,
+    through_seq  INTEGER NOT NULL,
+    tools        TEXT NOT NULL,
+    status       TEXT,
+    attempts     INTEGER NOT NULL DEFAULT 0,
+    updated_at   INTEGER NOT NULL
+);
+CREATE INDEX memory_flushes_due ON memory_flushes(due, updated_at);
 "#;
 
 /// Every schema step, in order. Append only.
@@ -668,13 +685,18 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
     },
     Migration {
         version: 20,
+        name: "memory flushes still due",
+        sql: V20_MEMORY_FLUSHES,
+    },
+    Migration {
+        version: 21,
         name: "scheduled jobs and their run ledger",
-        sql: V20_CRON,
+        sql: V21_CRON,
     },
 ];
 
 /// The schema version this build creates and understands.
-pub const SCHEMA_VERSION: i64 = 20;
+pub const SCHEMA_VERSION: i64 = 21;
 
 /// Reads `PRAGMA user_version`.
 pub(crate) fn current_version(conn: &Connection, path: &str) -> Result<i64, StoreError> {

@@ -1,4 +1,4 @@
--- herald state database, schema version 20.
+-- herald state database, schema version 21.
 -- Generated from the migrations in migrations.rs by
 -- `HERALD_WRITE_SCHEMA=1 cargo test -p herald-store fresh_schema`; do not edit.
 
@@ -296,6 +296,18 @@ BEGIN
     INSERT INTO messages_fts(rowid, content, tool_calls)
     VALUES (new.id, new.content, new.tool_calls);
 END;
+
+CREATE TABLE memory_flushes (
+    session_id   TEXT PRIMARY KEY REFERENCES sessions(id) ON DELETE CASCADE,
+    due          INTEGER NOT NULL,
+    through_seq  INTEGER NOT NULL,
+    tools        TEXT NOT NULL,
+    status       TEXT,
+    attempts     INTEGER NOT NULL DEFAULT 0,
+    updated_at   INTEGER NOT NULL
+);
+
+CREATE INDEX memory_flushes_due ON memory_flushes(due, updated_at);
 
 CREATE TABLE cron_jobs (
     id             INTEGER PRIMARY KEY,

@@ -38,6 +38,7 @@
 mod body;
 mod canonical;
 mod child_env;
+mod endless;
 mod fault;
 mod invariants;
 mod normalize;
@@ -66,7 +67,9 @@ pub use normalize::{Api, NormMessage, RequestView};
 pub use outside_temp::{dir_outside_temp, is_under_temp};
 pub use processes::{assert_gone_within, is_gone};
 pub use record::RecordedRequest;
-pub use script::{Lookup, Reply, Script, ScriptedCall, ScriptedThinking};
+pub use script::{
+    ENDLESS_CALL_PREFIX, Endless, Lookup, Reply, Script, ScriptedCall, ScriptedThinking,
+};
 pub use server::ScriptedServer;
 pub use usage::TokenUsage;
 pub use wait::{wait_until, wait_until_async};

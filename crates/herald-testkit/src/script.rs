@@ -93,7 +93,30 @@ pub enum Reply {
     /// `stop_reason: "max_tokens"`) instead of a normal stop: what a
     /// provider sends when a reply reaches `max_tokens`.
     Cut(Box<Reply>),
+    /// A reply that does not end by itself, like a small model that keeps
+    /// generating (see [`Endless`]).
+    Endless(Endless),
 }
+
+/// A reply streamed without end: one token every `every` until the client
+/// goes away, or until the output cap the request carries (`max_tokens`,
+/// `max_completion_tokens`) is reached, where it ends as a provider does
+/// (`finish_reason: "length"`, `stop_reason: "max_tokens"`, usage with
+/// that many output tokens). Each token is one delta of `token`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Endless {
+    /// The text of each token.
+    pub token: String,
+    /// The pause before each token.
+    pub every: std::time::Duration,
+    /// `Some(name)`: the tokens are the arguments of one call of this tool,
+    /// which never close (`{"path":"endless.txt","content":"` then the
+    /// tokens); `None`: they are text.
+    pub call: Option<String>,
+}
+
+/// What an endless call's arguments start with, before its tokens.
+pub const ENDLESS_CALL_PREFIX: &str = r#"{"path":"endless.txt","content":""#;
 
 impl Reply {
     /// A text-only reply.
@@ -126,6 +149,26 @@ impl Reply {
         }
     }
 
+    /// Text streamed without end, a token (`"lorem "`) every 5 ms (see
+    /// [`Endless`]).
+    pub fn endless() -> Self {
+        Reply::Endless(Endless {
+            token: "lorem ".to_owned(),
+            every: std::time::Duration::from_millis(5),
+            call: None,
+        })
+    }
+
+    /// One call of `tool` whose arguments stream without end (see
+    /// [`Endless::call`]), a token every 5 ms.
+    pub fn endless_call(tool: impl Into<String>) -> Self {
+        Reply::Endless(Endless {
+            token: "lorem ".to_owned(),
+            every: std::time::Duration::from_millis(5),
+            call: Some(tool.into()),
+        })
+    }
+
     /// This reply ended by the output cap (see [`Reply::Cut`]).
     pub fn cut(self) -> Self {
         Reply::Cut(Box::new(self))
@@ -145,18 +188,21 @@ impl Reply {
         }
     }
 
-    /// The reply's text part.
+    /// The reply's text part (empty for [`Reply::Endless`], whose text is
+    /// made as it streams).
     pub fn text_part(&self) -> &str {
         match self {
             Reply::Text(t) | Reply::ToolCalls { text: t, .. } => t,
             Reply::Reasoned { reply, .. } | Reply::Cut(reply) => reply.text_part(),
+            Reply::Endless(_) => "",
         }
     }
 
-    /// The reply's tool calls (empty for [`Reply::Text`]).
+    /// The reply's tool calls (empty for [`Reply::Text`] and
+    /// [`Reply::Endless`]).
     pub fn calls(&self) -> &[ScriptedCall] {
         match self {
-            Reply::Text(_) => &[],
+            Reply::Text(_) | Reply::Endless(_) => &[],
             Reply::ToolCalls { calls, .. } => calls,
             Reply::Reasoned { reply, .. } | Reply::Cut(reply) => reply.calls(),
         }

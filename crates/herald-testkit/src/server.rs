@@ -479,6 +479,19 @@ async fn handle(s: Arc<Shared>, api: Api, uri: Uri, headers: HeaderMap, raw: Byt
                 usage,
                 serial: s.serial.fetch_add(1, Ordering::Relaxed),
             };
+            if let Reply::Endless(endless) = &reply {
+                // Ended by the request's own cap, or never; faults do not apply.
+                let cap = crate::endless::output_cap(&view_body(&s, index));
+                let parts = crate::endless::parts(api, &ctx, endless, cap.unwrap_or(u64::MAX));
+                let done_state = s.clone();
+                let body = crate::endless::body(
+                    parts,
+                    endless.every,
+                    cap,
+                    Box::new(move || done_state.mark_responded(index)),
+                );
+                return event_stream(body);
+            }
             if let Some(Fault::Body { content_type, body }) = &fault {
                 let mut resp = Response::new(Body::from(body.clone()));
                 resp.headers_mut().insert(
@@ -540,14 +553,26 @@ async fn handle(s: Arc<Shared>, api: Api, uri: Uri, headers: HeaderMap, raw: Byt
                 Box::new(move || done_state.mark_responded(index)),
                 pace,
             );
-            let mut resp = Response::new(body);
-            let h = resp.headers_mut();
-            h.insert(
-                header::CONTENT_TYPE,
-                HeaderValue::from_static("text/event-stream"),
-            );
-            h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-            resp
+            event_stream(body)
         }
     }
+}
+
+/// A `text/event-stream` response with `body`.
+fn event_stream(body: Body) -> Response {
+    let mut resp = Response::new(body);
+    let h = resp.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream"),
+    );
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    resp
+}
+
+/// The body of recorded request `index` (`null` if it is gone).
+fn view_body(s: &Shared, index: usize) -> Value {
+    lock(&s.log)
+        .get(index)
+        .map_or(Value::Null, |r| r.body.clone())
 }

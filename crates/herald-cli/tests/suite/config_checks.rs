@@ -330,6 +330,7 @@ async fn config_show_needs_no_key_and_prints_every_section() {
         "api_key = \"(not set)\"",
         "[network]",
         "stream_idle_timeout = 120",
+        "request_timeout_seconds = 600",
         "[tools]",
         "output_limit_chars = 50000",
         "[delegation]",
@@ -618,4 +619,39 @@ async fn concurrent_first_runs_on_a_new_home_all_succeed() {
     }
     assert_eq!(h.server.request_count(), PROCESSES * ROUNDS);
     h.server.assert_invariants();
+}
+
+/// `[network] request_timeout_seconds` must be a whole number of seconds
+/// from 1 to 86400: 0, a negative number or text stops every run with exit
+/// code 2 and a message naming the key, before any request or session.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_bad_request_timeout_exits_2_and_changes_nothing() {
+    let h = Harness::new(hello_script()).await;
+    for (value, expected) in [
+        (
+            "0",
+            "[network] request_timeout_seconds = 0 is out of range; allowed: 1 to 86400",
+        ),
+        (
+            "-30",
+            "[network] request_timeout_seconds = -30 is out of range; allowed: 1 to 86400",
+        ),
+        ("\"ten\"", "request_timeout_seconds"),
+        ("2.5", "request_timeout_seconds"),
+    ] {
+        h.config(&format!("[network]\nrequest_timeout_seconds = {value}\n"));
+        let (output, events) = h.run_json(Wire::OpenAi, &[], "hello").await;
+        let err = stderr(&output);
+        assert_eq!(output.status.code(), Some(2), "{value}: {err}");
+        assert!(err.contains(expected), "{value}: {err}");
+        assert!(err.contains("config.toml"), "{value}: {err}");
+        assert!(events.is_empty(), "{value}: {events:?}");
+    }
+    assert_eq!(h.server.request_count(), 0, "no request may be made");
+    let sessions = h.cli_json(&["sessions", "list", "--json"]).await;
+    assert_eq!(sessions, serde_json::json!([]), "no session may be stored");
+    // A valid value runs.
+    h.config("[network]\nrequest_timeout_seconds = 30\n");
+    let (output, _) = h.run_json(Wire::OpenAi, &[], "hello").await;
+    assert!(output.status.success(), "{}", stderr(&output));
 }

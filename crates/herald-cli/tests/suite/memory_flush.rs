@@ -480,9 +480,12 @@ async fn a_one_shot_run_flushes_before_run_completed_and_refuses_other_tools() {
 
 // ----- leaving quickly -------------------------------------------------------
 
+/// What the scripted model saves when a flush asks it to.
+const FACT: &str = "The okapi build runs with make";
+
 /// A session whose flush request never gets an answer (an idle stream).
 async fn stuck_flush(config: &str) -> (Harness, Repl) {
-    let h = Harness::new(ender(memory_add("memory", "x"), end_reply())).await;
+    let h = Harness::new(ender(memory_add("memory", FACT), end_reply())).await;
     h.config(&format!("[memory]\nflush_min_turns = 1\n{config}"));
     let mut repl = Repl::start(&h);
     repl.send("one").await;
@@ -739,4 +742,176 @@ async fn the_tui_says_it_is_saving_memory_and_esc_skips_it() {
     assert_eq!(flush_status(&h).await, "interrupted");
     h.server
         .skip_invariants("the flush request was cut off by the client on purpose");
+}
+
+// ----- owed flushes run at the next start -------------------------------------
+
+/// The `memory.flush` events stored for session `id`: `(reason, status)`.
+async fn flushes_of(h: &Harness, id: &str) -> Vec<(String, String)> {
+    of_type(&stored_events(h, id).await, "memory.flush")
+        .iter()
+        .map(|f| {
+            (
+                f["reason"].as_str().unwrap().to_owned(),
+                f["status"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+/// A one-shot run of another task; this home's flush minimum stays at its
+/// default (6 turns), so only flushes other sessions owe are made.
+async fn another_run(h: &Harness, prompt: &str) {
+    h.config("[memory]\nflush_timeout_seconds = 20\n");
+    let (output, events) = h.run_json(Wire::OpenAi, &[], prompt).await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(last(&events)["type"], "run.completed");
+    assert!(of_type(&events, "memory.flush").is_empty(), "{events:?}");
+}
+
+/// The lines of this home's logs that contain `needle`.
+fn log_lines(h: &Harness, needle: &str) -> Vec<String> {
+    std::fs::read_dir(h.home.path().join("logs"))
+        .map(|dir| dir.filter_map(|e| e.ok().map(|e| e.path())).collect())
+        .unwrap_or_else(|_| Vec::new())
+        .iter()
+        .filter_map(|path: &std::path::PathBuf| std::fs::read_to_string(path).ok())
+        .flat_map(|text| {
+            text.lines()
+                .filter(|l| l.contains(needle))
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_end_flush_that_timed_out_runs_at_the_next_start_and_only_once() {
+    let (h, repl) = stuck_flush("flush_timeout_seconds = 1\n").await;
+    let output = repl.finish().await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    let first = latest_session(&h).await["id"].as_str().unwrap().to_owned();
+    assert_eq!(
+        flushes_of(&h, &first).await,
+        [("session_end".to_owned(), "timeout".to_owned())]
+    );
+    assert!(!memory_file(&h, "MEMORY.md").contains(FACT));
+    assert_eq!(h.requests_of("one").len(), 2);
+
+    // The next start, in another session, makes the flush the first one owes.
+    another_run(&h, "second task").await;
+    assert!(
+        memory_file(&h, "MEMORY.md").contains(FACT),
+        "{}",
+        memory_file(&h, "MEMORY.md")
+    );
+    assert_eq!(
+        flushes_of(&h, &first).await,
+        [
+            ("session_end".to_owned(), "timeout".to_owned()),
+            ("deferred".to_owned(), "done".to_owned())
+        ]
+    );
+    let shown = h.cli_json(&["sessions", "show", &first, "--json"]).await;
+    assert_eq!(shown["session"]["summary"], END_SUMMARY);
+    // The request its end flush would have sent: the session's system
+    // prompt and tools, its conversation extended by the instruction.
+    let requests = h.requests_of("one");
+    assert_eq!(
+        requests.len(),
+        4,
+        "the turn, the stuck flush, the deferred flush of two requests"
+    );
+    let deferred = requests[2].view().unwrap();
+    assert!(opens_flush(&deferred), "{:?}", deferred.last());
+    assert!(deferred.last().unwrap().text.contains("ended earlier"));
+    assert_eq!(requests[2].body["tools"], requests[0].body["tools"]);
+    assert_eq!(
+        check_prefix(&requests[0].body, &requests[2].body),
+        Vec::<String>::new()
+    );
+
+    // Done is done: later starts do not flush that stretch again.
+    another_run(&h, "third task").await;
+    assert_eq!(h.requests_of("one").len(), 4);
+    assert_eq!(flushes_of(&h, &first).await.len(), 2);
+    h.server
+        .skip_invariants("the stuck flush request was cut off by the client on purpose");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_process_killed_before_its_end_flush_leaves_it_for_the_next_start() {
+    let h = Harness::new(ender(memory_add("memory", FACT), end_reply())).await;
+    h.config("[memory]\nflush_min_turns = 1\n");
+    let mut repl = Repl::start(&h);
+    repl.send("one").await;
+    requests_reach(&h, 1).await;
+    wait_until_async(
+        "the first reply to be stored",
+        Duration::from_secs(20),
+        async || latest_message_count(&h).await >= Some(2),
+    )
+    .await;
+    // The owed flush is marked right after the turn's messages.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    repl.signal(nix::sys::signal::Signal::SIGKILL);
+    let _ = repl.finish().await;
+    assert_eq!(h.server.request_count(), 1, "no flush before the kill");
+    let first = latest_session(&h).await["id"].as_str().unwrap().to_owned();
+    assert!(flushes_of(&h, &first).await.is_empty());
+
+    another_run(&h, "second task").await;
+    assert!(memory_file(&h, "MEMORY.md").contains(FACT));
+    assert_eq!(
+        flushes_of(&h, &first).await,
+        [("deferred".to_owned(), "done".to_owned())]
+    );
+    h.server.assert_invariants();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_session_another_live_process_holds_is_not_flushed_from_outside() {
+    let h = Harness::new(ender(memory_add("memory", FACT), end_reply())).await;
+    h.config("[memory]\nflush_min_turns = 1\n");
+    let mut repl = Repl::start(&h);
+    repl.send("one").await;
+    requests_reach(&h, 1).await;
+    wait_until_async(
+        "the first reply to be stored",
+        Duration::from_secs(20),
+        async || latest_message_count(&h).await >= Some(2),
+    )
+    .await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    // The session owes its flush, but its process still runs it.
+    another_run(&h, "second task").await;
+    assert_eq!(h.requests_of("one").len(), 1, "flushed from outside");
+    assert!(!memory_file(&h, "MEMORY.md").contains(FACT));
+    // It was owed and seen, and left for its owner.
+    let left = log_lines(&h, "deferred memory flush left for later");
+    assert!(
+        left.iter()
+            .any(|l| l.contains("is in use by herald process")),
+        "{left:?}"
+    );
+    // Its own end flush does it.
+    h.config("[memory]\nflush_min_turns = 1\n");
+    repl.send("/exit").await;
+    let output = repl.finish().await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(memory_file(&h, "MEMORY.md").contains(FACT));
+    let first = h
+        .cli_json(&["sessions", "list", "--json"])
+        .await
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["title"].as_str().is_some_and(|t| t.contains("one")))
+        .map(|s| s["id"].as_str().unwrap().to_owned())
+        .unwrap();
+    assert_eq!(
+        flushes_of(&h, &first).await,
+        [("session_end".to_owned(), "done".to_owned())]
+    );
+    h.server.assert_invariants();
 }

@@ -273,3 +273,158 @@ async fn a_reply_cut_at_the_output_cap_runs_no_unfinished_call() {
         assert_eq!(last(&events)["final_response"], "the answer, cut");
     }
 }
+
+/// The `error` events of a run: `(message, fatal)`.
+fn notices(events: &[Value]) -> Vec<(String, bool)> {
+    of_type(events, "error")
+        .iter()
+        .map(|e| {
+            (
+                e["message"].as_str().unwrap().to_owned(),
+                e["fatal"].as_bool().unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// A model that does not stop: a call whose arguments never close, then
+/// text without end. Each reply ends only at the output cap or at the
+/// request's time limit.
+fn endless_rambler() -> Script {
+    Script::new().conversation(
+        "ramble on",
+        vec![Reply::endless_call("write_file"), Reply::endless()],
+    )
+}
+
+/// A small configured output cap stops a reply that would never end: the
+/// server ends it at the cap it was sent (`length` / `max_tokens`), the
+/// unfinished call is not run, and the run finishes with the notices.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_small_output_cap_stops_an_endless_reply() {
+    for wire in [Wire::OpenAi, Wire::Anthropic] {
+        let h = Harness::new(endless_rambler()).await;
+        h.config("max_tokens = 40\n");
+        let t0 = Instant::now();
+        let (output, events) = h.run_json(wire, &[], "ramble on").await;
+        assert!(output.status.success(), "{wire:?}: {}", stderr(&output));
+        assert!(t0.elapsed() < Duration::from_secs(20), "{:?}", t0.elapsed());
+        let requests = h.requests_of("ramble on");
+        assert_eq!(requests.len(), 2, "{wire:?}");
+        assert_eq!(requests[0].body["max_tokens"], 40, "{wire:?}");
+        assert!(!h.work_path().join("endless.txt").exists(), "{wire:?}");
+        let notices = notices(&events);
+        assert_eq!(notices.len(), 2, "{wire:?}: {notices:?}");
+        assert!(notices.iter().all(|(_, fatal)| !fatal), "{notices:?}");
+        assert!(
+            notices[0].0.contains("output limit (40 tokens)"),
+            "{notices:?}"
+        );
+        assert!(notices[0].0.contains("was not run"), "{notices:?}");
+        assert!(notices[1].0.contains("is cut short"), "{notices:?}");
+        let view = requests[1].view().unwrap();
+        let (_, told) = view.tool_results().last().cloned().unwrap();
+        assert!(
+            told.starts_with("not run: your reply reached the output limit"),
+            "{told}"
+        );
+        // Every token up to the cap, and nothing after it.
+        assert_eq!(
+            last(&events)["final_response"],
+            "lorem ".repeat(40),
+            "{wire:?}"
+        );
+        assert_eq!(last(&events)["exit_reason"], "completed");
+    }
+}
+
+/// The request's wall-clock limit ends a reply whose cap is far away,
+/// within the limit plus slack; what had streamed is kept and stored, the
+/// half-written call is not run, the notices are visible, and the run
+/// ends normally.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_request_time_limit_cuts_an_endless_reply_and_keeps_it() {
+    const LIMIT: Duration = Duration::from_secs(2);
+    const SLACK: Duration = Duration::from_millis(1500);
+    for wire in [Wire::OpenAi, Wire::Anthropic] {
+        let h = Harness::new(endless_rambler()).await;
+        h.config("[network]\nrequest_timeout_seconds = 2\n");
+        let t0 = Instant::now();
+        let (output, events) = h.run_json(wire, &[], "ramble on").await;
+        let took = t0.elapsed();
+        assert!(output.status.success(), "{wire:?}: {}", stderr(&output));
+        let requests = h.requests_of("ramble on");
+        assert_eq!(requests.len(), 2, "{wire:?}: not retried");
+        // The default cap (8,192 tokens at 200 a second) is 40 s away:
+        // each request ended at the limit.
+        let first = requests[1].received_at - requests[0].received_at;
+        assert!(
+            first >= LIMIT && first < LIMIT + SLACK,
+            "{wire:?}: {first:?}"
+        );
+        assert!(
+            took >= 2 * LIMIT && took < 2 * LIMIT + 2 * SLACK + Duration::from_secs(2),
+            "{wire:?}: {took:?}"
+        );
+        assert!(!h.work_path().join("endless.txt").exists(), "{wire:?}");
+        let notices = notices(&events);
+        assert_eq!(notices.len(), 2, "{wire:?}: {notices:?}");
+        assert!(notices.iter().all(|(_, fatal)| !fatal), "{notices:?}");
+        assert!(
+            notices[0].0.contains("after 2 s (request_timeout_seconds)")
+                && notices[0].0.contains("was not run"),
+            "{notices:?}"
+        );
+        assert!(notices[1].0.contains("is cut short"), "{notices:?}");
+        let view = requests[1].view().unwrap();
+        let (_, told) = view.tool_results().last().cloned().unwrap();
+        assert!(
+            told.starts_with("not run: your reply reached the time limit"),
+            "{told}"
+        );
+        let done = last(&events);
+        assert_eq!(done["type"], "run.completed");
+        assert_eq!(done["exit_reason"], "completed");
+        let answer = done["final_response"].as_str().unwrap().to_owned();
+        assert!(answer.starts_with("lorem lorem "), "{wire:?}: {answer}");
+        // Stored: the cut answer and what the model was told.
+        let id = done["session_id"].as_str().unwrap();
+        let shown = h.cli_json(&["sessions", "show", id, "--json"]).await;
+        let stored = shown["messages"].as_array().unwrap();
+        assert_eq!(stored.last().unwrap()["content"], answer.as_str());
+        assert!(
+            stored.iter().any(|m| m["content"]
+                .as_str()
+                .is_some_and(|c| c.starts_with("not run: your reply reached the time limit"))),
+            "{wire:?}"
+        );
+        // Its output tokens are counted, not recorded as free.
+        assert!(
+            shown["session"]["output_tokens"].as_u64().unwrap() > 0,
+            "{shown}"
+        );
+        h.server.assert_invariants();
+    }
+}
+
+/// A request that reaches its time limit before any text or call arrived
+/// is a clear error, not retried.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_request_with_nothing_by_its_time_limit_is_an_error_not_retried() {
+    let h = Harness::new(answer()).await;
+    h.config("[network]\nrequest_timeout_seconds = 1\n");
+    h.server.set_latency(Duration::from_secs(4));
+    let t0 = Instant::now();
+    let (output, events) = h.run_json(Wire::OpenAi, &[], "status").await;
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert!(t0.elapsed() < Duration::from_secs(4), "{:?}", t0.elapsed());
+    assert_eq!(h.server.request_count(), 1, "retried");
+    let done = last(&events);
+    assert_eq!(done["exit_reason"], "error");
+    let error = done["error"].as_str().unwrap();
+    assert!(
+        error.contains("after 1 s (request_timeout_seconds)")
+            && error.contains("Raise [network] request_timeout_seconds"),
+        "{error}"
+    );
+}

@@ -93,11 +93,18 @@ Only the memory tool runs now: a call of any other tool is refused.";
             "{FLUSH_MARKER}: the conversation above is about to be summarised to fit the context window, and its details will be lost. \
 {what}{targets}{rules} Reply DONE when finished, or right away if there is nothing worth saving."
         ),
-        FlushReason::SessionEnd => format!(
-            "{FLUSH_MARKER}: this session is ending. {what}{targets}{rules} \
+        FlushReason::SessionEnd | FlushReason::Deferred => {
+            let ending = if reason == FlushReason::Deferred {
+                "this session ended earlier without saving its memory."
+            } else {
+                "this session is ending."
+            };
+            format!(
+                "{FLUSH_MARKER}: {ending} {what}{targets}{rules} \
 When finished, or right away if there is nothing worth saving, reply DONE followed by one paragraph that starts with \"Summary:\" \
 and says what this session was about and what came of it (it is stored so the session can be found later)."
-        ),
+            )
+        }
     }
 }
 
@@ -249,6 +256,17 @@ impl Agent {
         )
     }
 
+    /// Whether the conversation has reached the flush at session end (set
+    /// up, the `memory` tool present, at least `min_turns` user turns since
+    /// the last flush or compaction) and not had it yet: the runtime marks
+    /// the session in the store, so the flush is owed even if the process
+    /// ends before it runs or finishes.
+    pub fn owes_end_flush(&self) -> bool {
+        self.memory_flush.as_ref().is_some_and(|f| {
+            f.min_turns > 0 && user_turns_since_flush(&self.messages) >= f.min_turns as usize
+        }) && self.registry.get(MEMORY_TOOL).is_some()
+    }
+
     /// The summary to store for this session: the closing paragraph of
     /// `flush` (the end-of-session flush), else the latest compaction
     /// summary in the conversation, cut.
@@ -331,6 +349,7 @@ impl Agent {
             };
             report.requests += 1;
             self.account_flush_usage(&reply.usage);
+            let (cut, timed_out) = (reply.is_cut(), reply.timed_out);
             // At the last request tool calls are forbidden; any sent anyway
             // are dropped so none is left without a result.
             let calls = if last { Vec::new() } else { reply.tool_calls };
@@ -344,25 +363,35 @@ impl Agent {
                 break;
             }
             if calls.is_empty() {
-                if reason == FlushReason::SessionEnd {
+                if reason != FlushReason::Compaction {
                     report.summary = summary_from_reply(&text);
                 }
                 break;
             }
-            let results = run_tool_calls(
+            // A cut reply's last call may be incomplete: never run.
+            let mut runnable = calls.clone();
+            let unfinished = if cut { runnable.pop() } else { None };
+            let mut results = run_tool_calls(
                 self.client.accepts_images(),
                 &self.registry,
                 CallGuards {
                     gate: self.gate.as_ref(),
                     interception: interception.as_ref(),
                 },
-                &calls,
+                &runnable,
                 &self.state,
                 &flush_cancel,
                 &self.events,
                 self.recorder.as_ref(),
             )
             .await;
+            if let Some(call) = &unfinished {
+                results.push(Message::tool_result(
+                    call,
+                    super::cut_call_result(timed_out),
+                    true,
+                ));
+            }
             self.kept_results |= calls.len() > 1;
             for (call, result) in calls.iter().zip(&results) {
                 if call.name != MEMORY_TOOL {
@@ -420,7 +449,19 @@ impl Agent {
         self.pending_usage = Some((*usage, cost));
     }
 
+    /// Reports the flush: a `memory.flush` event, and its outcome in the
+    /// store, where a `done` flush clears the session's owed end flush (see
+    /// [`Agent::owes_end_flush`]) and a deferred one counts as an attempt.
     fn emit_flush(&self, report: &FlushReport) {
+        if let Some(recorder) = &self.recorder {
+            let id = recorder.session_id.clone();
+            let (status, deferred) = (report.status, report.reason == FlushReason::Deferred);
+            recorder.store.send(move |s| {
+                if let Err(err) = s.record_flush(&id, status.as_str(), deferred) {
+                    tracing::warn!(session_id = %id, "could not record the memory flush: {err}");
+                }
+            });
+        }
         self.events.emit(EventKind::MemoryFlush {
             reason: report.reason,
             status: report.status,

@@ -650,6 +650,7 @@ mod tests {
                 ..Default::default()
             },
             idle_timeout: std::time::Duration::from_secs(5),
+            request_timeout: std::time::Duration::from_secs(600),
             connect_timeout: std::time::Duration::from_secs(1),
             images: true,
             reasoning: Default::default(),

@@ -88,6 +88,12 @@ pub(crate) const NETWORK: &[Key] = &[
         "120",
     ),
     key(
+        "request_timeout_seconds",
+        int(1, 86_400),
+        "seconds one model request may take in all before its reply is cut",
+        "600",
+    ),
+    key(
         "connect_timeout",
         int(1, 300),
         "seconds to establish a connection",

@@ -68,6 +68,10 @@ pub(super) async fn drive(
                 let result = run_turn(&mut agent, &shared, text, &cancel, &mut checkpoints).await;
                 if shared.one_shot {
                     checkpoints.after_turn().await;
+                    // An interrupted run leaves at once (the turn's token
+                    // is cancelled at every one-shot end: it stops the tree).
+                    let interrupted = result.exit_reason == ExitReason::Interrupted;
+                    finish_deferred(&shared, !interrupted).await;
                     let reason = result.exit_reason.as_str();
                     close_live(&shared);
                     stop_mcp(&shared).await;
@@ -212,7 +216,9 @@ async fn run_turn(
             // A new session's first prompt (hooks let it through) is named
             // beside the turn; the turn does not wait for it.
             title = start_title(agent, shared, text, cancel);
-            agent.run_turn(prompt, cancel).await
+            let outcome = agent.run_turn(prompt, cancel).await;
+            mark_owed_flush(agent, shared);
+            outcome
         }
         Err(reason) => blocked_turn(agent, reason),
     };
@@ -369,6 +375,7 @@ async fn end_session(
         super::end_flush::flush_and_summarise(agent, shared, &cancel, flush).await;
         *shared.turn.lock().unwrap_or_else(PoisonError::into_inner) = None;
     }
+    finish_deferred(shared, flush).await;
     let suspended = shared.delegation.suspend(SETTLE_LIMIT).await;
     if let Some(hooks) = agent.hooks() {
         hooks.session_end(reason).await;
@@ -383,6 +390,50 @@ async fn end_session(
     }
     lease.release().await;
     suspended
+}
+
+/// Marks the session in the store as owing its end-of-session memory
+/// flush once its conversation qualifies (see [`Agent::owes_end_flush`]):
+/// before the flush runs, so a flush that does not finish, or a process
+/// killed before it, leaves it owed for a later start. The mark carries the
+/// tool list the requests carry, so the deferred flush sends the same
+/// prefix.
+fn mark_owed_flush(agent: &Agent, shared: &Shared) {
+    if !agent.owes_end_flush() {
+        return;
+    }
+    let tools = match serde_json::to_string(&agent.registry().specs()) {
+        Ok(tools) => tools,
+        Err(err) => {
+            tracing::warn!(session_id = %shared.session_id, "could not encode the tool list: {err}");
+            "[]".to_owned()
+        }
+    };
+    let id = shared.session_id.clone();
+    shared.store.send(move |s| {
+        if let Err(err) = s.mark_flush_due(&id, &tools) {
+            tracing::warn!(session_id = %id, "could not mark the memory flush as owed: {err}");
+        }
+    });
+}
+
+/// Waits for the deferred flushes this session started (at most
+/// `[memory] flush_timeout_seconds`; not at all when the end should not
+/// wait), then stops what still runs.
+async fn finish_deferred(shared: &Shared, wait: bool) {
+    let deferred = shared
+        .deferred
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .take();
+    if let Some(deferred) = deferred {
+        let limit = if wait {
+            shared.flush_timeout
+        } else {
+            Duration::ZERO
+        };
+        deferred.finish(limit).await;
+    }
 }
 
 /// Deletes the session (with its events) when a person opened it at the

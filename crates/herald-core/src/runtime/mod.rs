@@ -13,6 +13,7 @@
 
 mod catalog;
 mod clarify;
+mod deferred_flush;
 mod driver;
 mod end_flush;
 mod fanout;
@@ -290,6 +291,9 @@ struct Shared {
     /// `[sessions] title_model`, until the first turn of a session without
     /// history takes it (see `title.rs`).
     title_client: Mutex<Option<Arc<herald_llm::LlmClient>>>,
+    /// The owed memory flushes of other sessions this session started (the
+    /// process's first), waited for when it ends (see `deferred_flush.rs`).
+    deferred: Mutex<Option<deferred_flush::DeferredFlushes>>,
 }
 
 /// A handle on an open session; clones share it. Dropping every handle

@@ -302,6 +302,9 @@ pub async fn open_session(mut options: SessionOptions) -> Result<Session, Runtim
         snapshot_gate,
     )
     .await;
+    // Flushes other sessions still owe, in the background (this session's
+    // lease is held, so its own is left to its end).
+    let deferred = super::deferred_flush::start(&options.settings, store, agent.client());
     let (queue, receiver) = mpsc::unbounded_channel();
     let shared = Arc::new(Shared {
         session_id,
@@ -322,6 +325,7 @@ pub async fn open_session(mut options: SessionOptions) -> Result<Session, Runtim
         mcp: Arc::clone(&mcp),
         flush_timeout: std::time::Duration::from_secs(settings.memory.flush_timeout_seconds.max(1)),
         title_client: Mutex::new(title_client),
+        deferred: Mutex::new(deferred),
     });
     tokio::spawn(super::driver::drive(
         agent,

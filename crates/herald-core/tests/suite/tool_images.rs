@@ -76,6 +76,7 @@ fn client(server: &ScriptedServer, provider: ProviderKind, images: bool) -> Arc<
                 ..RetryPolicy::default()
             },
             idle_timeout: Duration::from_secs(10),
+            request_timeout: Duration::from_secs(600),
             connect_timeout: Duration::from_secs(5),
             images,
             reasoning: Default::default(),

@@ -18,6 +18,15 @@ use tokio_util::sync::CancellationToken;
 const IDLE: Duration = Duration::from_secs(5);
 
 fn client(server: &ScriptedServer, provider: ProviderKind) -> LlmClient {
+    timed_client(server, provider, Duration::from_secs(600))
+}
+
+/// A client whose requests may take `request_timeout` each.
+fn timed_client(
+    server: &ScriptedServer,
+    provider: ProviderKind,
+    request_timeout: Duration,
+) -> LlmClient {
     let (base_url, model) = match provider {
         ProviderKind::OpenAi => (server.openai_base_url(), "gpt-4.1-mini"),
         ProviderKind::Anthropic => (server.anthropic_base_url(), "claude-sonnet-4-5"),
@@ -34,6 +43,7 @@ fn client(server: &ScriptedServer, provider: ProviderKind) -> LlmClient {
             max_delay: Duration::from_millis(50),
         },
         idle_timeout: IDLE,
+        request_timeout,
         connect_timeout: Duration::from_secs(5),
         images: true,
         reasoning: Default::default(),
@@ -78,7 +88,10 @@ async fn ask(
     provider: ProviderKind,
     prompt: &str,
 ) -> (Result<AssistantReply, LlmError>, Seen) {
-    let client = client(server, provider);
+    ask_with(client(server, provider), prompt).await
+}
+
+async fn ask_with(client: LlmClient, prompt: &str) -> (Result<AssistantReply, LlmError>, Seen) {
     let tools = client.encode_tools(&[ToolSpec {
         name: "read_file".into(),
         description: "Read a file".into(),
@@ -257,4 +270,69 @@ async fn retried_reply_with_other_text_restarts_the_stream_once() {
     assert!(seen.text().starts_with("First"), "{seen:?}");
     assert_eq!(seen.final_text(), reply.text);
     server.assert_invariants();
+}
+
+/// A reply still streaming at the request's time limit is cut there and
+/// kept: the text so far, the call being written, `timed_out` set, output
+/// tokens estimated; the connection is closed and nothing is retried.
+#[tokio::test]
+async fn a_reply_streaming_past_the_time_limit_is_cut_and_kept() {
+    const LIMIT: Duration = Duration::from_millis(700);
+    for provider in [ProviderKind::OpenAi, ProviderKind::Anthropic] {
+        let server = ScriptedServer::start(
+            Script::new()
+                .conversation("ramble", vec![Reply::endless()])
+                .conversation("write", vec![Reply::endless_call("write_file")]),
+        )
+        .await
+        .unwrap();
+        let t0 = Instant::now();
+        let (result, seen) = ask_with(timed_client(&server, provider, LIMIT), "ramble").await;
+        let took = t0.elapsed();
+        let reply = result.unwrap();
+        assert!(
+            took >= LIMIT && took < LIMIT + Duration::from_millis(800),
+            "{took:?}"
+        );
+        assert!(reply.timed_out && !reply.reached_output_cap() && reply.is_cut());
+        assert!(
+            reply.text.starts_with("lorem lorem "),
+            "{provider:?}: {}",
+            reply.text
+        );
+        assert_eq!(seen.text(), reply.text);
+        assert!(seen.retries.is_empty(), "{:?}", seen.retries);
+        assert!(reply.usage.output_tokens > 0);
+
+        let (result, _) = ask_with(timed_client(&server, provider, LIMIT), "write").await;
+        let reply = result.unwrap();
+        assert!(reply.timed_out, "{provider:?}");
+        assert_eq!(reply.tool_calls.len(), 1);
+        assert_eq!(reply.tool_calls[0].name, "write_file");
+        assert!(
+            reply.tool_calls[0]
+                .arguments
+                .starts_with(herald_testkit::ENDLESS_CALL_PREFIX),
+            "{}",
+            reply.tool_calls[0].arguments
+        );
+        assert_eq!(server.request_count(), 2, "one request each, none retried");
+    }
+}
+
+/// Nothing of the reply by the time limit: an error naming the setting,
+/// not retried.
+#[tokio::test]
+async fn a_request_with_nothing_at_its_time_limit_fails_without_retry() {
+    let server = ScriptedServer::start(script()).await.unwrap();
+    server.set_latency(Duration::from_secs(3));
+    let t0 = Instant::now();
+    let client = timed_client(&server, ProviderKind::OpenAi, Duration::from_millis(500));
+    let (result, seen) = ask_with(client, "question").await;
+    let err = result.unwrap_err();
+    assert_eq!(err.kind, ErrorKind::RequestTimeout, "{err}");
+    assert!(err.message.contains("request_timeout_seconds"), "{err}");
+    assert!(t0.elapsed() < Duration::from_secs(2), "{:?}", t0.elapsed());
+    assert!(seen.retries.is_empty());
+    assert_eq!(server.request_count(), 1);
 }
