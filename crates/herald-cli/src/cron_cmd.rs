@@ -91,58 +91,74 @@ pub(crate) enum CronAction {
         name: String,
         #[command(flatten)]
         options: JobOptions,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
     /// Every job with its schedule, next fire time and last run.
     List {
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
     /// One job, with its latest runs.
     Show {
+        /// The job's name.
         name: String,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
     /// Change a job: only the options given change.
     Edit {
+        /// The job's name.
         name: String,
         #[command(flatten)]
         options: JobOptions,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
     /// Stop a job from firing until `resume`.
     Pause {
+        /// The job's name.
         name: String,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
     /// Let a paused job fire again (from its next fire time after now).
     Resume {
+        /// The job's name.
         name: String,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
     /// Run a job once now, in this process, and print how it ended.
     RunNow {
+        /// The job's name.
         name: String,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
     /// Delete a job and its ledger.
     Remove {
+        /// The job's name.
         name: String,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
     /// The ledger of a job's runs, newest first.
     Runs {
+        /// The job's name.
         name: String,
         /// How many runs.
         #[arg(long, default_value_t = 20)]
         limit: u32,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
