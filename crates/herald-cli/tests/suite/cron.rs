@@ -977,3 +977,73 @@ async fn results_are_delivered_signed_and_retried_and_silent_ones_kept() {
     );
     daemon.stop().await;
 }
+
+/// A run that spends more than its job's `--budget-usd` is interrupted
+/// and ends `failed`, saying so (its long command does not run to the end).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_run_over_its_budget_is_stopped() {
+    let c = Cron::new().await;
+    c.h.config("[pricing.\"gpt-4.1-mini\"]\ninput = 1000.0\noutput = 1000.0\n");
+    c.json(&[
+        "cron",
+        "add",
+        "spender",
+        "--schedule",
+        "every 15m",
+        "--prompt",
+        "slow and costly",
+        "--budget-usd",
+        "0.0001",
+        "--json",
+    ])
+    .await;
+    let started = Instant::now();
+    let output = c.herald(&["cron", "run-now", "spender", "--json"]).await;
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let run: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "the 60 s command was stopped"
+    );
+    assert_eq!(run["state"], "failed", "{run}");
+    assert!(
+        run["error"].as_str().unwrap().contains("over its budget"),
+        "{run}"
+    );
+    assert!(run["cost_usd"].as_f64().unwrap() > 0.0001, "{run}");
+}
+
+/// With `--resume-session` every run continues the job's session: the
+/// second run's request carries the first run's conversation.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_job_with_resume_session_continues_its_session() {
+    let c = Cron::new().await;
+    c.json(&[
+        "cron",
+        "add",
+        "diary",
+        "--schedule",
+        "every 1h",
+        "--prompt",
+        "diary entry",
+        "--resume-session",
+        "--json",
+    ])
+    .await;
+    let first = c.json(&["cron", "run-now", "diary", "--json"]).await;
+    let second = c.json(&["cron", "run-now", "diary", "--json"]).await;
+    assert_eq!(
+        first["session_id"], second["session_id"],
+        "{first} {second}"
+    );
+    let last = c.h.requests_of("diary entry").last().unwrap().body.clone();
+    let users = last["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .count();
+    assert_eq!(users, 2, "the second run saw the first: {last}");
+    let job = c.json(&["cron", "show", "diary", "--json"]).await;
+    assert_eq!(job["session_id"], first["session_id"]);
+}
