@@ -1047,3 +1047,65 @@ async fn a_job_with_resume_session_continues_its_session() {
     let job = c.json(&["cron", "show", "diary", "--json"]).await;
     assert_eq!(job["session_id"], first["session_id"]);
 }
+
+/// `--max-parallel-jobs` bounds the runs at once: a second due job waits
+/// while the first runs.
+#[tokio::test(flavor = "multi_thread")]
+async fn max_parallel_jobs_makes_due_jobs_wait() {
+    let c = Cron::new().await;
+    for name in ["slow-a", "slow-b"] {
+        c.json(&[
+            "cron",
+            "add",
+            name,
+            "--schedule",
+            "every 15m",
+            "--prompt",
+            "slow work",
+            "--json",
+        ])
+        .await;
+    }
+    let mut cmd = c.command();
+    cmd.args(["daemon", "--max-parallel-jobs", "1"]);
+    let mut daemon = Daemon::spawn(cmd);
+    daemon.said("running scheduled jobs").await;
+    c.set_clock(T0 + 15 * MINUTE);
+    daemon.said("run #1 started").await;
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    let a = c.runs("slow-a").await;
+    let b = c.runs("slow-b").await;
+    assert_eq!(a.len() + b.len(), 1, "one run at a time: {a:?} {b:?}");
+    daemon.child.kill().await.unwrap();
+}
+
+/// `herald daemon install` writes a user service that runs `herald daemon`
+/// for this HERALD_HOME, and says how to enable it.
+#[cfg(not(target_os = "macos"))]
+#[tokio::test(flavor = "multi_thread")]
+async fn daemon_install_writes_a_user_service() {
+    let c = Cron::new().await;
+    let user_home = tempfile::tempdir().unwrap();
+    let output = c
+        .command()
+        .env("HOME", user_home.path())
+        .args(["daemon", "install"])
+        .output()
+        .await
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let unit = user_home
+        .path()
+        .join(".config/systemd/user/herald-daemon.service");
+    let text = std::fs::read_to_string(&unit).unwrap();
+    assert!(text.contains(" daemon\n"), "{text}");
+    assert!(
+        text.contains(&format!("HERALD_HOME={}", c.h.home.path().display())),
+        "{text}"
+    );
+    let said = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(
+        said.contains("systemctl --user enable --now herald-daemon"),
+        "{said}"
+    );
+}
