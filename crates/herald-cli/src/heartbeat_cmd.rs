@@ -229,10 +229,7 @@ fn print_one(hb: &Heartbeat) {
 }
 
 fn describe(at: i64, tz: &str) -> String {
-    describe_time(
-        at,
-        herald_cron::time_zone(tz).unwrap_or(chrono_tz::Tz::UTC),
-    )
+    describe_time(at, herald_cron::time_zone(tz).unwrap_or(chrono_tz::Tz::UTC))
 }
 
 /// `90m` → `1h30m`.

@@ -336,7 +336,9 @@ mod tests {
         assert!(is_ok_reply("  **HEARTBEAT_OK**.\n"));
         assert!(is_ok_reply("All quiet. HEARTBEAT_OK"));
         assert!(is_ok_reply("HEARTBEAT_OK — nothing new"));
-        assert!(!is_ok_reply("The build is red; HEARTBEAT_OK is not the answer today"));
+        assert!(!is_ok_reply(
+            "The build is red; HEARTBEAT_OK is not the answer today"
+        ));
         assert!(!is_ok_reply("HEARTBEAT_NOT"));
         assert!(!is_ok_reply(""));
         let long = format!("HEARTBEAT_OK {}", "x".repeat(OK_MAX_CHARS));
@@ -350,10 +352,20 @@ mod tests {
         assert!(!day.contains(22 * 60) && !day.contains(7 * 60 + 59));
         let night = ActiveHours::parse("22:00-06:00").unwrap();
         assert!(night.contains(23 * 60) && night.contains(0) && !night.contains(12 * 60));
-        assert_eq!(ActiveHours::parse("9:30-24:00").unwrap().to_string(), "09:30-24:00");
+        assert_eq!(
+            ActiveHours::parse("9:30-24:00").unwrap().to_string(),
+            "09:30-24:00"
+        );
         for bad in [
-            "", "08:00", "8-22", "08:00-08:00", "25:00-26:00", "08:60-09:00", "24:00-08:00",
-            "08:00-22:00-23:00", "a:bc-22:00",
+            "",
+            "08:00",
+            "8-22",
+            "08:00-08:00",
+            "25:00-26:00",
+            "08:60-09:00",
+            "24:00-08:00",
+            "08:00-22:00-23:00",
+            "a:bc-22:00",
         ] {
             let err = ActiveHours::parse(bad).unwrap_err();
             assert!(err.to_string().contains("08:00-22:00"), "{bad}: {err}");
@@ -364,7 +376,10 @@ mod tests {
     fn settings_are_checked() {
         let ok = define("30m", Some("08:00-22:00"), Some("Europe/Berlin")).unwrap();
         assert_eq!(ok.every_ms, 1_800_000);
-        assert_eq!(define("every 1h", None, Some("UTC")).unwrap().every_ms, 3_600_000);
+        assert_eq!(
+            define("every 1h", None, Some("UTC")).unwrap().every_ms,
+            3_600_000
+        );
         assert!(matches!(
             define("30s", None, Some("UTC")),
             Err(HeartbeatError::TooOften(_))

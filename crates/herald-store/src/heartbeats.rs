@@ -186,7 +186,9 @@ mod tests {
                 .record_heartbeat_wake(&id, 20, "alert", Some("disk full"), 30)
                 .unwrap()
         );
-        let replaced = store.set_heartbeat(&id, 60_000, None, "UTC", 40, 21).unwrap();
+        let replaced = store
+            .set_heartbeat(&id, 60_000, None, "UTC", 40, 21)
+            .unwrap();
         assert_eq!(replaced.active_hours, None);
         assert_eq!(replaced.wakes, 1, "a replace keeps the history");
         assert_eq!(replaced.last_outcome.as_deref(), Some("alert"));
