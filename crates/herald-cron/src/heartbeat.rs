@@ -18,7 +18,7 @@ use chrono::{TimeZone, Timelike};
 use chrono_tz::Tz;
 use herald_core::runtime::{ClarifyPolicy, OpenMode, SessionOptions, open_session};
 use herald_core::{ApprovalMode, Overrides, Settings};
-use herald_store::{Heartbeat, ProcessIdentity};
+use herald_store::Heartbeat;
 
 use crate::runner::{self, RunContext};
 use crate::schedule::{ScheduleError, parse_duration, time_zone};
@@ -241,16 +241,14 @@ impl WakeOutcome {
     }
 }
 
-/// The live process other than this one holding `session_id`, if any.
+/// The live process holding `session_id`, if any — this one included
+/// (`herald serve` runs sessions and the scheduler in one process): a held
+/// session is busy with someone else and is not woken.
 pub async fn holder(ctx: &RunContext, session_id: &str) -> Option<u32> {
     let id = session_id.to_owned();
     let held = ctx.store.call(move |s| s.lease_holder(&id)).await;
     match held {
-        Ok(Ok(Some(holder)))
-            if holder.is_alive() && holder.identity() != ProcessIdentity::current() =>
-        {
-            Some(holder.pid)
-        }
+        Ok(Ok(Some(holder))) if holder.is_alive() => Some(holder.pid),
         _ => None,
     }
 }
