@@ -16,8 +16,9 @@ use std::time::Duration;
 
 use chrono::{TimeZone, Timelike};
 use chrono_tz::Tz;
-use herald_core::runtime::{ClarifyPolicy, OpenMode, SessionOptions, open_session};
+use herald_core::runtime::{ClarifyPolicy, OpenMode, SessionOptions, TurnResult, open_session};
 use herald_core::{ApprovalMode, Overrides, Settings};
+use herald_protocol::ExitReason;
 use herald_store::Heartbeat;
 
 use crate::runner::{self, RunContext};
@@ -307,19 +308,28 @@ pub async fn wake(ctx: &RunContext, session_id: &str) -> WakeOutcome {
     let outcome = runner::run_turn(&session, text, None).await;
     let _ = session.shutdown().await;
     match outcome {
-        Ok((result, _)) if result.error.is_none() => {
+        Ok((result, _)) => outcome_of(Some(result)),
+        Err(err) => WakeOutcome::Failed(err),
+    }
+}
+
+/// What a wake's turn came to (`None`: the session ended during it): a
+/// turn that did not end normally — failed, interrupted — is `Failed`,
+/// never an alert made of a cut-off reply.
+pub fn outcome_of(result: Option<TurnResult>) -> WakeOutcome {
+    let Some(result) = result else {
+        return WakeOutcome::Failed("the session ended during the wake".to_owned());
+    };
+    match (result.exit_reason, result.error) {
+        (ExitReason::Completed | ExitReason::MaxIterations, None) => {
             if is_ok_reply(&result.final_response) {
                 WakeOutcome::Ok
             } else {
                 WakeOutcome::Alert(result.final_response)
             }
         }
-        Ok((result, _)) => WakeOutcome::Failed(
-            result
-                .error
-                .unwrap_or_else(|| format!("the turn ended: {}", result.exit_reason)),
-        ),
-        Err(err) => WakeOutcome::Failed(err),
+        (_, Some(error)) => WakeOutcome::Failed(error),
+        (reason, None) => WakeOutcome::Failed(format!("the turn ended: {reason}")),
     }
 }
 

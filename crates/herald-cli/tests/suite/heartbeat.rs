@@ -490,3 +490,87 @@ async fn bad_heartbeat_settings_exit_2_and_store_nothing() {
     b.json(&["heartbeat", "off", "--json"]).await;
     assert!(b.status().await.is_empty());
 }
+
+/// `herald --resume ID` in a pseudo-terminal, reading the test's clock.
+fn tui(b: &Beat, id: &str) -> herald_testkit::pty::PtySession {
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_herald"));
+    for (key, _) in std::env::vars() {
+        if key.starts_with("OPENAI_") || key.starts_with("ANTHROPIC_") || key.starts_with("HERALD_")
+        {
+            command.env_remove(key);
+        }
+    }
+    command
+        .env("HERALD_HOME", b.h.home.path())
+        .envs(b.h.server.provider_env(herald_testkit::Api::OpenAi))
+        .env("HERALD_CLOCK_FILE", &b.clock)
+        .arg("--cwd")
+        .arg(b.h.work.path())
+        .args(["--resume", id]);
+    herald_testkit::pty::PtySession::spawn(command, 30, 100).unwrap()
+}
+
+fn wait_for(pty: &herald_testkit::pty::PtySession, what: &str) -> String {
+    pty.wait_for(|screen| screen.contains(what), Duration::from_secs(20))
+        .unwrap_or_else(|err| panic!("waiting for {what:?}: {err}"))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_tui_wakes_its_idle_session_and_a_person_typing_wins() {
+    let b = Beat::new().await;
+    let id = b.session("hello tui").await;
+    b.heartbeat_md(CHECK_DISK);
+    b.json(&["heartbeat", "on", "--every", "30m", "--tz", "UTC", "--json"])
+        .await;
+    let pty = tui(&b, &id);
+    wait_for(&pty, "Ask herald");
+
+    // Something typed in the composer: the due tick waits.
+    pty.send_str("draft");
+    wait_for(&pty, "draft");
+    b.set_clock(T0 + EVERY);
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    assert!(b.wakes_with(CHECK_DISK).is_empty(), "a person typing wins");
+    assert_eq!(b.status().await[0]["wakes"], 0);
+
+    // The composer empties: the session wakes, and the reply shows.
+    pty.send(&[0x7f; 5]);
+    wait_for(&pty, "The disk is 95% full");
+    let hb = until_status(&b, "the wake recorded", |hb| hb["wakes"] == 1).await;
+    assert_eq!(hb["last_outcome"], "alert");
+    assert_eq!(hb["next_due_at"], T0 + 2 * EVERY);
+    assert_eq!(b.wakes_with(CHECK_DISK).len(), 1);
+    let all = b.h.requests_of("hello tui");
+    assert_eq!(all.len(), 2, "one request for the wake");
+    let before = all[0].body["messages"].as_array().unwrap();
+    let wake = all[1].body["messages"].as_array().unwrap();
+    assert_eq!(&wake[..before.len()], &before[..], "cache-safe");
+    assert!(
+        !pty.scrollback_and_screen().contains(CHECK_DISK),
+        "the wake's prompt is not shown as a turn of the person's"
+    );
+
+    // HEARTBEAT_OK: recorded, not shown.
+    b.heartbeat_md(CHECK_BUILD);
+    b.set_clock(T0 + 2 * EVERY);
+    let hb = until_status(&b, "the ok recorded", |hb| hb["wakes"] == 2).await;
+    assert_eq!(hb["last_outcome"], "ok");
+    assert_eq!(b.wakes_with(CHECK_BUILD).len(), 1);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        !pty.scrollback_and_screen().contains("HEARTBEAT_OK"),
+        "{}",
+        pty.scrollback_and_screen()
+    );
+
+    // /heartbeat: a bad interval changes nothing; off removes it.
+    pty.send_str("/heartbeat on 10s\r");
+    wait_for(&pty, "shortest heartbeat is one minute");
+    assert_eq!(b.status().await[0]["every_ms"], EVERY);
+    pty.send_str("/heartbeat off\r");
+    wait_for(&pty, "heartbeat off");
+    assert!(b.status().await.is_empty());
+    pty.send_str("/heartbeat on 45m\r");
+    wait_for(&pty, "heartbeat on: every 45m");
+    assert_eq!(b.status().await[0]["every_ms"], 45 * MINUTE);
+}
