@@ -38,6 +38,16 @@ fn model() -> Script {
         if prompt.contains("Check the disk") {
             return Reply::text("The disk is 95% full; clean /var/log.");
         }
+        if prompt.contains("nap") {
+            let asked = view
+                .messages
+                .last()
+                .is_some_and(|m| m.role == "user" && m.tool_results.is_empty());
+            if asked {
+                return Reply::tool("terminal", serde_json::json!({"command": "sleep 2"}));
+            }
+            return Reply::text("napped");
+        }
         Reply::text(format!("echo: {prompt}"))
     })
 }
@@ -573,4 +583,47 @@ async fn the_tui_wakes_its_idle_session_and_a_person_typing_wins() {
     pty.send_str("/heartbeat on 45m\r");
     wait_for(&pty, "heartbeat on: every 45m");
     assert_eq!(b.status().await[0]["every_ms"], 45 * MINUTE);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn in_the_tui_a_running_turn_wins_and_missed_ticks_make_one_wake() {
+    let b = Beat::new().await;
+    let id = b.session("hello busy").await;
+    b.heartbeat_md(CHECK_BUILD);
+    b.json(&["heartbeat", "on", "--every", "30m", "--tz", "UTC", "--json"])
+        .await;
+    let pty = tui(&b, &id);
+    wait_for(&pty, "Ask herald");
+
+    pty.send_str("take a nap\r");
+    // The person's turn is running (its command sleeps 2 s) when three
+    // ticks come due at once.
+    tokio::time::timeout(Duration::from_secs(20), async {
+        while b.h.requests_of("hello busy").len() < 2 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("the person's turn starts");
+    b.set_clock(T0 + 3 * EVERY + MINUTE);
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    assert!(b.wakes_with(CHECK_BUILD).is_empty(), "a running turn wins");
+
+    wait_for(&pty, "napped");
+    let hb = until_status(&b, "one wake after the turn", |hb| hb["wakes"] == 1).await;
+    assert_eq!(hb["last_outcome"], "ok");
+    assert_eq!(
+        hb["next_due_at"],
+        T0 + 4 * EVERY,
+        "the missed ticks coalesced"
+    );
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(b.wakes_with(CHECK_BUILD).len(), 1);
+    // The wake came after the turn: its request holds the whole turn.
+    let all = b.h.requests_of("hello busy");
+    let wake = all.last().unwrap();
+    assert_eq!(last_text(&wake.body), CHECK_BUILD);
+    let before = all[all.len() - 2].body["messages"].as_array().unwrap();
+    let messages = wake.body["messages"].as_array().unwrap();
+    assert_eq!(&messages[..before.len()], &before[..], "cache-safe");
 }
