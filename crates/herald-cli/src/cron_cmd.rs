@@ -713,6 +713,9 @@ fn notices(who: &'static str) -> Arc<dyn Fn(Notice) + Send + Sync> {
             herald_cron::heartbeat::WakeOutcome::Ok => {
                 eprintln!("{who}: heartbeat {session_id}: ok")
             }
+            herald_cron::heartbeat::WakeOutcome::Held(pid) => eprintln!(
+                "{who}: heartbeat {session_id}: held by process {pid}; it wakes once that process lets it go"
+            ),
             other => eprintln!(
                 "{who}: heartbeat {session_id}: {}: {}",
                 other.word(),

@@ -128,7 +128,8 @@ fn help(app: &mut App) {
             format!("/{} {}", command.name, command.args)
         };
         lines.push(Line::from(vec![
-            Span::raw(format!("  {name:<16}")),
+            // A long name still gets a space before its description.
+            Span::raw(format!("  {name:<15} ")),
             Span::styled(command.description.to_string(), dim()),
         ]));
     }
