@@ -41,10 +41,13 @@ pub const MIN_EVERY: Duration = Duration::from_secs(60);
 /// write instead.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum HeartbeatError {
+    /// The interval is not a duration, or the zone is unknown.
     #[error(transparent)]
     Schedule(#[from] ScheduleError),
+    /// The interval is under [`MIN_EVERY`].
     #[error("`--every {0}` is too often; the shortest heartbeat is one minute (1m)")]
     TooOften(String),
+    /// The active hours are not `HH:MM-HH:MM` (or start where they end).
     #[error(
         "`{0}` is not a span of hours; write it like 08:00-22:00 (start and end differ; \
          22:00-06:00 spans midnight)"
@@ -112,8 +115,11 @@ impl fmt::Display for ActiveHours {
 /// A heartbeat's settings, checked.
 #[derive(Debug, Clone, PartialEq)]
 pub struct HeartbeatSettings {
+    /// Milliseconds between wakes.
     pub every_ms: i64,
+    /// The hours it may wake in; `None`: any hour.
     pub active_hours: Option<ActiveHours>,
+    /// The zone the active hours are read in.
     pub tz: Tz,
 }
 

@@ -31,7 +31,9 @@ pub struct Heartbeat {
     pub last_reply: Option<String>,
     /// Wakes so far (skipped ones included).
     pub wakes: u64,
+    /// When it was first set (Unix ms).
     pub created_at: i64,
+    /// When it was last set or woke (Unix ms).
     pub updated_at: i64,
 }
 

@@ -580,8 +580,17 @@ impl App {
     fn on_event(&mut self, event: &Event) {
         if let Some(waking) = &self.waking
             && event.submission_id.as_ref() == Some(&waking.submission)
+            && !matches!(
+                event.kind,
+                EventKind::ClarifyRequested { .. }
+                    | EventKind::ApprovalRequested { .. }
+                    | EventKind::ElicitationRequested { .. }
+                    | EventKind::ApprovalResolved { .. }
+                    | EventKind::ElicitationResolved { .. }
+            )
         {
             // A heartbeat wake works quietly; its end decides what shows.
+            // What it asks the person is shown, or it would wait unseen.
             return;
         }
         self.dirty = true;
@@ -1492,10 +1501,12 @@ impl App {
         }
     }
 
+    /// The store, for `/heartbeat`.
     pub(crate) fn store(&self) -> &StoreHandle {
         &self.store
     }
 
+    /// The time heartbeats are read against (the test clock in tests).
     pub(crate) fn now_ms(&self) -> i64 {
         self.clock.now_ms()
     }
