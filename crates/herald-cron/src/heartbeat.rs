@@ -305,14 +305,17 @@ pub async fn wake(ctx: &RunContext, session_id: &str) -> WakeOutcome {
     options.open = OpenMode::Resume(session_id.to_owned());
     options.clarify = ClarifyPolicy::Unavailable;
     options.approvals = ApprovalMode::Headless;
-    options.one_shot = true;
+    // Not one-shot: a one-shot session flushes memory after its turn, a
+    // second request on every wake. The wake's session is closed without
+    // the flush; one that is owed is made later, like any owed flush.
+    options.one_shot = false;
     let session = match open_session(options).await {
         Ok(session) => session,
         Err(herald_core::runtime::RuntimeError::SessionInUse(_)) => return WakeOutcome::Held(0),
         Err(err) => return WakeOutcome::Failed(format!("its session could not be opened: {err}")),
     };
     let outcome = runner::run_turn(&session, text, None).await;
-    let _ = session.shutdown().await;
+    let _ = session.shutdown_now().await;
     match outcome {
         Ok((result, _)) => outcome_of(Some(result)),
         Err(err) => WakeOutcome::Failed(err),

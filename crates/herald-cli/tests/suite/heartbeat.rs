@@ -627,3 +627,27 @@ async fn in_the_tui_a_running_turn_wins_and_missed_ticks_make_one_wake() {
     let messages = wake.body["messages"].as_array().unwrap();
     assert_eq!(&messages[..before.len()], &before[..], "cache-safe");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_daemon_wake_is_one_request_even_when_a_memory_flush_is_due() {
+    let b = Beat::new().await;
+    // Every user turn makes the session owe its end-of-session flush.
+    b.h.config("[memory]\nflush_min_turns = 1\n");
+    let id = b.session("hello flush").await;
+    b.heartbeat_md(CHECK_BUILD);
+    b.json(&["heartbeat", "on", "--every", "30m", "--tz", "UTC", "--json"])
+        .await;
+    let before = b.h.requests_of("hello flush").len();
+    assert!(before >= 2, "the run flushed its memory at its end");
+    let mut daemon = b.daemon();
+    daemon.said("running scheduled jobs", &[]).await;
+    b.set_clock(T0 + EVERY);
+    daemon
+        .said(&format!("heartbeat {id}: ok"), &["failed", "alert"])
+        .await;
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    let after = b.h.requests_of("hello flush");
+    assert_eq!(after.len(), before + 1, "the wake only, no flush after it");
+    assert_eq!(last_text(&after.last().unwrap().body), CHECK_BUILD);
+    daemon.stop().await;
+}
