@@ -503,6 +503,11 @@ async fn bad_heartbeat_settings_exit_2_and_store_nothing() {
 
 /// `herald --resume ID` in a pseudo-terminal, reading the test's clock.
 fn tui(b: &Beat, id: &str) -> herald_testkit::pty::PtySession {
+    tui_with(b, &["--resume", id])
+}
+
+/// `herald ARGS` in a pseudo-terminal, reading the test's clock.
+fn tui_with(b: &Beat, args: &[&str]) -> herald_testkit::pty::PtySession {
     let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_herald"));
     for (key, _) in std::env::vars() {
         if key.starts_with("OPENAI_") || key.starts_with("ANTHROPIC_") || key.starts_with("HERALD_")
@@ -516,7 +521,7 @@ fn tui(b: &Beat, id: &str) -> herald_testkit::pty::PtySession {
         .env("HERALD_CLOCK_FILE", &b.clock)
         .arg("--cwd")
         .arg(b.h.work.path())
-        .args(["--resume", id]);
+        .args(args);
     herald_testkit::pty::PtySession::spawn(command, 30, 100).unwrap()
 }
 
@@ -650,4 +655,23 @@ async fn a_daemon_wake_is_one_request_even_when_a_memory_flush_is_due() {
     assert_eq!(after.len(), before + 1, "the wake only, no flush after it");
     assert_eq!(last_text(&after.last().unwrap().body), CHECK_BUILD);
     daemon.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn slash_heartbeat_in_a_new_tui_session_sets_shows_and_refuses_nonsense() {
+    let b = Beat::new().await;
+    let pty = tui_with(&b, &[]);
+    wait_for(&pty, "Ask herald");
+    pty.send_str("/heartbeat\r");
+    wait_for(&pty, "no heartbeat; /heartbeat on 30m");
+    pty.send_str("/heartbeat sometimes\r");
+    wait_for(&pty, "/heartbeat takes `on EVERY`");
+    assert!(b.status().await.is_empty(), "nothing stored");
+    pty.send_str("/heartbeat on 30m\r");
+    wait_for(&pty, "heartbeat on: every 30m");
+    let status = b.status().await;
+    assert_eq!(status.len(), 1);
+    assert_eq!(status[0]["next_due_at"], T0 + EVERY);
+    pty.send_str("/heartbeat\r");
+    wait_for(&pty, "heartbeat every 30 min; last: no wake yet");
 }
