@@ -270,6 +270,12 @@ pub(crate) enum Command {
     /// Run scheduled jobs when they are due (one active scheduler per
     /// HERALD_HOME; a second one stands by).
     Daemon(crate::cron_cmd::DaemonArgs),
+    /// Wake a session every so often with HEARTBEAT.md while it is idle:
+    /// on, off, status.
+    Heartbeat {
+        #[command(subcommand)]
+        action: crate::heartbeat_cmd::HeartbeatAction,
+    },
     /// Check the configuration, provider, store and execute_code support.
     Doctor(DoctorArgs),
     /// List, show, search, export, import, delete and prune stored sessions.
@@ -391,6 +397,7 @@ impl Command {
             | Command::Checkpoints { .. }
             | Command::Cron { .. }
             | Command::Daemon(_)
+            | Command::Heartbeat { .. }
             | Command::Rewind(_)
             | Command::Usage(_)
             | Command::Config { .. } => {}

@@ -182,18 +182,18 @@ enum DaemonAction {
 }
 
 /// What the commands share: the store, the configuration and the clock.
-struct Context {
-    store: StoreHandle,
-    run: RunContext,
-    clock: Arc<dyn herald_cron::Clock>,
+pub(crate) struct Context {
+    pub(crate) store: StoreHandle,
+    pub(crate) run: RunContext,
+    pub(crate) clock: Arc<dyn herald_cron::Clock>,
     /// The mode the person running the command has.
     mode: Mode,
     /// `--cwd` before the subcommand, the directory a job runs in when
     /// `cron add` gets none.
-    cwd: Option<PathBuf>,
+    pub(crate) cwd: Option<PathBuf>,
 }
 
-fn context(common: &CommonArgs) -> Result<Context, CliError> {
+pub(crate) fn context(common: &CommonArgs) -> Result<Context, CliError> {
     let env = setup::environment();
     let (home, config_path) = setup::config_location(common, &env);
     let config = if config_path.exists() {
@@ -702,6 +702,26 @@ fn notices(who: &'static str) -> Arc<dyn Fn(Notice) + Send + Sync> {
             eprintln!("{who}: {job}: run #{run_id} {state}")
         }
         Notice::Skipped { job, reason } => eprintln!("{who}: {job}: skipped: {reason}"),
+        Notice::HeartbeatHeld { session_id, pid } => eprintln!(
+            "{who}: heartbeat {session_id}: held by process {pid}; it wakes once that process lets it go"
+        ),
+        Notice::HeartbeatWoke {
+            session_id,
+            outcome,
+        } => match outcome {
+            // HEARTBEAT_OK: nothing needs attention, nothing is shown.
+            herald_cron::heartbeat::WakeOutcome::Ok => {
+                eprintln!("{who}: heartbeat {session_id}: ok")
+            }
+            herald_cron::heartbeat::WakeOutcome::Held(pid) => eprintln!(
+                "{who}: heartbeat {session_id}: held by process {pid}; it wakes once that process lets it go"
+            ),
+            other => eprintln!(
+                "{who}: heartbeat {session_id}: {}: {}",
+                other.word(),
+                other.detail().map(one_line).unwrap_or_default()
+            ),
+        },
         Notice::Abandoned { job_id, run_id } => eprintln!(
             "{who}: run #{run_id} of job {job_id} was left open by a scheduler that died; it is marked unknown"
         ),

@@ -13,6 +13,7 @@ mod cron_cmd;
 mod doctor;
 mod elicit_prompt;
 mod events_view;
+mod heartbeat_cmd;
 mod hooks_cmd;
 mod id_lookup;
 mod learnings_cmd;
@@ -148,6 +149,7 @@ async fn dispatch(
         Some(Command::Usage(args)) => usage_cmd::usage(&common, args).await,
         Some(Command::Cron { action }) => cron_cmd::cron(&common, action).await,
         Some(Command::Daemon(args)) => cron_cmd::daemon(&common, args).await,
+        Some(Command::Heartbeat { action }) => heartbeat_cmd::heartbeat(&common, action).await,
         Some(Command::Context(args)) => context_cmd::context(&common, args).await,
     }
 }

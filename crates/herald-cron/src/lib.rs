@@ -5,11 +5,13 @@
 //! - [`jobs`]: defining a job (`herald cron add` / `edit`).
 //! - [`runner`]: running one job headless through the session runtime.
 //! - [`scheduler`]: the one active scheduler of a home, its ledger rules.
+//! - [`heartbeat`]: sessions that wake on their own with `HEARTBEAT.md`.
 //! - [`tool`]: `cronjob`, the agent's way to schedule.
 //! - [`clock`]: the time the scheduler reads (a file clock for tests).
 
 pub mod clock;
 pub mod delivery;
+pub mod heartbeat;
 pub mod jobs;
 pub mod runner;
 pub mod schedule;

@@ -172,7 +172,7 @@ pub async fn run_job(ctx: &RunContext, job: &CronJob, run_id: i64) -> RunEnd {
 /// Sends the prompt and waits for the turn, interrupting it once the tree
 /// has spent more than `budget`; returns the turn and, when it was
 /// stopped for its budget, what had been spent.
-async fn run_turn(
+pub(crate) async fn run_turn(
     session: &Session,
     prompt: String,
     budget: Option<f64>,

@@ -13,9 +13,13 @@
 //!    - beyond `max_parallel_jobs` running runs the slot waits;
 //!    - otherwise the run is claimed (ledger row and next fire time in one
 //!      transaction) and runs on a task of its own ([`runner::run_job`]);
-//! 3. sleeps until the next fire time (at most the clock's `max_sleep`).
+//! 3. wakes the heartbeat sessions that are due, within their active hours
+//!    and held by no other live process ([`heartbeat::wake`], each on a
+//!    task of its own); a session another process holds stays due and is
+//!    looked at again on the next pass;
+//! 4. sleeps until the next fire time (at most the clock's `max_sleep`).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -26,6 +30,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::clock::Clock;
 use crate::delivery;
+use crate::heartbeat::{self, WakeOutcome};
 use crate::runner::{self, RunContext};
 use crate::schedule::{Schedule, time_zone};
 
@@ -92,6 +97,14 @@ pub enum Notice {
     Skipped { job: String, reason: String },
     /// An open run of a dead scheduler became `unknown`.
     Abandoned { job_id: i64, run_id: i64 },
+    /// A heartbeat session is due but another live process holds it.
+    HeartbeatHeld { session_id: String, pid: u32 },
+    /// A heartbeat wake ended (a reply that needs attention is `Alert`;
+    /// `HEARTBEAT_OK` is `Ok` and carries no text).
+    HeartbeatWoke {
+        session_id: String,
+        outcome: WakeOutcome,
+    },
 }
 
 /// A scheduler of one home.
@@ -104,6 +117,11 @@ pub struct Scheduler {
     active_since: i64,
     running: HashMap<i64, String>,
     tasks: JoinSet<(i64, String, i64, JobRunState)>,
+    /// Heartbeat sessions being woken.
+    waking: HashSet<String>,
+    wakes: JoinSet<(String, WakeOutcome)>,
+    /// Held heartbeat sessions already reported (once per holder).
+    told_held: HashMap<String, u32>,
     notify: Arc<dyn Fn(Notice) + Send + Sync>,
 }
 
@@ -124,6 +142,9 @@ impl Scheduler {
             active_since: 0,
             running: HashMap::new(),
             tasks: JoinSet::new(),
+            waking: HashSet::new(),
+            wakes: JoinSet::new(),
+            told_held: HashMap::new(),
             notify,
         }
     }
@@ -183,10 +204,14 @@ impl Scheduler {
                 () = stop.cancelled() => break Ok(()),
                 () = tokio::time::sleep(wait) => {}
                 Some(done) = self.tasks.join_next(), if !self.tasks.is_empty() => self.finished(done),
+                Some(done) = self.wakes.join_next(), if !self.wakes.is_empty() => self.woke(done),
             }
         };
         while let Some(done) = self.tasks.join_next().await {
             self.finished(done);
+        }
+        while let Some(done) = self.wakes.join_next().await {
+            self.woke(done);
         }
         let me = self.me;
         let _ = self
@@ -207,10 +232,87 @@ impl Scheduler {
         }
     }
 
+    fn woke(&mut self, done: Result<(String, WakeOutcome), tokio::task::JoinError>) {
+        match done {
+            Ok((session_id, outcome)) => {
+                self.waking.remove(&session_id);
+                (self.notify)(Notice::HeartbeatWoke {
+                    session_id,
+                    outcome,
+                });
+            }
+            Err(err) => tracing::warn!("a heartbeat wake's task failed: {err}"),
+        }
+    }
+
+    /// Starts the wakes of the heartbeats due at `now`; returns when the
+    /// next one is due.
+    async fn heartbeats(&mut self, now: i64) -> Result<Option<i64>, SchedulerError> {
+        let all = self.ctx.store.call(|s| s.heartbeats()).await??;
+        let mut next: Option<i64> = None;
+        let mut soonest = |at: i64| next = Some(next.map_or(at, |n: i64| n.min(at)));
+        for hb in all {
+            if self.waking.contains(&hb.session_id) {
+                continue;
+            }
+            if hb.next_due_at > now {
+                soonest(hb.next_due_at);
+                continue;
+            }
+            if !heartbeat::is_active(&hb, now) {
+                let later = heartbeat::next_due(hb.next_due_at, hb.every_ms, now);
+                let id = hb.session_id.clone();
+                self.ctx
+                    .store
+                    .call(move |s| s.postpone_heartbeat(&id, later))
+                    .await??;
+                soonest(later);
+                continue;
+            }
+            if let Some(pid) = heartbeat::holder(&self.ctx, &hb.session_id).await {
+                if self.told_held.get(&hb.session_id) != Some(&pid) {
+                    self.told_held.insert(hb.session_id.clone(), pid);
+                    (self.notify)(Notice::HeartbeatHeld {
+                        session_id: hb.session_id.clone(),
+                        pid,
+                    });
+                }
+                continue;
+            }
+            self.told_held.remove(&hb.session_id);
+            self.waking.insert(hb.session_id.clone());
+            let ctx = self.ctx.clone();
+            let clock = Arc::clone(&self.clock);
+            self.wakes.spawn(async move {
+                let outcome = heartbeat::wake(&ctx, &hb.session_id).await;
+                if !matches!(outcome, WakeOutcome::Held(_)) {
+                    let at = clock.now_ms();
+                    let later = heartbeat::next_due(hb.next_due_at, hb.every_ms, at);
+                    let (id, word) = (hb.session_id.clone(), outcome.word());
+                    let detail = outcome.detail().map(str::to_owned);
+                    let recorded = ctx
+                        .store
+                        .call(move |s| {
+                            s.record_heartbeat_wake(&id, at, word, detail.as_deref(), later)
+                        })
+                        .await;
+                    if !matches!(recorded, Ok(Ok(_))) {
+                        tracing::warn!(session = %hb.session_id, "a heartbeat wake was not recorded");
+                    }
+                }
+                (hb.session_id, outcome)
+            });
+        }
+        Ok(next)
+    }
+
     /// One pass (see the module documentation); returns how long to sleep.
     pub async fn pass(&mut self) -> Result<Duration, SchedulerError> {
         while let Some(done) = self.tasks.try_join_next() {
             self.finished(done);
+        }
+        while let Some(done) = self.wakes.try_join_next() {
+            self.woke(done);
         }
         self.abandon_orphans().await?;
         let now = self.clock.now_ms();
@@ -230,6 +332,9 @@ impl Scheduler {
             if let Some(wake) = self.dispatch(job, now).await? {
                 next_wake = Some(next_wake.map_or(wake, |w| w.min(wake)));
             }
+        }
+        if let Some(due) = self.heartbeats(now).await? {
+            next_wake = Some(next_wake.map_or(due, |w| w.min(due)));
         }
         let max = self.clock.max_sleep();
         let wait = next_wake.map_or(max, |at| {

@@ -30,6 +30,7 @@ mod checkpoints;
 mod cron;
 mod error;
 mod events;
+mod heartbeats;
 mod id_prefix;
 mod import;
 mod learnings;
@@ -61,6 +62,7 @@ pub use checkpoints::{ChangeStats, CheckpointRecord, CheckpointReferences, NewCh
 pub use cron::{CronJob, CronJobSpec, CronRun, RunEnd};
 pub use error::StoreError;
 pub use events::{NewEvent, StoredEvent};
+pub use heartbeats::Heartbeat;
 pub use id_prefix::{IdMatch, PREFIX_CANDIDATES};
 pub use import::{
     Format as ImportFormat, ImportMode, ImportReport, ImportedSession, MalformedRecord,

@@ -471,6 +471,24 @@ UPDATE agents SET own_cost_usd = cost_usd, requests = iterations;
 /// carry only their words. A suspended agent's `exit_reason` was once
 /// `suspended` (its status) and is `interrupted`; a person's decision was
 /// once recorded as `user` and names the answer now.
+/// A heartbeat per session: how often it wakes, in which hours, when next,
+/// and how its last wake ended.
+const V22_HEARTBEATS: &str = r#"
+CREATE TABLE heartbeats (
+    session_id   TEXT PRIMARY KEY REFERENCES sessions(id) ON DELETE CASCADE,
+    every_ms     INTEGER NOT NULL,
+    active_hours TEXT,
+    tz           TEXT NOT NULL,
+    next_due_at  INTEGER NOT NULL,
+    last_wake_at INTEGER,
+    last_outcome TEXT,
+    last_reply   TEXT,
+    wakes        INTEGER NOT NULL DEFAULT 0,
+    created_at   INTEGER NOT NULL,
+    updated_at   INTEGER NOT NULL
+);
+"#;
+
 const V21_CRON: &str = r#"
 CREATE TABLE cron_jobs (
     id             INTEGER PRIMARY KEY,
@@ -693,10 +711,15 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         name: "scheduled jobs and their run ledger",
         sql: V21_CRON,
     },
+    Migration {
+        version: 22,
+        name: "session heartbeats",
+        sql: V22_HEARTBEATS,
+    },
 ];
 
 /// The schema version this build creates and understands.
-pub const SCHEMA_VERSION: i64 = 21;
+pub const SCHEMA_VERSION: i64 = 22;
 
 /// Reads `PRAGMA user_version`.
 pub(crate) fn current_version(conn: &Connection, path: &str) -> Result<i64, StoreError> {

@@ -1,4 +1,4 @@
--- herald state database, schema version 21.
+-- herald state database, schema version 22.
 -- Generated from the migrations in migrations.rs by
 -- `HERALD_WRITE_SCHEMA=1 cargo test -p herald-store fresh_schema`; do not edit.
 
@@ -361,5 +361,19 @@ CREATE TABLE cron_runs (
 CREATE INDEX cron_runs_by_job ON cron_runs(job_id, id);
 
 CREATE INDEX cron_runs_open ON cron_runs(state) WHERE state IN ('claimed', 'running');
+
+CREATE TABLE heartbeats (
+    session_id   TEXT PRIMARY KEY REFERENCES sessions(id) ON DELETE CASCADE,
+    every_ms     INTEGER NOT NULL,
+    active_hours TEXT,
+    tz           TEXT NOT NULL,
+    next_due_at  INTEGER NOT NULL,
+    last_wake_at INTEGER,
+    last_outcome TEXT,
+    last_reply   TEXT,
+    wakes        INTEGER NOT NULL DEFAULT 0,
+    created_at   INTEGER NOT NULL,
+    updated_at   INTEGER NOT NULL
+);
 
 INSERT INTO messages_fts(messages_fts, rank) VALUES ('rank', 'bm25(1.0, 0.5)');

@@ -1,6 +1,7 @@
-//! The TUI's state and its loop. Three sources wake it: the keyboard
-//! (crossterm's event stream), the session's events, and — only while
-//! something moves — a spinner tick. Nothing else: an idle TUI sleeps.
+//! The TUI's state and its loop. Four sources wake it: the keyboard
+//! (crossterm's event stream), the session's events, — only while
+//! something moves — a spinner tick, and, every `max_sleep` of the clock, a
+//! look at whether the session's heartbeat is due (`heartbeat_tick`).
 //! Session events become scrollback lines (final) or live pane content
 //! (still moving); keys go to the open overlay, else to the composer.
 
@@ -147,6 +148,21 @@ pub struct App {
     /// The open session's MCP prompts (`/<server>:<prompt>`), once listed.
     pub(crate) prompts: Vec<McpPrompt>,
     prompts_listed: Option<mpsc::UnboundedReceiver<Vec<McpPrompt>>>,
+    /// The store, for the session's heartbeat.
+    store: StoreHandle,
+    /// The clock heartbeats are read against (`HERALD_CLOCK_FILE` in tests).
+    clock: Arc<dyn herald_cron::Clock>,
+    /// The running turn is a heartbeat wake: its events are not shown,
+    /// and its reply only when it needs attention.
+    waking: Option<Waking>,
+}
+
+/// A heartbeat wake in progress.
+struct Waking {
+    submission: herald_protocol::SubmissionId,
+    /// The tick it is for and the interval, for the next one.
+    due: i64,
+    every_ms: i64,
 }
 
 /// Runs the TUI on this process's terminal until the user leaves.
@@ -245,6 +261,7 @@ async fn run_in_terminal(setup: TuiSetup) -> Result<TuiOutcome, TuiError> {
                     break app.leave(&mut screen, &mut input, &stop).await;
                 }
             }
+            () = tokio::time::sleep(app.clock.max_sleep()) => app.heartbeat_tick().await,
             () = tokio::time::sleep_until(frame_due.into()), if wait_for_frame => {}
         }
         app.flush(&mut screen)?;
@@ -299,7 +316,7 @@ impl App {
             stop: _,
         } = setup;
         let cwd = opened.settings.cwd.display().to_string();
-        let catalog = Catalog::new(store);
+        let catalog = Catalog::new(store.clone());
         // Without it the composer only lacks its history.
         let history = catalog.recent_prompts(&cwd, 1000).await.unwrap_or_default();
         let mut app = Self {
@@ -334,6 +351,9 @@ impl App {
             file_index: None,
             prompts: Vec::new(),
             prompts_listed: None,
+            store,
+            clock: herald_cron::clock::from_env(&std::env::vars().collect()),
+            waking: None,
         };
         app.index_files();
         app.session_opened().await;
@@ -558,6 +578,21 @@ impl App {
     // ----- session events -------------------------------------------------
 
     fn on_event(&mut self, event: &Event) {
+        if let Some(waking) = &self.waking
+            && event.submission_id.as_ref() == Some(&waking.submission)
+            && !matches!(
+                event.kind,
+                EventKind::ClarifyRequested { .. }
+                    | EventKind::ApprovalRequested { .. }
+                    | EventKind::ElicitationRequested { .. }
+                    | EventKind::ApprovalResolved { .. }
+                    | EventKind::ElicitationResolved { .. }
+            )
+        {
+            // A heartbeat wake works quietly; its end decides what shows.
+            // What it asks the person is shown, or it would wait unseen.
+            return;
+        }
         self.dirty = true;
         let root = event.agent_id == "root";
         if root && !matches!(event.kind, EventKind::AssistantReasoning { .. }) {
@@ -873,6 +908,11 @@ impl App {
     // ----- turns ------------------------------------------------------------
 
     async fn turn_finished(&mut self, result: Option<TurnResult>) -> Flow {
+        if let Some(waking) = self.waking.take() {
+            self.woke(waking, result).await;
+            self.start_queued();
+            return Flow::Continue;
+        }
         self.finish_stream();
         self.live.tools.clear();
         self.calls.clear();
@@ -997,6 +1037,10 @@ impl App {
             }
         }
         if self.busy() {
+            if self.waking.is_some() {
+                // The person wins over a heartbeat wake.
+                let _ = self.session.submit(Op::Interrupt {});
+            }
             self.queued.push_back(text);
             self.dirty = true;
         } else {
@@ -1442,6 +1486,110 @@ impl App {
                 }
             }
         }
+    }
+}
+
+// ----- heartbeat ------------------------------------------------------------
+
+impl App {
+    /// The open session's heartbeat, if it has one.
+    pub(crate) async fn heartbeat(&self) -> Option<herald_store::Heartbeat> {
+        let id = self.session.id().to_owned();
+        match self.store.call(move |s| s.heartbeat(&id)).await {
+            Ok(Ok(found)) => found,
+            _ => None,
+        }
+    }
+
+    /// The store, for `/heartbeat`.
+    pub(crate) fn store(&self) -> &StoreHandle {
+        &self.store
+    }
+
+    /// The time heartbeats are read against (the test clock in tests).
+    pub(crate) fn now_ms(&self) -> i64 {
+        self.clock.now_ms()
+    }
+
+    /// Wakes the session when its heartbeat is due and it is idle: no turn
+    /// or compaction runs, nothing is typed, queued or asked. Otherwise the
+    /// tick waits (ticks missed meanwhile make one wake).
+    async fn heartbeat_tick(&mut self) {
+        use herald_cron::heartbeat;
+        let Some(hb) = self.heartbeat().await else {
+            return;
+        };
+        let now = self.clock.now_ms();
+        if hb.next_due_at > now
+            || self.busy()
+            || !self.composer.is_empty()
+            || self.overlay.is_some()
+            || !self.queued.is_empty()
+        {
+            return;
+        }
+        let id = hb.session_id.clone();
+        if !heartbeat::is_active(&hb, now) {
+            let later = heartbeat::next_due(hb.next_due_at, hb.every_ms, now);
+            let _ = self
+                .store
+                .call(move |s| s.postpone_heartbeat(&id, later))
+                .await;
+            return;
+        }
+        let Some(text) = heartbeat::heartbeat_text(&self.settings.cwd, &self.settings.home) else {
+            let later = heartbeat::next_due(hb.next_due_at, hb.every_ms, now);
+            let reason = format!(
+                "{} is missing or empty",
+                heartbeat::heartbeat_file(&self.settings.cwd, &self.settings.home).display()
+            );
+            let _ = self
+                .store
+                .call(move |s| s.record_heartbeat_wake(&id, now, "skipped", Some(&reason), later))
+                .await;
+            return;
+        };
+        match self.session.start_turn(text) {
+            Ok(handle) => {
+                self.waking = Some(Waking {
+                    submission: handle.id().clone(),
+                    due: hb.next_due_at,
+                    every_ms: hb.every_ms,
+                });
+                self.turn_started = Instant::now();
+                self.turn = Some(Box::pin(handle.finished()));
+            }
+            Err(err) => tracing::warn!("the heartbeat wake could not start: {err}"),
+        }
+    }
+
+    /// Records how a heartbeat wake ended; shows a reply that needs
+    /// attention (never `HEARTBEAT_OK`).
+    async fn woke(&mut self, waking: Waking, result: Option<TurnResult>) {
+        use herald_cron::heartbeat::{self, WakeOutcome};
+        let outcome = heartbeat::outcome_of(result);
+        match &outcome {
+            WakeOutcome::Alert(text) => {
+                self.notice(Level::Info, "heartbeat:");
+                self.history
+                    .extend(crate::markdown::render(text, self.width));
+                self.history.push(Line::default());
+            }
+            WakeOutcome::Failed(err) => {
+                self.notice(Level::Warning, &format!("heartbeat wake failed: {err}"));
+            }
+            _ => {}
+        }
+        let now = self.clock.now_ms();
+        let later = heartbeat::next_due(waking.due, waking.every_ms, now);
+        let id = self.session.id().to_owned();
+        let word = outcome.word();
+        let detail = outcome.detail().map(str::to_owned);
+        let _ = self
+            .store
+            .call(move |s| s.record_heartbeat_wake(&id, now, word, detail.as_deref(), later))
+            .await;
+        self.dirty = true;
     }
 }
 

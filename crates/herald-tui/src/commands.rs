@@ -42,11 +42,75 @@ pub(crate) async fn run(app: &mut App, name: &str, args: String) -> Flow {
                 app.steer(args);
             }
         }
+        "heartbeat" => heartbeat(app, &args).await,
         "init" => app.send_prompt(INIT_PROMPT.to_owned()),
         "exit" | "quit" => return app.exit_requested(),
         _ => {}
     }
     Flow::Continue
+}
+
+/// `/heartbeat` (show), `/heartbeat on 30m`, `/heartbeat off`.
+async fn heartbeat(app: &mut App, args: &str) {
+    let words: Vec<&str> = args.split_whitespace().collect();
+    let id = app.session().id().to_owned();
+    match words.as_slice() {
+        [] => match app.heartbeat().await {
+            Some(hb) => {
+                let last = hb.last_outcome.as_deref().unwrap_or("no wake yet");
+                app.say(
+                    Level::Info,
+                    &format!(
+                        "heartbeat every {} min{}; last: {last}",
+                        hb.every_ms / 60_000,
+                        hb.active_hours
+                            .as_ref()
+                            .map(|h| format!(", {h} ({})", hb.tz))
+                            .unwrap_or_default()
+                    ),
+                );
+            }
+            None => app.say(
+                Level::Info,
+                "no heartbeat; /heartbeat on 30m wakes this session with HEARTBEAT.md while idle",
+            ),
+        },
+        ["on", every] => match herald_cron::heartbeat::define(every, None, None) {
+            Ok(settings) => {
+                let now = app.now_ms();
+                let tz = settings.tz.name().to_owned();
+                let every_ms = settings.every_ms;
+                let stored = app
+                    .store()
+                    .call(move |s| {
+                        s.set_heartbeat(&id, every_ms, None, &tz, now.saturating_add(every_ms), now)
+                    })
+                    .await;
+                match stored {
+                    Ok(Ok(_)) => app.say(
+                        Level::Info,
+                        &format!("heartbeat on: every {every}, while this session is idle"),
+                    ),
+                    Ok(Err(err)) => app.say(Level::Error, &format!("heartbeat not set: {err}")),
+                    Err(err) => app.say(Level::Error, &format!("heartbeat not set: {err}")),
+                }
+            }
+            Err(err) => app.say(Level::Warning, &format!("{err} (nothing changed)")),
+        },
+        ["off"] => {
+            let removed = app.store().call(move |s| s.remove_heartbeat(&id)).await;
+            match removed {
+                Ok(Ok(true)) => app.say(Level::Info, "heartbeat off"),
+                Ok(Ok(false)) => app.say(Level::Info, "this session has no heartbeat"),
+                Ok(Err(err)) => app.say(Level::Error, &format!("heartbeat not removed: {err}")),
+                Err(err) => app.say(Level::Error, &format!("heartbeat not removed: {err}")),
+            }
+        }
+        _ => app.say(
+            Level::Warning,
+            "/heartbeat takes `on EVERY` (such as on 30m) or `off`; nothing changed",
+        ),
+    }
 }
 
 fn help(app: &mut App) {
@@ -64,7 +128,8 @@ fn help(app: &mut App) {
             format!("/{} {}", command.name, command.args)
         };
         lines.push(Line::from(vec![
-            Span::raw(format!("  {name:<16}")),
+            // A long name still gets a space before its description.
+            Span::raw(format!("  {name:<15} ")),
             Span::styled(command.description.to_string(), dim()),
         ]));
     }

@@ -68,6 +68,11 @@ pub const COMMANDS: &[SlashCommand] = &[
         "undo turns: files and conversation back to before one",
     ),
     SlashCommand::builtin("steer", "TEXT", "send TEXT at the next tool boundary"),
+    SlashCommand::builtin(
+        "heartbeat",
+        "[on EVERY|off]",
+        "wake this session with HEARTBEAT.md while idle",
+    ),
     SlashCommand::builtin("init", "", "write an AGENTS.md for this project"),
     SlashCommand::builtin("exit", "", "leave (also Ctrl-D)"),
 ];

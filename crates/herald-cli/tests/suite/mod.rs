@@ -15,6 +15,7 @@ mod fallback;
 mod faults;
 mod file_hazards;
 mod front_ends;
+mod heartbeat;
 mod hooks;
 mod interrupt;
 mod knowledge;
