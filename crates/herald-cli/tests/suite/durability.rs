@@ -389,6 +389,53 @@ async fn a_killed_owner_loses_the_lease_at_once() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_killed_runs_unrecorded_command_ends_at_the_next_start_of_any_session() {
+    let h = Harness::new(
+        Script::new()
+            .conversation(
+                "unrecorded",
+                vec![
+                    Reply::tool("terminal", json!({"command": sleeper_command("u.pids")})),
+                    Reply::text("never"),
+                ],
+            )
+            .conversation("another session", vec![Reply::text("other done")]),
+    )
+    .await;
+    let mut run = Live::start(&h, &[], "unrecorded").await;
+    run.until("the tool start", is_type("tool.started")).await;
+    let session = run.session();
+    let pids = h.sleeper_pids("u.pids").await;
+    run.kill_9().await;
+    // What `kill -9` an instant after the command started leaves: the
+    // command runs and no record in the store names it.
+    let db = h.home.path().join("state.db");
+    {
+        let mut store = herald_store::Store::open(&db).unwrap();
+        for process in store
+            .orphaned_tool_processes(std::slice::from_ref(&session))
+            .unwrap()
+        {
+            store
+                .forget_tool_process(process.pgid, process.owner.pid)
+                .unwrap();
+        }
+        assert!(store.lease_holder(&session).unwrap().is_some());
+    }
+    assert!(pids.iter().all(|&p| !is_gone(p)), "nothing ended them yet");
+
+    // Another session starts (the killed one is never resumed): its start
+    // finds the dead run's processes by their owner mark and ends them.
+    let (output, events) = h.run_json(Wire::OpenAi, &[], "another session").await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(last(&events)["final_response"], "other done");
+    assert_gone(&pids, "the killed run's unrecorded command").await;
+    // And forgets the dead run's lease: later starts do not look again.
+    let store = herald_store::Store::open(&db).unwrap();
+    assert!(store.lease_holder(&session).unwrap().is_none());
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn resuming_a_dangling_call_in_the_middle_is_exact_and_repeatable() {
     let h = Harness::new(Script::new().conversation(
         "imported middle",
