@@ -17,6 +17,7 @@ pub const OWNER_VAR: &str = "HERALD_TOOL_OWNER";
 /// pid reused after a crash is not mistaken for the owner.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Owner {
+    /// Its process id.
     pub pid: u32,
     /// Start time in clock ticks since boot (`/proc/PID/stat` field 22),
     /// the same number `herald_store::ProcessIdentity` records; 0 where
@@ -66,6 +67,7 @@ pub fn mark_command_std(cmd: &mut std::process::Command) {
 /// One process [`kill_orphans_of`] killed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KilledProcess {
+    /// Its process id.
     pub pid: u32,
     /// The dead herald process its mark named.
     pub owner: Owner,
@@ -91,9 +93,9 @@ pub struct Sweep {
 /// `/proc` finds nothing new. Only processes proven to belong to a dead
 /// herald are touched: an owner still running (same pid and start time) is
 /// left out, an owner whose start time is unknown too, and each process is
-/// signalled through a pidfd opened after its start time was checked, so a
-/// pid reused meanwhile is never hit. Blocking (it reads `/proc`); Linux
-/// only, elsewhere it does nothing.
+/// signalled through a pidfd whose process's start time is checked again
+/// after the pidfd is opened, so a pid reused meanwhile is never hit.
+/// Blocking (it reads `/proc`); Linux only, elsewhere it does nothing.
 pub fn kill_orphans_of(dead: &[Owner]) -> Sweep {
     imp::kill_orphans_of(dead)
 }
