@@ -87,8 +87,9 @@ pub fn answer_dangling_calls(messages: &mut Vec<Message>) -> usize {
 
 /// The result of a `delegate_task` call rebuilt from the journal of the
 /// children it spawned: finished children keep their summaries, unfinished
-/// synchronous ones are interrupted, background ones were dispatched (and
-/// restart with the session).
+/// synchronous ones are interrupted (the background agents below them
+/// restart and report to the agent reading this), background ones were
+/// dispatched (and restart with the session).
 pub(crate) fn delegate_result_from_journal(children: &[AgentRecord]) -> (String, bool) {
     if children.iter().all(|c| c.background) {
         let ids: Vec<&str> = children.iter().map(|c| c.id.as_str()).collect();
@@ -111,7 +112,10 @@ pub(crate) fn delegate_result_from_journal(children: &[AgentRecord]) -> (String,
                 "api_calls": c.iterations,
                 "tokens": c.tokens,
                 "error": if unfinished {
-                    Some("interrupted: herald stopped before this child finished".to_owned())
+                    Some(
+                        "interrupted: herald stopped before this child finished; any background agents it had started restart and report to you"
+                            .to_owned(),
+                    )
                 } else {
                     c.error.clone()
                 },

@@ -62,9 +62,19 @@ impl SessionLease {
         let owner = ProcessIdentity::current();
         let mut told = false;
         loop {
+            // Herald processes that died holding a lease (this session's
+            // among them) may have left tool processes no record knows of;
+            // they are ended before the lease that names their owner is
+            // taken over, so a crash right after cannot lose that name.
+            let swept = crate::orphans::sweep_dead_owners(store, session_id)
+                .await
+                .map_err(|message| LeaseError::Store {
+                    session_id: session_id.to_owned(),
+                    message,
+                })?;
             let id = session_id.to_owned();
             let outcome = store
-                .call(move |s| s.acquire_lease(&id, &owner))
+                .call(move |s| s.acquire_lease(&id, &owner, &swept))
                 .await
                 .map_err(|e| LeaseError::Store {
                     session_id: session_id.to_owned(),
@@ -94,6 +104,8 @@ impl SessionLease {
                         reclaimed_from,
                     });
                 }
+                // Died since the sweep: sweep again, then take it.
+                LeaseOutcome::Unswept(_) => {}
                 LeaseOutcome::Busy(holder) => {
                     if wait == LeaseWait::No {
                         return Err(LeaseError::Busy {

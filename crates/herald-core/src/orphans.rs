@@ -1,11 +1,16 @@
 //! Tool processes that outlive the herald run that started them.
 //!
-//! While a session runs, every process group its tools start is recorded in
-//! the store ([`StoreProcessJournal`]), and background processes copy their
-//! output to a log file under `$HERALD_HOME/processes/`. When a later run
-//! takes the session over from a process that was killed, [`reap_orphans`]
-//! ends the groups the dead run left (foreground commands, and background
-//! processes, which are reported with their logs rather than silently lost).
+//! Two mechanisms, one exact and one descriptive. Every tool process
+//! carries its owner (this herald process's pid and start time) in its
+//! environment from before it runs (`herald_sandbox::OWNER_VAR`); before a
+//! session lease is taken, [`sweep_dead_owners`] kills every process marked
+//! by a herald process that died holding a lease, found through `/proc`.
+//! And while a session runs, every process group its tools start is
+//! recorded in the store ([`StoreProcessJournal`]), with background
+//! processes copying their output to a log file under
+//! `$HERALD_HOME/processes/`: when a later run takes the session over,
+//! [`reap_orphans`] ends what is left of those groups and reports the
+//! background processes with their logs rather than silently losing them.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -75,6 +80,75 @@ impl ProcessJournal for StoreProcessJournal {
             self.session_id, self.owner.pid
         )))
     }
+}
+
+/// Kills the tool processes of every herald process that died holding a
+/// session lease (found by their mark, see the module docs), then forgets
+/// the dead owners' leases of sessions other than `session_id` (whose
+/// lease the caller takes over): nothing of theirs is left to look for.
+/// Returns the dead owners swept, for `Store::acquire_lease`. Costs one
+/// small store query when no herald process died; a pass over `/proc`
+/// only when one did.
+pub(crate) async fn sweep_dead_owners(
+    store: &StoreHandle,
+    session_id: &str,
+) -> Result<Vec<ProcessIdentity>, String> {
+    let stale = store
+        .call(|s| s.stale_leases())
+        .await
+        .map_err(|e| e.to_string())?
+        .map_err(|e| e.to_string())?;
+    if stale.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut dead: Vec<ProcessIdentity> = stale.iter().map(|(_, held)| held.identity()).collect();
+    dead.sort_by_key(|d| (d.pid, d.started));
+    dead.dedup();
+    let owners: Vec<herald_sandbox::Owner> = dead
+        .iter()
+        .map(|d| herald_sandbox::Owner {
+            pid: d.pid,
+            started: d.started,
+        })
+        .collect();
+    let started = std::time::Instant::now();
+    let sweep = tokio::task::spawn_blocking(move || herald_sandbox::kill_orphans_of(&owners))
+        .await
+        .map_err(|e| format!("looking for the processes of dead herald runs failed: {e}"))?;
+    for killed in &sweep.killed {
+        tracing::info!(
+            pid = killed.pid,
+            owner = killed.owner.pid,
+            command = %killed.command,
+            "killed a tool process a killed herald run left"
+        );
+    }
+    tracing::debug!(
+        owners = dead.len(),
+        killed = sweep.killed.len(),
+        scanned = sweep.scanned,
+        passes = sweep.passes,
+        micros = started.elapsed().as_micros(),
+        "swept the processes of dead herald runs"
+    );
+    let others: Vec<(String, ProcessIdentity)> = stale
+        .into_iter()
+        .filter(|(session, _)| session != session_id)
+        .map(|(session, held)| (session, held.identity()))
+        .collect();
+    if !others.is_empty() {
+        store
+            .call(move |s| {
+                for (session, owner) in &others {
+                    s.release_lease(session, owner)?;
+                }
+                Ok::<_, herald_store::StoreError>(())
+            })
+            .await
+            .map_err(|e| e.to_string())?
+            .map_err(|e| e.to_string())?;
+    }
+    Ok(dead)
 }
 
 /// A background process of a dead run that was stopped, with its log.

@@ -82,7 +82,8 @@ impl Drop for GroupGuard {
     }
 }
 
-/// Starts the interpreter on the script.
+/// Starts the interpreter on the script, marked as started by this herald
+/// process (so a later run finds it if herald is killed while it runs).
 pub(crate) fn spawn(launch: Launch<'_>) -> std::io::Result<Child> {
     let mut cmd = Command::new(launch.python);
     cmd.arg(launch.script)
@@ -94,6 +95,7 @@ pub(crate) fn spawn(launch: Launch<'_>) -> std::io::Result<Child> {
         .stderr(Stdio::piped())
         .process_group(0)
         .kill_on_drop(true);
+    herald_sandbox::mark_command(&mut cmd);
     if let Some(confinement) = launch.confinement {
         confinement.apply(&mut cmd);
     }

@@ -71,11 +71,15 @@ impl EnvFilter {
     }
 
     /// Makes `cmd` inherit herald's environment minus what this filter
-    /// drops (variables set on `cmd` itself afterwards still apply).
+    /// drops (variables set on `cmd` itself afterwards still apply), and
+    /// marks it as started by this herald process ([`crate::OWNER_VAR`]):
+    /// every tool process gets its environment here, so every one carries
+    /// the mark a later run finds it by after a crash.
     pub fn apply(&self, cmd: &mut tokio::process::Command) {
         for name in self.removed() {
             cmd.env_remove(name);
         }
+        crate::mark_command(cmd);
     }
 
     /// [`EnvFilter::apply`] for a `std` command.
@@ -83,6 +87,7 @@ impl EnvFilter {
         for name in self.removed() {
             cmd.env_remove(name);
         }
+        crate::mark_command_std(cmd);
     }
 }
 
@@ -172,6 +177,17 @@ mod tests {
             .map(|(k, _)| k.to_owned())
             .collect();
         assert!(removed.contains(&OsString::from("PATH")), "{removed:?}");
+    }
+
+    #[test]
+    fn apply_marks_the_command_with_this_process_as_its_owner() {
+        let mut cmd = std::process::Command::new("true");
+        EnvFilter::default().apply_std(&mut cmd);
+        let mark = cmd
+            .get_envs()
+            .find(|(k, _)| *k == crate::OWNER_VAR)
+            .and_then(|(_, v)| v.map(ToOwned::to_owned));
+        assert_eq!(mark, Some(OsString::from(crate::Owner::current().mark())));
     }
 
     #[test]

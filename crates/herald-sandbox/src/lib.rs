@@ -9,10 +9,14 @@
 //! - [`Redactor`]: known secret values and common token shapes, removed from
 //!   tool output before the model or the store sees it.
 //! - [`sandbox_support`]: what the running kernel offers, for `herald doctor`.
+//! - [`OWNER_VAR`]: the mark naming the herald process that started a tool
+//!   process, and [`kill_orphans_of`], which finds and kills the processes
+//!   of dead herald processes by it.
 
 mod confine;
 mod denial;
 mod env;
+mod owner;
 mod redact;
 mod support;
 
@@ -21,6 +25,9 @@ use std::path::PathBuf;
 pub use confine::Prepared;
 pub use denial::looks_denied;
 pub use env::{looks_secret, secret_env_values};
+pub use owner::{
+    KilledProcess, OWNER_VAR, Owner, Sweep, kill_orphans_of, mark_command, mark_command_std,
+};
 pub use redact::Redactor;
 pub use support::{
     LandlockSupport, SandboxSupport, SeccompSupport, landlock_support, sandbox_support,

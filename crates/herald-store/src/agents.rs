@@ -325,6 +325,89 @@ impl Store {
             .ok_or_else(|| StoreError::UnknownAgent(id.to_owned()))
     }
 
+    /// Ends the synchronous agent `id`, which a crash cut short, as
+    /// `interrupted` (with every unfinished synchronous agent below it: a
+    /// synchronous agent cannot restart, its caller's turn is gone), and
+    /// moves the background agents below it that still matter (unfinished,
+    /// or finished with a result nobody received) under the agent
+    /// `adopter_agent_id` of session `adopter_session_id`, its nearest live
+    /// ancestor, which restarts them and receives their results. The walk
+    /// goes through synchronous agents only: a background agent's own
+    /// subtree is its business once it runs again. One transaction, so a
+    /// crash half-way leaves `id` unfinished and the next recovery walks
+    /// again. Returns the adopted agents as they are now, oldest first.
+    pub fn interrupt_and_adopt(
+        &mut self,
+        id: &str,
+        adopter_agent_id: &str,
+        adopter_session_id: &str,
+    ) -> Result<Vec<AgentRecord>, StoreError> {
+        const CTX: &str = "moving the agents of an interrupted one";
+        let path = self.path.clone();
+        let tx = self.conn.transaction().map_err(sql(&path, CTX))?;
+        let now = now_ms();
+        let interrupt = |id: &str| {
+            tx.prepare_cached(
+                "UPDATE agents SET status = 'interrupted', exit_reason = 'interrupted', \
+                 ended_at = ?2 WHERE id = ?1 AND status IN ('queued', 'running', 'suspended')",
+            )
+            .and_then(|mut s| s.execute(params![id, now]))
+            .map_err(sql(&path, CTX))
+        };
+        let Some(top) = tx
+            .prepare_cached(&format!("SELECT {AGENT_COLUMNS} FROM agents WHERE id = ?1"))
+            .and_then(|mut s| s.query_row(params![id], record).optional())
+            .map_err(sql(&path, CTX))?
+        else {
+            return Err(StoreError::UnknownAgent(id.to_owned()));
+        };
+        let mut adopted = Vec::new();
+        let mut pending = vec![top.session_id.clone()];
+        interrupt(&top.id)?;
+        while let Some(session) = pending.pop() {
+            let children: Vec<AgentRecord> = tx
+                .prepare_cached(&format!(
+                    "SELECT {AGENT_COLUMNS} FROM agents WHERE parent_session_id = ?1 \
+                     ORDER BY created_at, rowid"
+                ))
+                .and_then(|mut s| {
+                    s.query_map(params![session], record)?
+                        .collect::<rusqlite::Result<Vec<_>>>()
+                })
+                .map_err(sql(&path, CTX))?;
+            for child in children {
+                if child.background {
+                    if child.is_unfinished() || !child.delivered {
+                        tx.prepare_cached(
+                            "UPDATE agents SET parent_agent_id = ?2, parent_session_id = ?3, \
+                             call_id = NULL WHERE id = ?1",
+                        )
+                        .and_then(|mut s| {
+                            s.execute(params![child.id, adopter_agent_id, adopter_session_id])
+                        })
+                        .map_err(sql(&path, CTX))?;
+                        adopted.push(child.id);
+                    }
+                } else if child.is_unfinished() {
+                    interrupt(&child.id)?;
+                    pending.push(child.session_id);
+                }
+            }
+        }
+        let mut records = Vec::with_capacity(adopted.len());
+        for id in &adopted {
+            if let Some(r) = tx
+                .prepare_cached(&format!("SELECT {AGENT_COLUMNS} FROM agents WHERE id = ?1"))
+                .and_then(|mut s| s.query_row(params![id], record).optional())
+                .map_err(sql(&path, CTX))?
+            {
+                records.push(r);
+            }
+        }
+        tx.commit().map_err(sql(&path, CTX))?;
+        Ok(records)
+    }
+
     /// One agent by id.
     pub fn get_agent(&self, id: &str) -> Result<Option<AgentRecord>, StoreError> {
         self.conn
@@ -529,6 +612,83 @@ mod tests {
         assert_eq!(busy.cost_usd, None);
         assert_eq!(busy.tree_usage.unwrap().input, 80);
         assert_eq!(store.list_agents(&AgentFilter::default()).unwrap().len(), 2);
+    }
+
+    #[test]
+    fn an_interrupted_synchronous_agent_hands_its_background_agents_up() {
+        let mut store = Store::open_in_memory().unwrap();
+        let done = |store: &mut Store, id: &str| {
+            store
+                .finish_agent(
+                    id,
+                    &AgentFinish {
+                        status: AgentStatus::Completed,
+                        exit_reason: ExitReason::Completed,
+                        result: format!("result of {id}"),
+                        error: None,
+                        iterations: 1,
+                        usage: totals(1, 1, Some(0.0)),
+                        tree_usage: totals(1, 1, Some(0.0)),
+                    },
+                )
+                .unwrap();
+        };
+        // s (sync) below the root: g1 running, g2 finished but never
+        // received, g3 finished and received, s2 (sync) with g4 below it,
+        // b (background) with its own synchronous child x.
+        store
+            .insert_agent(&agent("s", "root-session", false))
+            .unwrap();
+        let mut g1 = agent("g1", "s-session", true);
+        g1.call_id = Some("call_0".into());
+        store.insert_agent(&g1).unwrap();
+        for (id, parent, background) in [
+            ("g2", "s-session", true),
+            ("g3", "s-session", true),
+            ("s2", "s-session", false),
+            ("b", "s-session", true),
+            ("g4", "s2-session", true),
+            ("x", "b-session", false),
+        ] {
+            store.insert_agent(&agent(id, parent, background)).unwrap();
+        }
+        for id in ["s", "g1", "s2", "b", "x"] {
+            store.mark_agent_running(id).unwrap();
+        }
+        done(&mut store, "g2");
+        done(&mut store, "g3");
+        store.mark_agents_delivered(&["g3".into()]).unwrap();
+
+        let adopted = store
+            .interrupt_and_adopt("s", "root", "root-session")
+            .unwrap();
+        let ids: Vec<&str> = adopted.iter().map(|a| a.id.as_str()).collect();
+        assert_eq!(ids, ["g1", "g2", "b", "g4"]);
+        for a in &adopted {
+            assert_eq!(a.parent_agent_id.as_deref(), Some("root"));
+            assert_eq!(a.parent_session_id, "root-session");
+            assert_eq!(a.call_id, None, "{}", a.id);
+        }
+        let status = |store: &Store, id: &str| store.get_agent(id).unwrap().unwrap().status;
+        assert_eq!(status(&store, "s"), AgentStatus::Interrupted);
+        assert_eq!(status(&store, "s2"), AgentStatus::Interrupted);
+        assert_eq!(status(&store, "g1"), AgentStatus::Running);
+        assert_eq!(status(&store, "x"), AgentStatus::Running, "b's own");
+        assert_eq!(
+            store.get_agent("g3").unwrap().unwrap().parent_session_id,
+            "s-session"
+        );
+        // A second walk finds nothing left to move.
+        assert!(
+            store
+                .interrupt_and_adopt("s", "root", "root-session")
+                .unwrap()
+                .is_empty()
+        );
+        assert!(matches!(
+            store.interrupt_and_adopt("ghost", "root", "root-session"),
+            Err(StoreError::UnknownAgent(_))
+        ));
     }
 
     #[test]

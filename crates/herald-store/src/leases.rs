@@ -44,6 +44,11 @@ pub enum LeaseOutcome {
     },
     /// A live process holds it.
     Busy(LeaseHolder),
+    /// A dead process holds it whose leftover processes were not looked for
+    /// yet (it is not among the `swept` the caller passed): the caller
+    /// ends them first, then asks again. Taking the lease over before that
+    /// would lose the only record that this process died running.
+    Unswept(LeaseHolder),
 }
 
 fn holder(row: &rusqlite::Row<'_>) -> rusqlite::Result<LeaseHolder> {
@@ -56,11 +61,14 @@ fn holder(row: &rusqlite::Row<'_>) -> rusqlite::Result<LeaseHolder> {
 
 impl Store {
     /// Takes the lease of `session_id` for `owner` unless another live
-    /// process holds it. Atomic across processes (one write transaction).
+    /// process holds it, or a dead one not in `swept` (the dead owners whose
+    /// leftover processes the caller has ended; see [`Store::stale_leases`]).
+    /// Atomic across processes (one write transaction).
     pub fn acquire_lease(
         &mut self,
         session_id: &str,
         owner: &ProcessIdentity,
+        swept: &[ProcessIdentity],
     ) -> Result<LeaseOutcome, StoreError> {
         const CTX: &str = "taking the session lease";
         let path = &self.path;
@@ -77,6 +85,9 @@ impl Store {
             .map_err(sql(path, CTX))?;
         let reclaimed_from = match current {
             Some(held) if held.is_alive() => return Ok(LeaseOutcome::Busy(held)),
+            Some(dead) if !swept.contains(&dead.identity()) => {
+                return Ok(LeaseOutcome::Unswept(dead));
+            }
             Some(dead) => Some(dead.pid),
             None => None,
         };
@@ -146,6 +157,33 @@ impl Store {
         Ok(())
     }
 
+    /// Every lease whose holder is dead, with its session: herald processes
+    /// that died (killed, crashed) while running a session. Their tool
+    /// processes may still run; a clean exit releases its leases, so a
+    /// process that ended cleanly is never among them.
+    pub fn stale_leases(&self) -> Result<Vec<(String, LeaseHolder)>, StoreError> {
+        const CTX: &str = "reading the session leases";
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT owner_pid, owner_started, heartbeat_at, session_id FROM session_leases",
+            )
+            .map_err(sql(&self.path, CTX))?;
+        let rows = stmt
+            .query_map([], |row| Ok((row.get::<_, String>(3)?, holder(row)?)))
+            .map_err(sql(&self.path, CTX))?;
+        let me = ProcessIdentity::current();
+        let mut stale = Vec::new();
+        for row in rows {
+            let (session, held) = row.map_err(sql(&self.path, CTX))?;
+            // This process's own leases need no look at /proc.
+            if held.identity() != me && !held.is_alive() {
+                stale.push((session, held));
+            }
+        }
+        Ok(stale)
+    }
+
     /// Who holds the lease of `session_id`, alive or not.
     pub fn lease_holder(&self, session_id: &str) -> Result<Option<LeaseHolder>, StoreError> {
         self.conn
@@ -168,13 +206,13 @@ mod tests {
         let mut store = Store::open_in_memory().unwrap();
         let me = ProcessIdentity::current();
         assert_eq!(
-            store.acquire_lease("s1", &me).unwrap(),
+            store.acquire_lease("s1", &me, &[]).unwrap(),
             LeaseOutcome::Acquired {
                 reclaimed_from: None
             }
         );
         // Held by a live process (this one): a second taker is refused.
-        match store.acquire_lease("s1", &me).unwrap() {
+        match store.acquire_lease("s1", &me, &[]).unwrap() {
             LeaseOutcome::Busy(held) => assert_eq!(held.pid, me.pid),
             other => panic!("expected busy, got {other:?}"),
         }
@@ -190,15 +228,25 @@ mod tests {
         });
         child.wait().unwrap();
         assert!(matches!(
-            store.acquire_lease("s2", &dead).unwrap(),
+            store.acquire_lease("s2", &dead, &[]).unwrap(),
             LeaseOutcome::Acquired { .. }
         ));
+        // Not before its leftovers were looked for: it stays listed as stale.
+        match store.acquire_lease("s2", &me, &[]).unwrap() {
+            LeaseOutcome::Unswept(held) => assert_eq!(held.identity(), dead),
+            other => panic!("expected unswept, got {other:?}"),
+        }
+        let stale = store.stale_leases().unwrap();
+        assert_eq!(stale.len(), 1, "{stale:?}");
+        assert_eq!(stale[0].0, "s2");
+        assert_eq!(stale[0].1.identity(), dead);
         assert_eq!(
-            store.acquire_lease("s2", &me).unwrap(),
+            store.acquire_lease("s2", &me, &[dead]).unwrap(),
             LeaseOutcome::Acquired {
                 reclaimed_from: Some(dead.pid)
             }
         );
         assert!(!store.renew_lease("s2", &dead).unwrap());
+        assert!(store.stale_leases().unwrap().is_empty());
     }
 }

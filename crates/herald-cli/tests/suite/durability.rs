@@ -244,19 +244,11 @@ async fn a_synchronous_batch_keeps_finished_children_across_kill_9() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn recovery_walks_the_whole_tree_and_the_journal_never_says_running() {
+async fn a_background_agent_below_a_dead_synchronous_one_restarts_and_reports_to_the_root() {
+    // root → synchronous orchestrator → a background and a synchronous
+    // grandchild, each running a command when herald is killed.
     let h = Harness::new(
         Script::new()
-            .conversation(
-                "deep tree",
-                vec![
-                    Reply::tool(
-                        "delegate_task",
-                        json!({"goal": "orchestrator: split the work", "role": "orchestrator"}),
-                    ),
-                    Reply::text("tree recovered"),
-                ],
-            )
             .conversation(
                 "orchestrator: split",
                 vec![
@@ -272,7 +264,8 @@ async fn recovery_walks_the_whole_tree_and_the_journal_never_says_running() {
                 "bg grandchild",
                 vec![
                     Reply::tool("terminal", json!({"command": sleeper_command("bg.pids")})),
-                    Reply::text("never"),
+                    Reply::tool("terminal", json!({"command": sleeper_command("bg2.pids")})),
+                    Reply::text("grandchild result 42"),
                 ],
             )
             .conversation(
@@ -281,14 +274,29 @@ async fn recovery_walks_the_whole_tree_and_the_journal_never_says_running() {
                     Reply::tool("terminal", json!({"command": sleeper_command("sync.pids")})),
                     Reply::text("never"),
                 ],
-            ),
+            )
+            // The root: it delegates, then answers whatever it is given;
+            // the grandchild's result, once it arrives, by name.
+            .responder(|view| {
+                if view.turn == 0 {
+                    return Reply::tool(
+                        "delegate_task",
+                        json!({"goal": "orchestrator: split the work", "role": "orchestrator"}),
+                    );
+                }
+                let tail = view.messages.last().map_or("", |m| m.text.as_str());
+                Reply::text(if tail.contains("grandchild result 42") {
+                    "root saw the grandchild"
+                } else {
+                    "tree recovered"
+                })
+            }),
     )
     .await;
     h.config("[delegation]\nmax_spawn_depth = 2\n");
-    let run = Live::start(&h, &[], "deep tree").await;
+    let mut run = Live::start(&h, &[], "deep tree").await;
     let mut pids = h.sleeper_pids("bg.pids").await;
     pids.extend(h.sleeper_pids("sync.pids").await);
-    let mut run = run;
     run.until("session.started", is_type("session.started"))
         .await;
     let session = run.session();
@@ -300,21 +308,77 @@ async fn recovery_walks_the_whole_tree_and_the_journal_never_says_running() {
         before.iter().all(|a| a["status"] != "running"),
         "{before:#?}"
     );
+    assert_eq!(
+        agent_with_goal(&before, "bg grandchild")["status"],
+        "suspended"
+    );
 
-    let (output, _) = resume(&h, &session, "carry on").await;
+    // The first resume: the orchestrator and the synchronous grandchild
+    // cannot run again (their callers' turns are gone); the background
+    // grandchild restarts under the root, the nearest live ancestor. It is
+    // killed again while the restarted grandchild runs its next command.
+    let mut run = Live::start(&h, &["--resume", &session], "carry on").await;
+    let started = run
+        .until("the grandchild's restart", |e| {
+            e["type"] == "subagent.started"
+                && e["goal"].as_str().unwrap_or("").contains("bg grandchild")
+        })
+        .await;
+    assert_eq!(started["parent_id"], "root", "{started}");
+    assert_eq!(started["depth"], 2, "it keeps its depth: {started}");
+    let second = h.sleeper_pids("bg2.pids").await;
+    assert_gone(&pids, "the first run's commands").await;
+    run.kill_9().await;
+    let middle = agents(&h).await;
+    for goal in ["orchestrator", "sync grandchild"] {
+        assert_eq!(
+            agent_with_goal(&middle, goal)["status"],
+            "interrupted",
+            "{middle:#?}"
+        );
+    }
+    let adopted = agent_with_goal(&middle, "bg grandchild");
+    assert_eq!(adopted["status"], "suspended", "{adopted}");
+    assert_eq!(
+        adopted["parent_agent_id"], "root",
+        "journaled as the root's: {adopted}"
+    );
+
+    // The second resume restarts it like any background child of the root;
+    // it finishes and its result reaches the root's conversation.
+    let (output, events) = resume(&h, &session, "carry on again").await;
     assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(last(&events)["final_response"], "root saw the grandchild");
+    assert_gone(&second, "the restarted grandchild's command").await;
     let after = agents(&h).await;
-    for goal in ["orchestrator", "bg grandchild", "sync grandchild"] {
+    let grandchild = agent_with_goal(&after, "bg grandchild");
+    assert_eq!(grandchild["status"], "completed", "{grandchild}");
+    assert_eq!(grandchild["result"], "grandchild result 42");
+    assert_eq!(grandchild["delivered"], true, "{grandchild}");
+    for goal in ["orchestrator", "sync grandchild"] {
         assert_eq!(
             agent_with_goal(&after, goal)["status"],
             "interrupted",
             "{after:#?}"
         );
     }
-    assert_gone(&pids, "the grandchildren's commands").await;
+    assert!(after.iter().all(|a| !matches!(
+        a["status"].as_str(),
+        Some("running" | "queued" | "suspended")
+    )));
+    // The root's rebuilt call says where the grandchild went.
+    let requests = h.requests_of("deep tree");
+    let results = results_in(requests.last().unwrap());
+    assert!(
+        results[0]
+            .1
+            .contains("any background agents it had started restart and report to you"),
+        "{}",
+        results[0].1
+    );
     // And the stored rows agree once no process owns the session.
     let stored = agents(&h).await;
-    assert!(stored.iter().all(|a| a["status"] == "interrupted"));
+    assert_eq!(stored, after);
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -386,6 +450,53 @@ async fn a_killed_owner_loses_the_lease_at_once() {
     assert_eq!(last(&events)["final_response"], "taken over");
     assert!(t0.elapsed() < Duration::from_secs(10));
     assert_gone(&pids, "the dead owner's command").await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_killed_runs_unrecorded_command_ends_at_the_next_start_of_any_session() {
+    let h = Harness::new(
+        Script::new()
+            .conversation(
+                "unrecorded",
+                vec![
+                    Reply::tool("terminal", json!({"command": sleeper_command("u.pids")})),
+                    Reply::text("never"),
+                ],
+            )
+            .conversation("another session", vec![Reply::text("other done")]),
+    )
+    .await;
+    let mut run = Live::start(&h, &[], "unrecorded").await;
+    run.until("the tool start", is_type("tool.started")).await;
+    let session = run.session();
+    let pids = h.sleeper_pids("u.pids").await;
+    run.kill_9().await;
+    // What `kill -9` an instant after the command started leaves: the
+    // command runs and no record in the store names it.
+    let db = h.home.path().join("state.db");
+    {
+        let mut store = herald_store::Store::open(&db).unwrap();
+        for process in store
+            .orphaned_tool_processes(std::slice::from_ref(&session))
+            .unwrap()
+        {
+            store
+                .forget_tool_process(process.pgid, process.owner.pid)
+                .unwrap();
+        }
+        assert!(store.lease_holder(&session).unwrap().is_some());
+    }
+    assert!(pids.iter().all(|&p| !is_gone(p)), "nothing ended them yet");
+
+    // Another session starts (the killed one is never resumed): its start
+    // finds the dead run's processes by their owner mark and ends them.
+    let (output, events) = h.run_json(Wire::OpenAi, &[], "another session").await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(last(&events)["final_response"], "other done");
+    assert_gone(&pids, "the killed run's unrecorded command").await;
+    // And forgets the dead run's lease: later starts do not look again.
+    let store = herald_store::Store::open(&db).unwrap();
+    assert!(store.lease_holder(&session).unwrap().is_none());
 }
 
 #[tokio::test(flavor = "multi_thread")]

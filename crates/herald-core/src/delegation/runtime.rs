@@ -420,8 +420,11 @@ impl Delegation {
     /// After a restart: restarts the unfinished background children of
     /// `scope`'s session from their stored conversations, delivers results
     /// that finished but never reached the parent, and marks unfinished
-    /// synchronous children (whose parent call is gone) as interrupted.
-    /// Returns the ids restarted.
+    /// synchronous children (whose parent call is gone) as interrupted. The
+    /// background agents below such a synchronous child are adopted by
+    /// `scope`'s agent, their nearest live ancestor: restarted (or their
+    /// undelivered results delivered) like its own background children, and
+    /// journaled as such. Returns the ids restarted.
     ///
     /// Boxed because a restarted orchestrator recovers its own children: the
     /// recursion needs a nameable `Send` future.
@@ -446,21 +449,30 @@ impl Delegation {
             limit: 10_000,
             ..AgentFilter::default()
         };
-        let records = self.stored_agents(filter).await;
+        // Oldest first.
+        let mut records: Vec<AgentRecord> = self.stored_agents(filter).await;
+        records.reverse();
+        // A synchronous child cannot restart (its caller's turn is gone):
+        // it ends interrupted, and the background agents below it become
+        // this agent's, handled with its own below.
+        let mut adopted = Vec::new();
+        for record in records
+            .iter()
+            .filter(|r| !r.background && r.is_unfinished())
+        {
+            adopted.extend(self.interrupt_and_adopt(&store, record, scope).await);
+        }
+        records.retain(|r| r.background);
+        records.extend(adopted);
         let mut restarted = Vec::new();
-        for record in records.into_iter().rev() {
+        for record in records {
             if !record.is_unfinished() {
-                if record.background && !record.delivered {
+                if !record.delivered {
                     // Finished but its result never reached the parent's
                     // stored conversation: hand it over again.
                     let result = super::child::result_from_record(&record);
                     self.deliver(&scope.agent_id, &result);
                 }
-                continue;
-            }
-            if !record.background {
-                // Its caller's turn is gone: it and everything below it stop.
-                self.interrupt_subtree(&store, &record).await;
                 continue;
             }
             match self
@@ -540,10 +552,14 @@ impl Delegation {
         };
         let budget = TokenBudget::new(spec.budget_tokens, scope.budget.clone());
         budget.add(prior.tokens.input + prior.tokens.output);
+        // An adopted agent (its synchronous parent was interrupted) keeps
+        // its depth, and with it the limits its delegation was given.
+        let mut parent = scope.clone();
+        parent.depth = record.depth.saturating_sub(1).max(scope.depth);
         Ok(super::child::Spawn {
             agent_id: record.id.clone(),
             session_id: record.session_id.clone(),
-            parent: scope.clone(),
+            parent,
             registry,
             can_delegate: spec.can_delegate,
             max_iterations: spec.max_iterations,
@@ -556,6 +572,50 @@ impl Delegation {
             prior,
             client,
         })
+    }
+
+    /// Ends the unfinished synchronous child `record` as interrupted and
+    /// moves the background agents below it under `scope`'s agent (see
+    /// `Store::interrupt_and_adopt`); returns them. If the store fails, the
+    /// whole subtree is marked interrupted instead, so nothing stays
+    /// `running`.
+    async fn interrupt_and_adopt(
+        &self,
+        store: &StoreHandle,
+        record: &AgentRecord,
+        scope: &AgentScope,
+    ) -> Vec<AgentRecord> {
+        let (id, agent, session) = (
+            record.id.clone(),
+            scope.agent_id.clone(),
+            scope.session_id.clone(),
+        );
+        match store
+            .call(move |s| s.interrupt_and_adopt(&id, &agent, &session))
+            .await
+        {
+            Ok(Ok(adopted)) => {
+                for orphan in &adopted {
+                    tracing::info!(
+                        agent = %orphan.id,
+                        interrupted = %record.id,
+                        adopter = %scope.agent_id,
+                        "a background agent below an interrupted synchronous one goes to its nearest live ancestor"
+                    );
+                }
+                adopted
+            }
+            Ok(Err(err)) => {
+                tracing::warn!(agent = %record.id, %err, "cannot hand up the agents below an interrupted one");
+                self.interrupt_subtree(store, record).await;
+                Vec::new()
+            }
+            Err(err) => {
+                tracing::warn!(agent = %record.id, %err, "cannot hand up the agents below an interrupted one");
+                self.interrupt_subtree(store, record).await;
+                Vec::new()
+            }
+        }
     }
 
     /// Marks `record` and every unfinished agent below it `interrupted`:

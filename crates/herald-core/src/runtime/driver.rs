@@ -76,6 +76,8 @@ pub(super) async fn drive(
                     close_live(&shared);
                     stop_mcp(&shared).await;
                     record_end(&shared, reason).await;
+                    // Before the lease goes (see `ProcessTable::kill_all`).
+                    agent.state().processes.kill_all();
                     lease.release().await;
                     queue.close();
                     let _ = reply.send(Reply::Turn(result));
@@ -388,6 +390,9 @@ async fn end_session(
     if used || !discard_unused(shared).await {
         record_end(shared, reason).await;
     }
+    // Before the lease goes: a `kill -9` until it is released leaves the
+    // stale lease that makes the next start end what this run started.
+    agent.state().processes.kill_all();
     lease.release().await;
     suspended
 }

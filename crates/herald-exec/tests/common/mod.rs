@@ -33,6 +33,20 @@ pub fn python() -> Option<PathBuf> {
     }
 }
 
+/// The interpreter for a test that proves the sandbox confines scripts:
+/// required even with `HERALD_TEST_SKIP_PYTHON=1`, since a sandbox test
+/// that skips proves nothing and CI installs python3. Panics, saying what
+/// to install, when python3 is missing.
+pub fn python_for_sandbox() -> PathBuf {
+    find_python("").unwrap_or_else(|err| {
+        panic!(
+            "this test proves that the sandbox confines execute_code scripts and needs \
+             Python 3 on PATH: {err}. Install python3 ({SKIP_PYTHON} does not skip the \
+             sandbox tests)."
+        )
+    })
+}
+
 /// Default settings of the tool for tests.
 pub fn config(python: PathBuf) -> ExecConfig {
     ExecConfig {

@@ -1,13 +1,14 @@
 //! `execute_code` end to end: a real python3, the real socket RPC, real
 //! built-in tools. Without python3 each test fails, unless
-//! `HERALD_TEST_SKIP_PYTHON=1` is set (then it skips with a note on stderr).
+//! `HERALD_TEST_SKIP_PYTHON=1` is set (then it skips with a note on stderr);
+//! the Landlock test fails without python3 even then.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use crate::common;
 
 use std::time::Duration;
 
-use common::{SPAWN_SLEEPER, assert_gone, config, python, run, spawned_pids};
+use common::{SPAWN_SLEEPER, assert_gone, config, python, python_for_sandbox, run, spawned_pids};
 use herald_testkit::wait_until;
 use tokio_util::sync::CancellationToken;
 
@@ -394,23 +395,24 @@ async fn empty_code_and_zero_timeout_are_errors_without_a_run() {
 
 #[tokio::test]
 async fn landlock_limits_writes_to_the_working_directory_and_temp() {
-    let Some(py) = python() else { return };
+    // Fails (does not skip) without python3 or, on Linux, without Landlock:
+    // a sandbox test that skips proves nothing.
+    let py = python_for_sandbox();
+    if cfg!(target_os = "linux") {
+        assert!(
+            matches!(
+                herald_exec::landlock_support(),
+                herald_exec::LandlockSupport::Available { .. }
+            ),
+            "this test needs Landlock: {:?}",
+            herald_exec::landlock_support()
+        );
+    }
     let dir = work();
-    // A directory outside the working directory and outside /tmp (the
-    // checkout itself may live under /tmp, so try several places).
-    let candidates = [
-        std::path::PathBuf::from("/var/tmp"),
-        std::path::PathBuf::from(std::env::var("HOME").unwrap_or_default()),
-        std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")),
-    ];
-    let Some(outside) = candidates
-        .iter()
-        .filter(|c| c.is_absolute() && !c.starts_with("/tmp") && !c.starts_with("/dev/shm"))
-        .find_map(|c| tempfile::tempdir_in(c).ok())
-    else {
-        eprintln!("skipping: no writable directory outside /tmp for the Landlock check");
-        return;
-    };
+    // Outside the working directory and every temp directory (those stay
+    // writable), created where the checkout allows.
+    let base = herald_testkit::dir_outside_temp(std::path::Path::new(env!("CARGO_TARGET_TMPDIR")));
+    let outside = tempfile::tempdir_in(base).unwrap();
     let mut cfg = config(py);
     cfg.landlock = true;
     let code = format!(

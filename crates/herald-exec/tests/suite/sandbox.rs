@@ -1,7 +1,7 @@
 //! `execute_code` under `ctx.sandbox`: the interpreter can write only below
 //! the roots (and its run directory and temp), has no network but its Unix
 //! socket RPC, and the calls it makes run under the same sandbox. Fails (does
-//! not skip) on Linux when the kernel cannot confine.
+//! not skip) on Linux when the kernel cannot confine, and without python3.
 #![cfg(target_os = "linux")]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -9,7 +9,7 @@ use crate::common;
 
 use std::net::TcpListener;
 
-use common::{config, python, run_confined};
+use common::{config, python_for_sandbox, run_confined};
 use herald_sandbox::{LandlockSupport, SandboxPolicy, landlock_support};
 use tokio_util::sync::CancellationToken;
 
@@ -36,7 +36,7 @@ fn policy(root: &std::path::Path) -> SandboxPolicy {
 
 #[tokio::test]
 async fn a_confined_script_writes_only_inside_and_its_tool_calls_are_confined_too() {
-    let Some(py) = python() else { return };
+    let py = python_for_sandbox();
     let (root, outside) = dirs();
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
@@ -89,7 +89,7 @@ open("{outside}/direct", "w").write("escaped")
 
 #[tokio::test]
 async fn a_confined_script_that_succeeds_has_no_note_and_no_keys() {
-    let Some(py) = python() else { return };
+    let py = python_for_sandbox();
     let (root, _outside) = dirs();
     let code = r#"
 import os, tempfile

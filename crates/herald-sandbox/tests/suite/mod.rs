@@ -1,1 +1,2 @@
 mod confine;
+mod owner;

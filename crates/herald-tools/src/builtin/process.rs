@@ -54,15 +54,23 @@ impl fmt::Debug for ProcessTable {
 
 impl Drop for ProcessTable {
     fn drop(&mut self) {
+        self.kill_all();
+    }
+}
+
+impl ProcessTable {
+    /// SIGKILLs every process still running, with its whole group. A
+    /// session calls it before it gives up its lease: until the lease is
+    /// released, a `kill -9` of herald leaves a record that makes the next
+    /// run end these processes; after, nothing would.
+    pub fn kill_all(&self) {
         for proc in &lock(&self.inner).procs {
             if proc.exit().is_none() {
                 signal_group(proc.pid, Signal::SIGKILL);
             }
         }
     }
-}
 
-impl ProcessTable {
     /// Starts `command` under `bash -c` in `cwd` with piped stdin, collecting
     /// its combined output; unconfined, with the default environment filter
     /// (no secret-named variables). Must be called inside a tokio runtime.
