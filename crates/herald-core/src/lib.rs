@@ -43,7 +43,9 @@ pub use history::{
 };
 pub use lease::{LeaseError, LeaseWait, SessionLease};
 pub use mcp::{session_servers, start_mcp_hub};
-pub use orphans::{StoppedProcess, StoreProcessJournal, reap_orphans, remove_stale_temp_files};
+pub use orphans::{
+    StoppedProcess, StoreProcessJournal, reap_orphans, remove_stale_temp_files, sweep_dead_owners,
+};
 pub use permissions::{
     AllowRule, ApprovalAnswer, ApprovalMode, PendingApproval, PendingElicitation, PermissionSetup,
     check_permission, load_permission_setup, tool_sandbox,

@@ -89,7 +89,7 @@ impl ProcessJournal for StoreProcessJournal {
 /// Returns the dead owners swept, for `Store::acquire_lease`. Costs one
 /// small store query when no herald process died; a pass over `/proc`
 /// only when one did.
-pub(crate) async fn sweep_dead_owners(
+pub async fn sweep_dead_owners(
     store: &StoreHandle,
     session_id: &str,
 ) -> Result<Vec<ProcessIdentity>, String> {

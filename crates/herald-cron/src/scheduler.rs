@@ -156,13 +156,20 @@ impl Scheduler {
         let mut told_standing_by = None;
         loop {
             let me = self.me;
+            // A scheduler that died may have left its runs' tool processes:
+            // they are ended before its lease is taken over.
+            let swept = herald_core::sweep_dead_owners(&self.ctx.store, SCHEDULER_LEASE)
+                .await
+                .map_err(SchedulerError::Store)?;
             let outcome = self
                 .ctx
                 .store
-                .call(move |s| s.acquire_lease(SCHEDULER_LEASE, &me))
+                .call(move |s| s.acquire_lease(SCHEDULER_LEASE, &me, &swept))
                 .await??;
             match outcome {
                 LeaseOutcome::Acquired { .. } => break,
+                // Died since the sweep: sweep again at once.
+                LeaseOutcome::Unswept(_) => continue,
                 LeaseOutcome::Busy(holder) => {
                     if told_standing_by != Some(holder.pid) {
                         (self.notify)(Notice::StandingBy { pid: holder.pid });
