@@ -387,7 +387,7 @@ async fn list(ctx: &Context, json: bool) -> Result<Exit, CliError> {
     }
     println!("{:<20} {:<22} {:<30} last run", "name", "schedule", "next");
     for job in &jobs {
-        let tz = time_zone(&job.spec.tz).unwrap_or(chrono_tz_utc());
+        let tz = time_zone(&job.spec.tz).unwrap_or(chrono_tz::Tz::UTC);
         let next = if job.paused {
             "paused".to_owned()
         } else {
@@ -404,10 +404,6 @@ async fn list(ctx: &Context, json: bool) -> Result<Exit, CliError> {
         );
     }
     Ok(Exit::Completed)
-}
-
-fn chrono_tz_utc() -> chrono_tz::Tz {
-    chrono_tz::Tz::UTC
 }
 
 async fn show(ctx: &Context, name: &str, json: bool) -> Result<Exit, CliError> {
@@ -551,7 +547,7 @@ async fn set_paused(ctx: &Context, name: &str, paused: bool, json: bool) -> Resu
     } else if paused {
         println!("paused job {name}; `herald cron resume {name}` lets it fire again");
     } else {
-        let tz = time_zone(&job.spec.tz).unwrap_or(chrono_tz_utc());
+        let tz = time_zone(&job.spec.tz).unwrap_or(chrono_tz::Tz::UTC);
         println!(
             "resumed job {name}; next fire time {}",
             job.next_fire_at

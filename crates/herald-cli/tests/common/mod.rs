@@ -1,6 +1,8 @@
 //! Shared harness for driving the real `herald` binary against the scripted server.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
+pub mod clocked;
+
 use std::path::PathBuf;
 use std::process::Output;
 

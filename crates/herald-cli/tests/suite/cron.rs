@@ -6,18 +6,12 @@
 
 use crate::common;
 
-use std::path::PathBuf;
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use common::{Harness, Wire, stderr};
+use common::clocked::{Clocked, Logged, MINUTE, T0};
+use common::{Harness, stderr};
 use herald_testkit::{Reply, Script};
 use serde_json::{Value, json};
-use tokio::io::AsyncBufReadExt;
-
-/// 2026-11-30 08:00 UTC, a Monday.
-const T0: i64 = 1_796_025_600_000;
-const MINUTE: i64 = 60_000;
 
 /// The model: a job's prompt gets an answer naming it; "slow" prompts run
 /// a long command first.
@@ -40,42 +34,7 @@ fn model() -> Script {
     })
 }
 
-struct Cron {
-    h: Harness,
-    clock: PathBuf,
-}
-
-impl Cron {
-    async fn new() -> Self {
-        let h = Harness::new(model()).await;
-        let clock = h.home.path().join("clock");
-        let cron = Cron { h, clock };
-        cron.set_clock(T0);
-        cron
-    }
-
-    fn set_clock(&self, ms: i64) {
-        let tmp = self.clock.with_extension("tmp");
-        std::fs::write(&tmp, ms.to_string()).unwrap();
-        std::fs::rename(&tmp, &self.clock).unwrap();
-    }
-
-    fn command(&self) -> tokio::process::Command {
-        let mut cmd = self.h.command(Wire::OpenAi);
-        cmd.env("HERALD_CLOCK_FILE", &self.clock);
-        cmd
-    }
-
-    async fn herald(&self, args: &[&str]) -> std::process::Output {
-        self.command().args(args).output().await.unwrap()
-    }
-
-    async fn json(&self, args: &[&str]) -> Value {
-        let output = self.herald(args).await;
-        assert!(output.status.success(), "{args:?}: {}", stderr(&output));
-        serde_json::from_slice(&output.stdout).unwrap()
-    }
-
+impl Clocked {
     async fn runs(&self, job: &str) -> Vec<Value> {
         self.json(&["cron", "runs", job, "--json"])
             .await
@@ -104,91 +63,15 @@ impl Cron {
         }
     }
 
-    /// Starts `herald daemon`; returns it with its stderr lines.
-    fn daemon(&self) -> Daemon {
-        let mut cmd = self.command();
-        cmd.arg("daemon")
-            .stderr(Stdio::piped())
-            .stdout(Stdio::null());
-        let mut child = cmd.spawn().unwrap();
-        let stderr = child.stderr.take().unwrap();
-        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-        tokio::spawn(async move {
-            let mut lines = tokio::io::BufReader::new(stderr).lines();
-            while let Ok(Some(line)) = lines.next_line().await {
-                let _ = tx.send(line);
-            }
-        });
-        Daemon { child, lines: rx }
-    }
-
+    /// How many requests the conversation of `prompt` made.
     fn requests_for(&self, prompt: &str) -> usize {
         self.h.requests_of(prompt).len()
     }
 }
 
-struct Daemon {
-    child: tokio::process::Child,
-    lines: tokio::sync::mpsc::UnboundedReceiver<String>,
-}
-
-impl Daemon {
-    /// Starts `cmd`, reading its stderr line by line.
-    fn spawn(mut cmd: tokio::process::Command) -> Daemon {
-        cmd.stderr(Stdio::piped()).stdout(Stdio::null());
-        let mut child = cmd.spawn().unwrap();
-        let stderr = child.stderr.take().unwrap();
-        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-        tokio::spawn(async move {
-            let mut lines = tokio::io::BufReader::new(stderr).lines();
-            while let Ok(Some(line)) = lines.next_line().await {
-                let _ = tx.send(line);
-            }
-        });
-        Daemon { child, lines: rx }
-    }
-
-    /// Waits for a stderr line containing `text`.
-    async fn said(&mut self, text: &str) -> String {
-        let wait = tokio::time::timeout(Duration::from_secs(20), async {
-            while let Some(line) = self.lines.recv().await {
-                if line.contains(text) {
-                    return line;
-                }
-            }
-            panic!("the daemon ended without saying {text:?}");
-        });
-        wait.await
-            .unwrap_or_else(|_| panic!("the daemon did not say {text:?}"))
-    }
-
-    fn kill_9(&mut self) {
-        let pid = self.child.id().unwrap();
-        nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(pid as i32),
-            nix::sys::signal::Signal::SIGKILL,
-        )
-        .unwrap();
-    }
-
-    async fn stop(mut self) {
-        let pid = self.child.id().unwrap();
-        nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(pid as i32),
-            nix::sys::signal::Signal::SIGTERM,
-        )
-        .unwrap();
-        let status = tokio::time::timeout(Duration::from_secs(20), self.child.wait())
-            .await
-            .expect("the daemon stops on SIGTERM")
-            .unwrap();
-        assert!(status.code().is_some(), "{status:?}");
-    }
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn jobs_are_added_shown_changed_paused_and_removed() {
-    let c = Cron::new().await;
+    let c = Clocked::new(model()).await;
     let added = c
         .json(&[
             "cron",
@@ -393,7 +276,7 @@ async fn jobs_are_added_shown_changed_paused_and_removed() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_daemon_runs_a_due_job_and_stamps_the_last_run_at_its_end() {
-    let c = Cron::new().await;
+    let c = Clocked::new(model()).await;
     let job = c
         .json(&[
             "cron",
@@ -408,12 +291,12 @@ async fn the_daemon_runs_a_due_job_and_stamps_the_last_run_at_its_end() {
         .await;
     assert_eq!(job["next_fire_at"], T0 + 15 * MINUTE);
     let mut daemon = c.daemon();
-    daemon.said("running scheduled jobs").await;
+    daemon.said("running scheduled jobs", &[]).await;
     // Not due yet: nothing runs.
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(c.requests_for("check the build"), 0);
     c.set_clock(T0 + 15 * MINUTE);
-    daemon.said("run #1 completed").await;
+    daemon.said("run #1 completed", &[]).await;
     let runs = c.runs("check").await;
     assert_eq!(runs.len(), 1);
     let run = &runs[0];
@@ -446,7 +329,7 @@ async fn the_daemon_runs_a_due_job_and_stamps_the_last_run_at_its_end() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn two_daemons_fire_each_job_once_and_the_second_takes_over() {
-    let c = Cron::new().await;
+    let c = Clocked::new(model()).await;
     c.json(&[
         "cron",
         "add",
@@ -459,16 +342,16 @@ async fn two_daemons_fire_each_job_once_and_the_second_takes_over() {
     ])
     .await;
     let mut first = c.daemon();
-    first.said("running scheduled jobs").await;
+    first.said("running scheduled jobs", &[]).await;
     let mut second = c.daemon();
-    second.said("standing by").await;
+    second.said("standing by", &[]).await;
     for minute in 1..=3 {
         c.set_clock(T0 + minute * MINUTE);
         c.until_final("tick", minute as usize).await;
     }
     assert_eq!(c.requests_for("tick job"), 3, "each slot fired once");
     first.kill_9();
-    second.said("running scheduled jobs").await;
+    second.said("running scheduled jobs", &[]).await;
     c.set_clock(T0 + 4 * MINUTE);
     let runs = c.until_final("tick", 4).await;
     assert_eq!(c.requests_for("tick job"), 4);
@@ -482,7 +365,7 @@ async fn two_daemons_fire_each_job_once_and_the_second_takes_over() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_run_open_when_its_daemon_dies_is_unknown_and_not_run_again() {
-    let c = Cron::new().await;
+    let c = Clocked::new(model()).await;
     c.json(&[
         "cron",
         "add",
@@ -495,9 +378,9 @@ async fn a_run_open_when_its_daemon_dies_is_unknown_and_not_run_again() {
     ])
     .await;
     let mut daemon = c.daemon();
-    daemon.said("running scheduled jobs").await;
+    daemon.said("running scheduled jobs", &[]).await;
     c.set_clock(T0 + 15 * MINUTE);
-    daemon.said("run #1 started").await;
+    daemon.said("run #1 started", &[]).await;
     // Its command runs: the run is `running`.
     let t0 = Instant::now();
     while c.runs("slowjob").await[0]["state"] != "running" {
@@ -509,7 +392,7 @@ async fn a_run_open_when_its_daemon_dies_is_unknown_and_not_run_again() {
     let requests = c.requests_for("slow report");
 
     let mut next = c.daemon();
-    next.said("marked unknown").await;
+    next.said("marked unknown", &[]).await;
     let runs = c.runs("slowjob").await;
     assert_eq!(runs.len(), 1, "not run again: {runs:?}");
     assert_eq!(runs[0]["state"], "unknown");
@@ -525,7 +408,7 @@ async fn a_run_open_when_its_daemon_dies_is_unknown_and_not_run_again() {
     );
     // The next slot runs.
     c.set_clock(T0 + 30 * MINUTE);
-    next.said("run #2 started").await;
+    next.said("run #2 started", &[]).await;
     let runs = c.runs("slowjob").await;
     assert_eq!(runs[0]["scheduled_for"], T0 + 30 * MINUTE);
     next.child.kill().await.unwrap();
@@ -533,7 +416,7 @@ async fn a_run_open_when_its_daemon_dies_is_unknown_and_not_run_again() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn after_downtime_a_job_catches_up_once_or_skips() {
-    let c = Cron::new().await;
+    let c = Clocked::new(model()).await;
     c.json(&[
         "cron",
         "add",
@@ -561,7 +444,7 @@ async fn after_downtime_a_job_catches_up_once_or_skips() {
     // Two hours pass with no daemon: eight slots each.
     c.set_clock(T0 + 120 * MINUTE + 30_000);
     let mut daemon = c.daemon();
-    daemon.said("running scheduled jobs").await;
+    daemon.said("running scheduled jobs", &[]).await;
     let runs = c.until_final("once", 1).await;
     assert_eq!(runs.len(), 1);
     assert_eq!(runs[0]["trigger"], "catch_up");
@@ -592,7 +475,7 @@ async fn after_downtime_a_job_catches_up_once_or_skips() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_job_that_cannot_work_is_blocked_without_a_model_request() {
-    let c = Cron::new().await;
+    let c = Clocked::new(model()).await;
     let gone = tempfile::tempdir().unwrap();
     let dir = gone.path().display().to_string();
     c.json(&[
@@ -623,7 +506,7 @@ async fn a_job_that_cannot_work_is_blocked_without_a_model_request() {
     .await;
     drop(gone);
     let mut daemon = c.daemon();
-    daemon.said("running scheduled jobs").await;
+    daemon.said("running scheduled jobs", &[]).await;
     c.set_clock(T0 + 15 * MINUTE);
     let moved = c.until_final("moved", 1).await;
     assert_eq!(moved[0]["state"], "blocked");
@@ -666,7 +549,7 @@ async fn a_job_that_cannot_work_is_blocked_without_a_model_request() {
 /// `herald serve` runs due jobs too, unless `--no-scheduler`.
 #[tokio::test(flavor = "multi_thread")]
 async fn herald_serve_runs_jobs_unless_told_not_to() {
-    let c = Cron::new().await;
+    let c = Clocked::new(model()).await;
     c.json(&[
         "cron",
         "add",
@@ -682,7 +565,7 @@ async fn herald_serve_runs_jobs_unless_told_not_to() {
         let mut cmd = c.command();
         cmd.args(["serve", "--port", "0", "--token", "t"])
             .args(extra);
-        Daemon::spawn(cmd)
+        Logged::spawn(cmd)
     };
     let mut quiet = serve(&["--no-scheduler"]);
     c.set_clock(T0 + 15 * MINUTE);
@@ -692,11 +575,11 @@ async fn herald_serve_runs_jobs_unless_told_not_to() {
         "--no-scheduler runs nothing"
     );
     quiet.child.kill().await.unwrap();
-    let _ = quiet.lines.try_recv();
+    quiet.drain();
 
     let mut server = serve(&[]);
-    server.said("running scheduled jobs").await;
-    server.said("run #1 completed").await;
+    server.said("running scheduled jobs", &[]).await;
+    server.said("run #1 completed", &[]).await;
     assert_eq!(c.requests_for("served job"), 1);
     server.stop().await;
 }
@@ -735,11 +618,7 @@ async fn the_agent_schedules_with_the_cronjob_tool() {
             ),
     )
     .await;
-    let c = Cron {
-        clock: h.home.path().join("clock"),
-        h,
-    };
-    c.set_clock(T0);
+    let c = Clocked::with(h);
     let output = c
         .herald(&["run", "--toolsets", "cron", "--json", "schedule it, asking"])
         .await;
@@ -879,7 +758,7 @@ async fn receiver() -> (String, std::sync::Arc<std::sync::Mutex<Vec<Received>>>)
 /// and not delivered.
 #[tokio::test(flavor = "multi_thread")]
 async fn results_are_delivered_signed_and_retried_and_silent_ones_kept() {
-    let c = Cron::new().await;
+    let c = Clocked::new(model()).await;
     let (url, got) = receiver().await;
     let hook_log = c.h.home.path().join("hook.log");
     c.h.config(&format!(
@@ -931,8 +810,8 @@ async fn results_are_delivered_signed_and_retried_and_silent_ones_kept() {
     assert_eq!(bad.status.code(), Some(2), "{}", stderr(&bad));
     let mut cmd = c.command();
     cmd.env("HOOK_SECRET", "s3cret").arg("daemon");
-    let mut daemon = Daemon::spawn(cmd);
-    daemon.said("running scheduled jobs").await;
+    let mut daemon = Logged::spawn(cmd);
+    daemon.said("running scheduled jobs", &[]).await;
     c.set_clock(T0 + 15 * MINUTE);
     let t0 = Instant::now();
     let run = loop {
@@ -982,7 +861,7 @@ async fn results_are_delivered_signed_and_retried_and_silent_ones_kept() {
 /// and ends `failed`, saying so (its long command does not run to the end).
 #[tokio::test(flavor = "multi_thread")]
 async fn a_run_over_its_budget_is_stopped() {
-    let c = Cron::new().await;
+    let c = Clocked::new(model()).await;
     c.h.config("[pricing.\"gpt-4.1-mini\"]\ninput = 1000.0\noutput = 1000.0\n");
     c.json(&[
         "cron",
@@ -1017,7 +896,7 @@ async fn a_run_over_its_budget_is_stopped() {
 /// second run's request carries the first run's conversation.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_job_with_resume_session_continues_its_session() {
-    let c = Cron::new().await;
+    let c = Clocked::new(model()).await;
     c.json(&[
         "cron",
         "add",
@@ -1052,7 +931,7 @@ async fn a_job_with_resume_session_continues_its_session() {
 /// while the first runs.
 #[tokio::test(flavor = "multi_thread")]
 async fn max_parallel_jobs_makes_due_jobs_wait() {
-    let c = Cron::new().await;
+    let c = Clocked::new(model()).await;
     for name in ["slow-a", "slow-b"] {
         c.json(&[
             "cron",
@@ -1068,10 +947,10 @@ async fn max_parallel_jobs_makes_due_jobs_wait() {
     }
     let mut cmd = c.command();
     cmd.args(["daemon", "--max-parallel-jobs", "1"]);
-    let mut daemon = Daemon::spawn(cmd);
-    daemon.said("running scheduled jobs").await;
+    let mut daemon = Logged::spawn(cmd);
+    daemon.said("running scheduled jobs", &[]).await;
     c.set_clock(T0 + 15 * MINUTE);
-    daemon.said("run #1 started").await;
+    daemon.said("run #1 started", &[]).await;
     tokio::time::sleep(Duration::from_millis(1_500)).await;
     let a = c.runs("slow-a").await;
     let b = c.runs("slow-b").await;
@@ -1084,7 +963,7 @@ async fn max_parallel_jobs_makes_due_jobs_wait() {
 #[cfg(not(target_os = "macos"))]
 #[tokio::test(flavor = "multi_thread")]
 async fn daemon_install_writes_a_user_service() {
-    let c = Cron::new().await;
+    let c = Clocked::new(model()).await;
     let user_home = tempfile::tempdir().unwrap();
     let output = c
         .command()

@@ -5,18 +5,14 @@
 
 use crate::common;
 
-use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use common::{Harness, Wire, last, stderr};
+use common::clocked::{Clocked, Logged, MINUTE, T0};
+use common::{Wire, last, stderr};
 use herald_testkit::{RecordedRequest, Reply, Script};
 use serde_json::Value;
-use tokio::io::AsyncBufReadExt;
 
-/// 2026-11-30 08:00 UTC, a Monday.
-const T0: i64 = 1_796_025_600_000;
-const MINUTE: i64 = 60_000;
 const EVERY: i64 = 30 * MINUTE;
 
 const CHECK_BUILD: &str = "Check the build. Reply HEARTBEAT_OK when it is green.";
@@ -52,42 +48,7 @@ fn model() -> Script {
     })
 }
 
-struct Beat {
-    h: Harness,
-    clock: PathBuf,
-}
-
-impl Beat {
-    async fn new() -> Self {
-        let h = Harness::new(model()).await;
-        let clock = h.home.path().join("clock");
-        let beat = Beat { h, clock };
-        beat.set_clock(T0);
-        beat
-    }
-
-    fn set_clock(&self, ms: i64) {
-        let tmp = self.clock.with_extension("tmp");
-        std::fs::write(&tmp, ms.to_string()).unwrap();
-        std::fs::rename(&tmp, &self.clock).unwrap();
-    }
-
-    fn command(&self) -> tokio::process::Command {
-        let mut cmd = self.h.command(Wire::OpenAi);
-        cmd.env("HERALD_CLOCK_FILE", &self.clock);
-        cmd
-    }
-
-    async fn herald(&self, args: &[&str]) -> std::process::Output {
-        self.command().args(args).output().await.unwrap()
-    }
-
-    async fn json(&self, args: &[&str]) -> Value {
-        let output = self.herald(args).await;
-        assert!(output.status.success(), "{args:?}: {}", stderr(&output));
-        serde_json::from_slice(&output.stdout).unwrap()
-    }
-
+impl Clocked {
     /// A session in the work directory with one turn; its id.
     async fn session(&self, prompt: &str) -> String {
         let (output, events) = self.h.run_json(Wire::OpenAi, &[], prompt).await;
@@ -116,12 +77,6 @@ impl Beat {
             .filter(|r| last_text(&r.body) == text)
             .collect()
     }
-
-    fn daemon(&self) -> Lines {
-        let mut cmd = self.command();
-        cmd.arg("daemon");
-        Lines::spawn(cmd)
-    }
 }
 
 /// The text of a request body's last message.
@@ -138,70 +93,8 @@ fn last_text(body: &Value) -> String {
     }
 }
 
-/// A herald process whose stderr is read line by line.
-struct Lines {
-    child: tokio::process::Child,
-    lines: tokio::sync::mpsc::UnboundedReceiver<String>,
-}
-
-impl Lines {
-    fn spawn(mut cmd: tokio::process::Command) -> Lines {
-        cmd.stderr(Stdio::piped()).stdout(Stdio::null());
-        let mut child = cmd.spawn().unwrap();
-        let stderr = child.stderr.take().unwrap();
-        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-        tokio::spawn(async move {
-            let mut lines = tokio::io::BufReader::new(stderr).lines();
-            while let Ok(Some(line)) = lines.next_line().await {
-                let _ = tx.send(line);
-            }
-        });
-        Lines { child, lines: rx }
-    }
-
-    /// Waits for a stderr line containing `text`; panics on one containing
-    /// `never` before it.
-    async fn said(&mut self, text: &str, never: &[&str]) -> String {
-        let wait = tokio::time::timeout(Duration::from_secs(20), async {
-            while let Some(line) = self.lines.recv().await {
-                for bad in never {
-                    assert!(!line.contains(bad), "unexpected {line:?} before {text:?}");
-                }
-                if line.contains(text) {
-                    return line;
-                }
-            }
-            panic!("the process ended without saying {text:?}");
-        });
-        wait.await
-            .unwrap_or_else(|_| panic!("the process did not say {text:?}"))
-    }
-
-    /// The lines said so far.
-    fn drain(&mut self) -> Vec<String> {
-        let mut lines = Vec::new();
-        while let Ok(line) = self.lines.try_recv() {
-            lines.push(line);
-        }
-        lines
-    }
-
-    async fn stop(mut self) {
-        let pid = self.child.id().unwrap();
-        nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(pid as i32),
-            nix::sys::signal::Signal::SIGTERM,
-        )
-        .unwrap();
-        tokio::time::timeout(Duration::from_secs(20), self.child.wait())
-            .await
-            .expect("it stops on SIGTERM")
-            .unwrap();
-    }
-}
-
 /// Waits until `check` holds of the heartbeat status.
-async fn until_status(b: &Beat, what: &str, check: impl Fn(&Value) -> bool) -> Value {
+async fn until_status(b: &Clocked, what: &str, check: impl Fn(&Value) -> bool) -> Value {
     let t0 = Instant::now();
     loop {
         let status = b.status().await;
@@ -217,7 +110,7 @@ async fn until_status(b: &Beat, what: &str, check: impl Fn(&Value) -> bool) -> V
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_wake_is_one_new_turn_at_the_end_and_heartbeat_ok_stays_quiet() {
-    let b = Beat::new().await;
+    let b = Clocked::new(model()).await;
     let id = b.session("hello heartbeat").await;
     b.heartbeat_md(&format!("\n{CHECK_BUILD}\n\n"));
     let on = b
@@ -289,7 +182,7 @@ async fn a_wake_is_one_new_turn_at_the_end_and_heartbeat_ok_stays_quiet() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn an_empty_or_missing_heartbeat_md_skips_the_wake_without_a_request() {
-    let b = Beat::new().await;
+    let b = Clocked::new(model()).await;
     let id = b.session("hello empty").await;
     b.heartbeat_md("  \n\n");
     b.json(&[
@@ -339,7 +232,7 @@ async fn an_empty_or_missing_heartbeat_md_skips_the_wake_without_a_request() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn outside_its_active_hours_a_session_is_not_woken() {
-    let b = Beat::new().await;
+    let b = Clocked::new(model()).await;
     let id = b.session("hello hours").await;
     b.heartbeat_md(CHECK_BUILD);
     b.json(&[
@@ -379,7 +272,7 @@ async fn outside_its_active_hours_a_session_is_not_woken() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_daemon_does_not_wake_a_session_another_process_holds() {
-    let b = Beat::new().await;
+    let b = Clocked::new(model()).await;
     let id = b.session("hello held").await;
     b.heartbeat_md(CHECK_BUILD);
     b.json(&["heartbeat", "on", "--every", "30m", "--tz", "UTC", "--json"])
@@ -388,7 +281,7 @@ async fn the_daemon_does_not_wake_a_session_another_process_holds() {
     // The line loop holds the session while its stdin is open.
     let mut cmd = b.command();
     cmd.args(["--resume", &id]).stdin(Stdio::piped());
-    let mut holder = Lines::spawn(cmd);
+    let mut holder = Logged::spawn(cmd);
     let stdin = holder.child.stdin.take().unwrap();
     holder.said("herald ", &[]).await;
     let pid = holder.child.id().unwrap();
@@ -420,7 +313,7 @@ async fn the_daemon_does_not_wake_a_session_another_process_holds() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn bad_heartbeat_settings_exit_2_and_store_nothing() {
-    let b = Beat::new().await;
+    let b = Clocked::new(model()).await;
     let output = b.herald(&["heartbeat", "on", "--every", "30m"]).await;
     assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
     assert!(
@@ -502,12 +395,12 @@ async fn bad_heartbeat_settings_exit_2_and_store_nothing() {
 }
 
 /// `herald --resume ID` in a pseudo-terminal, reading the test's clock.
-fn tui(b: &Beat, id: &str) -> herald_testkit::pty::PtySession {
+fn tui(b: &Clocked, id: &str) -> herald_testkit::pty::PtySession {
     tui_with(b, &["--resume", id])
 }
 
 /// `herald ARGS` in a pseudo-terminal, reading the test's clock.
-fn tui_with(b: &Beat, args: &[&str]) -> herald_testkit::pty::PtySession {
+fn tui_with(b: &Clocked, args: &[&str]) -> herald_testkit::pty::PtySession {
     let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_herald"));
     for (key, _) in std::env::vars() {
         if key.starts_with("OPENAI_") || key.starts_with("ANTHROPIC_") || key.starts_with("HERALD_")
@@ -532,7 +425,7 @@ fn wait_for(pty: &herald_testkit::pty::PtySession, what: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_tui_wakes_its_idle_session_and_a_person_typing_wins() {
-    let b = Beat::new().await;
+    let b = Clocked::new(model()).await;
     let id = b.session("hello tui").await;
     b.heartbeat_md(CHECK_DISK);
     b.json(&["heartbeat", "on", "--every", "30m", "--tz", "UTC", "--json"])
@@ -592,7 +485,7 @@ async fn the_tui_wakes_its_idle_session_and_a_person_typing_wins() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn in_the_tui_a_running_turn_wins_and_missed_ticks_make_one_wake() {
-    let b = Beat::new().await;
+    let b = Clocked::new(model()).await;
     let id = b.session("hello busy").await;
     b.heartbeat_md(CHECK_BUILD);
     b.json(&["heartbeat", "on", "--every", "30m", "--tz", "UTC", "--json"])
@@ -635,7 +528,7 @@ async fn in_the_tui_a_running_turn_wins_and_missed_ticks_make_one_wake() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_daemon_wake_is_one_request_even_when_a_memory_flush_is_due() {
-    let b = Beat::new().await;
+    let b = Clocked::new(model()).await;
     // Every user turn makes the session owe its end-of-session flush.
     b.h.config("[memory]\nflush_min_turns = 1\n");
     let id = b.session("hello flush").await;
@@ -659,7 +552,7 @@ async fn a_daemon_wake_is_one_request_even_when_a_memory_flush_is_due() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn slash_heartbeat_in_a_new_tui_session_sets_shows_and_refuses_nonsense() {
-    let b = Beat::new().await;
+    let b = Clocked::new(model()).await;
     let pty = tui_with(&b, &[]);
     wait_for(&pty, "Ask herald");
     pty.send_str("/heartbeat\r");
