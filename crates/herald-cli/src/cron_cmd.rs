@@ -532,14 +532,7 @@ async fn edit(
 
 async fn set_paused(ctx: &Context, name: &str, paused: bool, json: bool) -> Result<Exit, CliError> {
     let mut job = job(&ctx.store, name).await?;
-    job.paused = paused;
-    if !paused {
-        // Fire times that passed while paused are not caught up.
-        let now = ctx.clock.now_ms();
-        if job.next_fire_at.is_some_and(|at| at <= now) {
-            job.next_fire_at = schedule_of(&job)?.next_after(now);
-        }
-    }
+    herald_cron::jobs::set_paused(&mut job, paused, ctx.clock.now_ms());
     let stored = job.clone();
     call(&ctx.store, move |s| s.update_cron_job(&stored)).await?;
     if json {

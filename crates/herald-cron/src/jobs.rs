@@ -65,6 +65,19 @@ pub enum JobError {
     SecretEnv(String),
 }
 
+/// Pauses `job`, or resumes it at `now_ms`: fire times that passed while
+/// it was paused are not caught up, it fires next at its first fire time
+/// after now.
+pub fn set_paused(job: &mut herald_store::CronJob, paused: bool, now_ms: i64) {
+    job.paused = paused;
+    if !paused && job.next_fire_at.is_some_and(|at| at <= now_ms) {
+        job.next_fire_at = time_zone(&job.spec.tz)
+            .and_then(|tz| Schedule::stored(&job.spec.schedule, tz, job.created_at))
+            .ok()
+            .and_then(|schedule| schedule.next_after(now_ms));
+    }
+}
+
 /// How permissive a mode is (read-only < workspace-write < full-access).
 fn rank(mode: Mode) -> u8 {
     match mode {
@@ -192,6 +205,34 @@ mod tests {
         assert_eq!(spec.tz, "Europe/Berlin");
         assert_eq!(spec.schedule, "0 9 * * 1-5");
         assert!(!schedule.is_once());
+    }
+
+    #[test]
+    fn a_resumed_job_fires_next_after_now_and_catches_nothing_up() {
+        let every = JobRequest {
+            schedule: "every 15m".into(),
+            tz: Some("UTC".into()),
+            ..request()
+        };
+        let (spec, _) = define(&every, Mode::WorkspaceWrite, 0).unwrap();
+        let mut job = herald_store::CronJob {
+            id: 1,
+            spec,
+            session_id: None,
+            paused: false,
+            next_fire_at: Some(15 * 60_000),
+            last_run_at: None,
+            last_state: None,
+            created_at: 0,
+            updated_at: 0,
+        };
+        set_paused(&mut job, true, 0);
+        assert!(job.paused);
+        assert_eq!(job.next_fire_at, Some(15 * 60_000), "pausing keeps it");
+        // Resumed two hours later: the next slot after now, not the missed ones.
+        set_paused(&mut job, false, 120 * 60_000 + 1);
+        assert!(!job.paused);
+        assert_eq!(job.next_fire_at, Some(135 * 60_000));
     }
 
     #[test]

@@ -18,7 +18,7 @@ use serde_json::json;
 
 use crate::clock::Clock;
 use crate::jobs::{JobRequest, define};
-use crate::schedule::{Schedule, describe_time, time_zone};
+use crate::schedule::{describe_time, time_zone};
 
 /// The toolset of `cronjob`.
 pub const CRON_TOOLSET: &str = "cron";
@@ -138,13 +138,7 @@ impl CronjobTool {
                 let Some(mut job) = s.cron_job(&lookup)? else {
                     return Ok(false);
                 };
-                job.paused = paused;
-                if !paused && job.next_fire_at.is_some_and(|at| at <= now) {
-                    job.next_fire_at = time_zone(&job.spec.tz)
-                        .and_then(|tz| Schedule::stored(&job.spec.schedule, tz, job.created_at))
-                        .ok()
-                        .and_then(|s| s.next_after(now));
-                }
+                crate::jobs::set_paused(&mut job, paused, now);
                 s.update_cron_job(&job)?;
                 Ok(true)
             })
