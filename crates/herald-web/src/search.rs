@@ -117,6 +117,10 @@ pub enum SearchError {
         status: u16,
         env: String,
     },
+    #[error(
+        "web_search has no {backend} API key: the user must set ${env} (or `[web] api_key_env`)"
+    )]
+    NoKey { backend: &'static str, env: String },
     #[error("{backend} answered HTTP {status}: {body}")]
     Status {
         backend: &'static str,
@@ -176,6 +180,12 @@ impl Searcher {
     /// Runs `query`; results outside the domain filters are dropped even
     /// when the backend cannot filter itself.
     pub async fn search(&self, query: &Query) -> Result<Vec<Hit>, SearchError> {
+        if self.key.is_none() && self.backend.default_key_env().is_some() {
+            return Err(SearchError::NoKey {
+                backend: self.backend.name(),
+                env: self.key_env.clone(),
+            });
+        }
         let request = match self.backend {
             Backend::Searxng => self.searxng(query)?,
             Backend::Brave => self.brave(query)?,
