@@ -96,8 +96,7 @@ pub fn build_registry_with(
     herald_web::register(
         &mut registry,
         &web::web_settings(settings, store.map(|(_, id)| id)),
-    )
-    .map_err(|err| ConfigError::Invalid(err.to_string()))?;
+    );
     if let Some((store, session_id)) = store {
         registry.register(herald_tools::typed(SessionSearch::new(
             store.clone(),

@@ -57,62 +57,51 @@ pub struct Fetched {
     pub body: bytes::Bytes,
 }
 
-/// The HTTP client of one session's web tools.
+/// The HTTP client of one session's web tools. The client itself is
+/// built at the first fetch: building one reads the system's certificate
+/// store, a cost a session that never reads the web should not pay (and
+/// a failure, in a container without certificates, it should not see).
 #[derive(Debug, Clone)]
 pub struct Fetcher {
-    client: reqwest::Client,
+    client: std::sync::Arc<tokio::sync::OnceCell<reqwest::Client>>,
     policy: AddressPolicy,
     limits: FetchLimits,
 }
 
 impl Fetcher {
-    /// A client whose connections and redirects obey `policy`.
-    pub fn new(policy: AddressPolicy, limits: FetchLimits) -> Result<Self, FetchError> {
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let hops = policy.clone();
-        let redirect = reqwest::redirect::Policy::custom(move |attempt| {
-            if attempt.previous().len() > MAX_REDIRECTS {
-                return attempt.error(FetchError::TooManyRedirects);
-            }
-            // Names are checked when they are resolved; literal
-            // addresses and schemes here.
-            match hops.check_url(attempt.url()) {
-                Ok(()) => attempt.follow(),
-                Err(err) => attempt.error(err),
-            }
-        });
-        let client = reqwest::Client::builder()
-            .user_agent(concat!(
-                "Mozilla/5.0 (compatible; herald/",
-                env!("CARGO_PKG_VERSION"),
-                ")"
-            ))
-            .redirect(redirect)
-            .dns_resolver(GuardedResolver::new(policy.clone()))
-            .connect_timeout(limits.timeout.min(Duration::from_secs(15)))
-            .build()
-            .map_err(|err| FetchError::Client(err.to_string()))?;
-        Ok(Self {
-            client,
+    /// A fetcher whose connections and redirects obey `policy`.
+    pub fn new(policy: AddressPolicy, limits: FetchLimits) -> Self {
+        Self {
+            client: std::sync::Arc::default(),
             policy,
             limits,
-        })
+        }
+    }
+
+    async fn client(&self) -> Result<&reqwest::Client, FetchError> {
+        self.client
+            .get_or_try_init(|| async { build_client(&self.policy, self.limits) })
+            .await
     }
 
     /// Fetches `raw`, following redirects, within the limits.
     pub async fn fetch(&self, raw: &str) -> Result<Fetched, FetchError> {
         let url = Url::parse(raw.trim()).map_err(|err| FetchError::BadUrl(raw.to_owned(), err))?;
         self.policy.check_url(&url)?;
+        let client = self.client().await?;
         let timeout = self.limits.timeout;
-        match tokio::time::timeout(timeout, self.fetch_checked(url)).await {
+        match tokio::time::timeout(timeout, self.fetch_checked(client, url)).await {
             Ok(result) => result,
             Err(_) => Err(FetchError::Timeout(timeout.as_secs())),
         }
     }
 
-    async fn fetch_checked(&self, url: Url) -> Result<Fetched, FetchError> {
-        let response = self
-            .client
+    async fn fetch_checked(
+        &self,
+        client: &reqwest::Client,
+        url: Url,
+    ) -> Result<Fetched, FetchError> {
+        let response = client
             .get(url)
             .header(reqwest::header::ACCEPT, ACCEPT)
             .header(reqwest::header::ACCEPT_LANGUAGE, "en;q=0.9, *;q=0.5")
@@ -174,6 +163,37 @@ impl Fetcher {
             body: body.into(),
         })
     }
+}
+
+/// The client: the guard's resolver, the guard on each redirect hop.
+fn build_client(
+    policy: &AddressPolicy,
+    limits: FetchLimits,
+) -> Result<reqwest::Client, FetchError> {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let hops = policy.clone();
+    let redirect = reqwest::redirect::Policy::custom(move |attempt| {
+        if attempt.previous().len() > MAX_REDIRECTS {
+            return attempt.error(FetchError::TooManyRedirects);
+        }
+        // Names are checked when they are resolved; literal addresses
+        // and schemes here.
+        match hops.check_url(attempt.url()) {
+            Ok(()) => attempt.follow(),
+            Err(err) => attempt.error(err),
+        }
+    });
+    reqwest::Client::builder()
+        .user_agent(concat!(
+            "Mozilla/5.0 (compatible; herald/",
+            env!("CARGO_PKG_VERSION"),
+            ")"
+        ))
+        .redirect(redirect)
+        .dns_resolver(GuardedResolver::new(policy.clone()))
+        .connect_timeout(limits.timeout.min(Duration::from_secs(15)))
+        .build()
+        .map_err(|err| FetchError::Client(request_error(err).to_string()))
 }
 
 fn retry_after(response: &reqwest::Response) -> Option<u64> {

@@ -42,26 +42,16 @@ pub struct WebSettings {
     pub spill_dir: PathBuf,
 }
 
-/// Why the web tools could not be set up.
-#[derive(Debug, thiserror::Error)]
-pub enum WebSetupError {
-    #[error("could not build the HTTP client of the web tools: {0}")]
-    Client(String),
-}
-
 /// Registers `web_extract`, and `web_search` when a backend is configured.
-pub fn register(
-    registry: &mut herald_tools::ToolRegistry,
-    settings: &WebSettings,
-) -> Result<(), WebSetupError> {
+/// Nothing touches the network or the certificate store until a call.
+pub fn register(registry: &mut herald_tools::ToolRegistry, settings: &WebSettings) {
     let fetcher = fetch::Fetcher::new(
         settings.policy.clone(),
         fetch::FetchLimits {
             timeout: settings.timeout,
             max_bytes: settings.max_download_bytes,
         },
-    )
-    .map_err(|err| WebSetupError::Client(err.to_string()))?;
+    );
     registry.register(herald_tools::typed(WebExtract::new(
         fetcher,
         settings.spill_dir.clone(),
@@ -73,9 +63,7 @@ pub fn register(
             search.key.clone(),
             search.key_env.clone(),
             settings.timeout,
-        )
-        .map_err(|err| WebSetupError::Client(err.to_string()))?;
+        );
         registry.register(herald_tools::typed(WebSearch::new(searcher)));
     }
-    Ok(())
 }

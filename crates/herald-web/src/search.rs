@@ -146,7 +146,9 @@ pub struct Searcher {
     url: String,
     key: Option<String>,
     key_env: String,
-    client: reqwest::Client,
+    timeout: Duration,
+    /// Built at the first search (see [`crate::fetch::Fetcher`]).
+    client: std::sync::Arc<tokio::sync::OnceCell<reqwest::Client>>,
 }
 
 impl Searcher {
@@ -157,19 +159,31 @@ impl Searcher {
         key: Option<String>,
         key_env: String,
         timeout: Duration,
-    ) -> Result<Self, reqwest::Error> {
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let client = reqwest::Client::builder()
-            .user_agent(herald_protocol::USER_AGENT)
-            .timeout(timeout)
-            .build()?;
-        Ok(Self {
+    ) -> Self {
+        Self {
             backend,
             url,
             key,
             key_env,
-            client,
-        })
+            timeout,
+            client: std::sync::Arc::default(),
+        }
+    }
+
+    async fn client(&self) -> Result<&reqwest::Client, SearchError> {
+        self.client
+            .get_or_try_init(|| async {
+                let _ = rustls::crypto::ring::default_provider().install_default();
+                reqwest::Client::builder()
+                    .user_agent(herald_protocol::USER_AGENT)
+                    .timeout(self.timeout)
+                    .build()
+                    .map_err(|err| SearchError::Network {
+                        backend: self.backend.name(),
+                        reason: format!("could not build the HTTP client: {}", chain(&err)),
+                    })
+            })
+            .await
     }
 
     /// The backend this searcher asks.
@@ -186,11 +200,12 @@ impl Searcher {
                 env: self.key_env.clone(),
             });
         }
+        let client = self.client().await?;
         let request = match self.backend {
-            Backend::Searxng => self.searxng(query)?,
-            Backend::Brave => self.brave(query)?,
-            Backend::Tavily => self.tavily(query),
-            Backend::Exa => self.exa(query),
+            Backend::Searxng => self.searxng(client, query)?,
+            Backend::Brave => self.brave(client, query)?,
+            Backend::Tavily => self.tavily(client, query),
+            Backend::Exa => self.exa(client, query),
         };
         let name = self.backend.name();
         let response = request.send().await.map_err(|err| SearchError::Network {
@@ -251,6 +266,7 @@ impl Searcher {
     /// A GET of `base` with `params` in its query string.
     fn get(
         &self,
+        client: &reqwest::Client,
         base: &str,
         params: &[(&str, String)],
     ) -> Result<reqwest::RequestBuilder, SearchError> {
@@ -260,10 +276,14 @@ impl Searcher {
         })?;
         url.query_pairs_mut()
             .extend_pairs(params.iter().map(|(k, v)| (*k, v.as_str())));
-        Ok(self.client.get(url))
+        Ok(client.get(url))
     }
 
-    fn searxng(&self, query: &Query) -> Result<reqwest::RequestBuilder, SearchError> {
+    fn searxng(
+        &self,
+        client: &reqwest::Client,
+        query: &Query,
+    ) -> Result<reqwest::RequestBuilder, SearchError> {
         let base = self.url.trim_end_matches('/');
         let endpoint = if base.ends_with("/search") {
             base.to_owned()
@@ -277,10 +297,14 @@ impl Searcher {
         if let Some(range) = query.time_range {
             params.push(("time_range", format!("{range:?}").to_ascii_lowercase()));
         }
-        self.get(&endpoint, &params)
+        self.get(client, &endpoint, &params)
     }
 
-    fn brave(&self, query: &Query) -> Result<reqwest::RequestBuilder, SearchError> {
+    fn brave(
+        &self,
+        client: &reqwest::Client,
+        query: &Query,
+    ) -> Result<reqwest::RequestBuilder, SearchError> {
         let mut params = vec![
             ("q", with_sites(&query.text, &query.include_domains)),
             ("count", query.limit.clamp(1, 20).to_string()),
@@ -295,12 +319,12 @@ impl Searcher {
             params.push(("freshness", freshness.to_owned()));
         }
         Ok(self
-            .get(&self.url, &params)?
+            .get(client, &self.url, &params)?
             .header("Accept", "application/json")
             .header("X-Subscription-Token", self.key()))
     }
 
-    fn tavily(&self, query: &Query) -> reqwest::RequestBuilder {
+    fn tavily(&self, client: &reqwest::Client, query: &Query) -> reqwest::RequestBuilder {
         let mut body = json!({
             "query": query.text,
             "max_results": query.limit.clamp(1, 20),
@@ -314,13 +338,10 @@ impl Searcher {
         if let Some(range) = query.time_range {
             body["time_range"] = json!(format!("{range:?}").to_ascii_lowercase());
         }
-        self.client
-            .post(&self.url)
-            .bearer_auth(self.key())
-            .json(&body)
+        client.post(&self.url).bearer_auth(self.key()).json(&body)
     }
 
-    fn exa(&self, query: &Query) -> reqwest::RequestBuilder {
+    fn exa(&self, client: &reqwest::Client, query: &Query) -> reqwest::RequestBuilder {
         let mut body = json!({
             "query": query.text,
             "numResults": query.limit.clamp(1, 20),
@@ -338,7 +359,7 @@ impl Searcher {
                 body["startPublishedDate"] = json!(text);
             }
         }
-        self.client
+        client
             .post(&self.url)
             .header("x-api-key", self.key())
             .json(&body)

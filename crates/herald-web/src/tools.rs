@@ -169,9 +169,9 @@ impl WebExtract {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WebExtractArgs {
-    /// http(s) URLs to read, at most 5.
+    /// At most 5.
     pub urls: Vec<String>,
-    /// Characters shown per URL (default 20000); longer texts show head and tail and are saved whole to a file.
+    /// Per URL (default 20000); longer: head and tail, the whole saved to a file.
     pub max_chars: Option<usize>,
 }
 
@@ -179,8 +179,8 @@ impl TypedTool for WebExtract {
     type Args = WebExtractArgs;
     const NAME: &'static str = "web_extract";
     const TOOLSET: &'static str = WEB_TOOLSET;
-    const DESCRIPTION: &'static str = "Read web pages as clean markdown (main content, links kept), PDFs as text, text and JSON as is. \
-No summarising: the page's own words.";
+    const DESCRIPTION: &'static str =
+        "Read web pages as markdown (main content, links kept), PDFs as text, text/JSON as is.";
     const READ_ONLY: bool = true;
 
     async fn run(&self, args: WebExtractArgs, ctx: &ToolContext) -> Result<String, ToolError> {

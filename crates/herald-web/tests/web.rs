@@ -66,16 +66,13 @@ fn ctx() -> ToolContext {
 }
 
 fn searcher(backend: Backend, url: String) -> WebSearch {
-    WebSearch::new(
-        Searcher::new(
-            backend,
-            url,
-            Some("key-123".to_owned()),
-            "TEST_SEARCH_KEY".to_owned(),
-            Duration::from_secs(5),
-        )
-        .unwrap(),
-    )
+    WebSearch::new(Searcher::new(
+        backend,
+        url,
+        Some("key-123".to_owned()),
+        "TEST_SEARCH_KEY".to_owned(),
+        Duration::from_secs(5),
+    ))
 }
 
 fn args(query: &str) -> WebSearchArgs {
@@ -389,8 +386,7 @@ fn extractor(spill: &std::path::Path) -> WebExtract {
             timeout: Duration::from_secs(10),
             max_bytes: 2 * 1024 * 1024,
         },
-    )
-    .unwrap();
+    );
     WebExtract::new(fetcher, spill.to_path_buf())
 }
 
@@ -559,8 +555,7 @@ async fn the_guard_refuses_private_addresses_also_after_redirects_and_lookups() 
             timeout: Duration::from_secs(5),
             max_bytes: 1 << 20,
         },
-    )
-    .unwrap();
+    );
     let port = base.rsplit(':').next().unwrap();
     let fetched = open
         .fetch(&format!("http://localhost:{port}/data.json"))
@@ -573,8 +568,7 @@ async fn the_guard_refuses_private_addresses_also_after_redirects_and_lookups() 
             timeout: Duration::from_secs(5),
             max_bytes: 1 << 20,
         },
-    )
-    .unwrap();
+    );
     let err = closed
         .fetch(&format!("http://localhost:{port}/data.json"))
         .await
