@@ -42,3 +42,4 @@ mod transcripts;
 mod tui;
 mod usage;
 mod web_tools;
+mod worktrees;

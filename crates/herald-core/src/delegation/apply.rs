@@ -65,6 +65,9 @@ pub fn apply_definitions(
         if let Some(note) = note {
             tracing::info!(agent = %def.name, "{note}");
         }
+        if task.isolation.is_none() {
+            task.isolation = def.isolation.clone();
+        }
         task.definition = Some(AppliedAgent {
             name: def.name.clone(),
             path: def.path.display().to_string(),
@@ -143,6 +146,7 @@ mod tests {
             deny_tools: None,
             agent: agent.map(str::to_owned),
             definition: None,
+            isolation: None,
         }
     }
 

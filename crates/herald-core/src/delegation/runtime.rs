@@ -241,6 +241,18 @@ impl Delegation {
         self.permissions.get().map(|p| p.gate_for(events.clone()))
     }
 
+    /// The gate of an agent isolated in a worktree (see
+    /// [`crate::permissions::Isolation`]).
+    pub(crate) fn gate_for_worktree(
+        &self,
+        events: &EventSink,
+        isolation: crate::permissions::Isolation,
+    ) -> Option<Arc<dyn herald_tools::PermissionGate>> {
+        self.permissions
+            .get()
+            .map(|p| p.gate_for_worktree(events.clone(), isolation))
+    }
+
     /// `awaiting_approval` while agent `id` waits for a human, else `running`.
     pub(crate) fn running_status(&self, id: &str) -> herald_protocol::AgentStatus {
         match self.permissions.get() {
