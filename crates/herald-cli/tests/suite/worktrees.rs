@@ -11,7 +11,10 @@ use std::path::Path;
 use herald_testkit::{Reply, Script};
 use serde_json::{Value, json};
 
-use crate::common::{Harness, Wire, last, stderr, tool_results};
+use crate::common::{
+    Harness, LiveRun, Wire, kill_leftovers, last, parse_events, sleeper_command, stderr,
+    tool_results,
+};
 
 fn git(dir: &Path, args: &[&str]) -> String {
     let out = std::process::Command::new("git")
@@ -34,7 +37,7 @@ fn repository(h: &Harness) -> std::path::PathBuf {
     git(&work, &["config", "user.email", "test@example.org"]);
     git(&work, &["config", "user.name", "Test"]);
     std::fs::write(work.join("notes.txt"), "first line\n").unwrap();
-    std::fs::write(work.join(".gitignore"), ".env\n").unwrap();
+    std::fs::write(work.join(".gitignore"), ".env\n*.pids\n").unwrap();
     std::fs::write(work.join(".env"), "TOKEN=local\n").unwrap();
     std::fs::write(work.join(".worktreeinclude"), ".env\n").unwrap();
     git(
@@ -273,4 +276,92 @@ async fn isolation_without_a_repository_or_with_a_bad_value_is_an_error_the_mode
     assert!(h.requests_of("nogit child").is_empty());
     let out = herald(&h, &["agents", "merge", "agt_nothing"]).await;
     assert_eq!(out.status.code(), Some(2));
+}
+
+/// A herald killed while an isolated background child runs leaves a
+/// journaled worktree; `--resume` restarts the child in that same worktree
+/// (no second one), and prune removes it once the child is done.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_crash_mid_child_leaves_a_worktree_that_resume_reattaches_and_prune_removes() {
+    let h = Harness::new(
+        Script::new()
+            .conversation(
+                "isolated crash",
+                vec![
+                    Reply::tool(
+                        "delegate_task",
+                        json!({"background": true, "isolation": "worktree", "goal": "isolated sleeper: long job"}),
+                    ),
+                    Reply::text("waiting for the isolated sleeper"),
+                    Reply::text("resumed and waiting"),
+                    Reply::text("isolated sleeper finished"),
+                ],
+            )
+            .conversation(
+                "isolated sleeper",
+                vec![
+                    Reply::tool("terminal", json!({"command": sleeper_command("wt.pids")})),
+                    Reply::text("restarted fine"),
+                ],
+            ),
+    )
+    .await;
+    let work = repository(&h);
+    let mut run = LiveRun::until(&h, Wire::OpenAi, "isolated crash", "subagent.tool").await;
+    let session = run.last_event()["session_id"].as_str().unwrap().to_owned();
+    let listed = || async {
+        let out = herald(&h, &["agents", "worktrees", "--json"]).await;
+        assert!(out.status.success(), "{}", stderr(&out));
+        serde_json::from_slice::<Value>(&out.stdout).unwrap()
+    };
+    let before = listed().await;
+    assert_eq!(before.as_array().unwrap().len(), 1, "{before}");
+    let path = std::path::PathBuf::from(before[0]["path"].as_str().unwrap());
+    let pids_file = path.join("wt.pids");
+    let t0 = std::time::Instant::now();
+    while !pids_file.exists() {
+        assert!(t0.elapsed().as_secs() < 20, "the sleeper never started");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let pids: Vec<i32> = std::fs::read_to_string(&pids_file)
+        .unwrap()
+        .lines()
+        .map(|l| l.trim().parse().unwrap())
+        .collect();
+    // Locked while its agent runs; a prune leaves it alone.
+    let porcelain = git(&work, &["worktree", "list", "--porcelain"]);
+    assert!(porcelain.contains("locked herald agent"), "{porcelain}");
+    let out = herald(&h, &["agents", "worktrees", "--prune", "--json"]).await;
+    let kept: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(kept[0]["removed"], false, "{kept}");
+    assert_eq!(kept[0]["note"], "its agent is running");
+    run.child.start_kill().unwrap();
+    run.child.wait().await.unwrap();
+    kill_leftovers(&pids);
+    // Accounted for after the crash.
+    let after = listed().await;
+    assert_eq!(after[0]["path"], before[0]["path"], "{after}");
+    assert_eq!(after[0]["exists"], true);
+
+    let mut cmd = h.command(Wire::OpenAi);
+    cmd.args(["run", "--json", "--resume", &session, "carry on"]);
+    let output = cmd.output().await.unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let events = parse_events(&output.stdout);
+    assert_eq!(last(&events)["final_response"], "isolated sleeper finished");
+    // The same worktree, reattached: the repository knows two checkouts.
+    let resumed = listed().await;
+    assert_eq!(resumed.as_array().unwrap().len(), 1, "{resumed}");
+    assert_eq!(resumed[0]["path"], before[0]["path"]);
+    assert_eq!(resumed[0]["agent_status"], "completed", "{resumed}");
+    assert_eq!(git(&work, &["worktree", "list"]).lines().count(), 2);
+
+    let out = herald(&h, &["agents", "worktrees", "--prune", "--json"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let pruned: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(pruned[0]["removed"], true, "{pruned}");
+    assert!(!path.exists());
+    assert_eq!(git(&work, &["worktree", "list"]).lines().count(), 1);
+    // Its branch had no commits: it went too.
+    assert_eq!(git(&work, &["branch", "--list", "herald/*"]), "");
 }
