@@ -89,7 +89,7 @@ pub struct DelegateArgs {
     pub budget_tokens: Option<u64>,
     /// An agent definition's name.
     pub agent: Option<String>,
-    /// "worktree" (or worktree:fresh, worktree:REF): work in a new git worktree.
+    /// worktree: own git branch and checkout.
     pub isolation: Option<String>,
 }
 
