@@ -172,6 +172,21 @@ mod tests {
     }
 
     #[test]
+    fn a_definitions_isolation_applies_unless_the_task_sets_its_own() {
+        use crate::delegation::worktree::WorktreeBase;
+        let (_home, defs) =
+            load_defs("---\nname: reviewer\ndescription: d\nisolation: worktree\n---\nx\n");
+        let parent = herald_tools::builtin::default_registry(1000);
+        let mut own = task(Some("reviewer"));
+        own.isolation = Some(WorktreeBase::Ref("v2".into()));
+        let mut tasks = vec![task(Some("reviewer")), own, task(None)];
+        apply_definitions(&mut tasks, &defs, &parent, ProviderKind::OpenAi).unwrap();
+        assert_eq!(tasks[0].isolation, Some(WorktreeBase::Head));
+        assert_eq!(tasks[1].isolation, Some(WorktreeBase::Ref("v2".into())));
+        assert_eq!(tasks[2].isolation, None);
+    }
+
+    #[test]
     fn unknown_names_are_errors_listing_what_exists() {
         let (_home, defs) =
             load_defs("---\nname: reviewer\ndescription: d\ntools: Read, frobnicate\n---\nx\n");

@@ -226,6 +226,28 @@ mod tests {
     }
 
     #[test]
+    fn isolation_in_front_matter_is_read_and_checked() {
+        let def = parse("---\ndescription: d\nisolation: worktree\n---\nb", "x").unwrap();
+        assert_eq!(
+            def.isolation,
+            Some(crate::delegation::worktree::WorktreeBase::Head)
+        );
+        let def = parse(
+            "---\ndescription: d\nisolation: worktree:release\n---\nb",
+            "x",
+        )
+        .unwrap();
+        assert_eq!(
+            def.isolation,
+            Some(crate::delegation::worktree::WorktreeBase::Ref(
+                "release".into()
+            ))
+        );
+        let err = parse("---\ndescription: d\nisolation: vm\n---\nb", "x").unwrap_err();
+        assert!(err.contains("isolation \"vm\" is not known"), "{err}");
+    }
+
+    #[test]
     fn a_missing_name_comes_from_the_file_name() {
         let def = parse("---\ndescription: Looks things up\n---\nbody", "researcher").unwrap();
         assert_eq!(def.name, "researcher");
