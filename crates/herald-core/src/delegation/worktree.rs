@@ -753,6 +753,91 @@ async fn locked_by_live_process(record: &herald_store::AgentWorktree) -> bool {
 mod tests {
     use super::*;
 
+    fn run(dir: &Path, args: &[&str]) -> String {
+        let out = std::process::Command::new("git")
+            .current_dir(dir)
+            .args(["-c", "user.email=t@t", "-c", "user.name=t"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    }
+
+    /// `fresh` starts from the remote's default branch after a fetch, a
+    /// ref from that ref, `head` from the checkout's HEAD; a sub-directory
+    /// working directory moves into the worktree.
+    #[tokio::test]
+    async fn bases_start_where_they_say() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let origin = root.join("origin.git");
+        let upstream = root.join("upstream");
+        let repo = root.join("repo");
+        std::fs::create_dir_all(&upstream).unwrap();
+        run(&upstream, &["init", "-q", "-b", "main"]);
+        std::fs::create_dir_all(upstream.join("src")).unwrap();
+        std::fs::write(upstream.join("src/a.txt"), "1").unwrap();
+        run(&upstream, &["add", "."]);
+        run(&upstream, &["commit", "-q", "-m", "one"]);
+        run(&upstream, &["tag", "v1"]);
+        run(&root, &["clone", "-q", "--bare", "upstream", "origin.git"]);
+        run(&root, &["clone", "-q", "origin.git", "repo"]);
+        // The remote moves on after the clone.
+        std::fs::write(upstream.join("src/a.txt"), "2").unwrap();
+        run(&upstream, &["commit", "-q", "-am", "two"]);
+        run(&upstream, &["push", "-q", origin.to_str().unwrap(), "main"]);
+        let remote_tip = run(&upstream, &["rev-parse", "HEAD"]);
+        let local_head = run(&repo, &["rev-parse", "HEAD"]);
+        let home = root.join("home");
+        let cwd = repo.join("src");
+
+        let fresh = open(&home, &cwd, "agt_fresh", &WorktreeBase::Fresh, None)
+            .await
+            .unwrap();
+        assert_eq!(fresh.base, remote_tip);
+        assert_eq!(run(&fresh.path, &["rev-parse", "HEAD"]), remote_tip);
+        assert_eq!(fresh.cwd, fresh.path.join("src"));
+        assert!(fresh.path.starts_with(home.join("worktrees")));
+        assert_eq!(fresh.branch, "herald/agt_fresh");
+
+        let head = open(&home, &cwd, "agt_head", &WorktreeBase::Head, None)
+            .await
+            .unwrap();
+        assert_eq!(head.base, local_head);
+
+        let tagged = open(
+            &home,
+            &cwd,
+            "agt_tag",
+            &WorktreeBase::Ref("v1".into()),
+            None,
+        )
+        .await
+        .unwrap();
+        assert_eq!(tagged.base, local_head);
+        let err = open(
+            &home,
+            &cwd,
+            "agt_bad",
+            &WorktreeBase::Ref("nope".into()),
+            None,
+        )
+        .await
+        .unwrap_err();
+        assert!(err.contains("no branch, tag or commit \"nope\""), "{err}");
+
+        // Without a remote, fresh says what it needs.
+        let err = open(&home, &upstream, "agt_noremote", &WorktreeBase::Fresh, None)
+            .await
+            .unwrap_err();
+        assert!(err.contains("fetches the remote origin"), "{err}");
+    }
+
     #[test]
     fn isolation_values_parse_or_say_what_is_allowed() {
         assert_eq!(WorktreeBase::parse("").unwrap(), None);
