@@ -698,6 +698,17 @@ impl Agent {
                 delay_ms,
                 reason: reason.to_owned(),
             }),
+            StreamUpdate::Throttled {
+                endpoint,
+                limit,
+                in_flight,
+                pause_ms,
+            } => events.emit(EventKind::ProviderThrottled {
+                endpoint: endpoint.to_owned(),
+                limit: u32::try_from(limit).unwrap_or(u32::MAX),
+                in_flight: u32::try_from(in_flight).unwrap_or(u32::MAX),
+                pause_ms,
+            }),
             StreamUpdate::Fallback {
                 from_provider,
                 from_model,
