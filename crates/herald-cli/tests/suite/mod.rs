@@ -37,6 +37,7 @@ mod serve;
 mod session_titles;
 mod sessions;
 mod skill_packs;
+mod throttling;
 mod torture;
 mod transcripts;
 mod tui;

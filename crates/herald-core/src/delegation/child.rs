@@ -526,6 +526,12 @@ impl Delegation {
                         .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(message.clone());
                 }
                 EventKind::AssistantMessage { .. } => progress.touch(),
+                // The tree's front end shows the provider pushing back; a
+                // child slowed down by it is busy, not idle.
+                EventKind::ProviderThrottled { .. } => {
+                    progress.touch();
+                    out.emit(event.kind.clone());
+                }
                 // A human must see (and answer) what a subagent asks.
                 EventKind::ApprovalRequested { .. }
                 | EventKind::ApprovalResolved { .. }
