@@ -339,6 +339,10 @@ impl LlmClient {
             let mut flow_control = false;
             match &result {
                 Ok(_) => permit.succeeded(),
+                // Another key of the pool is tried at once: this limit was
+                // the key's, not the endpoint's.
+                Err(err) if err.kind == ErrorKind::RateLimited && limited + 1 < self.keys.len() => {
+                }
                 Err(err) if err.kind == ErrorKind::RateLimited => {
                     flow_control = permit.can_back_off() && slowed < MAX_SLOWED_RETRIES;
                     let wait = err.retry_after_ms.map(Duration::from_millis);
