@@ -31,7 +31,7 @@ async fn a_429_storm_across_twenty_children_slows_the_tree_and_every_child_finis
             &format!("storm child {i:02}"),
             vec![
                 Reply::tool("read_file", json!({"path": "notes.txt"})),
-                Reply::text(&format!("child {i:02} done")),
+                Reply::text(format!("child {i:02} done")),
             ],
         );
     }
