@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 
 pub use crate::config_sections::{
     CheckpointsConfig, CodeExecutionConfig, CompressionConfig, DelegationConfig, McpConfig,
-    MemoryConfig, PermissionsConfig, ServeConfig, SessionsConfig,
+    MemoryConfig, PermissionsConfig, ServeConfig, SessionsConfig, WatchConfig,
 };
 pub use check::ConfigWarning;
 pub use fallback::{FallbackEntry, FallbackProvider};
@@ -186,6 +186,8 @@ pub struct Config {
     pub sessions: SessionsConfig,
     /// `[checkpoints]`.
     pub checkpoints: CheckpointsConfig,
+    /// `[watch]`.
+    pub watch: WatchConfig,
     /// `[code_execution]`.
     pub code_execution: CodeExecutionConfig,
     /// `[serve]`.
@@ -348,6 +350,8 @@ pub struct Settings {
     pub sessions: SessionsConfig,
     /// `[checkpoints]`.
     pub checkpoints: CheckpointsConfig,
+    /// `[watch]`.
+    pub watch: WatchConfig,
     /// `[code_execution]`.
     pub code_execution: CodeExecutionConfig,
     /// `[serve]`.
@@ -616,6 +620,7 @@ impl Settings {
             compression: config.compression.clone(),
             sessions: config.sessions.clone(),
             checkpoints: config.checkpoints.clone(),
+            watch: config.watch.clone(),
             code_execution: config.code_execution.clone(),
             serve: config.serve.clone(),
             permissions: config.permissions.clone(),
@@ -835,6 +840,10 @@ pub const DEFAULT_CONFIG: &str = r#"# herald configuration. Precedence: command-
 #                              #   background at start; `herald checkpoints prune`); 0 = never
 # max_size_mb = 2048           # 0-10000000; beyond it the oldest checkpoints go first; 0 = no limit
 
+[watch]
+# enabled = true               # tell the model when a file it read or edited is changed outside
+#                              #   the session (a note at the end of the next tool result)
+
 [code_execution]
 # timeout = 300                # 1-86400 seconds
 # max_tool_calls = 50          # 1-10000
@@ -883,7 +892,8 @@ pub const DEFAULT_CONFIG: &str = r#"# herald configuration. Precedence: command-
 
 # Hooks: commands run on session events, with the event as JSON on stdin
 # (see README "Hooks"). Events: session_start user_prompt pre_tool post_tool
-# subagent_start subagent_stop pre_compact session_end notification. Exit code
+# subagent_start subagent_stop pre_compact session_end notification
+# file_changed. Exit code
 # 2 blocks (stderr is the reason); exit 0 may print a JSON decision. A
 # project's .herald/hooks.toml runs only after `herald hooks approve`.
 # [[hooks]]

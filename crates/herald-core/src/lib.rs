@@ -27,6 +27,7 @@ mod steer;
 pub mod time_bound;
 mod tool_runner;
 pub mod usage_meter;
+pub mod watch;
 
 pub use agent::{
     Agent, AgentSetup, ExitReason, FLUSH_MARKER, FlushReason, FlushReport, FlushSettings,

@@ -233,6 +233,14 @@ pub(crate) const CHECKPOINTS: &[Key] = &[
     ),
 ];
 
+/// `[watch]`.
+pub(crate) const WATCH: &[Key] = &[key(
+    "enabled",
+    Kind::Bool,
+    "whether the model is told when a file it read or edited changes outside the session",
+    "true",
+)];
+
 /// `[sessions]`.
 pub(crate) const SESSIONS: &[Key] = &[key(
     "title_model",
@@ -415,6 +423,7 @@ pub(crate) const TOP: &[Key] = &[
     key("compression", Kind::Section(COMPRESSION), "", ""),
     key("sessions", Kind::Section(SESSIONS), "", ""),
     key("checkpoints", Kind::Section(CHECKPOINTS), "", ""),
+    key("watch", Kind::Section(WATCH), "", ""),
     key("code_execution", Kind::Section(CODE_EXECUTION), "", ""),
     key("serve", Kind::Section(SERVE), "", ""),
     key("permissions", Kind::Section(PERMISSIONS), "", ""),
@@ -724,6 +733,7 @@ mod tests {
             CHECKPOINTS,
             &crate::config::CheckpointsConfig::default(),
         );
+        same("watch", WATCH, &crate::config::WatchConfig::default());
         same(
             "code_execution",
             CODE_EXECUTION,

@@ -167,9 +167,16 @@ async fn rewind(
     )
     .await
     .map_err(|err| err.to_string())?;
-    let outcome = crate::checkpoints::apply_rewind(&shared.store, plan)
-        .await
-        .map_err(|err| err.to_string())?;
+    // Restoring files is the session's own change, not an outside one.
+    let own_changes = match agent.file_watch() {
+        Some(watch) => Some(watch.own_changes().await),
+        None => None,
+    };
+    let outcome = crate::checkpoints::apply_rewind(&shared.store, plan).await;
+    if let Some(own_changes) = own_changes {
+        own_changes.end().await;
+    }
+    let outcome = outcome.map_err(|err| err.to_string())?;
     if let Some(history) = &outcome.history {
         agent.replace_history(history.clone());
         checkpoints.rewound_to(turn);

@@ -252,6 +252,17 @@ pub async fn open_session(mut options: SessionOptions) -> Result<Session, Runtim
     }
     delegation.set_interceptors(interceptors);
     agent.set_hooks(hooks.clone());
+    if settings.watch.enabled {
+        let watch = crate::watch::FileWatch::start(&settings.cwd);
+        if let Some(hooks) = hooks
+            .as_ref()
+            .filter(|hooks| hooks.has(crate::hooks::HookEvent::FileChanged))
+        {
+            watch.set_listener(file_changed_hooks(Arc::clone(hooks)));
+        }
+        delegation.set_file_watch(Arc::clone(&watch));
+        agent.set_file_watch(watch, true);
+    }
     agent
         .state()
         .set_process_journal(Arc::new(StoreProcessJournal::new(
@@ -335,6 +346,20 @@ pub async fn open_session(mut options: SessionOptions) -> Result<Session, Runtim
         checkpoints,
     ));
     Ok(Session { shared, queue })
+}
+
+/// Runs the `file_changed` hooks for each outside change sent to the
+/// returned sender, one after the other, until the session's watch is gone.
+fn file_changed_hooks(
+    hooks: Arc<crate::hooks::Hooks>,
+) -> mpsc::UnboundedSender<crate::watch::FileChange> {
+    let (changes, mut received) = mpsc::unbounded_channel::<crate::watch::FileChange>();
+    tokio::spawn(async move {
+        while let Some(change) = received.recv().await {
+            hooks.file_changed(&change).await;
+        }
+    });
+    changes
 }
 
 /// For a fork at a turn, the source's conversation before that turn; and
