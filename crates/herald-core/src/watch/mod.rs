@@ -371,8 +371,12 @@ impl Files {
                         return;
                     }
                     if own {
-                        watched.base = lines;
-                        watched.pending = None;
+                        // An outside change not yet told stays to be told
+                        // (what the model then knows is the content now).
+                        match watched.pending.as_mut() {
+                            Some(pending) => pending.now = Some(lines),
+                            None => watched.base = lines,
+                        }
                         return;
                     }
                     if watched.pending.as_ref().and_then(|p| p.now.as_ref()) == Some(&lines) {

@@ -107,6 +107,18 @@ async fn changes_during_the_sessions_own_calls_are_its_own() {
     let note = watch.take_note().await.unwrap();
     assert!(note.contains("`a.txt`"), "{note}");
     assert!(!note.contains("`b.txt`"), "{note}");
+    // An outside change still to be told stays when the session's command
+    // then changes the file too.
+    edit(&a, "four\n");
+    let own = watch.own_changes().await;
+    edit(&a, "four\nfive\n");
+    own.end().await;
+    let note = watch.take_note().await.unwrap();
+    assert!(
+        note.contains("`a.txt` changed outside this session: +1"),
+        "{note}"
+    );
+    assert_eq!(watch.take_note().await, None);
     // A file the session's command deleted is simply no longer watched.
     let own = watch.own_changes().await;
     std::fs::remove_file(&b).unwrap();
