@@ -274,14 +274,14 @@ async fn with_watch_off_nothing_is_watched() {
     h.server.assert_invariants();
 }
 
-/// Writes an executable script under `$HERALD_HOME` that appends its stdin
-/// (one JSON object) as a line to `log`.
-fn logger(h: &Harness, name: &str, log: &Path) -> PathBuf {
+/// Writes an executable script under `$HERALD_HOME` that waits `delay`
+/// seconds, then appends its stdin (one JSON object) as a line to `log`.
+fn logger(h: &Harness, name: &str, log: &Path, delay: f64) -> PathBuf {
     let path = h.home.path().join(name);
     std::fs::write(
         &path,
         format!(
-            "#!/usr/bin/env bash\nexec 9>>'{}'; flock 9; {{ cat; echo; }} >&9\n",
+            "#!/usr/bin/env bash\nsleep {delay}\nexec 9>>'{}'; flock 9; {{ cat; echo; }} >&9\n",
             log.display()
         ),
     )
@@ -299,8 +299,10 @@ fn read_log(log: &Path) -> Vec<Value> {
         .collect()
 }
 
-fn file_changed_hooks(h: &Harness, log: &Path, matcher: &str) -> String {
-    let logger = logger(h, "log.sh", log);
+/// A `file_changed` hook logging to `log` (after `delay` seconds) for paths
+/// matching `matcher`, and one for `*.md` that must never run.
+fn file_changed_hooks(h: &Harness, log: &Path, matcher: &str, delay: f64) -> String {
+    let logger = logger(h, "log.sh", log, delay);
     let other = logger_never(h);
     format!(
         "[[hooks]]\nevent = \"file_changed\"\nmatcher = \"{matcher}\"\ncommand = \"{}\"\n\
@@ -323,29 +325,24 @@ fn logger_never(h: &Harness) -> PathBuf {
     path
 }
 
+/// The `file_changed` hook runs for the outside edit, with the documented
+/// JSON; the one-shot run waits for it (it is slow) before it ends.
 #[tokio::test(flavor = "multi_thread")]
 async fn the_file_changed_hook_runs_for_an_outside_edit() {
-    let log = Arc::new(Mutex::new(PathBuf::new()));
-    let shared = Arc::clone(&log);
-    let h = harness(move |dir, turn| match turn {
+    let h = harness(|dir, turn| match turn {
         0 => Reply::tool("read_file", json!({"path": "notes.txt"})),
         1 => {
             outside_edit(dir);
-            // The hook runs as soon as the change is noticed, beside the
-            // agent: this command waits (at most 10 s) for what it wrote.
-            let log = shared.lock().unwrap().display().to_string();
-            Reply::tool(
-                "terminal",
-                json!({"command": format!("for i in $(seq 200); do [ -s '{log}' ] && break; sleep 0.05; done; cat '{log}'")}),
-            )
+            Reply::tool("read_file", json!({"path": "other.txt"}))
         }
         _ => Reply::text("done"),
     })
     .await;
     let path = h.home.path().join("file_changed.jsonl");
-    *log.lock().unwrap() = path.clone();
-    h.config(&file_changed_hooks(&h, &path, "*.txt"));
+    // Slow: the turn has ended long before it writes.
+    h.config(&file_changed_hooks(&h, &path, "*.txt", 0.5));
     std::fs::write(h.work_path().join("notes.txt"), lines(10)).unwrap();
+    std::fs::write(h.work_path().join("other.txt"), "other\n").unwrap();
     let (output, events) = h.run_json(Wire::OpenAi, &[], "read the notes").await;
     assert!(output.status.success(), "{}", stderr(&output));
     let entries = read_log(&path);
@@ -368,6 +365,7 @@ async fn the_file_changed_hook_runs_for_an_outside_edit() {
         .collect();
     assert_eq!(ran.len(), 1, "{ran:?}");
     assert_eq!(ran[0]["outcome"], "ok");
+    assert_eq!(last(&events)["type"], "run.completed");
     assert!(
         !h.home.path().join("never-ran").exists(),
         "the *.md hook ran"
@@ -474,7 +472,7 @@ async fn build_under_watch(
     std::fs::write(work.join("src/main.rs"), lines(20)).unwrap();
     tree(&work.join("crates"), tree_files);
     let log = h.home.path().join("file_changed.jsonl");
-    let mut config = file_changed_hooks(&h, &log, "src/*");
+    let mut config = file_changed_hooks(&h, &log, "src/*", 0.0);
     if !watch {
         config.push_str("[watch]\nenabled = false\n");
     }

@@ -545,6 +545,16 @@ impl FileWatch {
             .unwrap_or_else(PoisonError::into_inner) = Some(listener);
     }
 
+    /// Stops sending outside changes to the listener (the session ends);
+    /// what was sent is still handled.
+    pub fn close_listener(&self) {
+        self.files
+            .listener
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+    }
+
     /// Starts a stretch during which changes count as the session's own
     /// (a call that may change files runs); what changed before it is an
     /// outside change. End it with [`OwnChanges::end`].
