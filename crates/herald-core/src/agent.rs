@@ -348,7 +348,7 @@ impl Agent {
             Some(notices) => format!("{input}\n\n{notices}"),
             None => input,
         };
-        if let Some(note) = self.take_file_note().await {
+        if let Some(note) = self.take_file_note(false).await {
             input.push_str("\n\n");
             input.push_str(&note);
         }
@@ -406,9 +406,10 @@ impl Agent {
 
     /// The note on files changed outside the session since the model last
     /// saw them (the root agent only), if any.
-    async fn take_file_note(&self) -> Option<String> {
+    /// `just_looked`: the stamps were compared right before.
+    async fn take_file_note(&self, just_looked: bool) -> Option<String> {
         match &self.file_watch {
-            Some(watch) if self.file_notes => watch.take_note().await,
+            Some(watch) if self.file_notes => watch.take_note(just_looked).await,
             _ => None,
         }
     }
@@ -620,6 +621,7 @@ impl Agent {
                 self.recorder.as_ref(),
             )
             .await;
+            let just_looked = own_changes.is_some();
             if let Some(own_changes) = own_changes {
                 own_changes.end().await;
             }
@@ -638,7 +640,7 @@ impl Agent {
                 last.content.push_str("\n\n");
                 last.content.push_str(&notices);
             }
-            if let Some(note) = self.take_file_note().await
+            if let Some(note) = self.take_file_note(just_looked).await
                 && let Some(last) = self.messages.last_mut()
             {
                 last.content.push_str("\n\n");

@@ -271,6 +271,11 @@ fn run(rx: &Receiver<Msg>, tx: Sender<Msg>, index: &Arc<Mutex<Index>>) {
 /// Warns about a directory that cannot be watched, once per kind of
 /// failure (the inotify watch limit would otherwise fill the log).
 fn warn_once(warned: &mut HashSet<String>, err: &notify::Error, dir: &Path) {
+    if matches!(err.kind, notify::ErrorKind::PathNotFound) {
+        // Gone since: its files are gone too (the looks find them so).
+        tracing::debug!(dir = %dir.display(), "a directory to watch is gone");
+        return;
+    }
     let kind = match &err.kind {
         notify::ErrorKind::MaxFilesWatch => {
             "the inotify watch limit is reached (sysctl fs.inotify.max_user_watches)".to_owned()

@@ -72,6 +72,9 @@ struct Watched {
     generation: u64,
     /// Writes by herald under way: no look counts meanwhile.
     writing: u32,
+    /// Whether the hub watches it (its directory existed when it was
+    /// first seen; a file herald creates is watched once written).
+    at_hub: bool,
     /// When it was last used, for dropping the least recently used.
     used: u64,
 }
@@ -103,7 +106,11 @@ enum Take {
 /// The watched files of one session (shared with the watcher thread,
 /// the file tools and the agents of the session tree).
 pub(crate) struct Files {
-    rules: IgnoreRules,
+    /// The working directory.
+    cwd: PathBuf,
+    /// Its ignore rules, read on first use (off the async runtime: they
+    /// read files).
+    rules: std::sync::OnceLock<IgnoreRules>,
     state: Mutex<State>,
     /// Calls that may change files, running now.
     own_calls: AtomicUsize,
@@ -117,7 +124,7 @@ pub(crate) struct Files {
 impl std::fmt::Debug for Files {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Files")
-            .field("root", &self.rules.root())
+            .field("cwd", &self.cwd)
             .finish_non_exhaustive()
     }
 }
@@ -127,8 +134,10 @@ impl Drop for Files {
         if let Some(hub) = self.hub {
             hub.leave(self.id);
             let state = self.state.get_mut().unwrap_or_else(PoisonError::into_inner);
-            for path in state.files.keys() {
-                hub.untrack(path);
+            for (path, watched) in &state.files {
+                if watched.at_hub {
+                    hub.untrack(path);
+                }
             }
         }
     }
@@ -137,6 +146,10 @@ impl Drop for Files {
 impl Files {
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn rules(&self) -> &IgnoreRules {
+        self.rules.get_or_init(|| IgnoreRules::new(&self.cwd))
     }
 
     /// The key of `path` (absolute, symbolic links of its directories
@@ -148,12 +161,12 @@ impl Files {
         } else {
             canonical_parent(path)?
         };
-        (!self.rules.ignores(&key)).then_some(key)
+        (!self.rules().ignores(&key)).then_some(key)
     }
 
     /// What the model sees of `key`: the path under the working directory.
     fn shown(&self, key: &Path) -> String {
-        key.strip_prefix(self.rules.root())
+        key.strip_prefix(self.rules().root())
             .unwrap_or(key)
             .display()
             .to_string()
@@ -161,9 +174,12 @@ impl Files {
 
     /// Starts watching `key` as `watched`, dropping the least recently
     /// used file past [`MAX_WATCHED_FILES`].
-    fn insert(&self, state: &mut State, key: PathBuf, watched: Watched) {
-        if let Some(hub) = self.hub {
+    fn insert(&self, state: &mut State, key: PathBuf, mut watched: Watched) {
+        if let Some(hub) = self.hub
+            && key.parent().is_some_and(Path::is_dir)
+        {
             hub.track(&key);
+            watched.at_hub = true;
         }
         state.files.insert(key, watched);
         if state.files.len() > MAX_WATCHED_FILES
@@ -179,7 +195,8 @@ impl Files {
 
     /// Stops watching `key`.
     fn remove(&self, state: &mut State, key: &Path) {
-        if state.files.remove(key).is_some()
+        if let Some(watched) = state.files.remove(key)
+            && watched.at_hub
             && let Some(hub) = self.hub
         {
             hub.untrack(key);
@@ -223,6 +240,7 @@ impl Files {
                     pending: None,
                     generation: 0,
                     writing: 0,
+                    at_hub: false,
                     used,
                 };
                 self.insert(&mut state, key, watched);
@@ -263,6 +281,7 @@ impl Files {
                     pending: None,
                     generation: 0,
                     writing: 1,
+                    at_hub: false,
                     used,
                 };
                 self.insert(&mut state, key, watched);
@@ -284,6 +303,14 @@ impl Files {
         };
         watched.writing = watched.writing.saturating_sub(1);
         watched.generation += 1;
+        if ok
+            && !watched.at_hub
+            && let Some(hub) = self.hub
+        {
+            // Its directory exists now.
+            hub.track(&key);
+            watched.at_hub = true;
+        }
         match disk {
             None => {}
             Some(Disk::Text(stamp, lines)) => {
@@ -512,7 +539,8 @@ impl FileWatch {
 
     fn on_hub(cwd: &Path, hub: Option<&'static Hub>) -> Arc<Self> {
         let files = Arc::new(Files {
-            rules: IgnoreRules::new(cwd),
+            cwd: cwd.to_path_buf(),
+            rules: std::sync::OnceLock::new(),
             state: Mutex::default(),
             own_calls: AtomicUsize::new(0),
             hub,
@@ -567,9 +595,13 @@ impl FileWatch {
     }
 
     /// The note for the outside changes not yet told (one line per file),
-    /// if there are any. Each change is told once.
-    pub async fn take_note(&self) -> Option<String> {
-        self.sweep(Take::Current).await;
+    /// if there are any. Each change is told once. The watched files'
+    /// stamps are compared first, unless `just_looked` (an
+    /// [`OwnChanges::end`] right before did).
+    pub async fn take_note(&self, just_looked: bool) -> Option<String> {
+        if !just_looked {
+            self.sweep(Take::Current).await;
+        }
         let changes = self.files.take_changes();
         (!changes.is_empty()).then(|| snapshot::render_note(&changes))
     }

@@ -50,20 +50,20 @@ async fn an_outside_edit_is_noted_once() {
     let tracker = watch.tracker(true);
     let path = dir.path().join("src/main.rs");
     read(&tracker, &path);
-    assert_eq!(watch.take_note().await, None, "nothing changed yet");
+    assert_eq!(watch.take_note(false).await, None, "nothing changed yet");
     let mut edited = lines(8);
     edited.push_str(&"added\n".repeat(12));
     edit(&path, &edited);
     assert_eq!(
-        watch.take_note().await.as_deref(),
+        watch.take_note(false).await.as_deref(),
         Some(
             "[herald] `src/main.rs` changed outside this session: +12 \u{2212}2 lines since you last read it"
         )
     );
-    assert_eq!(watch.take_note().await, None, "told once");
+    assert_eq!(watch.take_note(false).await, None, "told once");
     // A second edit is measured from what the note told.
     edit(&path, &format!("{edited}one more\n"));
-    let note = watch.take_note().await.unwrap();
+    let note = watch.take_note(false).await.unwrap();
     assert!(note.contains("+1 \u{2212}0 lines"), "{note}");
 }
 
@@ -74,14 +74,14 @@ async fn heralds_own_writes_are_not_noted() {
     let path = dir.path().join("a.txt");
     read(&tracker, &path);
     write(&tracker, &path, "one\ntwo\n");
-    assert_eq!(watch.take_note().await, None);
+    assert_eq!(watch.take_note(false).await, None);
     // A file herald created is watched from then on.
     let created = dir.path().join("new/b.txt");
     std::fs::create_dir_all(created.parent().unwrap()).unwrap();
     write(&tracker, &created, "b\n");
-    assert_eq!(watch.take_note().await, None);
+    assert_eq!(watch.take_note(false).await, None);
     edit(&created, "b\nc\n");
-    let note = watch.take_note().await.unwrap();
+    let note = watch.take_note(false).await.unwrap();
     assert_eq!(
         note,
         "[herald] `new/b.txt` changed outside this session: +1 \u{2212}0 lines since you last edited it"
@@ -89,7 +89,7 @@ async fn heralds_own_writes_are_not_noted() {
     // A failed write leaves the snapshot at what the file holds.
     tracker.writing(&path, b"never written\n");
     tracker.written(&path, false);
-    assert_eq!(watch.take_note().await, None);
+    assert_eq!(watch.take_note(false).await, None);
 }
 
 #[tokio::test]
@@ -104,7 +104,7 @@ async fn changes_during_the_sessions_own_calls_are_its_own() {
     let own = watch.own_changes().await;
     edit(&b, "one\ntwo\n");
     own.end().await;
-    let note = watch.take_note().await.unwrap();
+    let note = watch.take_note(false).await.unwrap();
     assert!(note.contains("`a.txt`"), "{note}");
     assert!(!note.contains("`b.txt`"), "{note}");
     // An outside change still to be told stays when the session's command
@@ -113,21 +113,21 @@ async fn changes_during_the_sessions_own_calls_are_its_own() {
     let own = watch.own_changes().await;
     edit(&a, "four\nfive\n");
     own.end().await;
-    let note = watch.take_note().await.unwrap();
+    let note = watch.take_note(false).await.unwrap();
     assert!(
         note.contains("`a.txt` changed outside this session: +1"),
         "{note}"
     );
-    assert_eq!(watch.take_note().await, None);
+    assert_eq!(watch.take_note(false).await, None);
     // A file the session's command deleted is simply no longer watched.
     let own = watch.own_changes().await;
     std::fs::remove_file(&b).unwrap();
     own.end().await;
-    assert_eq!(watch.take_note().await, None);
+    assert_eq!(watch.take_note(false).await, None);
     // A stretch dropped without its end still ends.
     drop(watch.own_changes().await);
     edit(&a, "three\n");
-    assert!(watch.take_note().await.is_some());
+    assert!(watch.take_note(false).await.is_some());
 }
 
 #[tokio::test]
@@ -139,7 +139,7 @@ async fn deleted_and_binary_files_are_noted() {
     read(&tracker, &b);
     std::fs::remove_file(&a).unwrap();
     std::fs::write(&b, b"\x00\x01binary").unwrap();
-    let note = watch.take_note().await.unwrap();
+    let note = watch.take_note(false).await.unwrap();
     assert_eq!(
         note,
         "[herald] `a.txt` was deleted outside this session since you last read it\n\
@@ -147,7 +147,7 @@ async fn deleted_and_binary_files_are_noted() {
     );
     // Neither is watched any more.
     std::fs::write(&a, "back\n").unwrap();
-    assert_eq!(watch.take_note().await, None);
+    assert_eq!(watch.take_note(false).await, None);
     assert!(watch.files.is_empty());
 }
 
@@ -170,7 +170,7 @@ async fn ignored_files_and_git_internals_are_not_watched() {
     for path in [".git/HEAD", "target/out.txt", "run.log", "src/lib.rs"] {
         edit(&dir.path().join(path), "changed\n");
     }
-    let note = watch.take_note().await.unwrap();
+    let note = watch.take_note(false).await.unwrap();
     assert_eq!(
         note,
         "[herald] `src/lib.rs` changed outside this session: +1 \u{2212}1 lines since you last read it"
@@ -181,7 +181,7 @@ async fn ignored_files_and_git_internals_are_not_watched() {
     std::fs::write(&outside, "o\n").unwrap();
     read(&tracker, &outside);
     edit(&outside, "p\n");
-    assert_eq!(watch.take_note().await, None);
+    assert_eq!(watch.take_note(false).await, None);
 }
 
 #[tokio::test]
@@ -194,12 +194,12 @@ async fn a_subagents_tools_only_keep_snapshots_up_to_date() {
     write(&child, &a, "a\nfrom the child\n");
     read(&child, &b);
     edit(&b, "b changed\n");
-    assert_eq!(watch.take_note().await, None);
+    assert_eq!(watch.take_note(false).await, None);
     // A file only the child wrote is not watched.
     let c = dir.path().join("c.txt");
     write(&child, &c, "c\n");
     edit(&c, "c changed\n");
-    assert_eq!(watch.take_note().await, None);
+    assert_eq!(watch.take_note(false).await, None);
 }
 
 #[tokio::test]
@@ -210,7 +210,7 @@ async fn reading_a_changed_file_again_drops_its_note() {
     read(&tracker, &path);
     edit(&path, "a\nb\n");
     read(&tracker, &path);
-    assert_eq!(watch.take_note().await, None);
+    assert_eq!(watch.take_note(false).await, None);
 }
 
 #[tokio::test]
@@ -276,9 +276,30 @@ async fn the_watcher_hears_an_outside_edit_as_it_happens() {
         "the full path"
     );
     // The note tells it once; the watcher did not hear it twice.
-    assert!(watch.take_note().await.unwrap().contains("+1 \u{2212}0"));
-    assert_eq!(watch.take_note().await, None);
+    assert!(
+        watch
+            .take_note(false)
+            .await
+            .unwrap()
+            .contains("+1 \u{2212}0")
+    );
+    assert_eq!(watch.take_note(false).await, None);
     assert!(received.try_recv().is_err());
+    // A file herald creates in a new directory is watched once written.
+    let created = dir.path().join("new/c.txt");
+    tracker.writing(&created, b"c\n");
+    std::fs::create_dir_all(created.parent().unwrap()).unwrap();
+    std::fs::write(&created, "c\n").unwrap();
+    tracker.written(&created, true);
+    let started = std::time::Instant::now();
+    while hub.watched_dirs().1 < 2 {
+        assert!(started.elapsed() < Duration::from_secs(5), "never watched");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert_eq!(hub.watched_dirs().0, 2);
+    edit(&created, "c\nd\n");
+    let change = heard(&mut received).await.unwrap();
+    assert_eq!(change.path, "new/c.txt");
     // When the session goes, so do its watches.
     drop(tracker);
     drop(watch);
@@ -306,7 +327,7 @@ async fn the_least_recently_used_file_goes_past_the_limit() {
     assert_eq!(watch.files.lock().files.len(), MAX_WATCHED_FILES);
     edit(&paths[0], "y\n");
     edit(&paths[MAX_WATCHED_FILES], "y\n");
-    let note = watch.take_note().await.unwrap();
+    let note = watch.take_note(false).await.unwrap();
     assert!(!note.contains("`f0.txt`"), "{note}");
     assert!(
         note.contains(&format!("`f{MAX_WATCHED_FILES}.txt`")),
