@@ -23,9 +23,9 @@
 //!   each user message) the stamps are compared again: a change whose
 //!   event is still on its way is not missed.
 //!
-//! The watcher (see [`hub`]) notices changes as they happen, so hooks run
+//! The watcher (`hub.rs`) notices changes as they happen, so hooks run
 //! then. Only files under the working directory that git would not ignore
-//! are watched (see [`rules`]), at most [`MAX_WATCHED_FILES`] per session,
+//! are watched (`rules.rs`), at most [`MAX_WATCHED_FILES`] per session,
 //! each of at most 8 MiB. `[watch] enabled = false` turns all of it off.
 
 mod hub;
