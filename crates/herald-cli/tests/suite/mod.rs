@@ -42,5 +42,6 @@ mod torture;
 mod transcripts;
 mod tui;
 mod usage;
+mod watch;
 mod web_tools;
 mod worktrees;

@@ -315,6 +315,9 @@ impl Delegation {
             agent.add_interceptor(Arc::clone(interceptor));
         }
         agent.set_hooks(self.hooks().cloned());
+        if let Some(watch) = self.file_watch() {
+            agent.set_file_watch(Arc::clone(watch), false);
+        }
         if let Some(store) = &self.store {
             agent
                 .state()
