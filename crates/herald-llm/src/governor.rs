@@ -16,10 +16,11 @@ use std::time::Duration;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-/// The bound before any 429: high enough never to hold back a provider
-/// that does not limit (`[delegation] max_concurrent_children` caps a
-/// tree's fan-out anyway).
-pub const CEILING: usize = 256;
+/// The bound before any 429: none in practice, so a provider that does
+/// not limit is never held back (a 1,000-child fan-out keeps all its
+/// requests in flight); `[delegation] max_concurrent_children` caps a
+/// batch anyway.
+pub const CEILING: usize = 65_536;
 
 /// The longest pause a `Retry-After` imposes on the whole process.
 const MAX_PAUSE: Duration = Duration::from_secs(60);
