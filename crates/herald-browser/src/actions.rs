@@ -15,6 +15,8 @@ use crate::tabs::{Tab, Tabs};
 
 /// How long an action waits for a navigation it may have caused to start.
 const SETTLE_START: Duration = Duration::from_millis(500);
+/// How long a load that stopped is given to report its navigation.
+const COMMIT_GRACE: Duration = Duration::from_secs(1);
 /// How long a new tab is given to load before it is reported.
 const NEW_TAB_LOAD: Duration = Duration::from_secs(10);
 /// Limit of page commands while a dialog is open (the page is blocked).
@@ -197,6 +199,33 @@ impl Running {
         }
     }
 
+    /// Reads the tab's current URL and title from the browser (the events
+    /// that carry them may come later than the load).
+    async fn refresh(&self, target: &str) {
+        let Ok(info) = self
+            .call("Target.getTargetInfo", json!({ "targetId": target }), None)
+            .await
+        else {
+            return;
+        };
+        let field = |name: &str| {
+            info.pointer(&format!("/targetInfo/{name}"))
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        };
+        let (url, title) = (field("url"), field("title"));
+        self.shared.update(|tabs| {
+            if let Some(tab) = tabs.get_mut(target) {
+                if let Some(url) = url {
+                    tab.url = url;
+                }
+                if let Some(title) = title {
+                    tab.title = title;
+                }
+            }
+        });
+    }
+
     /// Waits for what an action caused, and says it.
     async fn settle(&self, target: &str, before: Marks, limit: Duration) -> String {
         let shared = &self.shared;
@@ -217,6 +246,18 @@ impl Running {
                     (!tab.loading || tab.dialog.is_some() || tab.crashed).then_some(())
                 })
                 .await;
+            // A page restored from the back/forward cache reports its
+            // navigation after it stopped loading.
+            shared
+                .wait_for(COMMIT_GRACE, |tabs| {
+                    let tab = tabs.get(target)?;
+                    (tab.started == before.started
+                        || tab.navigations > before.navigations
+                        || tab.dialog.is_some()
+                        || tab.crashed)
+                        .then_some(())
+                })
+                .await;
         }
         let new_tabs: Vec<String> = {
             let tabs = shared.tabs();
@@ -233,6 +274,10 @@ impl Running {
                     (tab.ready && !tab.loading && tab.started > 0).then_some(())
                 })
                 .await;
+        }
+        self.refresh(target).await;
+        for new in &new_tabs {
+            self.refresh(new).await;
         }
         let tabs = shared.tabs();
         let Some(tab) = tabs.get(target) else {
@@ -325,21 +370,24 @@ impl Running {
             }));
         }
         let outcome = self.settle(&active.target, before, limit).await;
+        Ok(self.arrived("Opened", &active.target, &outcome))
+    }
+
+    /// `Opened "Title" (url). <what else happened> Read it with browser_snapshot.`
+    fn arrived(&self, verb: &str, target: &str, outcome: &str) -> String {
         let tabs = self.shared.tabs();
-        let page = tabs
-            .get(&active.target)
-            .map_or_else(|| url.to_string(), page_line);
+        let page = tabs.get(target).map_or_else(String::new, page_line);
         let outcome = outcome
             .replace(&format!(" The page is now {page}."), "")
             .trim()
             .to_owned();
-        let mut text = format!("Opened {page}.");
+        let mut text = format!("{verb} {page}.");
         if !outcome.is_empty() {
             text.push(' ');
             text.push_str(&outcome);
         }
         text.push_str(" Read it with browser_snapshot.");
-        Ok(text)
+        text
     }
 
     /// `browser_back`: the previous page of the active tab's history.
@@ -380,7 +428,7 @@ impl Running {
         let outcome = self
             .settle(&active.target, before, setup.navigation_timeout)
             .await;
-        Ok(format!("Went back.{outcome}"))
+        Ok(self.arrived("Went back to", &active.target, &outcome))
     }
 
     /// `browser_snapshot`: the header and outline of the active tab.
@@ -390,6 +438,7 @@ impl Running {
         max_chars: usize,
     ) -> Result<String, BrowserError> {
         let active = self.active().await?;
+        self.refresh(&active.target).await;
         let (header, dialog_open) = {
             let tabs = self.shared.tabs();
             let tab = tabs
@@ -547,24 +596,23 @@ impl Running {
         self.call("DOM.focus", by_node.clone(), Some(session))
             .await
             .map_err(|e| node_error(reference, &node.label, e))?;
-        if clear {
-            let object = self
-                .call("DOM.resolveNode", by_node, Some(session))
-                .await
-                .map_err(|e| node_error(reference, &node.label, e))?;
-            if let Some(object_id) = object.pointer("/object/objectId").and_then(Value::as_str) {
-                // Select what the field holds, so the typed text replaces it.
-                self.call(
-                    "Runtime.callFunctionOn",
-                    json!({
-                        "objectId": object_id,
-                        "functionDeclaration": SELECT_CONTENT,
-                        "awaitPromise": false,
-                    }),
-                    Some(session),
-                )
-                .await?;
-            }
+        let object = self
+            .call("DOM.resolveNode", by_node, Some(session))
+            .await
+            .map_err(|e| node_error(reference, &node.label, e))?;
+        if let Some(object_id) = object.pointer("/object/objectId").and_then(Value::as_str) {
+            // Select what the field holds, so the typed text replaces it,
+            // or put the caret at its end, so the text is appended.
+            self.call(
+                "Runtime.callFunctionOn",
+                json!({
+                    "objectId": object_id,
+                    "functionDeclaration": if clear { SELECT_CONTENT } else { CARET_TO_END },
+                    "awaitPromise": false,
+                }),
+                Some(session),
+            )
+            .await?;
         }
         let before = marks(&self.shared.tabs(), &active.target);
         self.input(&active.target, async {
@@ -1053,6 +1101,16 @@ impl Running {
                 )));
             }
         }
+        let targets: Vec<String> = self
+            .shared
+            .tabs()
+            .list
+            .iter()
+            .map(|t| t.target_id.clone())
+            .collect();
+        for target in &targets {
+            self.refresh(target).await;
+        }
         let tabs = self.shared.tabs();
         let mut lines = Vec::new();
         for t in &tabs.list {
@@ -1081,6 +1139,16 @@ const SELECT_CONTENT: &str = "function () {\
     return;\
   }\
   const range = document.createRange(); range.selectNodeContents(this);\
+  const selection = window.getSelection(); selection.removeAllRanges(); selection.addRange(range);\
+}";
+
+/// Puts the caret after what an input (or an editable node) holds.
+const CARET_TO_END: &str = "function () {\
+  if (typeof this.setSelectionRange === 'function') {\
+    try { const n = this.value.length; this.setSelectionRange(n, n); } catch (e) {}\
+    return;\
+  }\
+  const range = document.createRange(); range.selectNodeContents(this); range.collapse(false);\
   const selection = window.getSelection(); selection.removeAllRanges(); selection.addRange(range);\
 }";
 

@@ -326,12 +326,17 @@ impl Walker<'_, '_> {
             let number = self.refs.assign(backend, &label);
             line.push_str(&format!(" [e{number}]"));
         }
+        let value = node.value.as_deref().map(|v| clean(v, TEXT_CHARS));
         let mut inner = Vec::new();
         for child in &children {
             self.walk(child, depth + 1, level + 1, &mut inner);
         }
-        // A link's or button's text repeats its name.
-        inner.retain(|l| l.depth != depth + 1 || l.plain.as_deref() != Some(name.as_str()));
+        // A link's or button's text repeats its name, a field's its value.
+        inner.retain(|l| {
+            l.depth != depth + 1
+                || (l.plain.as_deref() != Some(name.as_str())
+                    && (value.is_none() || l.plain.as_deref() != value.as_deref()))
+        });
         let inner = merge_text(inner);
         match inner.as_slice() {
             [only] if only.plain.is_some() && only.depth == depth + 1 => {

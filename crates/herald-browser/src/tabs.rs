@@ -307,6 +307,7 @@ fn str_of<'a>(value: &'a Value, pointer: &str) -> &'a str {
 }
 
 fn handle(shared: &Arc<Shared>, conn: &Arc<Connection>, event: Event) {
+    tracing::trace!(method = %event.method, session = ?event.session_id, "browser event");
     let params = &event.params;
     let session = event.session_id.as_deref();
     match event.method.as_str() {
@@ -450,9 +451,6 @@ fn attached(shared: &Arc<Shared>, conn: &Arc<Connection>, parent: Option<&str>, 
         if guarded {
             guarded_ok = call("Fetch.enable", fetch_patterns()).await.is_ok();
         }
-        if kind == "iframe" || kind == "page" {
-            let _ = call("Target.setAutoAttach", auto_attach()).await;
-        }
         if !guarded_ok && kind != "worker" && kind != "service_worker" && kind != "shared_worker" {
             tracing::warn!(kind, "could not put the address guard on a frame; closing it");
             let _ = conn
@@ -465,9 +463,14 @@ fn attached(shared: &Arc<Shared>, conn: &Arc<Connection>, parent: Option<&str>, 
                 .await;
             return;
         }
-        if waiting {
-            let _ = call("Runtime.runIfWaitingForDebugger", json!({})).await;
+        let mut setup = Vec::new();
+        if kind == "iframe" || kind == "page" {
+            setup.push(call("Target.setAutoAttach", auto_attach()));
         }
+        if waiting {
+            setup.push(call("Runtime.runIfWaitingForDebugger", json!({})));
+        }
+        futures_util::future::join_all(setup).await;
     });
 }
 
@@ -497,20 +500,6 @@ async fn set_up_page(
     if shared.guard.is_some() {
         ok = call("Fetch.enable", fetch_patterns()).await.is_ok();
     }
-    for (method, params) in [
-        ("Page.enable", json!({})),
-        ("Runtime.enable", json!({})),
-        ("Log.enable", json!({})),
-        (
-            "Network.enable",
-            json!({ "maxTotalBufferSize": 1_000_000, "maxResourceBufferSize": 500_000 }),
-        ),
-        ("Target.setAutoAttach", auto_attach()),
-    ] {
-        if let Err(err) = call(method, params).await {
-            tracing::debug!(method, "setting up a tab failed: {err}");
-        }
-    }
     // A tab that was already running when herald attached (one the user's
     // browser opened for a tab of ours) may already show a refused page.
     if ok
@@ -533,8 +522,25 @@ async fn set_up_page(
             .await;
         return;
     }
+    // Sent together, in order, the last one letting the tab run: some
+    // answer only once the tab's renderer runs.
+    let mut setup = vec![
+        ("Page.enable", json!({})),
+        ("Runtime.enable", json!({})),
+        ("Log.enable", json!({})),
+        (
+            "Network.enable",
+            json!({ "maxTotalBufferSize": 1_000_000, "maxResourceBufferSize": 500_000 }),
+        ),
+        ("Target.setAutoAttach", auto_attach()),
+    ];
     if waiting {
-        let _ = call("Runtime.runIfWaitingForDebugger", json!({})).await;
+        setup.push(("Runtime.runIfWaitingForDebugger", json!({})));
+    }
+    let answers =
+        futures_util::future::join_all(setup.into_iter().map(|(m, p)| call(m, p))).await;
+    for err in answers.into_iter().filter_map(Result::err) {
+        tracing::debug!("setting up a tab failed: {err}");
     }
     shared.update(|tabs| {
         if let Some(tab) = tabs.get_mut(target) {

@@ -44,6 +44,7 @@ mod invariants;
 mod normalize;
 mod outside_temp;
 mod processes;
+pub mod png;
 pub mod pty;
 mod record;
 mod render;
