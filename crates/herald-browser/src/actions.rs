@@ -122,11 +122,7 @@ impl Running {
     /// Opens a new blank tab and waits until it is set up.
     pub(crate) async fn open_tab(&self) -> Result<Active, BrowserError> {
         let created = self
-            .call(
-                "Target.createTarget",
-                json!({ "url": "about:blank" }),
-                None,
-            )
+            .call("Target.createTarget", json!({ "url": "about:blank" }), None)
             .await?;
         let target = created
             .get("targetId")
@@ -333,7 +329,12 @@ impl Running {
         self.go(&active, &url, setup.navigation_timeout).await
     }
 
-    async fn go(&self, active: &Active, url: &Url, limit: Duration) -> Result<String, BrowserError> {
+    async fn go(
+        &self,
+        active: &Active,
+        url: &Url,
+        limit: Duration,
+    ) -> Result<String, BrowserError> {
         let before = marks(&self.shared.tabs(), &active.target);
         let answer = self
             .conn
@@ -395,7 +396,11 @@ impl Running {
         let active = self.active().await?;
         self.dialog_error(&active.target)?;
         let history = self
-            .call("Page.getNavigationHistory", json!({}), Some(&active.session))
+            .call(
+                "Page.getNavigationHistory",
+                json!({}),
+                Some(&active.session),
+            )
             .await?;
         let index = history
             .get("currentIndex")
@@ -441,9 +446,9 @@ impl Running {
         self.refresh(&active.target).await;
         let (header, dialog_open) = {
             let tabs = self.shared.tabs();
-            let tab = tabs
-                .get(&active.target)
-                .ok_or_else(|| BrowserError::usage("the active tab was closed; see browser_tabs"))?;
+            let tab = tabs.get(&active.target).ok_or_else(|| {
+                BrowserError::usage("the active tab was closed; see browser_tabs")
+            })?;
             (header(&tabs, tab), tab.dialog.is_some())
         };
         let limit = if dialog_open {
@@ -573,7 +578,11 @@ impl Running {
         let outcome = self
             .settle(&active.target, before, setup.navigation_timeout)
             .await;
-        Ok(format!("Clicked {} ({}).{outcome}", short_ref(reference), node.label))
+        Ok(format!(
+            "Clicked {} ({}).{outcome}",
+            short_ref(reference),
+            node.label
+        ))
     }
 
     /// `browser_type`.
@@ -617,13 +626,15 @@ impl Running {
         let before = marks(&self.shared.tabs(), &active.target);
         self.input(&active.target, async {
             if text.is_empty() && clear {
-                self.press_key(session, &crate::keys::parse("Delete")?).await?;
+                self.press_key(session, &crate::keys::parse("Delete")?)
+                    .await?;
             } else {
                 self.call("Input.insertText", json!({ "text": text }), Some(session))
                     .await?;
             }
             if submit {
-                self.press_key(session, &crate::keys::parse("Enter")?).await?;
+                self.press_key(session, &crate::keys::parse("Enter")?)
+                    .await?;
             }
             Ok(())
         })
@@ -640,7 +651,11 @@ impl Running {
         ))
     }
 
-    async fn press_key(&self, session: &str, key: &crate::keys::KeyPress) -> Result<(), BrowserError> {
+    async fn press_key(
+        &self,
+        session: &str,
+        key: &crate::keys::KeyPress,
+    ) -> Result<(), BrowserError> {
         for event in key.events() {
             self.call("Input.dispatchKeyEvent", event, Some(session))
                 .await?;
@@ -777,7 +792,12 @@ impl Running {
         let v: Vec<i64> = answer
             .pointer("/result/value")
             .and_then(Value::as_array)
-            .map(|a| a.iter().filter_map(|n| n.as_f64()).map(|n| n as i64).collect())
+            .map(|a| {
+                a.iter()
+                    .filter_map(|n| n.as_f64())
+                    .map(|n| n as i64)
+                    .collect()
+            })
             .unwrap_or_default();
         match v.as_slice() {
             [_, y, _, h, _, total] => format!(
@@ -816,8 +836,14 @@ impl Running {
                 .unwrap_or(0.0);
             let xs = [quad[0], quad[2], quad[4], quad[6]];
             let ys = [quad[1], quad[3], quad[5], quad[7]];
-            let (x0, x1) = (xs.iter().copied().fold(f64::MAX, f64::min), xs.iter().copied().fold(f64::MIN, f64::max));
-            let (y0, y1) = (ys.iter().copied().fold(f64::MAX, f64::min), ys.iter().copied().fold(f64::MIN, f64::max));
+            let (x0, x1) = (
+                xs.iter().copied().fold(f64::MAX, f64::min),
+                xs.iter().copied().fold(f64::MIN, f64::max),
+            );
+            let (y0, y1) = (
+                ys.iter().copied().fold(f64::MAX, f64::min),
+                ys.iter().copied().fold(f64::MIN, f64::max),
+            );
             params["clip"] = json!({
                 "x": x0 + page_x, "y": y0 + page_y,
                 "width": (x1 - x0).max(1.0), "height": (y1 - y0).max(1.0), "scale": 1,
@@ -848,7 +874,11 @@ impl Running {
         } else {
             "the viewport".to_owned()
         };
-        let blocked = self.shared.tabs().get(&active.target).is_some_and(|t| t.dialog.is_some());
+        let blocked = self
+            .shared
+            .tabs()
+            .get(&active.target)
+            .is_some_and(|t| t.dialog.is_some());
         let limit = if blocked {
             BLOCKED_LIMIT
         } else {
@@ -871,7 +901,9 @@ impl Running {
             .unwrap_or_default()
             .to_owned();
         if data.is_empty() {
-            return Err(BrowserError::usage("the browser returned an empty screenshot"));
+            return Err(BrowserError::usage(
+                "the browser returned an empty screenshot",
+            ));
         }
         let page = {
             let tabs = self.shared.tabs();
@@ -944,8 +976,16 @@ impl Running {
             let total = tab.console_total;
             let kept = tab.console.len() as u64;
             let first_kept = total - kept;
-            let from = if all { first_kept } else { tab.console_read.max(first_kept) };
-            let lost = if all { first_kept } else { from.saturating_sub(tab.console_read) };
+            let from = if all {
+                first_kept
+            } else {
+                tab.console_read.max(first_kept)
+            };
+            let lost = if all {
+                first_kept
+            } else {
+                from.saturating_sub(tab.console_read)
+            };
             tab.console_read = total;
             let skip = usize::try_from(from - first_kept).unwrap_or(usize::MAX);
             let lines: Vec<String> = tab
@@ -1013,9 +1053,7 @@ impl Running {
             dialog: false,
             ..before
         };
-        let outcome = self
-            .settle(&target, before, setup.navigation_timeout)
-            .await;
+        let outcome = self.settle(&target, before, setup.navigation_timeout).await;
         let verb = if accept { "Accepted" } else { "Dismissed" };
         let typed = match prompt_text {
             Some(text) if dialog.kind == "prompt" && accept => format!(" with {text:?}"),
@@ -1058,7 +1096,9 @@ impl Running {
             "list" => {}
             "switch" => {
                 if tab.is_none() {
-                    return Err(BrowserError::usage("name the tab to switch to, e.g. tab \"t2\""));
+                    return Err(BrowserError::usage(
+                        "name the tab to switch to, e.g. tab \"t2\"",
+                    ));
                 }
                 let target = named(&self.shared.tabs(), tab)?;
                 let _ = self
@@ -1193,7 +1233,10 @@ fn header(tabs: &Tabs, tab: &Tab) -> String {
         .map(|t| format!("t{}", t.number))
         .collect();
     if !others.is_empty() {
-        out.push_str(&format!("\nOther tabs: {} (browser_tabs)", others.join(", ")));
+        out.push_str(&format!(
+            "\nOther tabs: {} (browser_tabs)",
+            others.join(", ")
+        ));
     }
     let unread = tab.console_total.saturating_sub(tab.console_read);
     if unread > 0 {
@@ -1235,7 +1278,11 @@ fn parse_url(raw: &str) -> Result<Url, BrowserError> {
 /// The outline as the result carries it: whole when it fits `max_chars`,
 /// else its head and tail around a note naming the file that holds all
 /// of it.
-async fn window(dir: &std::path::Path, text: String, max_chars: usize) -> Result<String, BrowserError> {
+async fn window(
+    dir: &std::path::Path,
+    text: String,
+    max_chars: usize,
+) -> Result<String, BrowserError> {
     let total = text.chars().count();
     if total <= max_chars {
         return Ok(text);
@@ -1279,8 +1326,14 @@ mod tests {
 
     #[test]
     fn urls_get_a_scheme_when_missing() {
-        assert_eq!(parse_url("docs.rs/tokio").unwrap().as_str(), "https://docs.rs/tokio");
-        assert_eq!(parse_url("http://x.org/").unwrap().as_str(), "http://x.org/");
+        assert_eq!(
+            parse_url("docs.rs/tokio").unwrap().as_str(),
+            "https://docs.rs/tokio"
+        );
+        assert_eq!(
+            parse_url("http://x.org/").unwrap().as_str(),
+            "http://x.org/"
+        );
         assert_eq!(parse_url("file:///etc/passwd").unwrap().scheme(), "file");
         assert!(parse_url("http://").is_err());
     }
@@ -1295,14 +1348,21 @@ mod tests {
     #[tokio::test]
     async fn a_long_outline_is_windowed_and_saved_whole() {
         let dir = tempfile::tempdir().unwrap();
-        let text: String = (0..1000).map(|i| format!("- button \"b{i}\" [e{i}]\n")).collect();
+        let text: String = (0..1000)
+            .map(|i| format!("- button \"b{i}\" [e{i}]\n"))
+            .collect();
         let short = window(dir.path(), "- a\n".to_owned(), 100).await.unwrap();
         assert_eq!(short, "- a\n");
         let out = window(dir.path(), text.clone(), 2_000).await.unwrap();
         assert!(out.chars().count() < 2_600, "{}", out.len());
         assert!(out.starts_with("- button \"b0\" [e0]\n"));
         assert!(out.contains("- button \"b999\" [e999]"));
-        let saved = std::fs::read_dir(dir.path()).unwrap().next().unwrap().unwrap().path();
+        let saved = std::fs::read_dir(dir.path())
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .path();
         assert_eq!(std::fs::read_to_string(&saved).unwrap(), text);
         assert!(out.contains(&saved.display().to_string()));
     }

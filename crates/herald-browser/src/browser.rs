@@ -14,7 +14,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::BrowserError;
 use crate::cdp::Connection;
-use crate::launch::{self, Launched, LaunchOptions, Profile};
+use crate::launch::{self, LaunchOptions, Launched, Profile};
 use crate::tabs::{Guard, Shared};
 
 /// How long a command to the browser itself may take.
@@ -101,7 +101,10 @@ impl Browser {
     pub async fn pid(&self) -> Option<u32> {
         let running = self.running.lock().await;
         let running = running.as_ref()?;
-        let process = running.process.lock().unwrap_or_else(PoisonError::into_inner);
+        let process = running
+            .process
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         process.as_ref().map(|p| p.pid)
     }
 
@@ -211,7 +214,11 @@ impl Running {
             note: Mutex::new(note),
         };
         running
-            .call("Target.setDiscoverTargets", json!({ "discover": true }), None)
+            .call(
+                "Target.setDiscoverTargets",
+                json!({ "discover": true }),
+                None,
+            )
             .await?;
         if own_all {
             // Every tab, frame and worker waits for herald on creation, so
@@ -315,8 +322,20 @@ async fn resolve_ws_url(cdp_url: &str) -> Result<String, BrowserError> {
             "GET /json/version HTTP/1.1\r\nHost: {host}:{port}\r\nConnection: close\r\n\r\n"
         );
         stream.write_all(request.as_bytes()).await?;
+        // Read up to the end of the body its Content-Length announces (the
+        // browser may keep the connection open).
         let mut response = Vec::new();
-        stream.take(1024 * 1024).read_to_end(&mut response).await?;
+        let mut chunk = [0u8; 8192];
+        loop {
+            let n = stream.read(&mut chunk).await?;
+            if n == 0 {
+                break;
+            }
+            response.extend_from_slice(&chunk[..n]);
+            if response.len() > 1024 * 1024 || complete(&response) {
+                break;
+            }
+        }
         Ok::<_, std::io::Error>(response)
     })
     .await
@@ -331,6 +350,19 @@ async fn resolve_ws_url(cdp_url: &str) -> Result<String, BrowserError> {
         .and_then(Value::as_str)
         .map(str::to_owned)
         .ok_or_else(|| connect_err("/json/version names no webSocketDebuggerUrl".to_owned()))
+}
+
+/// Whether `response` holds its headers and the whole body they announce.
+fn complete(response: &[u8]) -> bool {
+    let Some(end) = response.windows(4).position(|w| w == b"\r\n\r\n") else {
+        return false;
+    };
+    let head = String::from_utf8_lossy(&response[..end]).to_ascii_lowercase();
+    let length = head
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length:"))
+        .and_then(|v| v.trim().parse::<usize>().ok());
+    length.is_some_and(|length| response.len() >= end + 4 + length)
 }
 
 /// Checks that a browser can be used as `setup` says, without starting a
@@ -349,7 +381,10 @@ pub async fn probe(setup: &BrowserSetup) -> Result<String, BrowserError> {
 /// `dir`. Blocking.
 pub(crate) fn spill(dir: &Path, text: &str) -> Result<PathBuf, BrowserError> {
     let io = |e: std::io::Error| {
-        BrowserError::Io(format!("could not save the snapshot in {}: {e}", dir.display()))
+        BrowserError::Io(format!(
+            "could not save the snapshot in {}: {e}",
+            dir.display()
+        ))
     };
     std::fs::create_dir_all(dir).map_err(io)?;
     let file = tempfile::Builder::new()
@@ -382,7 +417,9 @@ mod tests {
             );
             socket.write_all(response.as_bytes()).await.unwrap();
         });
-        let ws = resolve_ws_url(&format!("http://127.0.0.1:{port}")).await.unwrap();
+        let ws = resolve_ws_url(&format!("http://127.0.0.1:{port}"))
+            .await
+            .unwrap();
         assert_eq!(ws, "ws://127.0.0.1:1/devtools/browser/x");
         assert_eq!(resolve_ws_url("ws://h:1/x").await.unwrap(), "ws://h:1/x");
         assert!(resolve_ws_url("file:///x").await.is_err());

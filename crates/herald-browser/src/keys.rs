@@ -185,7 +185,10 @@ mod tests {
         assert_eq!((ctrl_a.modifiers, ctrl_a.text.clone()), (2, None));
         assert_eq!(ctrl_a.code, "KeyA");
         let shift_b = parse("Shift+b").unwrap();
-        assert_eq!((shift_b.key.as_str(), shift_b.text.as_deref()), ("B", Some("B")));
+        assert_eq!(
+            (shift_b.key.as_str(), shift_b.text.as_deref()),
+            ("B", Some("B"))
+        );
         assert_eq!(parse("F5").unwrap().key_code, 116);
         assert_eq!(parse("+").unwrap().key, "+");
         assert_eq!(parse("Shift++").unwrap().modifiers, 8);

@@ -371,15 +371,25 @@ mod tests {
         assert!(args.contains(&"--headless=new".to_owned()));
         assert!(args.contains(&"--user-data-dir=/p".to_owned()));
         let args = arguments(false, Path::new("/p"), false);
-        assert!(!args.iter().any(|a| a == "--no-sandbox" || a.starts_with("--headless")));
+        assert!(
+            !args
+                .iter()
+                .any(|a| a == "--no-sandbox" || a.starts_with("--headless"))
+        );
         assert_eq!(args.last().unwrap(), "about:blank");
     }
 
     #[test]
     fn a_configured_path_must_be_executable() {
         let err = find_executable("/nonexistent/chrome").unwrap_err();
-        assert!(err.to_string().contains("apt-get install chromium"), "{err}");
-        assert_eq!(find_executable("/bin/sh").unwrap(), PathBuf::from("/bin/sh"));
+        assert!(
+            err.to_string().contains("apt-get install chromium"),
+            "{err}"
+        );
+        assert_eq!(
+            find_executable("/bin/sh").unwrap(),
+            PathBuf::from("/bin/sh")
+        );
     }
 
     #[test]

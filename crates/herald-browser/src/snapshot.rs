@@ -140,11 +140,7 @@ impl Refs {
             .trim_start_matches('[')
             .trim_end_matches(']')
             .trim_start_matches("ref=");
-        let number: Option<u32> = trimmed
-            .strip_prefix('e')
-            .unwrap_or(trimmed)
-            .parse()
-            .ok();
+        let number: Option<u32> = trimmed.strip_prefix('e').unwrap_or(trimmed).parse().ok();
         let Some(number) = number else {
             return Err(BrowserError::usage(format!(
                 "`{reference}` is not a ref; pass a ref such as e12 from the latest browser_snapshot"
@@ -368,7 +364,11 @@ fn states(node: &Node<'_>) -> Vec<String> {
         let truthy = value.as_bool() == Some(true) || value.as_str() == Some("true");
         match *key {
             "checked" => out.push(
-                match value.as_str().map(str::to_owned).or_else(|| value.as_bool().map(|b| b.to_string())) {
+                match value
+                    .as_str()
+                    .map(str::to_owned)
+                    .or_else(|| value.as_bool().map(|b| b.to_string()))
+                {
                     Some(s) if s == "true" => "checked",
                     Some(s) if s == "mixed" => "mixed",
                     _ => "unchecked",
@@ -377,9 +377,7 @@ fn states(node: &Node<'_>) -> Vec<String> {
             ),
             "pressed" if truthy => out.push("pressed".to_owned()),
             "expanded" => out.push(if truthy { "expanded" } else { "collapsed" }.to_owned()),
-            "selected" | "disabled" | "required" | "readonly" | "focused" | "modal"
-                if truthy =>
-            {
+            "selected" | "disabled" | "required" | "readonly" | "focused" | "modal" if truthy => {
                 out.push((*key).to_owned());
             }
             "invalid" if value.as_str().is_some_and(|v| v != "false") => {
@@ -485,9 +483,11 @@ mod tests {
 
     fn page() -> Value {
         let mut checkbox = node("6", Some("3"), "checkbox", "Gift wrap", &[]);
-        checkbox["properties"] = json!([{"name": "checked", "value": {"type": "tristate", "value": "false"}}]);
+        checkbox["properties"] =
+            json!([{"name": "checked", "value": {"type": "tristate", "value": "false"}}]);
         let mut heading = node("2", Some("1"), "heading", "Order", &["9"]);
-        heading["properties"] = json!([{"name": "level", "value": {"type": "integer", "value": 1}}]);
+        heading["properties"] =
+            json!([{"name": "level", "value": {"type": "integer", "value": 1}}]);
         let mut textbox = node("4", Some("3"), "textbox", "Name", &[]);
         textbox["value"] = json!({"type": "string", "value": "Bob"});
         let mut ignored = node("8", Some("1"), "generic", "", &["10"]);

@@ -155,9 +155,9 @@ impl Tabs {
     /// frames' or workers').
     fn by_session(&mut self, session: &str) -> Option<&mut Tab> {
         let target = self.children.get(session).cloned();
-        self.list.iter_mut().find(|t| {
-            t.session_id == session || target.as_deref() == Some(t.target_id.as_str())
-        })
+        self.list
+            .iter_mut()
+            .find(|t| t.session_id == session || target.as_deref() == Some(t.target_id.as_str()))
     }
 
     /// The tab named `t2` (or `2`).
@@ -442,17 +442,17 @@ fn attached(shared: &Arc<Shared>, conn: &Arc<Connection>, parent: Option<&str>, 
         let call = |method: &'static str, params: Value| {
             let conn = Arc::clone(&conn);
             let session = session.clone();
-            async move {
-                conn.call(method, params, Some(&session), SETUP_LIMIT)
-                    .await
-            }
+            async move { conn.call(method, params, Some(&session), SETUP_LIMIT).await }
         };
         let mut guarded_ok = true;
         if guarded {
             guarded_ok = call("Fetch.enable", fetch_patterns()).await.is_ok();
         }
         if !guarded_ok && kind != "worker" && kind != "service_worker" && kind != "shared_worker" {
-            tracing::warn!(kind, "could not put the address guard on a frame; closing it");
+            tracing::warn!(
+                kind,
+                "could not put the address guard on a frame; closing it"
+            );
             let _ = conn
                 .call(
                     "Target.closeTarget",
@@ -493,9 +493,8 @@ async fn set_up_page(
     waiting: bool,
     url: &str,
 ) {
-    let call = |method: &'static str, params: Value| {
-        conn.call(method, params, Some(session), SETUP_LIMIT)
-    };
+    let call =
+        |method: &'static str, params: Value| conn.call(method, params, Some(session), SETUP_LIMIT);
     let mut ok = true;
     if shared.guard.is_some() {
         ok = call("Fetch.enable", fetch_patterns()).await.is_ok();
@@ -537,8 +536,7 @@ async fn set_up_page(
     if waiting {
         setup.push(("Runtime.runIfWaitingForDebugger", json!({})));
     }
-    let answers =
-        futures_util::future::join_all(setup.into_iter().map(|(m, p)| call(m, p))).await;
+    let answers = futures_util::future::join_all(setup.into_iter().map(|(m, p)| call(m, p))).await;
     for err in answers.into_iter().filter_map(Result::err) {
         tracing::debug!("setting up a tab failed: {err}");
     }
@@ -600,7 +598,8 @@ fn page_event(shared: &Arc<Shared>, conn: &Arc<Connection>, session: &str, event
                 str_of(params, "/request/url").to_owned(),
                 str_of(params, "/resourceType").to_owned(),
             );
-            let (shared, conn, session) = (Arc::clone(shared), Arc::clone(conn), session.to_owned());
+            let (shared, conn, session) =
+                (Arc::clone(shared), Arc::clone(conn), session.to_owned());
             tokio::spawn(async move {
                 let refusal = guard.refusal(&url).await;
                 let (method, params) = match &refusal {

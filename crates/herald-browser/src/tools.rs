@@ -29,7 +29,7 @@ pub fn register(registry: &mut ToolRegistry, browser: &Arc<Browser>) {
     registry.register(herald_tools::typed(Press(b())));
     registry.register(herald_tools::typed(Scroll(b())));
     registry.register(herald_tools::typed(Back(b())));
-    registry.register(Screenshot::new(b()));
+    registry.register(Screenshot::tool(b()));
     registry.register(herald_tools::typed(Console(b())));
     registry.register(herald_tools::typed(DialogTool(b())));
     registry.register(herald_tools::typed(Tabs(b())));
@@ -106,7 +106,10 @@ impl TypedTool for Navigate {
 
     async fn run(&self, args: NavigateArgs, ctx: &ToolContext) -> Result<String, ToolError> {
         let setup = self.0.setup();
-        text(&self.0, ctx, |r| async move { r.navigate(setup, &args.url).await }).await
+        text(&self.0, ctx, |r| async move {
+            r.navigate(setup, &args.url).await
+        })
+        .await
     }
 }
 
@@ -131,7 +134,12 @@ impl TypedTool for Snapshot {
     async fn run(&self, args: SnapshotArgs, ctx: &ToolContext) -> Result<String, ToolError> {
         let setup = self.0.setup();
         let max = args.max_chars.unwrap_or(SNAPSHOT_CHARS).max(1_000);
-        text(&self.0, ctx, |r| async move { r.snapshot(setup, max).await }).await
+        text(
+            &self.0,
+            ctx,
+            |r| async move { r.snapshot(setup, max).await },
+        )
+        .await
     }
 }
 
@@ -151,12 +159,16 @@ impl TypedTool for Click {
     type Args = RefArgs;
     const NAME: &'static str = "browser_click";
     const TOOLSET: &'static str = TOOLSET;
-    const DESCRIPTION: &'static str = "Click an element by its ref. Says what followed: a navigation, a dialog, a new tab.";
+    const DESCRIPTION: &'static str =
+        "Click an element by its ref. Says what followed: a navigation, a dialog, a new tab.";
     const READ_ONLY: bool = false;
 
     async fn run(&self, args: RefArgs, ctx: &ToolContext) -> Result<String, ToolError> {
         let setup = self.0.setup();
-        text(&self.0, ctx, |r| async move { r.click(setup, &args.reference).await }).await
+        text(&self.0, ctx, |r| async move {
+            r.click(setup, &args.reference).await
+        })
+        .await
     }
 }
 
@@ -271,7 +283,8 @@ impl TypedTool for Scroll {
     type Args = ScrollArgs;
     const NAME: &'static str = "browser_scroll";
     const TOOLSET: &'static str = TOOLSET;
-    const DESCRIPTION: &'static str = "Scroll the page (or an element), or bring an element into view.";
+    const DESCRIPTION: &'static str =
+        "Scroll the page (or an element), or bring an element into view.";
     const READ_ONLY: bool = false;
 
     async fn run(&self, args: ScrollArgs, ctx: &ToolContext) -> Result<String, ToolError> {
@@ -323,7 +336,7 @@ pub struct Screenshot {
 }
 
 impl Screenshot {
-    fn new(browser: Arc<Browser>) -> Arc<dyn Tool> {
+    fn tool(browser: Arc<Browser>) -> Arc<dyn Tool> {
         // The schema as `typed` would derive it, through a throwaway typed tool.
         let spec = herald_tools::typed(ScreenshotSchema).spec().clone();
         Arc::new(Self { browser, spec })
@@ -495,7 +508,8 @@ impl TypedTool for Tabs {
     type Args = TabsArgs;
     const NAME: &'static str = "browser_tabs";
     const TOOLSET: &'static str = TOOLSET;
-    const DESCRIPTION: &'static str = "List the browser's tabs, or switch to, close or open one. Actions work on the active tab.";
+    const DESCRIPTION: &'static str =
+        "List the browser's tabs, or switch to, close or open one. Actions work on the active tab.";
     const READ_ONLY: bool = true;
 
     async fn run(&self, args: TabsArgs, ctx: &ToolContext) -> Result<String, ToolError> {

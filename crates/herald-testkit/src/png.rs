@@ -67,7 +67,9 @@ pub fn decode(bytes: &[u8]) -> Result<Png, String> {
                 height = be32(&body[4..8]);
                 let (depth, color, interlace) = (body[8], body[9], body[12]);
                 if depth != 8 || interlace != 0 {
-                    return Err(format!("unsupported bit depth {depth} or interlace {interlace}"));
+                    return Err(format!(
+                        "unsupported bit depth {depth} or interlace {interlace}"
+                    ));
                 }
                 channels = match color {
                     2 => 3,

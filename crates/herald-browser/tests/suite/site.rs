@@ -31,8 +31,16 @@ const SECOND: &str = r#"<!doctype html>
 async fn submitted(uri: axum::http::Uri) -> Html<String> {
     let url = url::Url::parse(&format!("http://x{uri}")).unwrap();
     let q: Vec<(String, String)> = url.query_pairs().into_owned().collect();
-    let name = q.iter().find(|(k, _)| k == "name").map(|(_, v)| v.clone()).unwrap_or_default();
-    let gift = if q.iter().any(|(k, _)| k == "gift") { "with gift wrap" } else { "without gift wrap" };
+    let name = q
+        .iter()
+        .find(|(k, _)| k == "name")
+        .map(|(_, v)| v.clone())
+        .unwrap_or_default();
+    let gift = if q.iter().any(|(k, _)| k == "gift") {
+        "with gift wrap"
+    } else {
+        "without gift wrap"
+    };
     Html(format!(
         "<!doctype html><html><head><title>Thanks</title></head><body><h1>Thanks, {name}</h1><p>Ordered {gift}.</p></body></html>"
     ))

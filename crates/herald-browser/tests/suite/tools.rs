@@ -69,7 +69,11 @@ impl Rig {
 
     async fn err(&self, name: &str, args: Value) -> String {
         let result = self.call(name, args.clone()).await;
-        assert!(result.is_error, "{name} {args} should fail: {}", result.content);
+        assert!(
+            result.is_error,
+            "{name} {args} should fail: {}",
+            result.content
+        );
         result.content
     }
 }
@@ -80,7 +84,9 @@ fn ref_of(snapshot: &str, needle: &str) -> String {
         .lines()
         .find(|l| l.contains(needle))
         .unwrap_or_else(|| panic!("no line with {needle:?} in:\n{snapshot}"));
-    let start = line.rfind("[e").unwrap_or_else(|| panic!("no ref on {line:?}"));
+    let start = line
+        .rfind("[e")
+        .unwrap_or_else(|| panic!("no ref on {line:?}"));
     let end = start + line[start..].find(']').unwrap();
     line[start + 1..end].to_owned()
 }
@@ -109,9 +115,18 @@ async fn a_form_dialogs_and_a_second_tab_end_in_a_screenshot() {
     assert!(typed.contains("Typed 12 characters"), "{typed}");
     rig.ok("browser_click", json!({"ref": gift})).await;
     let snap = rig.ok("browser_snapshot", json!({})).await;
-    assert!(snap.contains("value=\"Ada Lovelace\""), "the old value is replaced: {snap}");
-    let gift_line = snap.lines().find(|l| l.contains("checkbox \"Gift wrap\"")).unwrap();
-    assert!(gift_line.contains("checked") && !gift_line.contains("unchecked"), "{snap}");
+    assert!(
+        snap.contains("value=\"Ada Lovelace\""),
+        "the old value is replaced: {snap}"
+    );
+    let gift_line = snap
+        .lines()
+        .find(|l| l.contains("checkbox \"Gift wrap\""))
+        .unwrap();
+    assert!(
+        gift_line.contains("checked") && !gift_line.contains("unchecked"),
+        "{snap}"
+    );
 
     let clicked = rig.ok("browser_click", json!({"ref": order})).await;
     assert!(clicked.contains("The page is now \"Thanks\""), "{clicked}");
@@ -134,7 +149,10 @@ async fn a_form_dialogs_and_a_second_tab_end_in_a_screenshot() {
         "{clicked}"
     );
     let snap = rig.ok("browser_snapshot", json!({})).await;
-    assert!(snap.contains("Dialog open (alert): \"Hello from the page\""), "{snap}");
+    assert!(
+        snap.contains("Dialog open (alert): \"Hello from the page\""),
+        "{snap}"
+    );
     let blocked = rig.err("browser_click", json!({"ref": hello})).await;
     assert!(blocked.contains("browser_dialog"), "{blocked}");
     let answered = rig.ok("browser_dialog", json!({"accept": true})).await;
@@ -154,7 +172,10 @@ async fn a_form_dialogs_and_a_second_tab_end_in_a_screenshot() {
     assert!(console.contains("[log] shop ready"), "{console}");
     assert!(console.contains("[error] a test error"), "{console}");
     let title = rig
-        .ok("browser_console", json!({"expression": "document.title + '!'"}))
+        .ok(
+            "browser_console",
+            json!({"expression": "document.title + '!'"}),
+        )
         .await;
     assert!(title.contains("\"Test shop!\""), "{title}");
     let thrown = rig
@@ -168,7 +189,10 @@ async fn a_form_dialogs_and_a_second_tab_end_in_a_screenshot() {
     assert!(clicked.contains("A new tab opened: t2"), "{clicked}");
     assert!(clicked.contains("/second"), "{clicked}");
     let tabs = rig.ok("browser_tabs", json!({})).await;
-    assert!(tabs.contains("t1 \"Test shop\"") && tabs.contains("(active)"), "{tabs}");
+    assert!(
+        tabs.contains("t1 \"Test shop\"") && tabs.contains("(active)"),
+        "{tabs}"
+    );
     let switched = rig
         .ok("browser_tabs", json!({"action": "switch", "tab": "t2"}))
         .await;
@@ -179,7 +203,11 @@ async fn a_form_dialogs_and_a_second_tab_end_in_a_screenshot() {
 
     let shot = rig.call("browser_screenshot", json!({})).await;
     assert!(!shot.is_error, "{}", shot.content);
-    assert!(shot.content.contains("PNG screenshot of the viewport"), "{}", shot.content);
+    assert!(
+        shot.content.contains("PNG screenshot of the viewport"),
+        "{}",
+        shot.content
+    );
     assert_eq!(shot.images.len(), 1);
     assert_eq!(shot.images[0].mime_type, "image/png");
     let bytes = base64::engine::general_purpose::STANDARD
@@ -187,7 +215,12 @@ async fn a_form_dialogs_and_a_second_tab_end_in_a_screenshot() {
         .unwrap();
     let png = herald_testkit::png::decode(&bytes).unwrap();
     // The window is 1280×800; the viewport is what the window leaves.
-    assert!(png.width == 1280 && (600..=800).contains(&png.height), "{}x{}", png.width, png.height);
+    assert!(
+        png.width == 1280 && (600..=800).contains(&png.height),
+        "{}x{}",
+        png.width,
+        png.height
+    );
     // The second page's blue background (#2050c0), away from its text.
     assert_eq!(png.pixel(1200, 700), Some((0x20, 0x50, 0xc0, 255)));
 
@@ -215,7 +248,10 @@ async fn private_addresses_are_refused_before_and_during_navigation() {
         .await;
     assert!(refused.contains("only http and https"), "{refused}");
     let refused = rig
-        .err("browser_tabs", json!({"action": "new", "url": "http://169.254.169.254/"}))
+        .err(
+            "browser_tabs",
+            json!({"action": "new", "url": "http://169.254.169.254/"}),
+        )
         .await;
     assert!(refused.contains("metadata"), "{refused}");
 
@@ -257,9 +293,11 @@ async fn private_addresses_are_refused_before_and_during_navigation() {
         json!({"expression": "window.open('http://169.254.169.254/latest/meta-data/'); 1"}),
     )
     .await;
-    herald_testkit::wait_until_async("a tab opened by the page", Duration::from_secs(10), async || {
-        rig.ok("browser_tabs", json!({})).await.contains("t2")
-    })
+    herald_testkit::wait_until_async(
+        "a tab opened by the page",
+        Duration::from_secs(10),
+        async || rig.ok("browser_tabs", json!({})).await.contains("t2"),
+    )
     .await;
     rig.ok("browser_tabs", json!({"action": "switch", "tab": "t2"}))
         .await;
@@ -280,12 +318,18 @@ async fn private_addresses_are_refused_before_and_during_navigation() {
 async fn a_long_page_is_windowed_with_the_whole_outline_in_a_file() {
     let site = site::serve().await;
     let rig = Rig::new(true);
-    rig.ok("browser_navigate", json!({"url": format!("{}/long", site.base)}))
-        .await;
+    rig.ok(
+        "browser_navigate",
+        json!({"url": format!("{}/long", site.base)}),
+    )
+    .await;
     let snap = rig.ok("browser_snapshot", json!({"max_chars": 5000})).await;
     assert!(snap.chars().count() < 6_000, "{}", snap.len());
     assert!(snap.contains("link \"Item number 0\""), "{snap}");
-    assert!(snap.contains("button \"Last button\""), "the tail is kept: {snap}");
+    assert!(
+        snap.contains("button \"Last button\""),
+        "the tail is kept: {snap}"
+    );
     let path = snap
         .split("The whole snapshot is in ")
         .nth(1)
@@ -308,21 +352,33 @@ async fn keys_scrolling_and_element_screenshots() {
     rig.ok("browser_navigate", json!({"url": site.base})).await;
     let snap = rig.ok("browser_snapshot", json!({})).await;
     let name = ref_of(&snap, "textbox \"Name\"");
-    rig.ok("browser_type", json!({"ref": name, "text": "Bob", "clear": false}))
-        .await;
+    rig.ok(
+        "browser_type",
+        json!({"ref": name, "text": "Bob", "clear": false}),
+    )
+    .await;
     let pressed = rig
         .ok("browser_press", json!({"key": "Enter", "ref": name}))
         .await;
-    assert!(pressed.contains("\"Thanks\""), "Enter submits the form: {pressed}");
+    assert!(
+        pressed.contains("\"Thanks\""),
+        "Enter submits the form: {pressed}"
+    );
     let snap = rig.ok("browser_snapshot", json!({})).await;
     assert!(snap.contains("Thanks, oldBob"), "{snap}");
     let bad = rig.err("browser_press", json!({"key": "Hyper+q"})).await;
     assert!(bad.contains("unknown key"), "{bad}");
 
-    rig.ok("browser_navigate", json!({"url": format!("{}/long", site.base)}))
-        .await;
+    rig.ok(
+        "browser_navigate",
+        json!({"url": format!("{}/long", site.base)}),
+    )
+    .await;
     let scrolled = rig
-        .ok("browser_scroll", json!({"direction": "down", "amount": 500}))
+        .ok(
+            "browser_scroll",
+            json!({"direction": "down", "amount": 500}),
+        )
         .await;
     assert!(scrolled.contains("viewport shows y 500–"), "{scrolled}");
     let snap = rig.ok("browser_snapshot", json!({})).await;
@@ -335,6 +391,86 @@ async fn keys_scrolling_and_element_screenshots() {
         .decode(shot.images[0].data.as_bytes())
         .unwrap();
     let png = herald_testkit::png::decode(&bytes).unwrap();
-    assert!(png.width < 300 && png.height < 100, "{}x{}", png.width, png.height);
+    assert!(
+        png.width < 300 && png.height < 100,
+        "{}x{}",
+        png.width,
+        png.height
+    );
     rig.browser.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn attaching_to_a_running_browser_leaves_it_running() {
+    use tokio::io::AsyncBufReadExt;
+    require_chromium();
+    let site = site::serve().await;
+    let profile = tempfile::tempdir().unwrap();
+    let executable = herald_browser::find_executable("").unwrap();
+    let mut cmd = tokio::process::Command::new(executable);
+    cmd.args([
+        "--headless=new",
+        "--remote-debugging-port=0",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "about:blank",
+    ])
+    .arg(format!("--user-data-dir={}", profile.path().display()))
+    .stderr(std::process::Stdio::piped())
+    .kill_on_drop(true);
+    if nix::unistd::geteuid().is_root() {
+        cmd.arg("--no-sandbox");
+    }
+    let mut user_browser = cmd.spawn().unwrap();
+    let mut lines = tokio::io::BufReader::new(user_browser.stderr.take().unwrap()).lines();
+    let ws = tokio::time::timeout(Duration::from_secs(30), async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            if let Some(url) = line.strip_prefix("DevTools listening on ") {
+                return url.trim().to_owned();
+            }
+        }
+        panic!("the browser printed no DevTools address");
+    })
+    .await
+    .unwrap();
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    let port = ws.split(':').nth(2).unwrap().split('/').next().unwrap();
+
+    let dir = tempfile::tempdir().unwrap();
+    let browser = Browser::new(BrowserSetup {
+        executable: String::new(),
+        cdp_url: format!("http://127.0.0.1:{port}"),
+        headless: true,
+        policy: herald_web::AddressPolicy {
+            allow_private: true,
+        },
+        dir: dir.path().join("browser"),
+        spill_dir: dir.path().join("snapshots"),
+        navigation_timeout: Duration::from_secs(20),
+    });
+    let mut registry = ToolRegistry::new(100_000);
+    herald_browser::register(&mut registry, &browser);
+    let ctx = ToolContext::new(
+        AgentState::new(dir.path().to_path_buf()),
+        CancellationToken::new(),
+    );
+    let navigate = registry.get("browser_navigate").unwrap();
+    let result = navigate.call(json!({"url": site.base}), &ctx).await;
+    assert!(!result.is_error, "{}", result.content);
+    assert!(result.content.contains("Test shop"), "{}", result.content);
+    let tabs = registry
+        .get("browser_tabs")
+        .unwrap()
+        .call(json!({}), &ctx)
+        .await;
+    // Only the tab herald opened is herald's; the user's blank tab is not listed.
+    assert_eq!(tabs.content.matches("\nt").count(), 1, "{}", tabs.content);
+    assert_eq!(browser.pid().await, None, "herald launched nothing");
+    browser.close().await;
+    assert!(
+        user_browser.try_wait().unwrap().is_none(),
+        "closing the session left the user's browser running"
+    );
+    user_browser.kill().await.unwrap();
 }
