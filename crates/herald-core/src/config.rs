@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 
 pub use crate::config_sections::{
     CheckpointsConfig, CodeExecutionConfig, CompressionConfig, DelegationConfig, McpConfig,
-    MemoryConfig, PermissionsConfig, ServeConfig, SessionsConfig,
+    MemoryConfig, PermissionsConfig, ServeConfig, SessionsConfig, WebConfig,
 };
 pub use check::ConfigWarning;
 pub use fallback::{FallbackEntry, FallbackProvider};
@@ -188,6 +188,8 @@ pub struct Config {
     pub checkpoints: CheckpointsConfig,
     /// `[code_execution]`.
     pub code_execution: CodeExecutionConfig,
+    /// `[web]`.
+    pub web: WebConfig,
     /// `[serve]`.
     pub serve: ServeConfig,
     /// `[permissions]`.
@@ -350,6 +352,11 @@ pub struct Settings {
     pub checkpoints: CheckpointsConfig,
     /// `[code_execution]`.
     pub code_execution: CodeExecutionConfig,
+    /// `[web]`.
+    pub web: WebConfig,
+    /// The `web_search` key, read from `[web] api_key_env` (or the
+    /// backend's usual variable).
+    pub web_search_key: Option<String>,
     /// `[serve]`.
     pub serve: ServeConfig,
     /// `[permissions]`, with `--mode` applied.
@@ -590,6 +597,8 @@ impl Settings {
             crate::hooks::check_hooks(&config.hooks, crate::hooks::HookOrigin::User, config_path)
                 .map_err(ConfigError::Invalid)?;
         let project_hooks = crate::hooks::ProjectHooks::find(&cwd, &home);
+        let web_search_key = crate::web::web_search_key(&config.web, env)
+            .map_err(|err| ConfigError::Invalid(format!("{}: {err}", config_path.display())))?;
         let pricing = pricing::parse(&config.pricing)
             .map_err(|err| ConfigError::Invalid(format!("{}: {err}", config_path.display())))?;
         Ok(Self {
@@ -617,6 +626,8 @@ impl Settings {
             sessions: config.sessions.clone(),
             checkpoints: config.checkpoints.clone(),
             code_execution: config.code_execution.clone(),
+            web: config.web.clone(),
+            web_search_key,
             serve: config.serve.clone(),
             permissions: config.permissions.clone(),
             mcp: config.mcp.clone(),
@@ -834,6 +845,15 @@ pub const DEFAULT_CONFIG: &str = r#"# herald configuration. Precedence: command-
 # keep_days = 30               # 0-36500; older checkpoints are pruned (daily, in the
 #                              #   background at start; `herald checkpoints prune`); 0 = never
 # max_size_mb = 2048           # 0-10000000; beyond it the oldest checkpoints go first; 0 = no limit
+
+[web]
+# search = ""                  # searxng | brave | tavily | exa; empty = no web_search
+# search_url = ""              # the SearXNG instance; the others default to their service
+# api_key_env = ""             # empty = BRAVE_API_KEY, TAVILY_API_KEY or EXA_API_KEY
+# allow_private = false        # let web and browser tools reach loopback/private/metadata addresses
+# allow_hosts = []             # hosts reachable although private, e.g. ["docs.intranet"]
+# timeout_seconds = 30         # 1-600, per request
+# max_download_mb = 10         # 1-1024, per web_extract URL
 
 [code_execution]
 # timeout = 300                # 1-86400 seconds

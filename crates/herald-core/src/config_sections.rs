@@ -153,6 +153,44 @@ impl Default for CheckpointsConfig {
     }
 }
 
+/// `[web]`: the web tools. `web_extract` is always there; `web_search`
+/// only when a search backend is named.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct WebConfig {
+    /// `searxng`, `brave`, `tavily` or `exa`; empty = no `web_search`.
+    pub search: String,
+    /// Where search requests go; SearXNG needs it (the instance's URL),
+    /// the others default to their service.
+    pub search_url: String,
+    /// The environment variable holding the search API key; empty = the
+    /// backend's usual one (`BRAVE_API_KEY`, `TAVILY_API_KEY`, `EXA_API_KEY`).
+    pub api_key_env: String,
+    /// Let the web and browser tools reach loopback, private, link-local
+    /// and metadata addresses (refused by default).
+    pub allow_private: bool,
+    /// Hosts (names or addresses) reachable although private.
+    pub allow_hosts: Vec<String>,
+    /// Time limit of one request, in seconds.
+    pub timeout_seconds: u64,
+    /// Largest body one `web_extract` URL may download, in MiB.
+    pub max_download_mb: u64,
+}
+
+impl Default for WebConfig {
+    fn default() -> Self {
+        Self {
+            search: String::new(),
+            search_url: String::new(),
+            api_key_env: String::new(),
+            allow_private: false,
+            allow_hosts: Vec::new(),
+            timeout_seconds: 30,
+            max_download_mb: 10,
+        }
+    }
+}
+
 /// `[sessions]`: how top-level sessions are kept.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]

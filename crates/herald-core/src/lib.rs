@@ -27,6 +27,7 @@ mod steer;
 pub mod time_bound;
 mod tool_runner;
 pub mod usage_meter;
+pub mod web;
 
 pub use agent::{
     Agent, AgentSetup, ExitReason, FLUSH_MARKER, FlushReason, FlushReport, FlushSettings,
@@ -92,6 +93,10 @@ pub fn build_registry_with(
     );
     extra(&mut registry);
     register_execute_code(&mut registry, settings);
+    herald_web::register(
+        &mut registry,
+        &web::web_settings(settings, store.map(|(_, id)| id)),
+    );
     if let Some((store, session_id)) = store {
         registry.register(herald_tools::typed(SessionSearch::new(
             store.clone(),

@@ -2,7 +2,7 @@ use std::path::{Path, PathBuf};
 
 use crate::analyzer::{self, Env};
 use crate::paths::{self, Resolved, Workspace, WriteClass};
-use crate::rules::{Rule, Source, exact_paths, exact_text};
+use crate::rules::{HOST_TOOLS, Rule, Source, exact_paths, exact_text};
 use crate::shell::{Finding, Severity, short};
 use crate::{Decision, Mode, Verdict};
 
@@ -174,6 +174,7 @@ impl Policy {
             "execute_code" => self.check_execute_code(call),
             "read_file" | "search_files" => self.check_paths(call, false),
             "write_file" | "patch" => self.check_paths(call, true),
+            tool if HOST_TOOLS.contains(&tool) => self.check_hosts(call),
             _ => self.check_other(call),
         }
     }
@@ -720,6 +721,47 @@ impl Policy {
         }
     }
 
+    /// Web tools: `domain:` rules on each host the call reaches (every
+    /// host must be allowed for an allow rule to apply), then the rules
+    /// every other tool follows.
+    fn check_hosts(&self, call: &CallInfo<'_>) -> Verdict {
+        let tool = call.tool;
+        let hosts = call_hosts(call.args);
+        let domain_rule = |r: &Rule| matches!(r.arg, crate::rules::ArgPattern::Domain { .. });
+        for host in &hosts {
+            // `domain:` rules, and rules naming the tool alone.
+            let matches = |r: &Rule| r.matches_host(host);
+            if let Some(v) = self.deny_or_ask(tool, || format!("{tool} of {host}"), matches) {
+                return v;
+            }
+        }
+        let allowed_by = |host: &String| {
+            Self::rules_for(&self.allow, tool).find(|r| domain_rule(r) && r.matches_host(host))
+        };
+        if hosts.iter().all(|h| allowed_by(h).is_some())
+            && let Some(r) = hosts.first().and_then(allowed_by)
+        {
+            return verdict(
+                Decision::Allow,
+                r.text.clone(),
+                format!(
+                    "{tool} of {} is allowed by the rule `{}` in {}",
+                    hosts.join(", "),
+                    r.text,
+                    r.source.describe()
+                ),
+                None,
+                false,
+            );
+        }
+        let mut v = self.check_other(call);
+        // What an "always" approval saves: these hosts, not these URLs.
+        if v.decision == Decision::Ask && v.allow_rule.is_some() && hosts.len() == 1 {
+            v.allow_rule = Some(format!("{tool}(domain:{})", hosts[0]));
+        }
+        v
+    }
+
     fn check_other(&self, call: &CallInfo<'_>) -> Verdict {
         let mode = self.config.mode;
         let tool = call.tool;
@@ -821,6 +863,28 @@ impl Policy {
             false,
         )
     }
+}
+
+/// The hosts of the URLs a web tool's arguments name (`urls` or `url`),
+/// lowercased; URLs that do not parse are the tool's to refuse.
+fn call_hosts(args: &serde_json::Value) -> Vec<String> {
+    let urls = match (args.get("urls"), args.get("url")) {
+        (Some(serde_json::Value::Array(list)), _) => {
+            list.iter().filter_map(|u| u.as_str()).collect()
+        }
+        (_, Some(serde_json::Value::String(one))) => vec![one.as_str()],
+        _ => Vec::new(),
+    };
+    let mut hosts: Vec<String> = urls
+        .into_iter()
+        .filter_map(|u| url::Url::parse(u.trim()).ok())
+        .filter_map(|u| {
+            u.host_str()
+                .map(|h| h.trim_end_matches('.').to_ascii_lowercase())
+        })
+        .collect();
+    hosts.dedup();
+    hosts
 }
 
 fn lower_first(s: &str) -> String {

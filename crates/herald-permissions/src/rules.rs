@@ -9,6 +9,9 @@
 //!   path; a relative GLOB is matched against the path relative to the
 //!   working directory.
 //! * `execute_code(GLOB)`: matched against the script text.
+//! * `web_extract(domain:HOST)`, `browser_navigate(domain:HOST)`: the
+//!   host of each URL the call reaches; `domain:docs.rs` covers docs.rs
+//!   and its subdomains, `domain:*.example.org` is a host glob.
 //! * any other `tool(GLOB)`: matched against the arguments as compact JSON.
 //! * `tool` alone, or a tool-name glob (`mcp__fs__*`), matches any
 //!   arguments.
@@ -43,7 +46,16 @@ pub(crate) enum ArgPattern {
     Text(GlobMatcher, String),
     /// A path glob; `relative` ones match the path relative to the cwd.
     Path { glob: GlobMatcher, relative: bool },
+    /// `domain:HOST`: the hosts of the URLs a web tool reaches; `bare`
+    /// (a pattern without wildcards) also covers its subdomains.
+    Domain {
+        glob: GlobMatcher,
+        bare: Option<String>,
+    },
 }
+
+/// The tools whose rules may name a `domain:`.
+pub(crate) const HOST_TOOLS: &[&str] = &["web_extract", "browser_navigate"];
 
 /// Where a rule came from (named in reasons).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -161,6 +173,24 @@ impl Rule {
                     relative,
                 }
             }
+            Some(a) if a.trim().starts_with("domain:") => {
+                let host = a.trim()["domain:".len()..].trim().to_ascii_lowercase();
+                if host.is_empty() || host.contains(['/', ':', ' ']) {
+                    return Err(err(
+                        text,
+                        "`domain:` takes a host name or host glob, as in `web_extract(domain:docs.rs)`",
+                    ));
+                }
+                let g = GlobBuilder::new(&host)
+                    .case_insensitive(true)
+                    .build()
+                    .map_err(|e| err(text, format!("bad host glob: {e}")))?;
+                let bare = (!host.contains(TEXT_GLOB)).then_some(host);
+                ArgPattern::Domain {
+                    glob: g.compile_matcher(),
+                    bare,
+                }
+            }
             Some(a) => {
                 let g = GlobBuilder::new(a)
                     .literal_separator(false)
@@ -197,6 +227,23 @@ impl Rule {
             ArgPattern::Any => true,
             ArgPattern::Text(g, prefix) => text.starts_with(prefix.as_str()) && g.is_match(text),
             ArgPattern::Path { glob, .. } => glob.is_match(text),
+            ArgPattern::Domain { .. } => false,
+        }
+    }
+
+    /// Matches a host a web tool reaches (`domain:` rules; a rule without
+    /// an argument pattern matches every host).
+    pub fn matches_host(&self, host: &str) -> bool {
+        match &self.arg {
+            ArgPattern::Any => true,
+            ArgPattern::Domain { glob, bare } => {
+                let host = host.trim_end_matches('.').to_ascii_lowercase();
+                glob.is_match(&host)
+                    || bare
+                        .as_deref()
+                        .is_some_and(|b| host.ends_with(&format!(".{b}")))
+            }
+            ArgPattern::Text(..) | ArgPattern::Path { .. } => false,
         }
     }
 
@@ -205,6 +252,7 @@ impl Rule {
         match &self.arg {
             ArgPattern::Any => true,
             ArgPattern::Text(g, _) => spellings.iter().any(|p| g.is_match(p)),
+            ArgPattern::Domain { .. } => false,
             ArgPattern::Path { glob, relative } => spellings.iter().any(|p| {
                 if *relative {
                     p.strip_prefix(cwd).is_ok_and(|r| glob.is_match(r))
@@ -310,6 +358,26 @@ mod tests {
 
     fn rule(t: &str) -> Rule {
         Rule::parse(t, Source::User, Some(Path::new("/home/user"))).unwrap()
+    }
+
+    #[test]
+    fn domain_rules_match_hosts_and_refuse_urls() {
+        let r = Rule::parse("web_extract(domain:docs.rs)", Source::User, None).unwrap();
+        assert!(r.matches_host("docs.rs"));
+        assert!(r.matches_host("API.docs.rs."));
+        assert!(!r.matches_host("notdocs.rs"));
+        assert!(!r.matches_text(r#"{"urls":["https://docs.rs"]}"#));
+        let g = Rule::parse("browser_navigate(domain:*.example.org)", Source::User, None).unwrap();
+        assert!(g.matches_host("a.example.org"));
+        assert!(!g.matches_host("example.org"));
+        for bad in [
+            "web_extract(domain:)",
+            "web_extract(domain:https://docs.rs)",
+            "web_extract(domain:docs.rs/path)",
+        ] {
+            let err = Rule::parse(bad, Source::User, None).unwrap_err();
+            assert!(err.why.contains("host name"), "{bad}: {err}");
+        }
     }
 
     #[test]

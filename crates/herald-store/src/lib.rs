@@ -54,6 +54,7 @@ mod store;
 mod todos;
 mod usage;
 mod usage_report;
+mod worktrees;
 
 pub mod bench;
 
@@ -93,3 +94,4 @@ pub use search::{
 };
 pub use store::{Store, new_id};
 pub use usage_report::{UsageGrouping, UsageRow};
+pub use worktrees::AgentWorktree;

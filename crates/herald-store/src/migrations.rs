@@ -473,6 +473,19 @@ UPDATE agents SET own_cost_usd = cost_usd, requests = iterations;
 /// once recorded as `user` and names the answer now.
 /// A heartbeat per session: how often it wakes, in which hours, when next,
 /// and how its last wake ended.
+const V23_AGENT_WORKTREES: &str = r#"
+CREATE TABLE agent_worktrees (
+    agent_id    TEXT PRIMARY KEY,
+    repo        TEXT NOT NULL,
+    path        TEXT NOT NULL,
+    branch      TEXT NOT NULL,
+    base        TEXT NOT NULL,
+    created_at  INTEGER NOT NULL,
+    removed_at  INTEGER
+);
+CREATE INDEX agent_worktrees_present ON agent_worktrees(removed_at, created_at);
+"#;
+
 const V22_HEARTBEATS: &str = r#"
 CREATE TABLE heartbeats (
     session_id   TEXT PRIMARY KEY REFERENCES sessions(id) ON DELETE CASCADE,
@@ -716,10 +729,15 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         name: "session heartbeats",
         sql: V22_HEARTBEATS,
     },
+    Migration {
+        version: 23,
+        name: "agent worktrees",
+        sql: V23_AGENT_WORKTREES,
+    },
 ];
 
 /// The schema version this build creates and understands.
-pub const SCHEMA_VERSION: i64 = 22;
+pub const SCHEMA_VERSION: i64 = 23;
 
 /// Reads `PRAGMA user_version`.
 pub(crate) fn current_version(conn: &Connection, path: &str) -> Result<i64, StoreError> {

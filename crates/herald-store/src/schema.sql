@@ -1,4 +1,4 @@
--- herald state database, schema version 22.
+-- herald state database, schema version 23.
 -- Generated from the migrations in migrations.rs by
 -- `HERALD_WRITE_SCHEMA=1 cargo test -p herald-store fresh_schema`; do not edit.
 
@@ -375,5 +375,17 @@ CREATE TABLE heartbeats (
     created_at   INTEGER NOT NULL,
     updated_at   INTEGER NOT NULL
 );
+
+CREATE TABLE agent_worktrees (
+    agent_id    TEXT PRIMARY KEY,
+    repo        TEXT NOT NULL,
+    path        TEXT NOT NULL,
+    branch      TEXT NOT NULL,
+    base        TEXT NOT NULL,
+    created_at  INTEGER NOT NULL,
+    removed_at  INTEGER
+);
+
+CREATE INDEX agent_worktrees_present ON agent_worktrees(removed_at, created_at);
 
 INSERT INTO messages_fts(messages_fts, rank) VALUES ('rank', 'bm25(1.0, 0.5)');

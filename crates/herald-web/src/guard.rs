@@ -125,17 +125,38 @@ fn classify_v6(ip: Ipv6Addr) -> Option<AddressKind> {
 }
 
 /// The address rules of one session's web tools.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct AddressPolicy {
     /// `[web] allow_private`: the user lets the tools reach local and
     /// private addresses (a documentation server on the LAN).
     pub allow_private: bool,
+    /// `[web] allow_hosts`: names or addresses reachable although private
+    /// (one intranet host, without opening the whole network).
+    pub allow_hosts: Arc<[String]>,
 }
 
 impl AddressPolicy {
+    /// The default policy plus `allow_hosts` (lowercased).
+    pub fn new(allow_private: bool, allow_hosts: &[String]) -> Self {
+        Self {
+            allow_private,
+            allow_hosts: allow_hosts
+                .iter()
+                .map(|h| h.trim().trim_end_matches('.').to_ascii_lowercase())
+                .collect(),
+        }
+    }
+
+    fn host_allowed(&self, host: &str) -> bool {
+        let host = host.trim_end_matches('.');
+        self.allow_hosts
+            .iter()
+            .any(|h| h.eq_ignore_ascii_case(host))
+    }
+
     /// Refuses `ip` (reached as `host`) unless private addresses are allowed.
     pub fn check_ip(&self, host: &str, ip: IpAddr) -> Result<(), GuardError> {
-        if self.allow_private {
+        if self.allow_private || self.host_allowed(host) {
             return Ok(());
         }
         match classify(ip) {
@@ -238,7 +259,7 @@ impl GuardedResolver {
 
 impl reqwest::dns::Resolve for GuardedResolver {
     fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
-        let policy = self.policy;
+        let policy = self.policy.clone();
         Box::pin(async move {
             let addrs = policy.resolve(name.as_str(), 0).await?;
             let addrs: reqwest::dns::Addrs = Box::new(addrs.into_iter());
@@ -314,12 +335,30 @@ mod tests {
             Err(GuardError::Scheme(_))
         ));
         assert!(check("https://docs.rs/tokio").is_ok());
-        let open = AddressPolicy {
-            allow_private: true,
-        };
+        let open = AddressPolicy::new(true, &[]);
         assert!(
             open.check_url(&Url::parse("http://127.0.0.1/").unwrap())
                 .is_ok()
+        );
+        let one = AddressPolicy::new(
+            false,
+            &["127.0.0.1".to_owned(), "Docs.Internal.".to_owned()],
+        );
+        assert!(
+            one.check_url(&Url::parse("http://127.0.0.1:9/").unwrap())
+                .is_ok()
+        );
+        assert!(
+            one.check_url(&Url::parse("http://127.0.0.2:9/").unwrap())
+                .is_err()
+        );
+        assert!(
+            one.check_ip("docs.internal", "10.0.0.5".parse().unwrap())
+                .is_ok()
+        );
+        assert!(
+            one.check_ip("other.internal", "10.0.0.5".parse().unwrap())
+                .is_err()
         );
     }
 
@@ -334,9 +373,7 @@ mod tests {
         // `localhost` resolves through /etc/hosts without a network.
         let err = policy.resolve("localhost", 80).await.unwrap_err();
         assert!(matches!(err, GuardError::Private { .. }), "{err}");
-        let open = AddressPolicy {
-            allow_private: true,
-        };
+        let open = AddressPolicy::new(true, &[]);
         assert!(!open.resolve("localhost", 80).await.unwrap().is_empty());
     }
 }

@@ -338,7 +338,7 @@ async fn herald_agents_defs_lists_them() {
     write(
         &h.work_path(),
         ".claude/agents/web.md",
-        "---\nname: web\ndescription: Browses\ntools: Read, WebFetch\nmodel: sonnet\nmax_iterations: 9\n---\nx\n",
+        "---\nname: web\ndescription: Browses\ntools: Read, WebFetch, NotebookEdit\nmodel: sonnet\nmax_iterations: 9\n---\nx\n",
     );
     write(
         h.home.path(),
@@ -351,7 +351,7 @@ async fn herald_agents_defs_lists_them() {
     let text = String::from_utf8(output.stdout.clone()).unwrap();
     let work = h.work_path();
     let expected = format!(
-        "reviewer  [.claude]  {}\n  Reviews code for bugs. Use after every change.\n  tools: read_file, search_files  model: inherit  max_iterations: default\nweb  [.claude]  {}\n  Browses\n  tools: read_file  model: sonnet  max_iterations: 9\n  note: tool WebFetch left out: herald has no web tool (an MCP server can add one: name its mcp__SERVER__TOOL tools)\n  note: model sonnet is claude-sonnet-4-5 when children run on anthropic; on other providers they use the delegating agent's model\n",
+        "reviewer  [.claude]  {}\n  Reviews code for bugs. Use after every change.\n  tools: read_file, search_files  model: inherit  max_iterations: default\nweb  [.claude]  {}\n  Browses\n  tools: read_file, web_extract  model: sonnet  max_iterations: 9\n  note: tool NotebookEdit left out: herald has no notebook editor (patch edits the JSON)\n  note: model sonnet is claude-sonnet-4-5 when children run on anthropic; on other providers they use the delegating agent's model\n",
         work.join(".claude/agents/reviewer.md").display(),
         work.join(".claude/agents/web.md").display(),
     );

@@ -277,7 +277,10 @@ async fn bad_batches_are_errors_and_start_nothing() {
                 json!({"tasks": [{"goal": "c1"}, {"context": "x"}]}),
             ),
             Reply::tool("delegate_task", json!({"tasks": "[{\"goal\": "})),
-            Reply::tool("delegate_task", json!({"goal": "c1", "toolsets": ["web"]})),
+            Reply::tool(
+                "delegate_task",
+                json!({"goal": "c1", "toolsets": ["rocketry"]}),
+            ),
             Reply::tool(
                 "delegate_task",
                 json!({"goal": "c1", "allow_tools": ["launch_rocket"]}),
@@ -296,7 +299,7 @@ async fn bad_batches_are_errors_and_start_nothing() {
         "needs a goal (one task) or tasks (a batch)",
         "task 1 has no goal",
         "not a JSON array",
-        "none of the requested toolsets (web)",
+        "none of the requested toolsets (rocketry)",
         "launch_rocket",
     ];
     for (result, needle) in results.iter().zip(expect) {

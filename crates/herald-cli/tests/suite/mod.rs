@@ -41,3 +41,4 @@ mod torture;
 mod transcripts;
 mod tui;
 mod usage;
+mod web_tools;

@@ -1,6 +1,7 @@
 //! The prompt budget: what every request repeats — the default
-//! system prompt and every default tool schema — stays under 12 KB on the
-//! wire, measured on the first request the real binary sends.
+//! system prompt and every default tool schema — stays under 12.5 KB on
+//! the wire, measured on the first request the real binary sends. (It was
+//! 12 KB until `web_extract` joined the default tools, +440 bytes.)
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use crate::common;
@@ -30,7 +31,7 @@ async fn fixed_bytes(wire: Wire) -> (usize, usize, usize) {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn the_default_prompt_and_tools_stay_under_12_kb() {
+async fn the_default_prompt_and_tools_stay_under_12_5_kb() {
     for wire in [Wire::OpenAi, Wire::Anthropic] {
         let (system, tools, count) = fixed_bytes(wire).await;
         assert!(
@@ -38,8 +39,8 @@ async fn the_default_prompt_and_tools_stay_under_12_kb() {
             "{wire:?}: only {count} tools: the budget is for all of them"
         );
         assert!(
-            system + tools < 12_000,
-            "{wire:?}: system prompt {system} + {count} tool schemas {tools} = {} bytes, over the 12 KB budget (docs/BENCHMARKS.md)",
+            system + tools < 12_500,
+            "{wire:?}: system prompt {system} + {count} tool schemas {tools} = {} bytes, over the 12.5 KB budget (docs/BENCHMARKS.md)",
             system + tools
         );
     }

@@ -233,6 +233,52 @@ pub(crate) const CHECKPOINTS: &[Key] = &[
     ),
 ];
 
+/// `[web]`.
+pub(crate) const WEB: &[Key] = &[
+    key(
+        "search",
+        Kind::Str,
+        "searxng, brave, tavily or exa; empty = no web_search",
+        "\"\"",
+    ),
+    key(
+        "search_url",
+        Kind::Str,
+        "where searches go; SearXNG needs its instance's URL",
+        "\"\"",
+    ),
+    key(
+        "api_key_env",
+        Kind::Str,
+        "variable holding the search API key; empty = the backend's usual one",
+        "\"\"",
+    ),
+    key(
+        "allow_private",
+        Kind::Bool,
+        "whether web and browser tools may reach loopback, private and metadata addresses",
+        "false",
+    ),
+    key(
+        "allow_hosts",
+        Kind::StrList,
+        "hosts reachable although private",
+        "[]",
+    ),
+    key(
+        "timeout_seconds",
+        int(1, 600),
+        "time limit of one request",
+        "30",
+    ),
+    key(
+        "max_download_mb",
+        int(1, 1024),
+        "largest body one web_extract URL may download",
+        "10",
+    ),
+];
+
 /// `[sessions]`.
 pub(crate) const SESSIONS: &[Key] = &[key(
     "title_model",
@@ -416,6 +462,7 @@ pub(crate) const TOP: &[Key] = &[
     key("sessions", Kind::Section(SESSIONS), "", ""),
     key("checkpoints", Kind::Section(CHECKPOINTS), "", ""),
     key("code_execution", Kind::Section(CODE_EXECUTION), "", ""),
+    key("web", Kind::Section(WEB), "", ""),
     key("serve", Kind::Section(SERVE), "", ""),
     key("permissions", Kind::Section(PERMISSIONS), "", ""),
     key("mcp_servers", Kind::Table, "", ""),
@@ -729,6 +776,7 @@ mod tests {
             CODE_EXECUTION,
             &CodeExecutionConfig::default(),
         );
+        same("web", WEB, &crate::config::WebConfig::default());
         same("serve", SERVE, &ServeConfig::default());
         let full = Config {
             model: Some("m".into()),

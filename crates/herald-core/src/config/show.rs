@@ -110,6 +110,8 @@ pub struct EffectiveConfig {
     pub checkpoints: crate::config::CheckpointsConfig,
     /// `[code_execution]`.
     pub code_execution: CodeExecutionConfig,
+    /// `[web]`.
+    pub web: crate::config::WebConfig,
     /// `[serve]`.
     pub serve: ServeConfig,
 }
@@ -190,6 +192,7 @@ impl EffectiveConfig {
             sessions: settings.sessions.clone(),
             checkpoints: settings.checkpoints.clone(),
             code_execution: settings.code_execution.clone(),
+            web: settings.web.clone(),
             serve: settings.serve.clone(),
         }
     }

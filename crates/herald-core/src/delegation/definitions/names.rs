@@ -21,18 +21,12 @@ const CLAUDE_TOOLS: &[(&str, &[&str])] = &[
     ("TodoWrite", &["todo_write", "todo_read"]),
     ("TodoRead", &["todo_read"]),
     ("Skill", &["skills_list", "skill_view"]),
+    ("WebFetch", &["web_extract"]),
+    ("WebSearch", &["web_search"]),
 ];
 
 /// Claude Code tools herald has no equivalent of, and why.
 const CLAUDE_ONLY: &[(&str, &str)] = &[
-    (
-        "WebFetch",
-        "herald has no web tool (an MCP server can add one: name its mcp__SERVER__TOOL tools)",
-    ),
-    (
-        "WebSearch",
-        "herald has no web tool (an MCP server can add one: name its mcp__SERVER__TOOL tools)",
-    ),
     (
         "NotebookEdit",
         "herald has no notebook editor (patch edits the JSON)",
@@ -71,6 +65,8 @@ pub const HERALD_TOOLS: &[&str] = &[
     "agent_cancel",
     "mcp_search",
     "mcp_call",
+    "web_extract",
+    "web_search",
 ];
 
 /// Maps written tool names to herald tool names (order kept, duplicates
@@ -168,6 +164,7 @@ mod tests {
             "terminal",
             "mcp__github__list_issues",
             "WebSearch",
+            "NotebookEdit",
             "Bash(git diff:*)",
             "Task",
         ]));
@@ -177,11 +174,12 @@ mod tests {
                 "read_file",
                 "search_files",
                 "terminal",
-                "mcp__github__list_issues"
+                "mcp__github__list_issues",
+                "web_search"
             ]
         );
         assert_eq!(notes.len(), 3, "{notes:?}");
-        assert!(notes[0].contains("WebSearch") && notes[0].contains("no web tool"));
+        assert!(notes[0].contains("NotebookEdit") && notes[0].contains("notebook"));
         assert!(notes[1].contains("Bash(git diff:*)") && notes[1].contains("[permissions]"));
         assert!(notes[2].contains("role orchestrator"));
     }

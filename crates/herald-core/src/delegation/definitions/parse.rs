@@ -190,7 +190,7 @@ mod tests {
 
     #[test]
     fn yaml_lists_herald_names_aliases_and_limits() {
-        let text = "---\nname: fixer\ndescription: |\n  Fixes tests.\n  Runs them.\ntools:\n  - read_file\n  - Edit\n  - MultiEdit\n  - WebFetch\n  - TodoWrite\nmodel: sonnet\nmax_iterations: 12\n---\nFix it.\n";
+        let text = "---\nname: fixer\ndescription: |\n  Fixes tests.\n  Runs them.\ntools:\n  - read_file\n  - Edit\n  - MultiEdit\n  - NotebookEdit\n  - TodoWrite\nmodel: sonnet\nmax_iterations: 12\n---\nFix it.\n";
         let def = parse(text, "x").unwrap();
         assert_eq!(def.description, "Fixes tests. Runs them.");
         assert_eq!(
@@ -201,7 +201,7 @@ mod tests {
         assert_eq!(def.max_iterations, Some(12));
         let notes = def.notes.join("\n");
         assert!(
-            notes.contains("WebFetch") && notes.contains("no web tool"),
+            notes.contains("NotebookEdit") && notes.contains("notebook"),
             "{notes}"
         );
         assert!(
@@ -236,7 +236,7 @@ mod tests {
             ("---\nname: x\n---\nbody", "no description"),
             ("---\n---\nbody", "no description"),
             (
-                "---\ndescription: d\ntools: WebSearch, WebFetch\n---\nb",
+                "---\ndescription: d\ntools: NotebookEdit, ExitPlanMode\n---\nb",
                 "none of its tools",
             ),
             (
