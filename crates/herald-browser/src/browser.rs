@@ -31,7 +31,7 @@ pub struct BrowserSetup {
     pub cdp_url: String,
     /// `[browser] headless`.
     pub headless: bool,
-    /// The SSRF guard's policy (`[web] allow_private`).
+    /// The SSRF guard's policy (`[web] allow_private` and `allow_hosts`).
     pub policy: AddressPolicy,
     /// herald's browser directory (`$HERALD_HOME/browser`): the profile,
     /// its lock, temporary profiles.
@@ -169,7 +169,8 @@ impl Running {
         setup: &BrowserSetup,
         ctx: &herald_tools::ToolContext,
     ) -> Result<Self, BrowserError> {
-        let guard = (!setup.policy.allow_private).then(|| Arc::new(Guard::new(setup.policy)));
+        let guard =
+            (!setup.policy.allow_private).then(|| Arc::new(Guard::new(setup.policy.clone())));
         let mut note = None;
         let (ws_url, process) = if setup.cdp_url.trim().is_empty() {
             let executable = launch::find_executable(&setup.executable)?;

@@ -765,9 +765,7 @@ mod tests {
         assert!(why.contains("loopback"), "{why}");
         assert!(guard.refusal("ws://169.254.169.254/").await.is_some());
         assert!(guard.refusal("data:text/html,hi").await.is_none());
-        let open = Guard::new(AddressPolicy {
-            allow_private: true,
-        });
+        let open = Guard::new(AddressPolicy::new(true, &[]));
         assert!(open.refusal("http://127.0.0.1:9/x").await.is_none());
     }
 

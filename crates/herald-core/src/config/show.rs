@@ -112,6 +112,8 @@ pub struct EffectiveConfig {
     pub code_execution: CodeExecutionConfig,
     /// `[web]`.
     pub web: crate::config::WebConfig,
+    /// `[browser]`.
+    pub browser: crate::config::BrowserConfig,
     /// `[serve]`.
     pub serve: ServeConfig,
 }
@@ -193,6 +195,7 @@ impl EffectiveConfig {
             checkpoints: settings.checkpoints.clone(),
             code_execution: settings.code_execution.clone(),
             web: settings.web.clone(),
+            browser: settings.browser.clone(),
             serve: settings.serve.clone(),
         }
     }
