@@ -324,3 +324,45 @@ async fn doctor_finds_the_browser_or_says_how_to_install_one() {
     );
     assert!(!status.success());
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_browser_of_a_killed_herald_is_ended_by_the_next_start() {
+    require_chromium();
+    let base = serve().await;
+    let h = Harness::new(
+        Script::new()
+            .conversation(
+                "open the shop and hang",
+                vec![
+                    Reply::tool("browser_navigate", json!({"url": base})),
+                    Reply::tool(
+                        "terminal",
+                        json!({"command": sleeper_command("hang.pids")}),
+                    ),
+                    Reply::text("unreachable"),
+                ],
+            )
+            .conversation("next start", vec![Reply::text("ok")]),
+    )
+    .await;
+    h.config("[browser]\nenabled = true\n[web]\nallow_private = true\n");
+    let run = LiveRun::until(&h, Wire::OpenAi, "open the shop and hang", "tool.started").await;
+    let sleepers = h.sleeper_pids("hang.pids").await;
+    let browser = browser_pids(h.home.path());
+    assert!(!browser.is_empty(), "no browser runs for this home");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(i32::try_from(run.child.id().unwrap()).unwrap()),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    let (status, _) = run.finish().await;
+    assert_eq!(status.code(), None, "killed by a signal");
+    assert!(
+        browser.iter().any(|&pid| !herald_testkit::is_gone(pid)),
+        "nothing ended the browser yet"
+    );
+    let (output, _) = h.run_json(Wire::OpenAi, &[], "next start").await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    crate::common::assert_gone(&browser, "the dead run's browser").await;
+    crate::common::kill_leftovers(&sleepers);
+}
