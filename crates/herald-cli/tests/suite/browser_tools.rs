@@ -335,10 +335,7 @@ async fn the_browser_of_a_killed_herald_is_ended_by_the_next_start() {
                 "open the shop and hang",
                 vec![
                     Reply::tool("browser_navigate", json!({"url": base})),
-                    Reply::tool(
-                        "terminal",
-                        json!({"command": sleeper_command("hang.pids")}),
-                    ),
+                    Reply::tool("terminal", json!({"command": sleeper_command("hang.pids")})),
                     Reply::text("unreachable"),
                 ],
             )
