@@ -104,12 +104,13 @@ impl Running {
             .shared
             .wait_for(wait, |tabs| {
                 if tabs.list.is_empty() {
-                    None
-                } else {
-                    ready(tabs)
+                    // Every tab was closed: open one now.
+                    return tabs.seen_any().then_some(None);
                 }
+                ready(tabs).map(Some)
             })
-            .await;
+            .await
+            .flatten();
         let active = match found {
             Some(active) => active,
             None => self.open_tab().await?,

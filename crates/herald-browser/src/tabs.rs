@@ -141,6 +141,11 @@ pub struct Tabs {
 }
 
 impl Tabs {
+    /// Whether any tab was ever open.
+    pub fn seen_any(&self) -> bool {
+        self.next_number > 0
+    }
+
     /// The tab of `target_id`.
     pub fn get(&self, target_id: &str) -> Option<&Tab> {
         self.list.iter().find(|t| t.target_id == target_id)

@@ -342,6 +342,30 @@ async fn a_long_page_is_windowed_with_the_whole_outline_in_a_file() {
     let middle = ref_of(&whole, "link \"Item number 1500\"");
     let clicked = rig.ok("browser_click", json!({"ref": middle})).await;
     assert!(clicked.contains("/item/1500"), "{clicked}");
+
+    // Closing the last tab: the next action opens a new one.
+    let closed = rig.ok("browser_tabs", json!({"action": "close"})).await;
+    assert!(closed.contains("No tabs"), "{closed}");
+    let opened = rig.ok("browser_navigate", json!({"url": site.base})).await;
+    assert!(opened.contains("Test shop"), "{opened}");
+
+    // A browser that died is started again, and the result says so.
+    let pid = rig.browser.pid().await.unwrap();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(i32::try_from(pid).unwrap()),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    herald_testkit::wait_until_async(
+        "the connection to close",
+        Duration::from_secs(10),
+        async || !rig.browser.is_running().await,
+    )
+    .await;
+    let again = rig.ok("browser_navigate", json!({"url": site.base})).await;
+    assert!(again.contains("had exited"), "{again}");
+    assert!(again.contains("Test shop"), "{again}");
+    assert_ne!(rig.browser.pid().await, Some(pid));
     rig.browser.close().await;
 }
 
