@@ -80,6 +80,7 @@ mod tests {
             tools: Some(vec!["read_file".into(), "search_files".into()]),
             model: None,
             max_iterations: Some(5),
+            isolation: None,
             instructions: "x".into(),
             path: "/p/.claude/agents/reviewer.md".into(),
             source: herald_core::delegation::DefSource::Claude,

@@ -1,5 +1,6 @@
-//! `herald agents list|show|cancel`: the journaled subagents,
-//! readable after a restart (`defs` lives in `agent_defs_cmd.rs`).
+//! `herald agents list|show|cancel|merge|worktrees`: the journaled
+//! subagents, readable after a restart, and the worktrees of isolated ones
+//! (`defs` lives in `agent_defs_cmd.rs`).
 
 use herald_protocol::{AgentStatus, UsageTotals, one_line, terminal_safe};
 use herald_store::{AgentFilter, AgentRecord, StoreError};
@@ -7,6 +8,7 @@ use herald_store::{AgentFilter, AgentRecord, StoreError};
 use crate::args::{AgentsAction, CommonArgs};
 use crate::sessions_cmd::{print_json, when};
 use crate::{CliError, Exit, setup};
+use herald_core::delegation::worktree;
 use herald_core::runtime::Catalog;
 
 /// A journaled cost: `$0.01478`, or `cost unknown` for a model without a
@@ -155,6 +157,81 @@ pub(crate) async fn agents(common: &CommonArgs, action: AgentsAction) -> Result<
             }
         }
         AgentsAction::Defs { .. } => {}
+        AgentsAction::Merge { id, keep, json } => {
+            let id = crate::id_lookup::agent_id(&store, &id).await?;
+            let outcome = worktree::merge(&store, &id, keep)
+                .await
+                .map_err(|err| match err {
+                    worktree::MergeError::Store(_) => CliError::failed(err),
+                    _ => CliError::usage(err),
+                })?;
+            if json {
+                print_json(&outcome)?;
+            } else {
+                let how = match outcome.kind {
+                    worktree::MergeKind::FastForward => "fast-forwarded to",
+                    worktree::MergeKind::MergeCommit => "merged with a merge commit into",
+                    worktree::MergeKind::UpToDate => "had nothing new for",
+                };
+                println!(
+                    "{} {how} {} (HEAD {})",
+                    outcome.branch,
+                    outcome.repo,
+                    &outcome.head[..outcome.head.len().min(12)]
+                );
+                if outcome.removed {
+                    println!("removed its worktree and branch");
+                }
+            }
+        }
+        AgentsAction::Worktrees { prune, force, json } => {
+            if prune {
+                let pruned = worktree::prune(&store, force)
+                    .await
+                    .map_err(|e| CliError::failed(anyhow::anyhow!(e)))?;
+                if json {
+                    print_json(&pruned)?;
+                } else if pruned.is_empty() {
+                    println!("no worktrees");
+                } else {
+                    for p in &pruned {
+                        let what = if p.removed { "removed" } else { "kept" };
+                        let note = if p.note.is_empty() {
+                            String::new()
+                        } else {
+                            format!(": {}", p.note)
+                        };
+                        println!("{}  {what}  {}{note}", p.agent_id, p.path);
+                    }
+                }
+            } else {
+                let states = worktree::list(&store)
+                    .await
+                    .map_err(|e| CliError::failed(anyhow::anyhow!(e)))?;
+                if json {
+                    print_json(&states)?;
+                } else if states.is_empty() {
+                    println!("no worktrees");
+                } else {
+                    for s in &states {
+                        let status = s
+                            .agent_status
+                            .map_or_else(|| "pruned".to_owned(), |st| st.to_string());
+                        let state = if !s.exists {
+                            "missing".to_owned()
+                        } else if s.dirty {
+                            format!("{} commits, uncommitted changes", s.commits)
+                        } else {
+                            format!("{} commits", s.commits)
+                        };
+                        println!(
+                            "{}  {:<11} {}  {}  {state}",
+                            s.record.agent_id, status, s.record.branch, s.record.path
+                        );
+                    }
+                }
+            }
+        }
         AgentsAction::Cancel { id, json } => {
             let id = crate::id_lookup::agent_id(&store, &id).await?;
             let lookup = id.clone();

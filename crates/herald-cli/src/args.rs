@@ -621,6 +621,34 @@ pub(crate) enum AgentsAction {
         #[arg(long)]
         json: bool,
     },
+    /// Merge the branch of an agent that ran in its own worktree
+    /// (`isolation: "worktree"`) into its repository's checkout: a
+    /// fast-forward when possible, else a merge commit; on conflicts
+    /// nothing changes and they are listed. Then the worktree and branch go.
+    Merge {
+        /// The agent's id, or a unique start of it.
+        id: String,
+        /// Keep the worktree and its branch after merging.
+        #[arg(long)]
+        keep: bool,
+        /// Print one JSON object instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// The worktrees of isolated agents that still exist, with their
+    /// branch, commits and whether uncommitted changes are left.
+    Worktrees {
+        /// Remove those whose agent no longer runs (branches with unmerged
+        /// commits are kept; worktrees with uncommitted changes too, unless --force).
+        #[arg(long)]
+        prune: bool,
+        /// With --prune: also remove worktrees with uncommitted changes.
+        #[arg(long, requires = "prune")]
+        force: bool,
+        /// Print a JSON array instead of text.
+        #[arg(long)]
+        json: bool,
+    },
     /// Agent definitions delegate_task can name (.agents/agents,
     /// .claude/agents, $HERALD_HOME/agents): name, file, tools, model.
     Defs {

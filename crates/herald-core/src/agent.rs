@@ -168,6 +168,10 @@ pub struct Agent {
     /// The encoded bodies of this conversation's requests: each request
     /// encodes only the messages added since the one before.
     body_cache: herald_llm::BodyCache,
+    /// The session's file watch (see [`crate::watch`]), when it watches.
+    file_watch: Option<Arc<crate::watch::FileWatch>>,
+    /// Whether this agent is told of outside changes (the root).
+    file_notes: bool,
 }
 
 impl Agent {
@@ -203,6 +207,8 @@ impl Agent {
             cost_usd: Some(0.0),
             meter: crate::UsageMeter::new(None),
             body_cache: herald_llm::BodyCache::default(),
+            file_watch: None,
+            file_notes: false,
         }
     }
 
@@ -242,6 +248,21 @@ impl Agent {
             self.events.session_id(),
             self.events.agent_id(),
         );
+    }
+
+    /// Has the session's file watch see this agent's file tools (see
+    /// [`crate::watch`]). The root agent (`root`) is the one told of
+    /// outside changes, at the end of its next tool result or user
+    /// message; a subagent's writes only count as herald's own.
+    pub fn set_file_watch(&mut self, watch: Arc<crate::watch::FileWatch>, root: bool) {
+        self.state.set_file_tracker(watch.tracker(root));
+        self.file_watch = Some(watch);
+        self.file_notes = root;
+    }
+
+    /// The session's file watch, when it watches files.
+    pub fn file_watch(&self) -> Option<&Arc<crate::watch::FileWatch>> {
+        self.file_watch.as_ref()
     }
 
     /// Gives this agent the session's hooks (see [`crate::hooks`]).
@@ -323,10 +344,14 @@ impl Agent {
     /// a fatal provider error. The history stays valid in every case: each
     /// tool call gets exactly one result.
     pub async fn run_turn(&mut self, input: String, cancel: &CancellationToken) -> TurnOutcome {
-        let input = match self.take_notices() {
+        let mut input = match self.take_notices() {
             Some(notices) => format!("{input}\n\n{notices}"),
             None => input,
         };
+        if let Some(note) = self.take_file_note(false).await {
+            input.push_str("\n\n");
+            input.push_str(&note);
+        }
         self.messages.push(Message::user(input));
         self.run_loop(cancel).await
     }
@@ -377,6 +402,34 @@ impl Agent {
     fn take_notices(&self) -> Option<String> {
         let notices = self.inbox.as_ref()?.drain();
         (!notices.is_empty()).then(|| render_notices(&notices))
+    }
+
+    /// The note on files changed outside the session since the model last
+    /// saw them (the root agent only), if any.
+    /// `just_looked`: the stamps were compared right before.
+    async fn take_file_note(&self, just_looked: bool) -> Option<String> {
+        match &self.file_watch {
+            Some(watch) if self.file_notes => watch.take_note(just_looked).await,
+            _ => None,
+        }
+    }
+
+    /// When `calls` may change files other than through the file tools
+    /// (whose writes are known byte for byte), the stretch during which
+    /// changes count as this session's own (see [`crate::watch`]).
+    async fn own_file_changes(
+        &self,
+        calls: &[herald_protocol::ToolCall],
+    ) -> Option<crate::watch::OwnChanges> {
+        let watch = self.file_watch.as_ref()?;
+        let may_change = calls.iter().any(|call| {
+            !self.registry.is_read_only(&call.name)
+                && !matches!(call.name.as_str(), "write_file" | "patch")
+        });
+        match may_change {
+            true => Some(watch.own_changes().await),
+            false => None,
+        }
     }
 
     /// What the user sent during the turn, rendered, if anything.
@@ -553,6 +606,7 @@ impl Agent {
             // The call being written when the cap was reached may be
             // incomplete: it is answered without running.
             let unfinished = if cut { calls.pop() } else { None };
+            let own_changes = self.own_file_changes(&calls).await;
             let mut results = run_tool_calls(
                 self.client.accepts_images(),
                 &self.registry,
@@ -567,6 +621,10 @@ impl Agent {
                 self.recorder.as_ref(),
             )
             .await;
+            let just_looked = own_changes.is_some();
+            if let Some(own_changes) = own_changes {
+                own_changes.end().await;
+            }
             if let Some(call) = &unfinished {
                 results.push(Message::tool_result(call, cut_call_result(timed_out), true));
             }
@@ -581,6 +639,12 @@ impl Agent {
                 // keeps every earlier byte of the conversation unchanged.
                 last.content.push_str("\n\n");
                 last.content.push_str(&notices);
+            }
+            if let Some(note) = self.take_file_note(just_looked).await
+                && let Some(last) = self.messages.last_mut()
+            {
+                last.content.push_str("\n\n");
+                last.content.push_str(&note);
             }
             if let Some(steered) = self.take_steering()
                 && let Some(last) = self.messages.last_mut()
@@ -697,6 +761,17 @@ impl Agent {
                 attempt,
                 delay_ms,
                 reason: reason.to_owned(),
+            }),
+            StreamUpdate::Throttled {
+                endpoint,
+                limit,
+                in_flight,
+                pause_ms,
+            } => events.emit(EventKind::ProviderThrottled {
+                endpoint: endpoint.to_owned(),
+                limit: u32::try_from(limit).unwrap_or(u32::MAX),
+                in_flight: u32::try_from(in_flight).unwrap_or(u32::MAX),
+                pause_ms,
             }),
             StreamUpdate::Fallback {
                 from_provider,

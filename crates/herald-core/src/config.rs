@@ -19,10 +19,10 @@ use std::time::Duration;
 use herald_llm::{ClientConfig, ProviderKind, RetryPolicy};
 use serde::{Deserialize, Serialize};
 
-pub use crate::config_sections::BrowserConfig;
 pub use crate::config_sections::{
-    CheckpointsConfig, CodeExecutionConfig, CompressionConfig, DelegationConfig, McpConfig,
-    MemoryConfig, PermissionsConfig, ServeConfig, SessionsConfig, WebConfig,
+    BrowserConfig, CheckpointsConfig, CodeExecutionConfig, CompressionConfig, DelegationConfig,
+    McpConfig, MemoryConfig, PermissionsConfig, ServeConfig, SessionsConfig, WatchConfig,
+    WebConfig,
 };
 pub use check::ConfigWarning;
 pub use fallback::{FallbackEntry, FallbackProvider};
@@ -187,6 +187,8 @@ pub struct Config {
     pub sessions: SessionsConfig,
     /// `[checkpoints]`.
     pub checkpoints: CheckpointsConfig,
+    /// `[watch]`.
+    pub watch: WatchConfig,
     /// `[code_execution]`.
     pub code_execution: CodeExecutionConfig,
     /// `[web]`.
@@ -353,6 +355,8 @@ pub struct Settings {
     pub sessions: SessionsConfig,
     /// `[checkpoints]`.
     pub checkpoints: CheckpointsConfig,
+    /// `[watch]`.
+    pub watch: WatchConfig,
     /// `[code_execution]`.
     pub code_execution: CodeExecutionConfig,
     /// `[web]`.
@@ -630,6 +634,7 @@ impl Settings {
             compression: config.compression.clone(),
             sessions: config.sessions.clone(),
             checkpoints: config.checkpoints.clone(),
+            watch: config.watch.clone(),
             code_execution: config.code_execution.clone(),
             web: config.web.clone(),
             web_search_key,
@@ -868,6 +873,10 @@ pub const DEFAULT_CONFIG: &str = r#"# herald configuration. Precedence: command-
 # headless = true              # launch without a window
 # timeout_seconds = 30         # 1-600, per navigation
 
+[watch]
+# enabled = true               # tell the model when a file it read or edited is changed outside
+#                              #   the session (a note at the end of the next tool result)
+
 [code_execution]
 # timeout = 300                # 1-86400 seconds
 # max_tool_calls = 50          # 1-10000
@@ -916,7 +925,8 @@ pub const DEFAULT_CONFIG: &str = r#"# herald configuration. Precedence: command-
 
 # Hooks: commands run on session events, with the event as JSON on stdin
 # (see README "Hooks"). Events: session_start user_prompt pre_tool post_tool
-# subagent_start subagent_stop pre_compact session_end notification. Exit code
+# subagent_start subagent_stop pre_compact session_end notification
+# file_changed. Exit code
 # 2 blocks (stderr is the reason); exit 0 may print a JSON decision. A
 # project's .herald/hooks.toml runs only after `herald hooks approve`.
 # [[hooks]]

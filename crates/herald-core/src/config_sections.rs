@@ -1,5 +1,5 @@
 //! The feature sections of `config.toml`: `[delegation]`, `[memory]`,
-//! `[compression]`, `[sessions]`, `[checkpoints]` and `[code_execution]`. Every field has a
+//! `[compression]`, `[sessions]`, `[checkpoints]`, `[watch]` and `[code_execution]`. Every field has a
 //! default, so a partial section (or none) is valid.
 
 use serde::{Deserialize, Serialize};
@@ -222,6 +222,21 @@ impl Default for BrowserConfig {
             headless: true,
             timeout_seconds: 30,
         }
+    }
+}
+
+/// `[watch]`: whether the model is told when a file it read or edited is
+/// changed outside the session (see [`crate::watch`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct WatchConfig {
+    /// Watch the files the session reads and edits; off, no watcher runs.
+    pub enabled: bool,
+}
+
+impl Default for WatchConfig {
+    fn default() -> Self {
+        Self { enabled: true }
     }
 }
 

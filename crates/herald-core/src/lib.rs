@@ -28,6 +28,7 @@ mod steer;
 pub mod time_bound;
 mod tool_runner;
 pub mod usage_meter;
+pub mod watch;
 pub mod web;
 
 pub use agent::{

@@ -4,6 +4,10 @@ use herald_protocol::ToolSpec;
 use tokio_util::sync::CancellationToken;
 
 use crate::retry::retry_after_ms;
+
+/// 429s a request may answer by waiting for a smaller share of the
+/// endpoint before they count as tries.
+const MAX_SLOWED_RETRIES: u32 = 20;
 use crate::sse::{BodyFormat, BodyReader, Sniff, SseReader, sniff};
 use crate::{
     AssistantReply, ChatRequest, EncodedTools, ErrorKind, LlmError, RetryPolicy, StreamUpdate,
@@ -112,6 +116,8 @@ pub struct LlmClient {
     keys: std::sync::Arc<crate::chain::KeyPool>,
     /// `[[fallback]]` endpoints, when configured (shared by clones).
     chain: Option<std::sync::Arc<crate::chain::Chain>>,
+    /// The endpoint's rate-limit governor (one per endpoint and process).
+    governor: std::sync::Arc<crate::governor::Governor>,
 }
 
 impl LlmClient {
@@ -156,6 +162,7 @@ impl LlmClient {
                 value: value.clone(),
             })
             .collect();
+        let governor = crate::governor::for_endpoint(&endpoint);
         Ok(Self {
             http,
             base: base.to_owned(),
@@ -163,6 +170,7 @@ impl LlmClient {
             endpoint,
             keys: std::sync::Arc::new(crate::chain::KeyPool::new(keys)),
             chain: None,
+            governor,
         })
     }
 
@@ -312,14 +320,44 @@ impl LlmClient {
         let mut attempt = 1;
         // Keys that answered 429 since the last backoff.
         let mut limited = 0;
+        // 429s answered by sending less (not counted as tries), bounded.
+        let mut slowed = 0;
         loop {
             shown.begin_attempt();
             let (key_index, key) = self.keys.current();
+            // A slot of the endpoint's governor: waiting costs nothing.
+            let Some(permit) = self.governor.acquire(cancel).await else {
+                return Err(LlmError::cancelled());
+            };
             let result = {
                 let mut forward = |update: StreamUpdate<'_>| shown.forward(update, on_update);
                 let key = key.map(|k| k.value.as_str());
                 self.attempt(body.clone(), key, &mut forward, cancel).await
             };
+            // Backing off is still possible: this 429 asks to send less,
+            // it does not use up a try.
+            let mut flow_control = false;
+            match &result {
+                Ok(_) => permit.succeeded(),
+                // Another key of the pool is tried at once: this limit was
+                // the key's, not the endpoint's.
+                Err(err) if err.kind == ErrorKind::RateLimited && limited + 1 < self.keys.len() => {
+                }
+                Err(err) if err.kind == ErrorKind::RateLimited => {
+                    flow_control = permit.can_back_off() && slowed < MAX_SLOWED_RETRIES;
+                    let wait = err.retry_after_ms.map(Duration::from_millis);
+                    if let Some(throttle) = permit.rate_limited(wait) {
+                        on_update(StreamUpdate::Throttled {
+                            endpoint: &self.endpoint,
+                            limit: throttle.limit,
+                            in_flight: throttle.in_flight,
+                            pause_ms: throttle.pause_ms,
+                        });
+                    }
+                }
+                Err(_) => {}
+            }
+            drop(permit);
             match result {
                 Ok(reply) => {
                     shown.settle(&reply.text, on_update);
@@ -355,7 +393,11 @@ impl LlmClient {
                         () = cancel.cancelled() => return Err(LlmError::cancelled()),
                         () = tokio::time::sleep(delay) => {}
                     }
-                    attempt += 1;
+                    if flow_control {
+                        slowed += 1;
+                    } else {
+                        attempt += 1;
+                    }
                     limited = 0;
                 }
                 Err(mut err) => {
@@ -917,6 +959,7 @@ mod tests {
             StreamUpdate::TextRestart => seen.push('|'),
             StreamUpdate::Retry { .. } => seen.push('R'),
             StreamUpdate::Fallback { .. } => seen.push('F'),
+            StreamUpdate::Throttled { .. } => seen.push('L'),
             StreamUpdate::ReasoningDelta(_) => seen.push('T'),
         };
         let mut shown = ShownText::default();

@@ -7,6 +7,7 @@ mod body;
 mod chain;
 mod client;
 mod error;
+pub mod governor;
 mod openai;
 mod pricing;
 mod probe;

@@ -112,6 +112,14 @@ pub enum StreamUpdate<'a> {
         delay_ms: u64,
         reason: &'a str,
     },
+    /// The endpoint answered 429 and its governor now allows fewer requests
+    /// in flight (for the whole process), pausing new ones for `pause_ms`.
+    Throttled {
+        endpoint: &'a str,
+        limit: usize,
+        in_flight: usize,
+        pause_ms: u64,
+    },
     /// The provider in use failed (after its retries) in a way another may
     /// not, and the request moves to the next `[[fallback]]` entry; or the
     /// cooldown is over and the primary is tried again.

@@ -232,6 +232,16 @@ pub enum EventKind {
         to: ProviderModel,
         reason: String,
     },
+    /// The endpoint answered 429: its governor now allows `limit` requests
+    /// in flight for the whole process (it had `in_flight`), and new ones
+    /// wait `pause_ms` (`Retry-After`). Successes raise the limit again.
+    #[serde(rename = "provider.throttled")]
+    ProviderThrottled {
+        endpoint: String,
+        limit: u32,
+        in_flight: u32,
+        pause_ms: u64,
+    },
     #[serde(rename = "compaction")]
     Compaction {
         tokens_before: u64,
@@ -479,10 +489,11 @@ mod tests {
             EventKind::MemoryFlush { .. } => 24,
             EventKind::HookRan { .. } => 25,
             EventKind::Error { .. } => 26,
+            EventKind::ProviderThrottled { .. } => 27,
         }
     }
 
-    const VARIANTS: usize = 27;
+    const VARIANTS: usize = 28;
 
     /// One event of each kind, optional fields set.
     fn every_event() -> Vec<EventKind> {
@@ -559,6 +570,12 @@ mod tests {
             EventKind::Compaction {
                 tokens_before: 100,
                 tokens_after: 10,
+            },
+            EventKind::ProviderThrottled {
+                endpoint: "https://api.example/v1/chat/completions".into(),
+                limit: 4,
+                in_flight: 9,
+                pause_ms: 1000,
             },
             EventKind::SessionRewound {
                 turn: 2,

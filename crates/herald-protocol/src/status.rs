@@ -197,6 +197,8 @@ pub enum HookEvent {
     /// Something needs the user's attention: an approval is needed, or a
     /// turn is done.
     Notification,
+    /// A file the session read or edited was changed outside it.
+    FileChanged,
 }
 
 words!(HookEvent {
@@ -209,6 +211,7 @@ words!(HookEvent {
     PreCompact => "pre_compact",
     SessionEnd => "session_end",
     Notification => "notification",
+    FileChanged => "file_changed",
 });
 
 /// What became of one hook command (`hook.ran`).

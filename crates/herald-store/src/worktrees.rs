@@ -114,7 +114,7 @@ mod tests {
     #[test]
     fn a_worktree_is_present_until_removed_and_reattaches() {
         let dir = tempfile::tempdir().unwrap();
-        let mut store = Store::open(&dir.path().join("state.db")).unwrap();
+        let mut store = Store::open(dir.path().join("state.db")).unwrap();
         store
             .record_worktree("agt_1", "/repo", "/wt/agt_1", "herald/agt_1", "abc")
             .unwrap();

@@ -2,7 +2,7 @@
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -48,6 +48,30 @@ struct Shared {
     /// What a test allows beyond the invariants (see
     /// [`ScriptedServer::allow_branches`]).
     allow: Mutex<invariants::Allow>,
+    /// A provider's concurrency limit (see
+    /// [`ScriptedServer::limit_concurrency`]).
+    concurrency: Mutex<Option<ConcurrencyLimit>>,
+    in_flight: AtomicUsize,
+    /// The most requests ever admitted at once.
+    peak_in_flight: AtomicUsize,
+    /// Requests refused with 429 by the concurrency limit.
+    throttled: AtomicUsize,
+}
+
+/// Requests admitted at once, and the `Retry-After` of the 429 the others get.
+#[derive(Debug, Clone, Copy)]
+struct ConcurrencyLimit {
+    max: usize,
+    retry_after_secs: Option<u64>,
+}
+
+/// A request counted in flight until dropped.
+struct Admitted<'a>(&'a Shared);
+
+impl Drop for Admitted<'_> {
+    fn drop(&mut self) {
+        self.0.in_flight.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 impl Shared {
@@ -126,6 +150,10 @@ impl ScriptedServer {
             serial: AtomicU64::new(0),
             skip_reason: Mutex::new(None),
             allow: Mutex::new(invariants::Allow::default()),
+            concurrency: Mutex::new(None),
+            in_flight: AtomicUsize::new(0),
+            peak_in_flight: AtomicUsize::new(0),
+            throttled: AtomicUsize::new(0),
         });
         let router = Router::new()
             .route("/v1/chat/completions", post(openai))
@@ -199,6 +227,27 @@ impl ScriptedServer {
     /// racing the others.
     pub fn inject_for_model(&self, model: &str, fault: Fault) {
         lock(&self.shared.model_faults).push((model.to_owned(), fault));
+    }
+
+    /// Behaves like a provider with a concurrency limit: while `max`
+    /// requests are being answered (until their headers are sent), more
+    /// get HTTP 429 with `Retry-After: retry_after_secs`, and are not
+    /// recorded. `None` lifts it.
+    pub fn limit_concurrency(&self, limit: Option<(usize, Option<u64>)>) {
+        *lock(&self.shared.concurrency) = limit.map(|(max, retry_after_secs)| ConcurrencyLimit {
+            max,
+            retry_after_secs,
+        });
+    }
+
+    /// The most requests admitted at once so far.
+    pub fn peak_in_flight(&self) -> usize {
+        self.shared.peak_in_flight.load(Ordering::SeqCst)
+    }
+
+    /// Requests refused with 429 by [`ScriptedServer::limit_concurrency`].
+    pub fn throttled_count(&self) -> usize {
+        self.shared.throttled.load(Ordering::SeqCst)
     }
 
     /// Sets the OpenAI stream quirks used for later replies.
@@ -377,6 +426,28 @@ fn plan(
 
 async fn handle(s: Arc<Shared>, api: Api, uri: Uri, headers: HeaderMap, raw: Bytes) -> Response {
     let received_at = Instant::now();
+    let now = s.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+    let _admitted = Admitted(&s);
+    let limit = *lock(&s.concurrency);
+    if let Some(limit) = limit.filter(|l| now > l.max) {
+        s.throttled.fetch_add(1, Ordering::SeqCst);
+        let mut resp = Response::new(Body::from(error_json(
+            api,
+            429,
+            "testkit: too many concurrent requests",
+        )));
+        *resp.status_mut() = StatusCode::TOO_MANY_REQUESTS;
+        resp.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        if let Some(secs) = limit.retry_after_secs {
+            resp.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+        }
+        return resp;
+    }
+    s.peak_in_flight.fetch_max(now, Ordering::SeqCst);
     let parsed = serde_json::from_slice::<Value>(&raw);
     let view = match &parsed {
         Ok(v) => RequestView::from_body(api, v),

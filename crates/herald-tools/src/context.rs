@@ -22,6 +22,10 @@ pub struct AgentState {
     /// Records the process groups this agent's tools start (see
     /// [`crate::ProcessJournal`]); set once by the session.
     journal: std::sync::OnceLock<Arc<dyn crate::ProcessJournal>>,
+    /// Told what the file tools read and write (see
+    /// [`crate::FileTracker`]); set once by the session when it watches
+    /// files.
+    tracker: std::sync::OnceLock<Arc<dyn crate::FileTracker>>,
 }
 
 /// Paths touched through the file tools.
@@ -40,6 +44,7 @@ impl AgentState {
             files: Mutex::default(),
             todos: TodoState::default(),
             journal: std::sync::OnceLock::new(),
+            tracker: std::sync::OnceLock::new(),
         })
     }
 
@@ -51,6 +56,17 @@ impl AgentState {
     /// Where started process groups are recorded, if anywhere.
     pub fn process_journal(&self) -> Option<Arc<dyn crate::ProcessJournal>> {
         self.journal.get().cloned()
+    }
+
+    /// Sets what is told of the file tools' reads and writes (first call
+    /// wins).
+    pub fn set_file_tracker(&self, tracker: Arc<dyn crate::FileTracker>) {
+        let _ = self.tracker.set(tracker);
+    }
+
+    /// What is told of the file tools' reads and writes, if anything.
+    pub fn file_tracker(&self) -> Option<Arc<dyn crate::FileTracker>> {
+        self.tracker.get().cloned()
     }
 
     /// Notes that `path` was read.

@@ -12,6 +12,7 @@ mod leftovers;
 mod observer;
 mod registry;
 mod tool;
+mod tracker;
 mod truncate;
 mod validate;
 
@@ -25,5 +26,6 @@ pub use leftovers::remove_dead_process_entries;
 pub use observer::{CallObserver, CallProgress, NestedCall};
 pub use registry::{ToolRegistry, UnknownToolset};
 pub use tool::{Tool, ToolError, ToolResult, TypedTool, typed};
+pub use tracker::FileTracker;
 pub use truncate::truncate_head_tail;
 pub use validate::validate_args;

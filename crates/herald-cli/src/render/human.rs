@@ -253,6 +253,16 @@ impl View {
                 "  retry {attempt} in {:.1} s: {reason}",
                 *delay_ms as f64 / 1000.0
             )),
+            EventKind::ProviderThrottled {
+                limit, pause_ms, ..
+            } => self.print(&format!(
+                "  rate limited: at most {limit} requests in flight now{}",
+                if *pause_ms > 0 {
+                    format!(", new ones wait {:.1} s", *pause_ms as f64 / 1000.0)
+                } else {
+                    String::new()
+                }
+            )),
             EventKind::ProviderFallback { from, to, reason } => self.print(&format!(
                 "  switching provider: {}/{} -> {}/{}: {}",
                 from.provider,

@@ -312,6 +312,13 @@ pub(crate) const WEB: &[Key] = &[
         "10",
     ),
 ];
+/// `[watch]`.
+pub(crate) const WATCH: &[Key] = &[key(
+    "enabled",
+    Kind::Bool,
+    "whether the model is told when a file it read or edited changes outside the session",
+    "true",
+)];
 
 /// `[sessions]`.
 pub(crate) const SESSIONS: &[Key] = &[key(
@@ -495,6 +502,7 @@ pub(crate) const TOP: &[Key] = &[
     key("compression", Kind::Section(COMPRESSION), "", ""),
     key("sessions", Kind::Section(SESSIONS), "", ""),
     key("checkpoints", Kind::Section(CHECKPOINTS), "", ""),
+    key("watch", Kind::Section(WATCH), "", ""),
     key("code_execution", Kind::Section(CODE_EXECUTION), "", ""),
     key("web", Kind::Section(WEB), "", ""),
     key("browser", Kind::Section(BROWSER), "", ""),
@@ -806,6 +814,7 @@ mod tests {
             CHECKPOINTS,
             &crate::config::CheckpointsConfig::default(),
         );
+        same("watch", WATCH, &crate::config::WatchConfig::default());
         same(
             "code_execution",
             CODE_EXECUTION,

@@ -108,6 +108,8 @@ pub struct EffectiveConfig {
     pub sessions: crate::config::SessionsConfig,
     /// `[checkpoints]`.
     pub checkpoints: crate::config::CheckpointsConfig,
+    /// `[watch]`.
+    pub watch: crate::config::WatchConfig,
     /// `[code_execution]`.
     pub code_execution: CodeExecutionConfig,
     /// `[web]`.
@@ -193,6 +195,7 @@ impl EffectiveConfig {
             compression: settings.compression.clone(),
             sessions: settings.sessions.clone(),
             checkpoints: settings.checkpoints.clone(),
+            watch: settings.watch.clone(),
             code_execution: settings.code_execution.clone(),
             web: settings.web.clone(),
             browser: settings.browser.clone(),

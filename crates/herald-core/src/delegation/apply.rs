@@ -65,6 +65,9 @@ pub fn apply_definitions(
         if let Some(note) = note {
             tracing::info!(agent = %def.name, "{note}");
         }
+        if task.isolation.is_none() {
+            task.isolation = def.isolation.clone();
+        }
         task.definition = Some(AppliedAgent {
             name: def.name.clone(),
             path: def.path.display().to_string(),
@@ -143,6 +146,7 @@ mod tests {
             deny_tools: None,
             agent: agent.map(str::to_owned),
             definition: None,
+            isolation: None,
         }
     }
 
@@ -165,6 +169,21 @@ mod tests {
         let mut tasks = vec![task(Some("reviewer"))];
         apply_definitions(&mut tasks, &defs, &parent, ProviderKind::OpenAi).unwrap();
         assert_eq!(tasks[0].definition.as_ref().unwrap().model, None);
+    }
+
+    #[test]
+    fn a_definitions_isolation_applies_unless_the_task_sets_its_own() {
+        use crate::delegation::worktree::WorktreeBase;
+        let (_home, defs) =
+            load_defs("---\nname: reviewer\ndescription: d\nisolation: worktree\n---\nx\n");
+        let parent = herald_tools::builtin::default_registry(1000);
+        let mut own = task(Some("reviewer"));
+        own.isolation = Some(WorktreeBase::Ref("v2".into()));
+        let mut tasks = vec![task(Some("reviewer")), own, task(None)];
+        apply_definitions(&mut tasks, &defs, &parent, ProviderKind::OpenAi).unwrap();
+        assert_eq!(tasks[0].isolation, Some(WorktreeBase::Head));
+        assert_eq!(tasks[1].isolation, Some(WorktreeBase::Ref("v2".into())));
+        assert_eq!(tasks[2].isolation, None);
     }
 
     #[test]

@@ -38,6 +38,8 @@ pub struct TaskArg {
     pub deny_tools: Option<Vec<String>>,
     /// An agent definition's name.
     pub agent: Option<String>,
+    /// `worktree`, `worktree:fresh` or `worktree:<ref>`.
+    pub isolation: Option<String>,
 }
 
 /// A compact schema for `tasks`: every byte of it is sent on each request.
@@ -87,6 +89,8 @@ pub struct DelegateArgs {
     pub budget_tokens: Option<u64>,
     /// An agent definition's name.
     pub agent: Option<String>,
+    /// worktree: own git branch and checkout.
+    pub isolation: Option<String>,
 }
 
 /// A child task after normalisation: batch fields fall back to the call's.
@@ -105,6 +109,9 @@ pub struct ChildTask {
     /// That definition, once applied (see `apply_definitions`).
     #[serde(default)]
     pub definition: Option<super::apply::AppliedAgent>,
+    /// Run in a new git worktree from this base (`isolation`).
+    #[serde(default)]
+    pub isolation: Option<super::worktree::WorktreeBase>,
 }
 
 /// Turns the arguments into tasks, or the error the model should read.
@@ -162,6 +169,11 @@ pub fn child_tasks(args: &DelegateArgs, max_children: usize) -> Result<Vec<Child
                 .goal
                 .filter(|g| !g.trim().is_empty())
                 .ok_or_else(|| format!("task {index} has no goal; every task needs a goal"))?;
+            let isolation = match task.isolation.as_deref().or(args.isolation.as_deref()) {
+                Some(text) => super::worktree::WorktreeBase::parse(text)
+                    .map_err(|err| format!("task {index}: {err}; no child was started"))?,
+                None => None,
+            };
             Ok(ChildTask {
                 index,
                 goal,
@@ -172,6 +184,7 @@ pub fn child_tasks(args: &DelegateArgs, max_children: usize) -> Result<Vec<Child
                 deny_tools: task.deny_tools.or_else(|| args.deny_tools.clone()),
                 agent: task.agent.or_else(|| args.agent.clone()),
                 definition: None,
+                isolation,
             })
         })
         .collect()

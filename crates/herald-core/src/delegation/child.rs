@@ -119,6 +119,7 @@ impl Delegation {
                 cost_usd: Some(0.0),
                 tool_trace: Vec::new(),
                 error: Some(message),
+                worktree: None,
             },
         };
         result.duration_seconds = round_ms(started.elapsed());
@@ -180,7 +181,22 @@ impl Delegation {
         depth: u32,
         cancel: &CancellationToken,
     ) -> Result<ChildResult, String> {
-        let cwd = self.settings.cwd.clone();
+        let worktree = match &spawn.task.isolation {
+            Some(base) => Some(
+                super::worktree::open(
+                    &self.settings.home,
+                    &self.settings.cwd,
+                    &spawn.agent_id,
+                    base,
+                    self.store.as_ref(),
+                )
+                .await?,
+            ),
+            None => None,
+        };
+        let cwd = worktree
+            .as_ref()
+            .map_or_else(|| self.settings.cwd.clone(), |w| w.cwd.clone());
         let max_depth = self.settings.delegation.spawn_depth();
         let mut registry = spawn.registry.clone();
         let mut ancestor_sessions = spawn.parent.ancestor_sessions.clone();
@@ -216,7 +232,13 @@ impl Delegation {
                 self.stored_prompt(&spawn.session_id).await?,
                 history.clone(),
             ),
-            None => (child_system_prompt(&spawn.task, &cwd, facts), Vec::new()),
+            None => {
+                let mut prompt = child_system_prompt(&spawn.task, &cwd, facts);
+                if let Some(w) = &worktree {
+                    prompt.push_str(&super::prompt::worktree_note(&w.branch, &w.repo));
+                }
+                (prompt, Vec::new())
+            }
         };
         let recorder = match &self.store {
             Some(store) => {
@@ -272,13 +294,30 @@ impl Delegation {
         {
             agent.set_summary_client(client);
         }
-        if let Some(gate) = self.gate_for(agent.events()) {
+        let gate = match &worktree {
+            Some(w) => self.gate_for_worktree(
+                agent.events(),
+                crate::permissions::Isolation {
+                    worktree: w.path.clone(),
+                    parent_checkout: w.repo.clone(),
+                    git_dir: w.git_dir.clone(),
+                },
+            ),
+            None => self.gate_for(agent.events()),
+        };
+        if let Some(gate) = gate {
             agent.set_gate(gate);
+        }
+        if let Some(w) = &worktree {
+            w.lock().await;
         }
         for interceptor in self.interceptors() {
             agent.add_interceptor(Arc::clone(interceptor));
         }
         agent.set_hooks(self.hooks().cloned());
+        if let Some(watch) = self.file_watch() {
+            agent.set_file_watch(Arc::clone(watch), false);
+        }
         if let Some(store) = &self.store {
             agent
                 .state()
@@ -313,6 +352,13 @@ impl Delegation {
             }
         };
         let (outcome, timed_out) = outcome;
+        let worktree = match &worktree {
+            Some(w) => {
+                w.unlock().await;
+                Some(w.report().await)
+            }
+            None => None,
+        };
         let api_calls = live.progress.api_calls();
         let usage = agent.usage();
         let (status, exit_reason, error) = if timed_out {
@@ -402,6 +448,7 @@ impl Delegation {
             cost_usd: herald_protocol::add_cost(agent.cost_usd(), spawn.prior.cost_usd),
             tool_trace: tool_trace(agent.messages()),
             error,
+            worktree,
         })
     }
 
@@ -482,6 +529,12 @@ impl Delegation {
                         .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(message.clone());
                 }
                 EventKind::AssistantMessage { .. } => progress.touch(),
+                // The tree's front end shows the provider pushing back; a
+                // child slowed down by it is busy, not idle.
+                EventKind::ProviderThrottled { .. } => {
+                    progress.touch();
+                    out.emit(event.kind.clone());
+                }
                 // A human must see (and answer) what a subagent asks.
                 EventKind::ApprovalRequested { .. }
                 | EventKind::ApprovalResolved { .. }
@@ -620,6 +673,7 @@ pub(crate) fn result_from_record(record: &AgentRecord) -> ChildResult {
         cost_usd: record.cost_usd,
         tool_trace: Vec::new(),
         error: record.error.clone(),
+        worktree: None,
     }
 }
 

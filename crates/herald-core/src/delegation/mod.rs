@@ -16,6 +16,7 @@ mod result;
 mod runtime;
 mod scope;
 mod tools;
+pub mod worktree;
 
 #[cfg(test)]
 mod tests;

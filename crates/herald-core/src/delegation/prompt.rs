@@ -63,6 +63,14 @@ The agent that delegated it sees only your final answer, not your steps.\n\n",
     prompt
 }
 
+/// What a child isolated in a worktree is told about it.
+pub fn worktree_note(branch: &str, parent_checkout: &Path) -> String {
+    format!(
+        "\n# Worktree\nThe working directory is your own git worktree on branch `{branch}`. Commit your finished work there with git (the delegating agent merges the branch); uncommitted changes are reported as left over. The parent's checkout {} is not writable for you.\n",
+        parent_checkout.display()
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -79,6 +87,7 @@ mod tests {
             deny_tools: None,
             agent: None,
             definition: None,
+            isolation: None,
         };
         let facts = DepthFacts {
             depth: 1,
@@ -119,6 +128,7 @@ mod tests {
             deny_tools: None,
             agent: Some("reviewer".into()),
             definition: None,
+            isolation: None,
         };
         let facts = DepthFacts {
             depth: 1,

@@ -34,6 +34,10 @@ pub struct ChildResult {
     pub tool_trace: Vec<ToolTraceEntry>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// For a child isolated in a worktree: its branch, commits, diff stat
+    /// and whether uncommitted changes are left.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worktree: Option<super::worktree::WorktreeReport>,
 }
 
 /// The trace of every tool call in `messages`, in call order; a call whose

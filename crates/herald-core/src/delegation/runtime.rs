@@ -127,6 +127,8 @@ pub struct Delegation {
     definitions_listing: std::sync::OnceLock<String>,
     /// Clients for the models agent definitions name, by model.
     model_clients: Mutex<HashMap<String, Arc<LlmClient>>>,
+    /// The session's file watch: children's writes are herald's own.
+    file_watch: std::sync::OnceLock<Arc<crate::watch::FileWatch>>,
 }
 
 impl std::fmt::Debug for Delegation {
@@ -159,6 +161,7 @@ impl Delegation {
             definitions: std::sync::OnceLock::new(),
             definitions_listing: std::sync::OnceLock::new(),
             model_clients: Mutex::default(),
+            file_watch: std::sync::OnceLock::new(),
         }))
     }
 
@@ -185,6 +188,16 @@ impl Delegation {
     /// The session's hooks, if it has any.
     pub(crate) fn hooks(&self) -> Option<&Arc<crate::hooks::Hooks>> {
         self.hooks.get()
+    }
+
+    /// Sets the session's file watch (once, when the session opens).
+    pub(crate) fn set_file_watch(&self, watch: Arc<crate::watch::FileWatch>) {
+        let _ = self.file_watch.set(watch);
+    }
+
+    /// The session's file watch, when it watches files.
+    pub(crate) fn file_watch(&self) -> Option<&Arc<crate::watch::FileWatch>> {
+        self.file_watch.get()
     }
 
     /// Sets the session's agent definitions (once, when it opens, before
@@ -239,6 +252,18 @@ impl Delegation {
         events: &EventSink,
     ) -> Option<Arc<dyn herald_tools::PermissionGate>> {
         self.permissions.get().map(|p| p.gate_for(events.clone()))
+    }
+
+    /// The gate of an agent isolated in a worktree (see
+    /// [`crate::permissions::Isolation`]).
+    pub(crate) fn gate_for_worktree(
+        &self,
+        events: &EventSink,
+        isolation: crate::permissions::Isolation,
+    ) -> Option<Arc<dyn herald_tools::PermissionGate>> {
+        self.permissions
+            .get()
+            .map(|p| p.gate_for_worktree(events.clone(), isolation))
     }
 
     /// `awaiting_approval` while agent `id` waits for a human, else `running`.

@@ -116,6 +116,7 @@ mod tests {
             deny_tools: None,
             agent: None,
             definition: None,
+            isolation: None,
         }
     }
 

@@ -50,8 +50,7 @@ impl TypedTool for DelegateTask {
     const NAME: &'static str = "delegate_task";
     const TOOLSET: &'static str = TOOLSET;
     const DESCRIPTION: &'static str = "Hand work to subagents that see nothing of yours: put every needed fact in \
-goal/context; only each one's final summary returns. For independent pieces (research, separate files), not one quick \
-step. background=true returns agent_ids at once; results arrive later or via agent_wait.";
+goal/context; only each one's final summary returns. For independent pieces, not one quick step. background=true returns agent_ids at once; results arrive later or via agent_wait.";
     const READ_ONLY: bool = false;
 
     async fn run(&self, args: DelegateArgs, ctx: &ToolContext) -> Result<String, ToolError> {

@@ -21,6 +21,7 @@ pub fn matcher_subject(event: HookEvent) -> Option<&'static str> {
     match event {
         HookEvent::PreTool | HookEvent::PostTool => Some("the tool name"),
         HookEvent::Notification => Some("the notification kind (approval_needed, turn_done)"),
+        HookEvent::FileChanged => Some("the file's path under the working directory"),
         _ => None,
     }
 }
@@ -159,7 +160,7 @@ fn check_entry(entry: &HookEntry, origin: HookOrigin) -> Result<HookSpec, (&'sta
                 return Err((
                     "matcher",
                     format!(
-                        "`{}` hooks take no matcher (only pre_tool, post_tool and notification do); remove it",
+                        "`{}` hooks take no matcher (only pre_tool, post_tool, notification and file_changed do); remove it",
                         event.as_str()
                     ),
                 ));

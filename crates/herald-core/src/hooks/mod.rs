@@ -1,7 +1,7 @@
 //! Hooks: shell commands the user (or an approved project) attaches to the
 //! events of a session — `session_start`, `user_prompt`, `pre_tool`,
 //! `post_tool`, `subagent_start`, `subagent_stop`, `pre_compact`,
-//! `session_end` and `notification`. Each command gets the event as JSON on
+//! `session_end`, `notification` and `file_changed`. Each command gets the event as JSON on
 //! stdin and may block, change a call's arguments or result, or add context
 //! at the end of the conversation (see [`decision`] for the rules). The
 //! hooks of one event run in parallel; every run is a `hook.ran` event, and
@@ -63,7 +63,7 @@ pub struct SubagentFacts<'a> {
 pub struct Hooks {
     /// Per event (indexed by [`HookEvent::index`]), in config order: the
     /// user's first, then an approved project's.
-    by_event: [Vec<HookSpec>; 9],
+    by_event: [Vec<HookSpec>; 10],
     env: Arc<EnvFilter>,
     /// The root agent's sink: `hook.ran` and warnings go to the stream the
     /// user watches, stamped with the agent they are about.
@@ -99,7 +99,7 @@ impl Hooks {
             .map(|p| p.hooks.as_slice())
             .unwrap_or_default();
         let all = settings.hooks.iter().chain(project);
-        let mut by_event: [Vec<HookSpec>; 9] = Default::default();
+        let mut by_event: [Vec<HookSpec>; 10] = Default::default();
         for spec in all {
             by_event[spec.event as usize].push(spec.clone());
         }
@@ -359,6 +359,33 @@ impl Hooks {
                 )
                 .await;
         }
+    }
+
+    /// `file_changed`: a file the session read or edited was changed
+    /// outside it (`matcher` matches the path under the working directory).
+    pub async fn file_changed(&self, change: &crate::watch::FileChange) {
+        if !self.has(HookEvent::FileChanged) {
+            return;
+        }
+        let mut fields = Map::from_iter([
+            ("path".to_owned(), Value::from(change.path.as_str())),
+            (
+                "absolute_path".to_owned(),
+                Value::from(change.absolute.display().to_string()),
+            ),
+            ("change".to_owned(), Value::from(change.kind.as_str())),
+        ]);
+        if let crate::watch::ChangeKind::Edited { added, removed } = change.kind {
+            fields.insert("added".to_owned(), Value::from(added));
+            fields.insert("removed".to_owned(), Value::from(removed));
+        }
+        self.fire(
+            HookEvent::FileChanged,
+            self.root_site(),
+            Some(&change.path),
+            fields,
+        )
+        .await;
     }
 
     /// `session_end`: the session ends (`reason`: `exit`, or how a one-shot

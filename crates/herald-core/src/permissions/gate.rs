@@ -150,6 +150,23 @@ impl Permissions {
         Arc::new(AgentGate {
             permissions: Arc::clone(self),
             events,
+            isolation: None,
+        })
+    }
+
+    /// The gate of an agent working in its own git worktree: its confined
+    /// commands write there (and to the repository's git directory, where
+    /// commits go) instead of the session's workspace, and file tools may
+    /// not write into the parent's checkout.
+    pub(crate) fn gate_for_worktree(
+        self: &Arc<Self>,
+        events: EventSink,
+        isolation: Isolation,
+    ) -> Arc<dyn PermissionGate> {
+        Arc::new(AgentGate {
+            permissions: Arc::clone(self),
+            events,
+            isolation: Some(isolation),
         })
     }
 
@@ -208,10 +225,77 @@ impl Permissions {
     }
 }
 
+/// Where an agent isolated in a worktree works, and what it may not touch.
+#[derive(Debug, Clone)]
+pub(crate) struct Isolation {
+    /// Its worktree: the workspace of its confined commands.
+    pub worktree: PathBuf,
+    /// The parent's checkout, closed to its file tools.
+    pub parent_checkout: PathBuf,
+    /// The repository's git directory (commits write there).
+    pub git_dir: PathBuf,
+}
+
+impl Isolation {
+    /// The first path a `write_file`/`patch` call names inside the
+    /// parent's checkout (outside the worktree and the git directory).
+    fn forbidden_write(&self, args: &serde_json::Value, cwd: &std::path::Path) -> Option<PathBuf> {
+        let mut raw: Vec<&str> = Vec::new();
+        if let Some(p) = args.get("path").and_then(|p| p.as_str()) {
+            raw.push(p);
+        }
+        if let Some(list) = args.get("paths").and_then(|p| p.as_array()) {
+            raw.extend(list.iter().filter_map(|p| p.as_str()));
+        }
+        raw.into_iter().map(|p| normalize(&cwd.join(p))).find(|p| {
+            p.starts_with(&self.parent_checkout)
+                && !p.starts_with(&self.worktree)
+                && !p.starts_with(&self.git_dir)
+        })
+    }
+}
+
+/// `path` with `.` and `..` resolved lexically, and through symlinks as far
+/// as it exists (a link in the worktree pointing into the parent's
+/// checkout is judged by its target).
+fn normalize(path: &std::path::Path) -> PathBuf {
+    use std::path::Component;
+    let mut out = PathBuf::new();
+    for part in path.components() {
+        match part {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other.as_os_str()),
+        }
+    }
+    let mut existing = out.as_path();
+    let mut rest = Vec::new();
+    while !existing.exists() {
+        match (existing.parent(), existing.file_name()) {
+            (Some(parent), Some(name)) => {
+                rest.push(name.to_owned());
+                existing = parent;
+            }
+            _ => return out,
+        }
+    }
+    match existing.canonicalize() {
+        Ok(mut real) => {
+            real.extend(rest.iter().rev());
+            real
+        }
+        Err(_) => out,
+    }
+}
+
 /// The gate of one agent: the session's permissions plus who is asking.
 struct AgentGate {
     permissions: Arc<Permissions>,
     events: EventSink,
+    /// Set for an agent working in its own worktree.
+    isolation: Option<Isolation>,
 }
 
 impl PermissionGate for AgentGate {
@@ -249,7 +333,32 @@ impl AgentGate {
             cwd: &cwd,
             read_only: tool.read_only(),
         };
+        if let Some(isolation) = &self.isolation
+            && matches!(name, "write_file" | "patch")
+            && let Some(path) = isolation.forbidden_write(args, &cwd)
+        {
+            let reason = format!(
+                "{} is in the parent's checkout {}; this agent works in its own worktree {} and writes only there",
+                path.display(),
+                isolation.parent_checkout.display(),
+                isolation.worktree.display()
+            );
+            self.record(
+                name,
+                args,
+                Ruling::Deny,
+                Some("worktree"),
+                &reason,
+                DecidedBy::Policy,
+            )
+            .await;
+            return GateOutcome::Refuse(format!("refused: {reason}"));
+        }
         let (verdict, approved) = p.judge(&call);
+        let workspace = self
+            .isolation
+            .as_ref()
+            .map_or(p.workspace.as_path(), |i| i.worktree.as_path());
         let (decision, by, outcome) = match (verdict.decision, p.mode) {
             (Decision::Allow, _) => (
                 Ruling::Allow,
@@ -260,7 +369,10 @@ impl AgentGate {
                 },
                 GateOutcome::Run {
                     sandbox: verdict.confine.then(|| {
-                        let mut sandbox = tool_sandbox(&p.sandbox, &p.workspace);
+                        let mut sandbox = tool_sandbox(&p.sandbox, workspace);
+                        if let Some(isolation) = &self.isolation {
+                            sandbox.writable_roots.push(isolation.git_dir.clone());
+                        }
                         // An allow rule granting the network.
                         sandbox.network |= verdict.network;
                         Arc::new(sandbox)

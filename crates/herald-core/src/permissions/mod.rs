@@ -16,7 +16,7 @@ pub use approvals::{ApprovalAnswer, PendingApproval};
 pub use elicitations::PendingElicitation;
 pub use setup::{PermissionSetup, load_permission_setup, tool_sandbox};
 
-pub(crate) use gate::Permissions;
+pub(crate) use gate::{Isolation, Permissions};
 
 /// What happens to a call the policy says to ask about, and to an MCP
 /// server's request for user input (elicitation) during a call.

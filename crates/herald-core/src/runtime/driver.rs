@@ -168,9 +168,16 @@ async fn rewind(
     )
     .await
     .map_err(|err| err.to_string())?;
-    let outcome = crate::checkpoints::apply_rewind(&shared.store, plan)
-        .await
-        .map_err(|err| err.to_string())?;
+    // Restoring files is the session's own change, not an outside one.
+    let own_changes = match agent.file_watch() {
+        Some(watch) => Some(watch.own_changes().await),
+        None => None,
+    };
+    let outcome = crate::checkpoints::apply_rewind(&shared.store, plan).await;
+    if let Some(own_changes) = own_changes {
+        own_changes.end().await;
+    }
+    let outcome = outcome.map_err(|err| err.to_string())?;
     if let Some(history) = &outcome.history {
         agent.replace_history(history.clone());
         checkpoints.rewound_to(turn);
@@ -275,6 +282,9 @@ async fn run_turn(
         duration_ms = result.duration_ms,
         "turn finished"
     );
+    if one_shot {
+        finish_file_hooks(agent, shared).await;
+    }
     if let Some(hooks) = agent.hooks() {
         let status = match result.status {
             RunStatus::Completed => "completed",
@@ -380,6 +390,7 @@ async fn end_session(
     }
     finish_deferred(shared, flush).await;
     let suspended = shared.delegation.suspend(SETTLE_LIMIT).await;
+    finish_file_hooks(agent, shared).await;
     if let Some(hooks) = agent.hooks() {
         hooks.session_end(reason).await;
     }
@@ -397,6 +408,24 @@ async fn end_session(
     agent.state().processes.kill_all();
     lease.release().await;
     suspended
+}
+
+/// Lets the `file_changed` hooks already started finish (at most
+/// [`SETTLE_LIMIT`]) before the session ends; no new ones start.
+async fn finish_file_hooks(agent: &Agent, shared: &Shared) {
+    if let Some(watch) = agent.file_watch() {
+        watch.close_listener();
+    }
+    let task = shared
+        .file_hooks
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .take();
+    if let Some(task) = task
+        && tokio::time::timeout(SETTLE_LIMIT, task).await.is_err()
+    {
+        tracing::warn!(session_id = %shared.session_id, "file_changed hooks still ran when the session ended");
+    }
 }
 
 /// Marks the session in the store as owing its end-of-session memory

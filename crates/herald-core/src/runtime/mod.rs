@@ -296,6 +296,9 @@ struct Shared {
     /// The owed memory flushes of other sessions this session started (the
     /// process's first), waited for when it ends (see `deferred_flush.rs`).
     deferred: Mutex<Option<deferred_flush::DeferredFlushes>>,
+    /// The task running the `file_changed` hooks, waited for (briefly)
+    /// when the session ends.
+    file_hooks: Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
 
 /// A handle on an open session; clones share it. Dropping every handle

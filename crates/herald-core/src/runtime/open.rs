@@ -256,6 +256,20 @@ pub async fn open_session(mut options: SessionOptions) -> Result<Session, Runtim
     }
     delegation.set_interceptors(interceptors);
     agent.set_hooks(hooks.clone());
+    let mut file_hooks = None;
+    if settings.watch.enabled {
+        let watch = crate::watch::FileWatch::start(&settings.cwd);
+        if let Some(hooks) = hooks
+            .as_ref()
+            .filter(|hooks| hooks.has(crate::hooks::HookEvent::FileChanged))
+        {
+            let (listener, task) = file_changed_hooks(Arc::clone(hooks));
+            watch.set_listener(listener);
+            file_hooks = Some(task);
+        }
+        delegation.set_file_watch(Arc::clone(&watch));
+        agent.set_file_watch(watch, true);
+    }
     agent
         .state()
         .set_process_journal(Arc::new(StoreProcessJournal::new(
@@ -331,6 +345,7 @@ pub async fn open_session(mut options: SessionOptions) -> Result<Session, Runtim
         flush_timeout: std::time::Duration::from_secs(settings.memory.flush_timeout_seconds.max(1)),
         title_client: Mutex::new(title_client),
         deferred: Mutex::new(deferred),
+        file_hooks: Mutex::new(file_hooks),
     });
     tokio::spawn(super::driver::drive(
         agent,
@@ -340,6 +355,24 @@ pub async fn open_session(mut options: SessionOptions) -> Result<Session, Runtim
         checkpoints,
     ));
     Ok(Session { shared, queue })
+}
+
+/// Runs the `file_changed` hooks for each outside change sent to the
+/// returned sender, one after the other, until the sender is gone; and the
+/// task doing it.
+fn file_changed_hooks(
+    hooks: Arc<crate::hooks::Hooks>,
+) -> (
+    mpsc::UnboundedSender<crate::watch::FileChange>,
+    tokio::task::JoinHandle<()>,
+) {
+    let (changes, mut received) = mpsc::unbounded_channel::<crate::watch::FileChange>();
+    let task = tokio::spawn(async move {
+        while let Some(change) = received.recv().await {
+            hooks.file_changed(&change).await;
+        }
+    });
+    (changes, task)
 }
 
 /// For a fork at a turn, the source's conversation before that turn; and

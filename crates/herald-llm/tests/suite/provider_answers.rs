@@ -103,7 +103,9 @@ async fn ask_with(client: LlmClient, prompt: &str) -> (Result<AssistantReply, Ll
         StreamUpdate::TextDelta(text) => seen.deltas.push(Some(text.to_owned())),
         StreamUpdate::TextRestart => seen.deltas.push(None),
         StreamUpdate::Retry { reason, .. } => seen.retries.push(reason.to_owned()),
-        StreamUpdate::Fallback { .. } | StreamUpdate::ReasoningDelta(_) => {}
+        StreamUpdate::Fallback { .. }
+        | StreamUpdate::Throttled { .. }
+        | StreamUpdate::ReasoningDelta(_) => {}
     };
     let result = client
         .complete(

@@ -74,8 +74,9 @@ diff. Max 32 MiB.";
         }
         let path = ctx.state.resolve(&args.path);
         ctx.state.note_written(&path);
+        let tracker = ctx.state.file_tracker();
         run_blocking(ctx, Self::NAME, FILE_TOOL_TIMEOUT, move |stop| {
-            patch_file(&path, &args, stop)
+            patch_file(&path, &args, stop, tracker.as_deref())
         })
         .await
     }
@@ -116,7 +117,13 @@ fn read_for_patch(path: &Path, shown: &str) -> Result<String, ToolError> {
     })
 }
 
-fn patch_file(path: &Path, args: &PatchArgs, stop: &Stop) -> Result<String, ToolError> {
+/// Patches `path` as `args` say; the write is told to `tracker`.
+fn patch_file(
+    path: &Path,
+    args: &PatchArgs,
+    stop: &Stop,
+    tracker: Option<&dyn crate::FileTracker>,
+) -> Result<String, ToolError> {
     let shown = &args.path;
     let content = read_for_patch(path, shown)?;
     let stopped = |_| ToolError::new("patch was stopped");
@@ -162,8 +169,14 @@ fn patch_file(path: &Path, args: &PatchArgs, stop: &Stop) -> Result<String, Tool
     }
     updated.push_str(&content[at..]);
     stop.check().map_err(stopped)?;
-    atomic_write(path, updated.as_bytes())
-        .map_err(|e| ToolError::new(format!("could not write {shown}: {e}")))?;
+    if let Some(tracker) = tracker {
+        tracker.writing(path, updated.as_bytes());
+    }
+    let written = atomic_write(path, updated.as_bytes());
+    if let Some(tracker) = tracker {
+        tracker.written(path, written.is_ok());
+    }
+    written.map_err(|e| ToolError::new(format!("could not write {shown}: {e}")))?;
 
     let diff = unified_diff(shown, &content, &updated, &found.ranges, new_string.len());
     let count = found.ranges.len();

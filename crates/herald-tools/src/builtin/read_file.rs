@@ -55,8 +55,9 @@ and the offset to continue from; lines are cut at 2000 chars.";
         let offset = args.offset.unwrap_or(1).max(1);
         let limit = args.limit.unwrap_or(DEFAULT_LIMIT).max(1);
         ctx.state.note_read(&path);
+        let tracker = ctx.state.file_tracker();
         run_blocking(ctx, Self::NAME, FILE_TOOL_TIMEOUT, move |stop| {
-            read_lines(&path, &args.path, offset, limit, stop)
+            read_lines(&path, &args.path, offset, limit, stop, tracker.as_deref())
         })
         .await
     }
@@ -78,12 +79,14 @@ fn refuse_binary(head: &[u8], shown: &str) -> Result<(), ToolError> {
 /// Files up to [`WHOLE_FILE_BYTES`] are read in one go and split in place;
 /// larger ones stream through a fixed buffer, holding at most
 /// [`MAX_LINE_BYTES`] of each line, so memory stays bounded whatever the file.
+/// A text file read is told to `tracker` (with its bytes when read whole).
 fn read_lines(
     path: &Path,
     shown: &str,
     offset: u64,
     limit: u64,
     stop: &Stop,
+    tracker: Option<&dyn crate::FileTracker>,
 ) -> Result<String, ToolError> {
     let (file, meta) = open_regular(path, shown)?;
     // One more byte than a whole read wants: getting it means the file grew
@@ -102,8 +105,16 @@ fn read_lines(
         .read_to_end(&mut head)
         .map_err(|e| read_error(shown, &e))?;
     refuse_binary(&head, shown)?;
+    let whole = (head.len() as u64) < want;
+    if let Some(tracker) = tracker {
+        if whole {
+            tracker.read(path, Some(&head), Some(&meta));
+        } else {
+            tracker.read(path, None, None);
+        }
+    }
     let last_wanted = offset.saturating_add(limit - 1);
-    let (out, total) = if (head.len() as u64) < want {
+    let (out, total) = if whole {
         stop.check().map_err(|e| read_error(shown, &e))?;
         number_lines_in(&head, offset, last_wanted)
     } else {

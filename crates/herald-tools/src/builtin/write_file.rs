@@ -35,6 +35,7 @@ impl TypedTool for WriteFile {
         ctx.state.note_written(&path);
         let shown = args.path;
         let content = args.content;
+        let tracker = ctx.state.file_tracker();
         run_blocking(ctx, Self::NAME, FILE_TOOL_TIMEOUT, move |_| {
             // `stat` never blocks, and the write never opens the target (it
             // renames a new file over it), so a special file swapped in after
@@ -49,8 +50,14 @@ impl TypedTool for WriteFile {
                 Ok(_) => true,
                 Err(_) => false,
             };
-            atomic_write(&path, content.as_bytes())
-                .map_err(|e| ToolError::new(format!("could not write {shown}: {e}")))?;
+            if let Some(tracker) = &tracker {
+                tracker.writing(&path, content.as_bytes());
+            }
+            let written = atomic_write(&path, content.as_bytes());
+            if let Some(tracker) = &tracker {
+                tracker.written(&path, written.is_ok());
+            }
+            written.map_err(|e| ToolError::new(format!("could not write {shown}: {e}")))?;
             Ok(format!(
                 "{} {shown}: {} bytes, {} lines",
                 if existed { "Overwrote" } else { "Created" },

@@ -63,6 +63,8 @@ pub struct AgentDef {
     /// `None` = the children's usual model; else an alias or a model id.
     pub model: Option<String>,
     pub max_iterations: Option<u32>,
+    /// Children of this definition work in their own git worktree.
+    pub isolation: Option<crate::delegation::worktree::WorktreeBase>,
     /// The child's instructions (the file's body).
     pub instructions: String,
     pub path: PathBuf,
@@ -229,6 +231,7 @@ fn load(path: &Path, source: DefSource) -> Result<AgentDef, String> {
         tools: parsed.tools,
         model: parsed.model,
         max_iterations: parsed.max_iterations,
+        isolation: parsed.isolation,
         instructions: parsed.instructions,
         path: path.to_path_buf(),
         source,

@@ -31,6 +31,8 @@ struct Front {
     model: Option<String>,
     #[serde(default)]
     max_iterations: Option<u32>,
+    #[serde(default)]
+    isolation: Option<String>,
 }
 
 /// A definition as its file says it, before it is applied to a call.
@@ -46,6 +48,9 @@ pub struct ParsedDef {
     /// such as `sonnet` or a full model id).
     pub model: Option<String>,
     pub max_iterations: Option<u32>,
+    /// `isolation: worktree` (or `worktree:fresh`, `worktree:<ref>`):
+    /// its children work in their own git worktree.
+    pub isolation: Option<crate::delegation::worktree::WorktreeBase>,
     /// The markdown after the front matter, trimmed: the child's instructions.
     pub instructions: String,
     /// What herald changed or left out (tools it has no equivalent of, an
@@ -127,12 +132,17 @@ pub fn parse(text: &str, stem: &str) -> Result<ParsedDef, String> {
                 .to_owned(),
         );
     }
+    let isolation = match front.isolation.as_deref() {
+        Some(text) => crate::delegation::worktree::WorktreeBase::parse(text)?,
+        None => None,
+    };
     Ok(ParsedDef {
         name,
         description,
         tools,
         model,
         max_iterations: front.max_iterations,
+        isolation,
         instructions: body.trim().to_owned(),
         notes,
     })
@@ -213,6 +223,28 @@ mod tests {
         assert_eq!(def.model.as_deref(), Some("gpt-4.1-mini"));
         assert!(def.notes.is_empty());
         assert_eq!(def.tools, None, "no tools key: every tool");
+    }
+
+    #[test]
+    fn isolation_in_front_matter_is_read_and_checked() {
+        let def = parse("---\ndescription: d\nisolation: worktree\n---\nb", "x").unwrap();
+        assert_eq!(
+            def.isolation,
+            Some(crate::delegation::worktree::WorktreeBase::Head)
+        );
+        let def = parse(
+            "---\ndescription: d\nisolation: worktree:release\n---\nb",
+            "x",
+        )
+        .unwrap();
+        assert_eq!(
+            def.isolation,
+            Some(crate::delegation::worktree::WorktreeBase::Ref(
+                "release".into()
+            ))
+        );
+        let err = parse("---\ndescription: d\nisolation: vm\n---\nb", "x").unwrap_err();
+        assert!(err.contains("isolation \"vm\" is not known"), "{err}");
     }
 
     #[test]
