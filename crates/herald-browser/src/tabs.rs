@@ -354,8 +354,9 @@ fn handle(shared: &Arc<Shared>, conn: &Arc<Connection>, event: Event) {
     }
 }
 
-/// Attached to a target that was not attached before (a new tab in a
-/// browser that is not herald's): a tab of ours opened it, so it is ours.
+/// A new target in a browser herald attached to (not one it launched): a
+/// page one of herald's tabs opened is herald's too, so it is attached,
+/// guarded and listed; the user's own tabs are left alone.
 fn created(shared: &Arc<Shared>, conn: &Arc<Connection>, params: &Value) {
     if shared.own_all {
         return;
