@@ -66,17 +66,17 @@ fn modifier_bit(name: &str) -> Option<u32> {
 }
 
 /// Parses `Control+Shift+a`-style key names.
-pub fn parse(spec: &str) -> Result<KeyPress, BrowserError> {
+pub fn parse(written: &str) -> Result<KeyPress, BrowserError> {
     let bad = || {
         BrowserError::usage(format!(
-            "unknown key `{spec}`; use a name such as Enter, Tab, Escape, Backspace, ArrowDown, PageDown, F5, a single character, or a combination such as Control+a"
+            "unknown key `{written}`; use a name such as Enter, Tab, Escape, Backspace, ArrowDown, PageDown, F5, a single character, or a combination such as Control+a"
         ))
     };
     // A lone `+` is the plus key, not a separator.
-    let (mods, key) = match spec.rsplit_once('+') {
+    let (mods, key) = match written.rsplit_once('+') {
         Some((mods, "")) if !mods.is_empty() => (mods.trim_end_matches('+'), "+"),
         Some((mods, key)) if !mods.is_empty() => (mods, key),
-        _ => ("", spec),
+        _ => ("", written),
     };
     let mut modifiers = 0;
     for name in mods.split('+').filter(|m| !m.is_empty()) {
