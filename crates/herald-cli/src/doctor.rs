@@ -1,5 +1,6 @@
 //! `herald doctor`: one line per check (config, credentials, provider, the
 //! `[delegation]` child provider when set, store, Python for `execute_code`,
+//! the browser of the `browser` toolset,
 //! the sandbox: Landlock and the seccomp network filter), each `ok`, `warn`
 //! or `fail`. Exits 1 when a check fails (unknown config keys included), 2
 //! when the config file is invalid (it does not parse or a number is out of
@@ -98,6 +99,9 @@ pub(crate) async fn doctor(common: &CommonArgs, args: DoctorArgs) -> Result<Exit
         .unwrap_or_else(|| PathBuf::from("/"));
     checks.push(python_check(&code_exec.python, &cwd).await);
     checks.push(landlock_check(code_exec.landlock));
+    if let Some(settings) = &settings {
+        checks.push(browser_check(settings).await);
+    }
     if let Some(settings) = &settings {
         checks.extend(mcp_checks(settings).await);
     }
@@ -347,6 +351,25 @@ async fn python_check(configured: &str, cwd: &Path) -> Check {
             "python",
             Level::Fail,
             format!("execute_code is offered but cannot run: {err}"),
+        ),
+    }
+}
+
+/// The browser the `browser` toolset would drive: found (and its
+/// version), or how to install one. A failure only when the toolset is on.
+async fn browser_check(settings: &Settings) -> Check {
+    let wanted = herald_core::browser_wanted(settings);
+    let state = if wanted {
+        "the browser toolset is on"
+    } else {
+        "the browser toolset is off; turn it on with `[browser] enabled = true` or `--toolsets browser,...`"
+    };
+    match herald_browser::probe(&herald_core::browser_setup(settings, None)).await {
+        Ok(found) => check("browser", Level::Ok, format!("{found} ({state})")),
+        Err(err) => check(
+            "browser",
+            if wanted { Level::Fail } else { Level::Warn },
+            format!("{err} ({state})"),
         ),
     }
 }

@@ -20,8 +20,9 @@ use herald_llm::{ClientConfig, ProviderKind, RetryPolicy};
 use serde::{Deserialize, Serialize};
 
 pub use crate::config_sections::{
-    CheckpointsConfig, CodeExecutionConfig, CompressionConfig, DelegationConfig, McpConfig,
-    MemoryConfig, PermissionsConfig, ServeConfig, SessionsConfig, WatchConfig, WebConfig,
+    BrowserConfig, CheckpointsConfig, CodeExecutionConfig, CompressionConfig, DelegationConfig,
+    McpConfig, MemoryConfig, PermissionsConfig, ServeConfig, SessionsConfig, WatchConfig,
+    WebConfig,
 };
 pub use check::ConfigWarning;
 pub use fallback::{FallbackEntry, FallbackProvider};
@@ -192,6 +193,8 @@ pub struct Config {
     pub code_execution: CodeExecutionConfig,
     /// `[web]`.
     pub web: WebConfig,
+    /// `[browser]`.
+    pub browser: BrowserConfig,
     /// `[serve]`.
     pub serve: ServeConfig,
     /// `[permissions]`.
@@ -361,6 +364,8 @@ pub struct Settings {
     /// The `web_search` key, read from `[web] api_key_env` (or the
     /// backend's usual variable).
     pub web_search_key: Option<String>,
+    /// `[browser]`.
+    pub browser: BrowserConfig,
     /// `[serve]`.
     pub serve: ServeConfig,
     /// `[permissions]`, with `--mode` applied.
@@ -633,6 +638,7 @@ impl Settings {
             code_execution: config.code_execution.clone(),
             web: config.web.clone(),
             web_search_key,
+            browser: config.browser.clone(),
             serve: config.serve.clone(),
             permissions: config.permissions.clone(),
             mcp: config.mcp.clone(),
@@ -859,6 +865,13 @@ pub const DEFAULT_CONFIG: &str = r#"# herald configuration. Precedence: command-
 # allow_hosts = []             # hosts reachable although private, e.g. ["docs.intranet"]
 # timeout_seconds = 30         # 1-600, per request
 # max_download_mb = 10         # 1-1024, per web_extract URL
+
+[browser]
+# enabled = false              # offer the browser toolset (or name it in --toolsets)
+# executable = ""              # Chromium/Chrome path or name; empty = search PATH
+# cdp_url = ""                 # attach to a running Chrome, e.g. "http://127.0.0.1:9222"
+# headless = true              # launch without a window
+# timeout_seconds = 30         # 1-600, per navigation
 
 [watch]
 # enabled = true               # tell the model when a file it read or edited is changed outside

@@ -191,6 +191,40 @@ impl Default for WebConfig {
     }
 }
 
+/// `[browser]`: the browser toolset (a local Chromium over the DevTools
+/// protocol). Off unless enabled here or named in `--toolsets`; its
+/// addresses follow `[web] allow_private` and `allow_hosts`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct BrowserConfig {
+    /// Offer the `browser` toolset in every session.
+    pub enabled: bool,
+    /// The Chromium or Chrome to launch: a path or a name in `PATH`;
+    /// empty = look for chromium, chromium-browser, google-chrome, chrome.
+    pub executable: String,
+    /// Attach to this running browser instead of launching one
+    /// (`http://127.0.0.1:9222`, a Chrome started with
+    /// `--remote-debugging-port=9222`); empty = launch.
+    pub cdp_url: String,
+    /// Run the launched browser without a window.
+    pub headless: bool,
+    /// Seconds a navigation may take before the result says the page is
+    /// still loading.
+    pub timeout_seconds: u64,
+}
+
+impl Default for BrowserConfig {
+    fn default() -> Self {
+        Self {
+            enabled: false,
+            executable: String::new(),
+            cdp_url: String::new(),
+            headless: true,
+            timeout_seconds: 30,
+        }
+    }
+}
+
 /// `[watch]`: whether the model is told when a file it read or edited is
 /// changed outside the session (see [`crate::watch`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -3,6 +3,7 @@
 //! cache-stable.
 
 mod agent;
+mod browser;
 pub mod checkpoints;
 pub mod compress;
 pub mod config;
@@ -34,6 +35,7 @@ pub use agent::{
     Agent, AgentSetup, ExitReason, FLUSH_MARKER, FlushReason, FlushReport, FlushSettings,
     FlushStatus, Recorder, TurnOutcome, flush_instruction, user_turns_since_flush,
 };
+pub use browser::{browser_setup, browser_wanted};
 pub use compress::{CompressError, CompressionReport, live_history};
 pub use config::{Config, ConfigError, Overrides, ProjectMcp, Settings};
 pub use delegation::{AgentScope, Delegation, DelegationSetup};
@@ -64,13 +66,19 @@ pub use usage_meter::UsageMeter;
 
 /// Builds the tool registry an agent gets from settings: every built-in tool,
 /// the todo tools, the knowledge tools (`memory`, skills, a headless
-/// `clarify`) and `session_search` when a store is given, narrowed to
+/// `clarify`) and `session_search` when a store is given, the browser
+/// tools when wanted (with a browser that is never started), narrowed to
 /// `--toolsets`.
 pub fn build_registry(
     settings: &Settings,
     store: Option<(&StoreHandle, &str)>,
 ) -> Result<herald_tools::ToolRegistry, ConfigError> {
-    build_registry_with(settings, store, |_| {})
+    let browser = browser::session_browser(settings, store.map(|(_, id)| id));
+    build_registry_with(settings, store, |registry| {
+        if let Some(browser) = &browser {
+            herald_browser::register(registry, browser);
+        }
+    })
 }
 
 /// [`build_registry`] plus tools added by `extra` (the delegation tools of

@@ -814,6 +814,9 @@ impl Policy {
                 false,
             );
         }
+        if tool.starts_with("browser_") {
+            return self.check_browser(call, narrow);
+        }
         if tool.starts_with("mcp__") {
             if self.config.read_only_tools.iter().any(|t| t == tool) {
                 return verdict(
@@ -859,6 +862,59 @@ impl Policy {
             Decision::Ask,
             self.mode_rule(),
             format!("{tool} is not read-only; {mode} mode asks before running it"),
+            narrow,
+            false,
+        )
+    }
+}
+
+impl Policy {
+    /// The browser tools act on pages of herald's own browser, not on the
+    /// user's files: `workspace-write` runs them, `read-only` asks before
+    /// any that changes a page or a tab. JavaScript the model evaluates
+    /// (`browser_console` with an `expression`) asks in both (full access
+    /// and allow rules were decided before).
+    fn check_browser(&self, call: &CallInfo<'_>, narrow: Option<String>) -> Verdict {
+        let (tool, mode) = (call.tool, self.config.mode);
+        let arg = |name: &str| {
+            call.args
+                .get(name)
+                .and_then(serde_json::Value::as_str)
+                .map(str::trim)
+                .filter(|v| !v.is_empty())
+        };
+        if tool == "browser_console" && arg("expression").is_some() {
+            return verdict(
+                Decision::Ask,
+                self.mode_rule(),
+                format!("browser_console would run JavaScript in the page; {mode} mode asks first"),
+                narrow,
+                false,
+            );
+        }
+        let switches_tabs = tool == "browser_tabs" && arg("action").is_some_and(|a| a != "list");
+        if call.read_only && !switches_tabs {
+            return verdict(
+                Decision::Allow,
+                "read-only-tool",
+                format!("{tool} only reads the page"),
+                None,
+                false,
+            );
+        }
+        if mode == Mode::WorkspaceWrite {
+            return verdict(
+                Decision::Allow,
+                self.mode_rule(),
+                format!("{tool} acts on a page in herald's browser, not on files"),
+                None,
+                false,
+            );
+        }
+        verdict(
+            Decision::Ask,
+            self.mode_rule(),
+            format!("{tool} acts on a page; {mode} mode asks before running it"),
             narrow,
             false,
         )

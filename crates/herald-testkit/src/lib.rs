@@ -43,6 +43,7 @@ mod fault;
 mod invariants;
 mod normalize;
 mod outside_temp;
+pub mod png;
 mod processes;
 pub mod pty;
 mod record;

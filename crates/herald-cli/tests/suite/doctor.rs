@@ -80,7 +80,7 @@ async fn a_working_setup_passes_every_check_without_printing_the_key() {
     let plain = cmd.output().await.unwrap();
     assert!(plain.status.success());
     let text = String::from_utf8_lossy(&plain.stdout);
-    assert_eq!(text.lines().count(), 6, "{text}");
+    assert_eq!(text.lines().count(), 7, "{text}");
     assert!(
         text.lines().any(|l| l.starts_with("ok    provider")),
         "{text}"

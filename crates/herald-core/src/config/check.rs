@@ -233,6 +233,40 @@ pub(crate) const CHECKPOINTS: &[Key] = &[
     ),
 ];
 
+/// `[browser]`.
+pub(crate) const BROWSER: &[Key] = &[
+    key(
+        "enabled",
+        Kind::Bool,
+        "offer the browser toolset in every session",
+        "false",
+    ),
+    key(
+        "executable",
+        Kind::Str,
+        "the Chromium or Chrome to launch; empty = search PATH",
+        "\"\"",
+    ),
+    key(
+        "cdp_url",
+        Kind::Str,
+        "a running browser to attach to; empty = launch one",
+        "\"\"",
+    ),
+    key(
+        "headless",
+        Kind::Bool,
+        "launch the browser without a window",
+        "true",
+    ),
+    key(
+        "timeout_seconds",
+        int(1, 600),
+        "seconds a navigation may take",
+        "30",
+    ),
+];
+
 /// `[web]`.
 pub(crate) const WEB: &[Key] = &[
     key(
@@ -471,6 +505,7 @@ pub(crate) const TOP: &[Key] = &[
     key("watch", Kind::Section(WATCH), "", ""),
     key("code_execution", Kind::Section(CODE_EXECUTION), "", ""),
     key("web", Kind::Section(WEB), "", ""),
+    key("browser", Kind::Section(BROWSER), "", ""),
     key("serve", Kind::Section(SERVE), "", ""),
     key("permissions", Kind::Section(PERMISSIONS), "", ""),
     key("mcp_servers", Kind::Table, "", ""),
@@ -786,6 +821,7 @@ mod tests {
             &CodeExecutionConfig::default(),
         );
         same("web", WEB, &crate::config::WebConfig::default());
+        same("browser", BROWSER, &crate::config::BrowserConfig::default());
         same("serve", SERVE, &ServeConfig::default());
         let full = Config {
             model: Some("m".into()),

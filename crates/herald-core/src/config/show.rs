@@ -114,6 +114,8 @@ pub struct EffectiveConfig {
     pub code_execution: CodeExecutionConfig,
     /// `[web]`.
     pub web: crate::config::WebConfig,
+    /// `[browser]`.
+    pub browser: crate::config::BrowserConfig,
     /// `[serve]`.
     pub serve: ServeConfig,
 }
@@ -196,6 +198,7 @@ impl EffectiveConfig {
             watch: settings.watch.clone(),
             code_execution: settings.code_execution.clone(),
             web: settings.web.clone(),
+            browser: settings.browser.clone(),
             serve: settings.serve.clone(),
         }
     }

@@ -75,6 +75,7 @@ pub(super) async fn drive(
                     let reason = result.exit_reason.as_str();
                     close_live(&shared);
                     stop_mcp(&shared).await;
+                    close_browser(&shared).await;
                     record_end(&shared, reason).await;
                     // Before the lease goes (see `ProcessTable::kill_all`).
                     agent.state().processes.kill_all();
@@ -396,6 +397,7 @@ async fn end_session(
     tracing::info!(session_id = %shared.session_id, suspended, "session ended");
     close_live(shared);
     stop_mcp(shared).await;
+    close_browser(shared).await;
     // Queued events are written before the end is recorded.
     agent.events().flush();
     if used || !discard_unused(shared).await {
@@ -519,6 +521,13 @@ async fn discard_unused(shared: &Shared) -> bool {
 async fn stop_mcp(shared: &Shared) {
     if let Some(hub) = &shared.own_mcp {
         hub.shutdown().await;
+    }
+}
+
+/// Closes the session tree's browser, if one was started.
+async fn close_browser(shared: &Shared) {
+    if let Some(browser) = &shared.browser {
+        browser.close().await;
     }
 }
 

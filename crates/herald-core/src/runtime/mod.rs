@@ -283,6 +283,8 @@ struct Shared {
     steer: Arc<crate::SteerQueue>,
     /// The MCP servers this session started itself, stopped when it ends.
     own_mcp: Option<Arc<herald_mcp::McpHub>>,
+    /// The session tree's browser (when the toolset is on), closed when it ends.
+    browser: Option<Arc<herald_browser::Browser>>,
     /// The MCP servers the session reaches (its own or the process's).
     mcp: Arc<herald_mcp::McpHub>,
     /// Longest the end-of-session memory flush may take

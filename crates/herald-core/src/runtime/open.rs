@@ -170,8 +170,12 @@ pub async fn open_session(mut options: SessionOptions) -> Result<Session, Runtim
         .await;
     let narrowed = crate::mcp::narrow_toolsets(settings, &mcp_tools);
     let settings = narrowed.as_ref().unwrap_or(settings);
+    let browser = crate::browser::session_browser(settings, Some(&session_id));
     // Built before anything is written, so a bad --toolsets changes nothing.
     let mut registry = build_registry_with(settings, Some((store, &session_id)), |registry| {
+        if let Some(browser) = &browser {
+            herald_browser::register(registry, browser);
+        }
         for tool in mcp_tools.tools.iter().chain(&options.extra_tools) {
             registry.register(Arc::clone(tool));
         }
@@ -336,6 +340,7 @@ pub async fn open_session(mut options: SessionOptions) -> Result<Session, Runtim
         flusher: events.flusher(),
         steer,
         own_mcp,
+        browser,
         mcp: Arc::clone(&mcp),
         flush_timeout: std::time::Duration::from_secs(settings.memory.flush_timeout_seconds.max(1)),
         title_client: Mutex::new(title_client),

@@ -1,0 +1,2 @@
+//! The integration tests of herald-browser, one binary (see suite/).
+mod suite;
