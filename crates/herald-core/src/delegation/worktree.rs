@@ -214,10 +214,13 @@ pub(crate) async fn open(
         // The branch survives its worktree when it holds unmerged work
         // (a prune, a crash): the worktree is made again on it.
         let branch_ref = format!("refs/heads/{branch}");
+        // One `git worktree add` at a time per process: git writes each
+        // new worktree's administrative files in steps, and a second add
+        // (or a prune) reading them half-written fails.
+        let _serial = creation_lock().lock().await;
         let has_branch = git(&repo, &["rev-parse", "--verify", "--quiet", &branch_ref])
             .await
             .is_ok();
-        let _ = git(&repo, &["worktree", "prune"]).await;
         let added = if has_branch {
             git(&repo, &["worktree", "add", "--quiet", &path_text, &branch]).await
         } else {
@@ -247,6 +250,12 @@ pub(crate) async fn open(
         base: base_commit,
         git_dir,
     })
+}
+
+/// Serialises worktree creation in this process (see [`open`]).
+fn creation_lock() -> &'static tokio::sync::Mutex<()> {
+    static LOCK: std::sync::OnceLock<tokio::sync::Mutex<()>> = std::sync::OnceLock::new();
+    LOCK.get_or_init(|| tokio::sync::Mutex::new(()))
 }
 
 /// The commit `base` names in `repo`.
