@@ -41,6 +41,10 @@ pub struct BrowserSetup {
     /// How long a navigation may take before the result says the page is
     /// still loading.
     pub navigation_timeout: Duration,
+    /// The permission rules for the page's own navigations (links, forms,
+    /// scripts): `browser_navigate(domain:…)` deny and ask rules hold
+    /// there too. `None` judges by the address guard alone.
+    pub navigation_rule: Option<crate::NavigationRule>,
 }
 
 /// The session's browser, started when a browser tool first needs it.
@@ -169,8 +173,9 @@ impl Running {
         setup: &BrowserSetup,
         ctx: &herald_tools::ToolContext,
     ) -> Result<Self, BrowserError> {
-        let guard =
-            (!setup.policy.allow_private).then(|| Arc::new(Guard::new(setup.policy.clone())));
+        let guard = (!setup.policy.allow_private || setup.navigation_rule.is_some()).then(|| {
+            Arc::new(Guard::new(setup.policy.clone()).with_rule(setup.navigation_rule.clone()))
+        });
         let mut note = None;
         let (ws_url, process) = if setup.cdp_url.trim().is_empty() {
             let executable = launch::find_executable(&setup.executable)?;

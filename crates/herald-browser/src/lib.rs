@@ -27,3 +27,17 @@ pub use browser::{Browser, BrowserSetup, probe};
 pub use error::BrowserError;
 pub use launch::{INSTALL_HINT, find_executable};
 pub use tools::{TOOL_NAMES, TOOLSET, register};
+
+/// Judges a navigation a page makes by itself: `Some(reason)` refuses it.
+/// The session builds it from its permission rules.
+#[derive(Clone)]
+pub struct NavigationRule(pub std::sync::Arc<NavigationJudge>);
+
+/// The function of a [`NavigationRule`].
+pub type NavigationJudge = dyn Fn(&url::Url) -> Option<String> + Send + Sync;
+
+impl std::fmt::Debug for NavigationRule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("NavigationRule")
+    }
+}

@@ -185,6 +185,9 @@ impl Tabs {
 #[derive(Debug)]
 pub struct Guard {
     pub policy: AddressPolicy,
+    /// The permission rules a page's own navigations pass (a click, a
+    /// form, a script), as `browser_navigate` calls do.
+    rule: Option<crate::NavigationRule>,
     cache: Mutex<HashMap<String, (Instant, Option<String>)>>,
 }
 
@@ -193,8 +196,30 @@ impl Guard {
     pub fn new(policy: AddressPolicy) -> Self {
         Self {
             policy,
+            rule: None,
             cache: Mutex::default(),
         }
+    }
+
+    /// This guard, also judging the page's navigations by `rule`.
+    #[must_use]
+    pub fn with_rule(mut self, rule: Option<crate::NavigationRule>) -> Self {
+        self.rule = rule;
+        self
+    }
+
+    /// Why a request of a page must not be made: the navigation rule for
+    /// documents (`document`), then the address guard.
+    pub async fn refusal_of(&self, raw: &str, document: bool) -> Option<String> {
+        if document
+            && let Some(rule) = &self.rule
+            && let Ok(url) = Url::parse(raw)
+            && matches!(url.scheme(), "http" | "https")
+            && let Some(why) = (rule.0)(&url)
+        {
+            return Some(why);
+        }
+        self.refusal(raw).await
     }
 
     /// Why a request to `raw` must not be made, or `None`. Only http(s)
@@ -607,7 +632,7 @@ fn page_event(shared: &Arc<Shared>, conn: &Arc<Connection>, session: &str, event
             let (shared, conn, session) =
                 (Arc::clone(shared), Arc::clone(conn), session.to_owned());
             tokio::spawn(async move {
-                let refusal = guard.refusal(&url).await;
+                let refusal = guard.refusal_of(&url, kind == "Document").await;
                 let (method, params) = match &refusal {
                     None => ("Fetch.continueRequest", json!({ "requestId": id })),
                     Some(_) => (

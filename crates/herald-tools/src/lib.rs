@@ -27,5 +27,5 @@ pub use observer::{CallObserver, CallProgress, NestedCall};
 pub use registry::{ToolRegistry, UnknownToolset};
 pub use tool::{Tool, ToolError, ToolResult, TypedTool, typed};
 pub use tracker::FileTracker;
-pub use truncate::truncate_head_tail;
+pub use truncate::{HeadTail, split_head_tail, truncate_head_tail};
 pub use validate::validate_args;

@@ -1,17 +1,27 @@
-/// Keeps the head and tail of `text` when it is longer than `limit` chars,
-/// with a marker in between saying how much was left out. Cuts fall on char
-/// boundaries; the head gets 60% of the budget because it usually holds the
-/// command echo or the start of the file.
-pub fn truncate_head_tail(text: &str, limit: usize) -> std::borrow::Cow<'_, str> {
+/// The head and tail `text` keeps within `limit` chars, cut on char
+/// boundaries; the head gets `head_percent` of the budget.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HeadTail<'a> {
+    pub head: &'a str,
+    pub tail: &'a str,
+    /// Chars between them, left out.
+    pub omitted: usize,
+    /// Chars of the whole text.
+    pub total: usize,
+}
+
+/// Splits `text` into a head and a tail of `limit` chars together, or
+/// `None` when it fits.
+pub fn split_head_tail(text: &str, limit: usize, head_percent: usize) -> Option<HeadTail<'_>> {
     // No more bytes than the limit means no more chars: nothing to count.
     if text.len() <= limit {
-        return std::borrow::Cow::Borrowed(text);
+        return None;
     }
     let total = text.chars().count();
     if total <= limit {
-        return std::borrow::Cow::Borrowed(text);
+        return None;
     }
-    let head_chars = limit * 6 / 10;
+    let head_chars = limit * head_percent.min(100) / 100;
     let tail_chars = limit - head_chars;
     let head_end = text
         .char_indices()
@@ -21,12 +31,30 @@ pub fn truncate_head_tail(text: &str, limit: usize) -> std::borrow::Cow<'_, str>
         .char_indices()
         .nth(total - tail_chars)
         .map_or(text.len(), |(i, _)| i);
-    let omitted = total - head_chars - tail_chars;
-    std::borrow::Cow::Owned(format!(
-        "{}\n\n[... {omitted} characters omitted; output was {total} characters. Narrow the command or read a range ...]\n\n{}",
-        &text[..head_end],
-        &text[tail_start..]
-    ))
+    Some(HeadTail {
+        head: &text[..head_end],
+        tail: &text[tail_start..],
+        omitted: total - head_chars - tail_chars,
+        total,
+    })
+}
+
+/// Keeps the head and tail of `text` when it is longer than `limit` chars,
+/// with a marker in between saying how much was left out. The head gets
+/// 60% of the budget because it usually holds the command echo or the
+/// start of the file.
+pub fn truncate_head_tail(text: &str, limit: usize) -> std::borrow::Cow<'_, str> {
+    match split_head_tail(text, limit, 60) {
+        None => std::borrow::Cow::Borrowed(text),
+        Some(HeadTail {
+            head,
+            tail,
+            omitted,
+            total,
+        }) => std::borrow::Cow::Owned(format!(
+            "{head}\n\n[... {omitted} characters omitted; output was {total} characters. Narrow the command or read a range ...]\n\n{tail}"
+        )),
+    }
 }
 
 #[cfg(test)]

@@ -202,21 +202,10 @@ fn pdf(body: &[u8]) -> Result<Extracted, ExtractError> {
 /// head and the tail, with a line in between saying what was left out
 /// and where the whole text is.
 pub fn window(text: &str, max_chars: usize, saved_to: Option<&std::path::Path>) -> String {
-    let total = text.chars().count();
-    if total <= max_chars {
+    let Some(cut) = herald_tools::split_head_tail(text, max_chars, 70) else {
         return text.to_owned();
-    }
-    let head_chars = max_chars * 7 / 10;
-    let tail_chars = max_chars - head_chars;
-    let head_end = text
-        .char_indices()
-        .nth(head_chars)
-        .map_or(text.len(), |(i, _)| i);
-    let tail_start = text
-        .char_indices()
-        .nth(total - tail_chars)
-        .map_or(text.len(), |(i, _)| i);
-    let omitted = total - head_chars - tail_chars;
+    };
+    let total = cut.total;
     let hint = match saved_to {
         Some(path) => format!(
             "the whole text ({total} characters, {} lines) is saved in {}; read the middle with read_file (offset, limit)",
@@ -226,9 +215,8 @@ pub fn window(text: &str, max_chars: usize, saved_to: Option<&std::path::Path>) 
         None => format!("the whole text is {total} characters; raise max_chars to see more"),
     };
     format!(
-        "{}\n\n[... {omitted} characters omitted; {hint} ...]\n\n{}",
-        &text[..head_end],
-        &text[tail_start..]
+        "{}\n\n[... {} characters omitted; {hint} ...]\n\n{}",
+        cut.head, cut.omitted, cut.tail
     )
 }
 

@@ -29,6 +29,13 @@ fn require_chromium() {
 
 impl Rig {
     fn new(allow_private: bool) -> Self {
+        Self::with_rule(allow_private, None)
+    }
+
+    fn with_rule(
+        allow_private: bool,
+        navigation_rule: Option<herald_browser::NavigationRule>,
+    ) -> Self {
         require_chromium();
         let dir = tempfile::tempdir().unwrap();
         let browser = Browser::new(BrowserSetup {
@@ -39,6 +46,7 @@ impl Rig {
             dir: dir.path().join("browser"),
             spill_dir: dir.path().join("snapshots"),
             navigation_timeout: Duration::from_secs(20),
+            navigation_rule,
         });
         let mut registry = ToolRegistry::new(100_000);
         herald_browser::register(&mut registry, &browser);
@@ -234,6 +242,65 @@ async fn a_form_dialogs_and_a_second_tab_end_in_a_screenshot() {
     .await;
     let after = rig.err("browser_snapshot", json!({})).await;
     assert!(after.contains("closed with the session"), "{after}");
+}
+
+/// The session's permission rules hold for the page's own navigations: a
+/// script (or a link) sending the tab to a host a rule refuses is stopped,
+/// and the console says why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_cannot_navigate_to_a_host_the_rules_refuse() {
+    let site = site::serve().await;
+    let rule = herald_browser::NavigationRule(std::sync::Arc::new(|url: &url::Url| {
+        (url.host_str() == Some("localhost")).then(|| {
+            "browser_navigate of localhost is denied by the rule `browser_navigate(domain:localhost)`"
+                .to_owned()
+        })
+    }));
+    let rig = Rig::with_rule(true, Some(rule));
+    rig.ok("browser_navigate", json!({"url": site.base})).await;
+    let port = site.base.rsplit(':').next().unwrap().trim_end_matches('/');
+    rig.ok(
+        "browser_console",
+        json!({"expression": format!("location.href = 'http://localhost:{port}/second'; 1")}),
+    )
+    .await;
+    herald_testkit::wait_until_async(
+        "the refused navigation in the console",
+        Duration::from_secs(10),
+        async || {
+            rig.ok("browser_console", json!({"all": true}))
+                .await
+                .contains("blocked Document request to http://localhost")
+        },
+    )
+    .await;
+    let console = rig.ok("browser_console", json!({"all": true})).await;
+    assert!(
+        console.contains("browser_navigate(domain:localhost)"),
+        "{console}"
+    );
+    let snap = rig.ok("browser_snapshot", json!({})).await;
+    assert!(
+        snap.contains("\"Test shop\""),
+        "still on the first page: {snap}"
+    );
+    // A host the rules allow navigates as before.
+    rig.ok(
+        "browser_console",
+        json!({"expression": format!("location.href = '{}/second'; 1", site.base)}),
+    )
+    .await;
+    herald_testkit::wait_until_async(
+        "the allowed navigation",
+        Duration::from_secs(10),
+        async || {
+            !rig.ok("browser_snapshot", json!({}))
+                .await
+                .contains("\"Test shop\"")
+        },
+    )
+    .await;
+    rig.browser.close().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -470,6 +537,7 @@ async fn attaching_to_a_running_browser_leaves_it_running() {
         dir: dir.path().join("browser"),
         spill_dir: dir.path().join("snapshots"),
         navigation_timeout: Duration::from_secs(20),
+        navigation_rule: None,
     });
     let mut registry = ToolRegistry::new(100_000);
     herald_browser::register(&mut registry, &browser);
