@@ -83,7 +83,7 @@ pub(crate) fn session_browser(
 #[allow(clippy::unwrap_used)]
 mod tests {
     use std::collections::HashMap;
-    use std::path::{Path, PathBuf};
+    use std::path::Path;
 
     use super::*;
     use crate::config::{Config, Overrides};
