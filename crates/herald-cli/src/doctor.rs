@@ -100,6 +100,7 @@ pub(crate) async fn doctor(common: &CommonArgs, args: DoctorArgs) -> Result<Exit
     checks.push(python_check(&code_exec.python, &cwd).await);
     checks.push(landlock_check(code_exec.landlock));
     if let Some(settings) = &settings {
+        checks.push(web_check(settings));
         checks.push(browser_check(settings).await);
     }
     if let Some(settings) = &settings {
@@ -351,6 +352,45 @@ async fn python_check(configured: &str, cwd: &Path) -> Check {
             "python",
             Level::Fail,
             format!("execute_code is offered but cannot run: {err}"),
+        ),
+    }
+}
+
+/// The web tools: `web_extract` is always on; `web_search` asks the
+/// configured backend, and a backend whose key is not set is a warning
+/// (each search would fail). Nothing is sent.
+fn web_check(settings: &Settings) -> Check {
+    let web = herald_core::web::web_settings(settings, None);
+    let extract = if web.policy.allow_private {
+        "web_extract on (private addresses allowed)"
+    } else {
+        "web_extract on"
+    };
+    match web.search {
+        None => check(
+            "web",
+            Level::Ok,
+            format!("{extract}; web_search off: set [web] search to searxng, brave, tavily or exa"),
+        ),
+        Some(search) if search.key.is_none() && search.backend.default_key_env().is_some() => {
+            check(
+                "web",
+                Level::Warn,
+                format!(
+                    "{extract}; web_search asks {} but ${} is not set: every search fails until it is",
+                    search.backend.name(),
+                    search.key_env
+                ),
+            )
+        }
+        Some(search) => check(
+            "web",
+            Level::Ok,
+            format!(
+                "{extract}; web_search asks {} at {}",
+                search.backend.name(),
+                search.url
+            ),
         ),
     }
 }

@@ -80,7 +80,12 @@ async fn a_working_setup_passes_every_check_without_printing_the_key() {
     let plain = cmd.output().await.unwrap();
     assert!(plain.status.success());
     let text = String::from_utf8_lossy(&plain.stdout);
-    assert_eq!(text.lines().count(), 7, "{text}");
+    assert_eq!(text.lines().count(), 8, "{text}");
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("ok    web") && l.contains("web_search off")),
+        "{text}"
+    );
     assert!(
         text.lines().any(|l| l.starts_with("ok    provider")),
         "{text}"
@@ -109,6 +114,26 @@ async fn an_unreachable_provider_and_missing_python_are_reported() {
         detail.contains("execute_code is disabled: herald-no-such-python was not found on PATH"),
         "{detail}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_search_backend_without_its_key_is_a_warning_naming_the_variable() {
+    let h = Harness::new(Script::new()).await;
+    h.config("[web]\nsearch = \"tavily\"\n");
+    let (_, report) = doctor(&mut h.command(Wire::OpenAi)).await;
+    let (web, detail) = status(&report, "web");
+    assert_eq!(web, "warn", "{detail}");
+    assert!(detail.contains("$TAVILY_API_KEY"), "{detail}");
+    let mut cmd = h.command(Wire::OpenAi);
+    cmd.env("TAVILY_API_KEY", "tvly-test");
+    let (_, report) = doctor(&mut cmd).await;
+    let (web, detail) = status(&report, "web");
+    assert_eq!(web, "ok", "{detail}");
+    assert!(
+        detail.contains("web_search asks tavily at https://api.tavily.com/search"),
+        "{detail}"
+    );
+    assert!(!detail.contains("tvly-test"));
 }
 
 #[tokio::test(flavor = "multi_thread")]
