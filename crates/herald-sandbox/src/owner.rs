@@ -243,17 +243,21 @@ mod imp {
             Some(now) if now.started == found.stat.started && !matches!(now.state, 'Z' | 'X') => {}
             _ => return false,
         }
+        // The group kill may end the process before its own signal, which
+        // then finds it exited (ESRCH): it was signalled all the same.
+        let mut signalled = false;
         if found.stat.pgrp == found.pid {
             // It leads its group and is alive (checked just now), so the
             // group id is its own: nothing else can hold that number.
-            let _ = kill_process_group(pid, Signal::KILL);
+            signalled = kill_process_group(pid, Signal::KILL).is_ok();
         }
-        match &pidfd {
+        let direct = match &pidfd {
             Some(fd) => pidfd_send_signal(fd, Signal::KILL).is_ok(),
             // A kernel older than 5.3: the start time was checked an
             // instant ago.
             None => kill_process(pid, Signal::KILL).is_ok(),
-        }
+        };
+        signalled || direct
     }
 
     /// The owners among `dead` that can be proven dead.
