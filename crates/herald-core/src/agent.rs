@@ -433,8 +433,19 @@ impl Agent {
     }
 
     /// What the user sent during the turn, rendered, if anything.
+    /// Receipts of messages sent with `agent_send` are reported
+    /// `delivered` here, as `agent.message` events.
     fn take_steering(&self) -> Option<String> {
-        let texts = self.steer.as_ref()?.take();
+        let texts = self
+            .steer
+            .as_ref()?
+            .take_marked(herald_protocol::MessageDelivery::Delivered);
+        for receipt in texts.iter().filter_map(|s| s.receipt.clone()) {
+            self.events.emit(EventKind::AgentMessage {
+                receipt,
+                state: herald_protocol::MessageDelivery::Delivered,
+            });
+        }
         (!texts.is_empty()).then(|| crate::steer::render_steering(&texts))
     }
 

@@ -61,7 +61,7 @@ pub use prompt::{
     build_system_prompt, find_context_files,
 };
 pub use session_search::{SessionSearch, SessionSearchArgs};
-pub use steer::SteerQueue;
+pub use steer::{SteerQueue, Steered};
 pub use usage_meter::UsageMeter;
 
 /// Builds the tool registry an agent gets from settings: every built-in tool,

@@ -75,6 +75,8 @@ const ALWAYS_ALLOWED: &[&str] = &[
     "agent_list",
     "agent_wait",
     "agent_cancel",
+    "agent_send",
+    "agent_followup",
     "todo_write",
     "todo_read",
     "memory",

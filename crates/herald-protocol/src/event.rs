@@ -295,6 +295,14 @@ pub enum EventKind {
         /// The child's own session, where its conversation is stored.
         child_session_id: String,
     },
+    /// A message sent to a running agent (`agent_send`, the `agent_send`
+    /// operation) changed state; the event's `agent_id` is the recipient.
+    /// Every receipt is `queued` first, then `delivered` or `missed`.
+    #[serde(rename = "agent.message")]
+    AgentMessage {
+        receipt: String,
+        state: crate::MessageDelivery,
+    },
     /// A subagent started a tool call (drives the live tree display).
     #[serde(rename = "subagent.tool")]
     SubagentTool {
@@ -490,10 +498,11 @@ mod tests {
             EventKind::HookRan { .. } => 25,
             EventKind::Error { .. } => 26,
             EventKind::ProviderThrottled { .. } => 27,
+            EventKind::AgentMessage { .. } => 28,
         }
     }
 
-    const VARIANTS: usize = 28;
+    const VARIANTS: usize = 29;
 
     /// One event of each kind, optional fields set.
     fn every_event() -> Vec<EventKind> {
@@ -570,6 +579,10 @@ mod tests {
             EventKind::Compaction {
                 tokens_before: 100,
                 tokens_after: 10,
+            },
+            EventKind::AgentMessage {
+                receipt: "msg-1".into(),
+                state: crate::MessageDelivery::Delivered,
             },
             EventKind::ProviderThrottled {
                 endpoint: "https://api.example/v1/chat/completions".into(),

@@ -22,7 +22,7 @@ pub use message::{Message, Reasoning, Role, ToolCall, ToolSpec};
 pub use op::{ApprovalDecision, ElicitationAction, Op, RewindScope, SubmissionId};
 pub use status::{
     AgentStatus, CatchUp, DeliveryState, ExitReason, FlushReason, FlushStatus, HookEvent,
-    HookOutcome, JobRunState, Overlap, RunTrigger,
+    HookOutcome, JobRunState, MessageDelivery, Overlap, RunTrigger,
 };
 /// What herald sends as `User-Agent` on every HTTP request it makes (model
 /// providers, MCP servers, probes): some gateways refuse requests without one.

@@ -107,6 +107,20 @@ pub enum Op {
     Steer { text: String },
     /// Cancels the running subagent `agent_id` and its subtree.
     CancelAgent { agent_id: String },
+    /// Queues `message` for the running subagent `agent_id`'s next tool
+    /// boundary (and, with `subtree`, for each running agent below it); the
+    /// receipts come back as `agent.message` events: `queued`, then
+    /// `delivered` or `missed`.
+    AgentSend {
+        agent_id: String,
+        message: String,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        subtree: bool,
+    },
+    /// Starts a new turn with `message` in the finished or stopped subagent
+    /// `agent_id`'s own session (its earlier context intact), as a
+    /// background agent whose result reaches the top-level agent.
+    AgentFollowup { agent_id: String, message: String },
     /// Rewinds the session to before its user turn `turn` (refused while a
     /// turn runs).
     Rewind { turn: u32, scope: RewindScope },
@@ -148,6 +162,8 @@ impl Op {
             Self::Compact {} => "compact",
             Self::Steer { .. } => "steer",
             Self::CancelAgent { .. } => "cancel_agent",
+            Self::AgentSend { .. } => "agent_send",
+            Self::AgentFollowup { .. } => "agent_followup",
             Self::Rewind { .. } => "rewind",
             Self::ClarifyAnswer { .. } => "clarify_answer",
             Self::ApprovalDecision { .. } => "approval_decision",

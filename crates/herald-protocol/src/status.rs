@@ -84,6 +84,25 @@ words!(ExitReason {
     Timeout => "timeout",
 });
 
+/// Where a message sent to a running agent (`agent_send`) is: the
+/// receipt's state, reported in `agent.message` events and `agent_status`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum MessageDelivery {
+    /// Waiting for the agent's next tool boundary.
+    Queued,
+    /// Handed to the agent's model with a tool result.
+    Delivered,
+    /// The agent finished (or stopped) before a tool boundary: it never saw it.
+    Missed,
+}
+
+words!(MessageDelivery {
+    Queued => "queued",
+    Delivered => "delivered",
+    Missed => "missed",
+});
+
 /// Where a subagent is (the agent journal, `subagent.completed`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]

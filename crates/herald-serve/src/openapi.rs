@@ -46,6 +46,8 @@ use crate::{api, error, openai};
         api::control::answer_elicitation,
         api::control::agents,
         api::control::cancel_agent,
+        api::control::message_agent,
+        api::control::follow_up_agent,
         document,
     ),
     components(schemas(
@@ -70,6 +72,8 @@ use crate::{api, error, openai};
         api::control::ElicitationList,
         api::control::AgentList,
         api::control::Done,
+        api::control::AgentMessage,
+        api::control::MessageReceipts,
         api::ops::OpAccepted,
     )),
     modifiers(&BearerAuth, &CommonResponses),

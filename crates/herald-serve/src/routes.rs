@@ -55,6 +55,14 @@ pub(crate) fn router(state: Arc<AppState>) -> Router {
             "/api/sessions/{id}/agents/{agent_id}/cancel",
             post(api::control::cancel_agent),
         )
+        .route(
+            "/api/sessions/{id}/agents/{agent_id}/messages",
+            post(api::control::message_agent),
+        )
+        .route(
+            "/api/sessions/{id}/agents/{agent_id}/followup",
+            post(api::control::follow_up_agent),
+        )
         .route("/api/openapi.json", get(openapi::document))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)

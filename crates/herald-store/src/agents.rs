@@ -222,6 +222,31 @@ impl Store {
         Ok(())
     }
 
+    /// Reopens the finished agent `id` for a follow-up turn: running again,
+    /// in the background, its result owed (undelivered) to
+    /// `parent_agent_id` of `parent_session_id` — the agent that asked —
+    /// so a crash before it is delivered restarts it under that agent.
+    pub fn reopen_agent(
+        &mut self,
+        id: &str,
+        parent_agent_id: &str,
+        parent_session_id: &str,
+    ) -> Result<(), StoreError> {
+        let changed = self
+            .conn
+            .prepare_cached(
+                "UPDATE agents SET status = 'running', background = 1, delivered = 0, \
+                 exit_reason = NULL, error = NULL, ended_at = NULL, \
+                 parent_agent_id = ?2, parent_session_id = ?3 WHERE id = ?1",
+            )
+            .and_then(|mut s| s.execute(params![id, parent_agent_id, parent_session_id]))
+            .map_err(sql(&self.path, "reopening an agent"))?;
+        if changed == 0 {
+            return Err(StoreError::UnknownAgent(id.to_owned()));
+        }
+        Ok(())
+    }
+
     /// Records how an agent ended, with its own and its subtree's usage
     /// (costs rounded to 1e-6; the own cost also goes to the v4 `cost_usd`
     /// column, 0 when unknown, as that column cannot hold NULL).

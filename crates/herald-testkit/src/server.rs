@@ -35,6 +35,9 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 struct Shared {
     script: Script,
     latency: Mutex<Duration>,
+    /// Extra delay for the replies of one conversation (see
+    /// [`ScriptedServer::set_conversation_latency`]).
+    conversation_latency: Mutex<Vec<(String, Duration)>>,
     pace: Mutex<Option<crate::body::Pace>>,
     faults: Mutex<VecDeque<Fault>>,
     /// Faults for requests to one model (see [`ScriptedServer::inject_for_model`]).
@@ -141,6 +144,7 @@ impl ScriptedServer {
         let shared = Arc::new(Shared {
             script,
             latency: Mutex::new(Duration::ZERO),
+            conversation_latency: Mutex::new(Vec::new()),
             pace: Mutex::new(None),
             faults: Mutex::new(VecDeque::new()),
             model_faults: Mutex::new(Vec::new()),
@@ -207,6 +211,13 @@ impl ScriptedServer {
     /// Delay before the first response byte of every later request.
     pub fn set_latency(&self, d: Duration) {
         *lock(&self.shared.latency) = d;
+    }
+
+    /// Delays every later reply to a conversation whose first user message
+    /// contains `first_user_contains` by `d` (on top of [`Self::set_latency`]):
+    /// a test can hold one agent's request in flight while others go on.
+    pub fn set_conversation_latency(&self, first_user_contains: &str, d: Duration) {
+        lock(&self.shared.conversation_latency).push((first_user_contains.to_owned(), d));
     }
 
     /// Streams every later reply as a model of this speed would (time to the
@@ -512,7 +523,14 @@ async fn handle(s: Arc<Shared>, api: Api, uri: Uri, headers: HeaderMap, raw: Byt
         }
         index
     };
-    let latency = *lock(&s.latency);
+    let mut latency = *lock(&s.latency);
+    if let Plan::Reply { view, .. } = &plan {
+        latency += lock(&s.conversation_latency)
+            .iter()
+            .filter(|(needle, _)| view.conversation.contains(needle.as_str()))
+            .map(|(_, d)| *d)
+            .sum::<Duration>();
+    }
     if !latency.is_zero() {
         tokio::time::sleep(latency).await;
     }

@@ -713,6 +713,16 @@ impl App {
                     ),
                 );
             }
+            EventKind::AgentMessage { receipt, state } => {
+                let level = match state {
+                    herald_protocol::MessageDelivery::Missed => Level::Warning,
+                    _ => Level::Info,
+                };
+                self.notice(
+                    level,
+                    &format!("message {receipt} to {}: {state}", event.agent_id),
+                );
+            }
             EventKind::Compaction {
                 tokens_before,
                 tokens_after,
@@ -1216,6 +1226,10 @@ impl App {
             }
             Outcome::Picked { purpose, key } => return commands::picked(self, purpose, key).await,
             Outcome::Secondary { purpose, key } => commands::secondary(self, purpose, key),
+            Outcome::Message { key } => {
+                self.close_overlay();
+                self.composer.set_text(&format!("/message {key} "));
+            }
         }
         Flow::Continue
     }

@@ -42,6 +42,7 @@ pub(crate) async fn run(app: &mut App, name: &str, args: String) -> Flow {
                 app.steer(args);
             }
         }
+        "message" => message(app, &args),
         "heartbeat" => heartbeat(app, &args).await,
         "init" => app.send_prompt(INIT_PROMPT.to_owned()),
         "exit" | "quit" => return app.exit_requested(),
@@ -163,8 +164,49 @@ pub const KEYS: &[(&str, &str)] = &[
     ),
 ];
 
+/// `/message AGENT TEXT`: steers a running subagent at its next tool
+/// boundary, or starts a follow-up turn in a finished one's session. The
+/// receipt (`delivered`, `missed`) arrives as an event.
+fn message(app: &mut App, args: &str) {
+    let Some((agent_id, text)) = args.trim().split_once(char::is_whitespace) else {
+        app.say(
+            Level::Warning,
+            "/message needs an agent and the text: /message ag_123 use the v2 API (m in /agents fills in the id)",
+        );
+        return;
+    };
+    let running = app
+        .session()
+        .agents()
+        .iter()
+        .any(|a| a.id == agent_id && !a.status.is_finished());
+    let (agent_id, message) = (agent_id.to_owned(), text.trim().to_owned());
+    let (op, done) = if running {
+        (
+            Op::AgentSend {
+                agent_id: agent_id.clone(),
+                message,
+                subtree: false,
+            },
+            format!("queued for {agent_id}: it reads it at its next tool boundary"),
+        )
+    } else {
+        (
+            Op::AgentFollowup {
+                agent_id: agent_id.clone(),
+                message,
+            },
+            format!("follow-up started in {agent_id}'s session, in the background"),
+        )
+    };
+    match app.session().submit(op) {
+        Ok(_) => app.say(Level::Info, &done),
+        Err(err) => app.say(Level::Warning, &err.to_string()),
+    }
+}
+
 /// `/agents`: the session's agents as a tree; Enter shows a transcript,
-/// `x` cancels one with its descendants.
+/// `x` cancels one with its descendants, `m` writes to one.
 pub(crate) async fn agents(app: &mut App) {
     let agents = app.session().agents();
     let items: Vec<PickItem> = agents

@@ -41,6 +41,9 @@ pub enum Outcome {
     Picked { purpose: Purpose, key: String },
     /// A picker's secondary action (`x` on an agent): the item's key.
     Secondary { purpose: Purpose, key: String },
+    /// Write to the agent `key` (`m` on an agent): the composer is
+    /// pre-filled with `/message KEY `.
+    Message { key: String },
 }
 
 /// What a picker is for; the app decides what a choice does.
@@ -136,7 +139,7 @@ impl Overlay {
                 " ↑↓ field · type to edit · Enter next/accept · Ctrl+D decline · Esc cancel "
             }
             Overlay::Picker(view) if view.purpose == Purpose::Agents => {
-                " type to filter · Enter transcript · x cancel · Esc close "
+                " type to filter · Enter transcript · x cancel · m message · Esc close "
             }
             Overlay::Picker(_) => " type to filter · ↑↓ · Enter chooses · Esc close ",
             Overlay::Text(_) => " ↑↓ PgUp PgDn scroll · Esc close ",
@@ -754,6 +757,13 @@ impl Picker {
                 if let Some(item) = self.visible().get(self.selected) {
                     return Outcome::Secondary {
                         purpose: self.purpose,
+                        key: item.key.clone(),
+                    };
+                }
+            }
+            KeyCode::Char('m') if self.purpose == Purpose::Agents && self.query.is_empty() => {
+                if let Some(item) = self.visible().get(self.selected) {
+                    return Outcome::Message {
                         key: item.key.clone(),
                     };
                 }

@@ -69,6 +69,11 @@ pub const COMMANDS: &[SlashCommand] = &[
     ),
     SlashCommand::builtin("steer", "TEXT", "send TEXT at the next tool boundary"),
     SlashCommand::builtin(
+        "message",
+        "AGENT TEXT",
+        "steer a running subagent, or ask a finished one a follow-up",
+    ),
+    SlashCommand::builtin(
         "heartbeat",
         "[on EVERY|off]",
         "wake this session with HEARTBEAT.md while idle",

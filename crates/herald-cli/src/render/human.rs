@@ -263,6 +263,10 @@ impl View {
                     String::new()
                 }
             )),
+            EventKind::AgentMessage { receipt, state } => self.print(&format!(
+                "  message {receipt} to {}: {state}",
+                event.agent_id
+            )),
             EventKind::ProviderFallback { from, to, reason } => self.print(&format!(
                 "  switching provider: {}/{} -> {}/{}: {}",
                 from.provider,

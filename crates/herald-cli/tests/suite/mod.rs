@@ -1,4 +1,5 @@
 mod agent_defs;
+mod agent_messaging;
 mod browser_tools;
 mod checkpoints;
 mod cli_ergonomics;

@@ -42,6 +42,9 @@ pub(crate) struct Spawn {
     pub prior: PriorUsage,
     /// The model client it runs on (an agent definition may name a model).
     pub client: Arc<herald_llm::LlmClient>,
+    /// A follow-up: a new turn with this text on top of its stored
+    /// conversation (`agent_followup`), instead of resuming it.
+    pub followup: Option<String>,
 }
 
 /// Usage of a child's earlier runs (before a crash or suspension).
@@ -80,6 +83,7 @@ impl Delegation {
         let live = Arc::new(LiveAgent::new(
             spawn.agent_id.clone(),
             spawn.parent.agent_id.clone(),
+            spawn.parent.session_id.clone(),
             spawn.session_id.clone(),
             depth,
             spawn.task.role.as_str(),
@@ -287,6 +291,7 @@ impl Delegation {
         });
         agent.set_compression(self.settings.compression.clone());
         agent.set_meter(Arc::clone(&live.meter));
+        agent.set_steering(Arc::clone(&live.mailbox));
         // Children summarise with `[compression] model` too, on their endpoint.
         let summary_model = self.settings.compression.model.trim();
         if !summary_model.is_empty()
@@ -336,7 +341,9 @@ impl Delegation {
         let turn_cancel = cancel.clone();
         let outcome = {
             let turn = async {
-                if restarting && !agent.messages().is_empty() {
+                if let Some(text) = &spawn.followup {
+                    agent.run_turn(text.clone(), &turn_cancel).await
+                } else if restarting && !agent.messages().is_empty() {
                     agent.resume_turn(&turn_cancel).await
                 } else {
                     agent.run_turn(spawn.task.goal.clone(), &turn_cancel).await
@@ -352,6 +359,15 @@ impl Delegation {
             }
         };
         let (outcome, timed_out) = outcome;
+        // Messages it never reached a tool boundary for are missed.
+        for missed in live.mailbox.close() {
+            if let Some(receipt) = missed.receipt {
+                agent.events().emit(EventKind::AgentMessage {
+                    receipt,
+                    state: herald_protocol::MessageDelivery::Missed,
+                });
+            }
+        }
         let worktree = match &worktree {
             Some(w) => {
                 w.unlock().await;
@@ -529,6 +545,8 @@ impl Delegation {
                         .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(message.clone());
                 }
                 EventKind::AssistantMessage { .. } => progress.touch(),
+                // Receipts of `agent_send` reach whoever sent the message.
+                EventKind::AgentMessage { .. } => out.emit(event.kind.clone()),
                 // The tree's front end shows the provider pushing back; a
                 // child slowed down by it is busy, not idle.
                 EventKind::ProviderThrottled { .. } => {

@@ -126,6 +126,8 @@ impl Progress {
 pub struct LiveAgent {
     pub id: String,
     pub parent_id: String,
+    /// The parent's session: where events about this agent are stamped.
+    pub parent_session_id: String,
     pub session_id: String,
     pub depth: u32,
     pub role: &'static str,
@@ -137,6 +139,9 @@ pub struct LiveAgent {
     pub progress: Progress,
     /// Its own and its subtree's usage (below its parent's meter).
     pub meter: Arc<crate::UsageMeter>,
+    /// Messages sent to it (`agent_send`) for its next tool boundary, with
+    /// their receipts.
+    pub mailbox: Arc<crate::SteerQueue>,
     result: Mutex<Option<ChildResult>>,
     /// Who cancelled it (0 = nobody / an interrupt, 1 = `agent_cancel`,
     /// 2 = `herald agents cancel` from another process), for the result.
@@ -149,6 +154,7 @@ impl LiveAgent {
     pub fn new(
         id: String,
         parent_id: String,
+        parent_session_id: String,
         session_id: String,
         depth: u32,
         role: &'static str,
@@ -161,6 +167,7 @@ impl LiveAgent {
         Self {
             id,
             parent_id,
+            parent_session_id,
             session_id,
             depth,
             role,
@@ -170,6 +177,7 @@ impl LiveAgent {
             cancel,
             progress: Progress::new(),
             meter,
+            mailbox: Arc::default(),
             result: Mutex::new(None),
             cancelled_by_tool: AtomicU32::new(0),
         }

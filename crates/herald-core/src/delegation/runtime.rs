@@ -19,6 +19,7 @@ use super::budget::TokenBudget;
 use super::definitions::AgentDefs;
 use super::inbox::{Inbox, Notice};
 use super::live::LiveAgent;
+use super::messaging::{AgentFollowup, AgentSend};
 use super::result::ChildResult;
 use super::scope::child_registry;
 use super::tools::{AgentCancel, AgentList, AgentStatus, AgentWait, DelegateTask};
@@ -129,6 +130,9 @@ pub struct Delegation {
     model_clients: Mutex<HashMap<String, Arc<LlmClient>>>,
     /// The session's file watch: children's writes are herald's own.
     file_watch: std::sync::OnceLock<Arc<crate::watch::FileWatch>>,
+    /// The top-level agent's scope and tools: what a person's follow-up
+    /// (the `agent_followup` operation) runs under.
+    root: std::sync::OnceLock<(AgentScope, ToolRegistry)>,
 }
 
 impl std::fmt::Debug for Delegation {
@@ -162,6 +166,7 @@ impl Delegation {
             definitions_listing: std::sync::OnceLock::new(),
             model_clients: Mutex::default(),
             file_watch: std::sync::OnceLock::new(),
+            root: std::sync::OnceLock::new(),
         }))
     }
 
@@ -188,6 +193,27 @@ impl Delegation {
     /// The session's hooks, if it has any.
     pub(crate) fn hooks(&self) -> Option<&Arc<crate::hooks::Hooks>> {
         self.hooks.get()
+    }
+
+    /// Sets the top-level agent's scope and tools (once, when the session
+    /// opens).
+    pub(crate) fn set_root(&self, scope: AgentScope, registry: ToolRegistry) {
+        let _ = self.root.set((scope, registry));
+    }
+
+    /// A person's follow-up to the finished agent `agent_id` (see
+    /// [`Delegation::follow_up`]); its result reaches the top-level agent.
+    pub async fn follow_up_from_root(
+        self: &Arc<Self>,
+        agent_id: &str,
+        message: &str,
+    ) -> Result<(), super::messaging::MessagingError> {
+        let Some((scope, registry)) = self.root.get() else {
+            return Err(super::messaging::MessagingError::Failed(
+                "the session is still opening; try again".to_owned(),
+            ));
+        };
+        self.follow_up(scope, registry, agent_id, message).await
     }
 
     /// Sets the session's file watch (once, when the session opens).
@@ -339,6 +365,8 @@ impl Delegation {
         registry.register(typed(AgentList::new(Arc::clone(self), scope.clone())));
         registry.register(typed(AgentWait::new(Arc::clone(self), scope.clone())));
         registry.register(typed(AgentCancel::new(Arc::clone(self), scope.clone())));
+        registry.register(typed(AgentSend::new(Arc::clone(self), scope.clone())));
+        registry.register(typed(AgentFollowup::new(Arc::clone(self), scope.clone())));
     }
 
     /// A snapshot of every agent this process started in the tree, oldest
@@ -403,6 +431,15 @@ impl Delegation {
             .unwrap_or_else(PoisonError::into_inner)
             .get(id)
             .cloned()
+    }
+
+    /// Forgets the finished run of `id` (a follow-up starts a new one; until
+    /// it registers, the journal says the agent runs).
+    pub(crate) fn remove_live(&self, id: &str) {
+        self.live
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(id);
     }
 
     pub(crate) fn add_live(&self, agent: Arc<LiveAgent>) {
@@ -525,7 +562,7 @@ impl Delegation {
     /// Everything needed to restart a journaled background agent: its spec,
     /// tools, repaired conversation, and a budget that already holds what
     /// it spent before.
-    async fn restart_spec(
+    pub(crate) async fn restart_spec(
         &self,
         store: &StoreHandle,
         record: &AgentRecord,
@@ -596,6 +633,7 @@ impl Delegation {
             task: spec.task,
             prior,
             client,
+            followup: None,
         })
     }
 

@@ -20,6 +20,8 @@ pub const DELEGATION_TOOLS: &[&str] = &[
     "agent_list",
     "agent_wait",
     "agent_cancel",
+    "agent_send",
+    "agent_followup",
 ];
 
 /// The child's registry without delegation tools, or the error for the model.

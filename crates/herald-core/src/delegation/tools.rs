@@ -22,7 +22,7 @@ use super::result::ChildResult;
 use super::runtime::{AgentScope, Delegation, SpawnSpec};
 use super::scope::child_registry;
 
-const TOOLSET: &str = "delegation";
+pub(crate) const TOOLSET: &str = "delegation";
 
 /// Longest `agent_wait` a model may ask for.
 const MAX_WAIT_SECS: u64 = 3600;
@@ -156,6 +156,7 @@ goal/context; only each one's final summary returns. For independent pieces, not
                 summary_limit,
                 prior: super::child::PriorUsage::default(),
                 client,
+                followup: None,
             });
         }
         if let Some(store) = &self.rt.store {
@@ -232,6 +233,8 @@ fn live_status(rt: &Delegation, agent: &LiveAgent) -> serde_json::Value {
         "current_tool": agent.progress.current_tool(),
         "result_preview": result.as_ref().map(|r| preview(&r.summary, 500)),
         "error": result.as_ref().and_then(|r| r.error.clone()),
+        // Receipts of `agent_send`: queued, delivered or missed.
+        "messages": Delegation::receipts(agent),
     })
 }
 

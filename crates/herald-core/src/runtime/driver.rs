@@ -123,6 +123,8 @@ pub(super) async fn drive(
             Op::Interrupt {}
             | Op::Steer { .. }
             | Op::CancelAgent { .. }
+            | Op::AgentSend { .. }
+            | Op::AgentFollowup { .. }
             | Op::ClarifyAnswer { .. }
             | Op::ApprovalDecision { .. }
             | Op::ElicitationAnswer { .. } => {}

@@ -26,7 +26,7 @@ mod title;
 
 use std::sync::{Arc, Mutex, PoisonError};
 
-use herald_protocol::{RunStatus, TokenTotals};
+use herald_protocol::{EventKind, RunStatus, TokenTotals};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
@@ -438,6 +438,29 @@ impl Session {
                 self.cancel_agent(&agent_id)?;
                 return Ok((id, None));
             }
+            Op::AgentSend {
+                agent_id,
+                message,
+                subtree,
+            } => {
+                self.send_to_agent(&agent_id, &message, subtree)?;
+                return Ok((id, None));
+            }
+            Op::AgentFollowup { agent_id, message } => {
+                // The journal lookup is async: what is wrong later arrives
+                // as an `error` event; [`Session::follow_up_agent`] awaits it.
+                self.check_follow_up(&agent_id, &message)?;
+                let session = self.clone();
+                tokio::spawn(async move {
+                    if let Err(err) = session.follow_up_agent(&agent_id, &message).await {
+                        session.shared.delegation.events.emit(EventKind::Error {
+                            message: err.to_string(),
+                            fatal: false,
+                        });
+                    }
+                });
+                return Ok((id, None));
+            }
             Op::ClarifyAnswer { request_id, answer } => {
                 self.shared
                     .questions
@@ -590,6 +613,50 @@ impl Session {
         Ok(())
     }
 
+    /// Queues `message` for the running subagent `agent_id` (and its
+    /// running subtree); returns the receipts, also sent as `agent.message`
+    /// events.
+    pub fn send_to_agent(
+        &self,
+        agent_id: &str,
+        message: &str,
+        subtree: bool,
+    ) -> Result<Vec<crate::delegation::SentMessage>, RuntimeError> {
+        self.shared
+            .delegation
+            .send_message("root", agent_id, message, subtree)
+            .map_err(messaging_error)
+    }
+
+    /// Starts a follow-up turn in the finished subagent `agent_id`'s own
+    /// session, in the background; its result reaches the top-level agent.
+    pub async fn follow_up_agent(&self, agent_id: &str, message: &str) -> Result<(), RuntimeError> {
+        if self.is_ended() {
+            return Err(RuntimeError::Ended(self.shared.session_id.clone()));
+        }
+        self.shared
+            .delegation
+            .follow_up_from_root(agent_id, message)
+            .await
+            .map_err(messaging_error)
+    }
+
+    /// What a follow-up operation can be refused for at once.
+    fn check_follow_up(&self, agent_id: &str, message: &str) -> Result<(), RuntimeError> {
+        if self.is_ended() {
+            return Err(RuntimeError::Ended(self.shared.session_id.clone()));
+        }
+        if message.trim().is_empty() {
+            return Err(messaging_error(crate::delegation::MessagingError::Empty));
+        }
+        if agent_id.trim().is_empty() {
+            return Err(RuntimeError::Invalid(
+                "agent_id is empty; name a finished subagent".to_owned(),
+            ));
+        }
+        Ok(())
+    }
+
     fn cancel_agent(&self, id: &str) -> Result<(), RuntimeError> {
         if self.shared.delegation.cancel_agent(id) {
             Ok(())
@@ -667,5 +734,15 @@ impl Session {
             .turn
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// A refused message or follow-up as the runtime reports it.
+fn messaging_error(err: crate::delegation::MessagingError) -> RuntimeError {
+    use crate::delegation::MessagingError as E;
+    match err {
+        E::Unknown(text) => RuntimeError::UnknownRequest(text),
+        E::Empty | E::WrongState(_) => RuntimeError::Invalid(err.to_string()),
+        E::Failed(text) => RuntimeError::Store(text),
     }
 }

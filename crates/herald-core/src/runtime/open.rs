@@ -304,6 +304,7 @@ pub async fn open_session(mut options: SessionOptions) -> Result<Session, Runtim
         hooks.session_start(resumed, &settings.model).await;
     }
     prune_old_agents(settings, store);
+    delegation.set_root(root_scope.clone(), agent.registry().clone());
     if resumed {
         delegation.recover(&root_scope, agent.registry()).await;
     }

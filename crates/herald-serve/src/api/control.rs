@@ -344,3 +344,101 @@ pub(crate) async fn cancel_agent(
     session.submit(Op::CancelAgent { agent_id })?;
     Ok(Json(Done { ok: true }))
 }
+
+/// A message for a running subagent.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AgentMessage {
+    /// The text it reads at its next tool boundary (or, for a follow-up,
+    /// as the new turn's input).
+    pub message: String,
+    /// Also send it to every running agent below it (messages only).
+    #[serde(default)]
+    pub subtree: bool,
+}
+
+/// The receipts of a message: one per agent it was queued for.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct MessageReceipts {
+    /// Each `{agent_id, receipt, state}`; `state` is `queued` here and
+    /// becomes `delivered` or `missed` in `agent.message` events.
+    #[schema(value_type = Vec<Object>)]
+    pub sent: Vec<herald_core::delegation::SentMessage>,
+}
+
+/// Queues a message for the running subagent `agent_id` (and, with
+/// `subtree`, the running agents below it): it reads it at its next tool
+/// boundary.
+#[utoipa::path(
+    post,
+    path = "/api/sessions/{id}/agents/{agent_id}/messages",
+    tag = "control",
+    params(
+        ("id" = String, Path, description = "session id"),
+        ("agent_id" = String, Path, description = "subagent id")
+    ),
+    request_body = AgentMessage,
+    responses(
+        (status = 200, description = "queued; receipts follow as agent.message events", body = MessageReceipts),
+        (status = 400, description = "empty message, or the agent has finished (use followup)", body = ErrorBody),
+        (status = 404, description = "no such session or subagent", body = ErrorBody)
+    ),
+    security(("bearer" = []))
+)]
+pub(crate) async fn message_agent(
+    State(state): State<Arc<AppState>>,
+    ApiPath((id, agent_id)): ApiPath<(String, String)>,
+    ApiJson(body): ApiJson<AgentMessage>,
+) -> Result<Json<MessageReceipts>, ApiError> {
+    let session = running_session(&state, &id, &agent_id).await?;
+    let sent = session.send_to_agent(&agent_id, &body.message, body.subtree)?;
+    Ok(Json(MessageReceipts { sent }))
+}
+
+/// Starts a follow-up turn in the finished subagent `agent_id`'s own
+/// session (its context intact), in the background; its result reaches the
+/// session's top-level agent like any background agent's.
+#[utoipa::path(
+    post,
+    path = "/api/sessions/{id}/agents/{agent_id}/followup",
+    tag = "control",
+    params(
+        ("id" = String, Path, description = "session id"),
+        ("agent_id" = String, Path, description = "subagent id")
+    ),
+    request_body = AgentMessage,
+    responses(
+        (status = 200, description = "the follow-up started", body = Done),
+        (status = 400, description = "empty message, or the agent is still running (send a message instead)", body = ErrorBody),
+        (status = 404, description = "no such session or subagent", body = ErrorBody)
+    ),
+    security(("bearer" = []))
+)]
+pub(crate) async fn follow_up_agent(
+    State(state): State<Arc<AppState>>,
+    ApiPath((id, agent_id)): ApiPath<(String, String)>,
+    ApiJson(body): ApiJson<AgentMessage>,
+) -> Result<Json<Done>, ApiError> {
+    if body.subtree {
+        return Err(ApiError::bad_request(
+            "subtree applies to messages only; a follow-up is one agent's new turn",
+        ));
+    }
+    let session = running_session(&state, &id, &agent_id).await?;
+    session.follow_up_agent(&agent_id, &body.message).await?;
+    Ok(Json(Done { ok: true }))
+}
+
+/// The open session `id`, or the 404 for an agent in a session not running.
+async fn running_session(
+    state: &Arc<AppState>,
+    id: &str,
+    agent_id: &str,
+) -> Result<Session, ApiError> {
+    open_or_stored(state, id).await?.ok_or_else(|| {
+        ApiError::not_found(
+            "request_not_found",
+            format!("no subagent '{agent_id}' to reach: session {id} is not running"),
+        )
+    })
+}

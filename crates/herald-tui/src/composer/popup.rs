@@ -209,7 +209,7 @@ mod tests {
             panic!("{items:?}")
         };
         let names: Vec<_> = commands.iter().map(|c| c.name.as_ref()).collect();
-        assert_eq!(names, ["model", "memory"]);
+        assert_eq!(names, ["model", "memory", "message"]);
         assert_eq!(Popup::for_text(&area("/model x", 8), None, &[]), None);
         assert_eq!(Popup::for_text(&area("/zz", 3), None, &[]), None);
         assert_eq!(Popup::for_text(&area("a /m", 4), None, &[]), None);
@@ -235,7 +235,7 @@ mod tests {
             selected: 0,
         };
         popup.select_previous();
-        assert_eq!(popup.selected, 1);
+        assert_eq!(popup.selected, 2);
         popup.select_next();
         assert_eq!(popup.selected, 0);
     }

@@ -547,7 +547,7 @@ fn the_height_follows_the_text_up_to_the_cap_and_the_cursor_stays_visible() {
 #[test]
 fn the_popup_adds_its_rows() {
     let c = composer("/m");
-    assert_eq!(c.desired_height(60), 3 + 2);
+    assert_eq!(c.desired_height(60), 3 + 3);
 }
 
 // ----- snapshots --------------------------------------------------------
