@@ -73,6 +73,7 @@ use crate::{api, error, openai};
         api::control::AgentList,
         api::control::Done,
         api::control::AgentMessage,
+        api::control::AgentFollowup,
         api::control::MessageReceipts,
         api::ops::OpAccepted,
     )),

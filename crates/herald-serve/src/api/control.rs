@@ -349,12 +349,21 @@ pub(crate) async fn cancel_agent(
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AgentMessage {
-    /// The text it reads at its next tool boundary (or, for a follow-up,
-    /// as the new turn's input).
+    /// The text it reads at its next tool boundary.
+    #[schema(min_length = 1, pattern = "\\S")]
     pub message: String,
-    /// Also send it to every running agent below it (messages only).
+    /// Also send it to every running agent below it.
     #[serde(default)]
     pub subtree: bool,
+}
+
+/// A follow-up question for a finished subagent.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AgentFollowup {
+    /// The new turn's input.
+    #[schema(min_length = 1, pattern = "\\S")]
+    pub message: String,
 }
 
 /// The receipts of a message: one per agent it was queued for.
@@ -406,7 +415,7 @@ pub(crate) async fn message_agent(
         ("id" = String, Path, description = "session id"),
         ("agent_id" = String, Path, description = "subagent id")
     ),
-    request_body = AgentMessage,
+    request_body = AgentFollowup,
     responses(
         (status = 200, description = "the follow-up started", body = Done),
         (status = 400, description = "empty message, or the agent is still running (send a message instead)", body = ErrorBody),
@@ -417,13 +426,8 @@ pub(crate) async fn message_agent(
 pub(crate) async fn follow_up_agent(
     State(state): State<Arc<AppState>>,
     ApiPath((id, agent_id)): ApiPath<(String, String)>,
-    ApiJson(body): ApiJson<AgentMessage>,
+    ApiJson(body): ApiJson<AgentFollowup>,
 ) -> Result<Json<Done>, ApiError> {
-    if body.subtree {
-        return Err(ApiError::bad_request(
-            "subtree applies to messages only; a follow-up is one agent's new turn",
-        ));
-    }
     let session = running_session(&state, &id, &agent_id).await?;
     session.follow_up_agent(&agent_id, &body.message).await?;
     Ok(Json(Done { ok: true }))

@@ -573,6 +573,8 @@ async fn the_openapi_document_describes_every_route() {
         ("/api/sessions/{id}/clarify/{request_id}", "post"),
         ("/api/sessions/{id}/agents", "get"),
         ("/api/sessions/{id}/agents/{agent_id}/cancel", "post"),
+        ("/api/sessions/{id}/agents/{agent_id}/messages", "post"),
+        ("/api/sessions/{id}/agents/{agent_id}/followup", "post"),
         ("/api/openapi.json", "get"),
     ] {
         assert!(
@@ -860,5 +862,128 @@ async fn an_op_for_no_such_session_is_404() {
         .post_json("/api/sessions/ses_nope/ops", &json!({"type": "compact"}))
         .await;
     assert_error(status, &body, 404);
+    serve.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_running_subagent_is_messaged_and_a_finished_one_followed_up() {
+    let script = Script::new()
+        .conversation(
+            "http worker",
+            vec![
+                Reply::tool("terminal", json!({"command": "sleep 2"})),
+                Reply::text("worker done"),
+                Reply::text("worker answers the follow-up"),
+            ],
+        )
+        .conversation(
+            "coordinate over http",
+            vec![
+                Reply::tool(
+                    "delegate_task",
+                    json!({"background": true, "goal": "http worker: nap"}),
+                ),
+                Reply::text("dispatched"),
+                Reply::text("noted"),
+            ],
+        );
+    let serve = Serve::start(script).await;
+    let id = start_sleeping_turn(&serve, "coordinate over http").await;
+    let response = serve
+        .get(&format!("/api/sessions/{id}/events?after=0"))
+        .send()
+        .await
+        .unwrap();
+    let mut events = SseReader::new(response);
+    let seen = events.until_type("subagent.tool").await;
+    let agent = seen.last().unwrap().1["agent_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let messages = format!("/api/sessions/{id}/agents/{agent}/messages");
+    let followup = format!("/api/sessions/{id}/agents/{agent}/followup");
+
+    // Refused, changing nothing: nobody, an empty text, a follow-up of a
+    // running agent, `subtree` on a follow-up.
+    let (status, _, body) = serve
+        .post_json(
+            &format!("/api/sessions/{id}/agents/nobody/messages"),
+            &json!({"message": "hi"}),
+        )
+        .await;
+    assert_error(status, &body, 404);
+    let (status, _, body) = serve.post_json(&messages, &json!({"message": " "})).await;
+    assert_error(status, &body, 400);
+    let (status, _, body) = serve
+        .post_json(&followup, &json!({"message": "done yet?"}))
+        .await;
+    assert_error(status, &body, 400);
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("still running")
+    );
+    let (status, _, body) = serve
+        .post_json(&followup, &json!({"message": "x", "subtree": true}))
+        .await;
+    assert_error(status, &body, 400);
+
+    let (status, _, body) = serve
+        .post_json(&messages, &json!({"message": "use tabs"}))
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["sent"][0]["agent_id"], agent.as_str());
+    assert_eq!(body["sent"][0]["state"], "queued");
+    let receipt = body["sent"][0]["receipt"].as_str().unwrap().to_owned();
+    let seen = events.until_type("subagent.completed").await;
+    let states: Vec<&str> = seen
+        .iter()
+        .filter(|(_, e)| e["type"] == "agent.message" && e["receipt"] == receipt.as_str())
+        .map(|(_, e)| e["state"].as_str().unwrap())
+        .collect();
+    assert_eq!(states, ["queued", "delivered"]);
+    assert!(
+        serve
+            .upstream
+            .requests()
+            .iter()
+            .any(|r| r.conversation.contains("http worker")
+                && r.body.to_string().contains("use tabs"))
+    );
+
+    // Finished: a message is refused with the way forward; a follow-up runs.
+    let (status, _, body) = serve.post_json(&messages, &json!({"message": "hi"})).await;
+    assert_error(status, &body, 400);
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("followup")
+    );
+    let (status, _, body) = serve
+        .post_json(&followup, &json!({"message": "and then?"}))
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let seen = events.until_type("subagent.completed").await;
+    assert_eq!(seen.last().unwrap().1["agent_id"], agent.as_str());
+    assert!(
+        seen.last().unwrap().1["summary"]
+            .as_str()
+            .unwrap()
+            .contains("worker answers the follow-up")
+    );
+    let last = serve
+        .upstream
+        .requests()
+        .into_iter()
+        .filter(|r| r.conversation.contains("http worker"))
+        .last()
+        .unwrap();
+    let body = last.body.to_string();
+    assert!(
+        body.contains("worker done") && body.contains("and then?"),
+        "{body}"
+    );
     serve.stop().await;
 }
