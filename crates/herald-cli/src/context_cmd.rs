@@ -41,13 +41,18 @@ pub(crate) async fn context(common: &CommonArgs, args: ContextArgs) -> Result<Ex
         &setup::overrides(common),
     )
     .map_err(CliError::usage)?;
+    let routes = settings.routing.clone();
     let report = tokio::task::spawn_blocking(move || {
         herald_core::build_prompt_report(&herald_core::runtime::prompt_inputs(&settings))
     })
     .await
     .map_err(CliError::failed)?;
+    let routes = routes.describe();
     if args.json {
         let mut value = serde_json::to_value(&report).map_err(CliError::failed)?;
+        if let Some(object) = value.as_object_mut() {
+            object.insert("routes".to_owned(), routes.clone().into());
+        }
         if args.full
             && let Some(object) = value.as_object_mut()
         {
@@ -58,6 +63,12 @@ pub(crate) async fn context(common: &CommonArgs, args: ContextArgs) -> Result<Ex
         print!("{}", terminal_safe(&report.text));
     } else {
         print!("{}", render(&report));
+        if !routes.is_empty() {
+            println!("\nmodel routes ([routing], first match wins):");
+            for route in &routes {
+                println!("  {}", one_line(route));
+            }
+        }
     }
     Ok(Exit::Completed)
 }

@@ -172,6 +172,18 @@ pub struct Agent {
     file_watch: Option<Arc<crate::watch::FileWatch>>,
     /// Whether this agent is told of outside changes (the root).
     file_notes: bool,
+    /// `[routing]`: the long-window model this conversation moves to once
+    /// it grows past a size (once).
+    long_context: Option<LongContext>,
+    /// `[routing]`: the model the memory flush runs on, when not this one.
+    flush_client: Option<Arc<LlmClient>>,
+}
+
+/// Where a long conversation moves (see [`Agent::set_long_context`]).
+struct LongContext {
+    tokens: u64,
+    client: Arc<LlmClient>,
+    role: crate::routing::Role,
 }
 
 impl Agent {
@@ -209,7 +221,58 @@ impl Agent {
             body_cache: herald_llm::BodyCache::default(),
             file_watch: None,
             file_notes: false,
+            long_context: None,
+            flush_client: None,
         }
+    }
+
+    /// Moves the conversation to `client` (a long-window model) before a
+    /// request whose estimated prompt reaches `tokens`, once, with a
+    /// `model.routed` event for `role`.
+    pub fn set_long_context(
+        &mut self,
+        tokens: u64,
+        client: Arc<LlmClient>,
+        role: crate::routing::Role,
+    ) {
+        self.long_context = Some(LongContext {
+            tokens,
+            client,
+            role,
+        });
+    }
+
+    /// The memory flush runs on `client` (`[routing]` role `memory_flush`).
+    pub fn set_flush_client(&mut self, client: Arc<LlmClient>) {
+        self.flush_client = Some(client);
+    }
+
+    /// Switches to the long-window model when the prompt has grown past
+    /// its threshold (see [`Agent::set_long_context`]).
+    fn widen_if_long(&mut self, fixed: u64) {
+        let Some(wide) = &self.long_context else {
+            return;
+        };
+        let estimate = self.compactor.prompt_tokens(fixed, &self.messages);
+        if estimate < wide.tokens {
+            return;
+        }
+        let Some(wide) = self.long_context.take() else {
+            return;
+        };
+        let model = wide.client.model().to_owned();
+        self.events.emit(EventKind::ModelRouted {
+            role: wide.role.as_str().to_owned(),
+            model: model.clone(),
+            reason: format!(
+                "the conversation reached about {estimate} tokens, past [routing] long_context_tokens = {} (was {})",
+                wide.tokens,
+                self.client.model()
+            ),
+        });
+        self.client = wide.client;
+        self.compactor.switch_model(&model);
+        self.body_cache.history_changed();
     }
 
     /// The sink this agent reports to.
@@ -516,6 +579,7 @@ impl Agent {
                 return outcome;
             }
             let fixed = fixed_tokens(&self.system_prompt, &self.tools);
+            self.widen_if_long(fixed);
             if let Some(message) =
                 self.compactor
                     .overflow(fixed, &self.messages, self.client.model())

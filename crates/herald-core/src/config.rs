@@ -195,6 +195,8 @@ pub struct Config {
     pub web: WebConfig,
     /// `[browser]`.
     pub browser: BrowserConfig,
+    /// `[routing]`: which model does which work.
+    pub routing: crate::routing::RoutingConfig,
     /// `[serve]`.
     pub serve: ServeConfig,
     /// `[permissions]`.
@@ -366,6 +368,8 @@ pub struct Settings {
     pub web_search_key: Option<String>,
     /// `[browser]`.
     pub browser: BrowserConfig,
+    /// `[routing]`, checked.
+    pub routing: crate::routing::RoutingConfig,
     /// `[serve]`.
     pub serve: ServeConfig,
     /// `[permissions]`, with `--mode` applied.
@@ -606,6 +610,10 @@ impl Settings {
             crate::hooks::check_hooks(&config.hooks, crate::hooks::HookOrigin::User, config_path)
                 .map_err(ConfigError::Invalid)?;
         let project_hooks = crate::hooks::ProjectHooks::find(&cwd, &home);
+        config
+            .routing
+            .check()
+            .map_err(|err| ConfigError::Invalid(format!("{}: {err}", config_path.display())))?;
         let web_search_key = crate::web::web_search_key(&config.web, env)
             .map_err(|err| ConfigError::Invalid(format!("{}: {err}", config_path.display())))?;
         let pricing = pricing::parse(&config.pricing)
@@ -639,6 +647,7 @@ impl Settings {
             web: config.web.clone(),
             web_search_key,
             browser: config.browser.clone(),
+            routing: config.routing.clone(),
             serve: config.serve.clone(),
             permissions: config.permissions.clone(),
             mcp: config.mcp.clone(),

@@ -22,6 +22,7 @@ mod orphans;
 mod permissions;
 mod persist;
 mod prompt;
+pub mod routing;
 pub mod runtime;
 mod session_search;
 mod steer;

@@ -295,6 +295,16 @@ pub enum EventKind {
         /// The child's own session, where its conversation is stored.
         child_session_id: String,
     },
+    /// `[routing]` chose the model for some work of the event's agent:
+    /// `role` is `root`, `child`, `summary`, `title`, `memory_flush` or
+    /// `judge`; `reason` names the rule (or allow-list, privacy or
+    /// long-context switch) that chose it.
+    #[serde(rename = "model.routed")]
+    ModelRouted {
+        role: String,
+        model: String,
+        reason: String,
+    },
     /// A message sent to a running agent (`agent_send`, the `agent_send`
     /// operation) changed state; the event's `agent_id` is the recipient.
     /// Every receipt is `queued` first, then `delivered` or `missed`.
@@ -499,10 +509,11 @@ mod tests {
             EventKind::Error { .. } => 26,
             EventKind::ProviderThrottled { .. } => 27,
             EventKind::AgentMessage { .. } => 28,
+            EventKind::ModelRouted { .. } => 29,
         }
     }
 
-    const VARIANTS: usize = 29;
+    const VARIANTS: usize = 30;
 
     /// One event of each kind, optional fields set.
     fn every_event() -> Vec<EventKind> {
@@ -579,6 +590,11 @@ mod tests {
             EventKind::Compaction {
                 tokens_before: 100,
                 tokens_after: 10,
+            },
+            EventKind::ModelRouted {
+                role: "child".into(),
+                model: "small".into(),
+                reason: "[[routing.rules]] #1: role child".into(),
             },
             EventKind::AgentMessage {
                 receipt: "msg-1".into(),

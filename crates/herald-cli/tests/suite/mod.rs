@@ -33,6 +33,7 @@ mod prompt_budget;
 mod prompt_layers;
 mod provider_answers;
 mod reasoning;
+mod routing;
 mod run_cli;
 mod run_human;
 mod serve;

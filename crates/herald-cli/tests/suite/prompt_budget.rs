@@ -1,7 +1,9 @@
 //! The prompt budget: what every request repeats — the default
-//! system prompt and every default tool schema — stays under 12.5 KB on
+//! system prompt and every default tool schema — stays under 13.5 KB on
 //! the wire, measured on the first request the real binary sends. (It was
-//! 12 KB until `web_extract` joined the default tools, +440 bytes.)
+//! 12 KB until `web_extract` joined the default tools, +440 bytes, and
+//! 12.5 KB until `agent_send` and `agent_followup` joined, with
+//! `delegate_task`'s `model` and `private`, +826 bytes.)
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use crate::common;
@@ -31,16 +33,20 @@ async fn fixed_bytes(wire: Wire) -> (usize, usize, usize) {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn the_default_prompt_and_tools_stay_under_12_5_kb() {
+async fn the_default_prompt_and_tools_stay_under_13_5_kb() {
     for wire in [Wire::OpenAi, Wire::Anthropic] {
         let (system, tools, count) = fixed_bytes(wire).await;
+        eprintln!(
+            "{wire:?}: system prompt {system} + {count} tool schemas {tools} = {} bytes",
+            system + tools
+        );
         assert!(
             count >= 20,
             "{wire:?}: only {count} tools: the budget is for all of them"
         );
         assert!(
-            system + tools < 12_500,
-            "{wire:?}: system prompt {system} + {count} tool schemas {tools} = {} bytes, over the 12.5 KB budget (docs/BENCHMARKS.md)",
+            system + tools < 13_500,
+            "{wire:?}: system prompt {system} + {count} tool schemas {tools} = {} bytes, over the 13.5 KB budget (docs/BENCHMARKS.md)",
             system + tools
         );
     }

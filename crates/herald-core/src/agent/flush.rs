@@ -290,6 +290,29 @@ impl Agent {
         cancel: &CancellationToken,
         deadline: Option<Instant>,
     ) -> FlushReport {
+        // `[routing]` role `memory_flush`: the flush runs on its model,
+        // then the conversation goes on with its own.
+        let own = self
+            .flush_client
+            .clone()
+            .map(|flush| std::mem::replace(&mut self.client, flush));
+        if own.is_some() {
+            self.body_cache.history_changed();
+        }
+        let report = self.flush_memory_here(reason, cancel, deadline).await;
+        if let Some(own) = own {
+            self.client = own;
+            self.body_cache.history_changed();
+        }
+        report
+    }
+
+    async fn flush_memory_here(
+        &mut self,
+        reason: FlushReason,
+        cancel: &CancellationToken,
+        deadline: Option<Instant>,
+    ) -> FlushReport {
         let mut report = FlushReport {
             reason,
             status: FlushStatus::Done,

@@ -255,6 +255,11 @@ impl Compactor {
         }
     }
 
+    /// The conversation moved to `model`: its context window applies now.
+    pub(crate) fn switch_model(&mut self, model: &str) {
+        self.window = context_window(model, self.config.context_window);
+    }
+
     /// Summaries are written by `client` (`[compression] model`).
     pub(crate) fn set_summary_client(&mut self, client: Arc<LlmClient>) {
         self.summary_client = Some(client);
@@ -496,12 +501,24 @@ impl Compactor {
 pub(crate) fn summary_client(
     settings: &crate::config::Settings,
 ) -> Result<Option<Arc<LlmClient>>, LlmError> {
-    let model = settings.compression.model.trim();
-    if model.is_empty() || model == settings.model {
+    let configured = settings.compression.model.trim();
+    let default = if configured.is_empty() {
+        settings.model.as_str()
+    } else {
+        configured
+    };
+    // `[routing]` rules for role `summary` come first; a refusal (private
+    // work without a local model) stops the session before this point.
+    if let Ok(Some(route)) =
+        crate::routing::side_route(settings, crate::routing::Role::Summary, default)
+    {
+        return crate::routing::route_client(settings, &route).map(|c| Some(Arc::new(c)));
+    }
+    if configured.is_empty() || configured == settings.model {
         return Ok(None);
     }
     LlmClient::new(herald_llm::ClientConfig {
-        model: model.to_owned(),
+        model: configured.to_owned(),
         ..settings.client_config()
     })
     .map(|client| Some(Arc::new(client)))

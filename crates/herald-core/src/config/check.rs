@@ -506,6 +506,7 @@ pub(crate) const TOP: &[Key] = &[
     key("code_execution", Kind::Section(CODE_EXECUTION), "", ""),
     key("web", Kind::Section(WEB), "", ""),
     key("browser", Kind::Section(BROWSER), "", ""),
+    key("routing", Kind::Table, "", ""),
     key("serve", Kind::Section(SERVE), "", ""),
     key("permissions", Kind::Section(PERMISSIONS), "", ""),
     key("mcp_servers", Kind::Table, "", ""),

@@ -116,8 +116,19 @@ pub struct EffectiveConfig {
     pub web: crate::config::WebConfig,
     /// `[browser]`.
     pub browser: crate::config::BrowserConfig,
+    /// `[routing]`, with the effective routes in words.
+    pub routing: EffectiveRouting,
     /// `[serve]`.
     pub serve: ServeConfig,
+}
+
+/// `[routing]` as set, and each route it makes (`herald config show`).
+#[derive(Debug, Clone, Serialize)]
+pub struct EffectiveRouting {
+    #[serde(flatten)]
+    pub config: crate::routing::RoutingConfig,
+    /// One line per route, in the order they are tried.
+    pub effective_routes: Vec<String>,
 }
 
 impl EffectiveConfig {
@@ -199,6 +210,10 @@ impl EffectiveConfig {
             code_execution: settings.code_execution.clone(),
             web: settings.web.clone(),
             browser: settings.browser.clone(),
+            routing: EffectiveRouting {
+                config: settings.routing.clone(),
+                effective_routes: settings.routing.describe(),
+            },
             serve: settings.serve.clone(),
         }
     }

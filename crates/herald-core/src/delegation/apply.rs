@@ -147,6 +147,8 @@ mod tests {
             agent: agent.map(str::to_owned),
             definition: None,
             isolation: None,
+            model: None,
+            private: false,
         }
     }
 

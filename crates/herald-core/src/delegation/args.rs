@@ -40,6 +40,8 @@ pub struct TaskArg {
     pub agent: Option<String>,
     /// `worktree`, `worktree:fresh` or `worktree:<ref>`.
     pub isolation: Option<String>,
+    pub model: Option<String>,
+    pub private: Option<bool>,
 }
 
 /// A compact schema for `tasks`: every byte of it is sent on each request.
@@ -91,6 +93,10 @@ pub struct DelegateArgs {
     pub agent: Option<String>,
     /// worktree: own git branch and checkout.
     pub isolation: Option<String>,
+    /// From [routing] allow_models.
+    pub model: Option<String>,
+    /// Local models only.
+    pub private: Option<bool>,
 }
 
 /// A child task after normalisation: batch fields fall back to the call's.
@@ -112,6 +118,12 @@ pub struct ChildTask {
     /// Run in a new git worktree from this base (`isolation`).
     #[serde(default)]
     pub isolation: Option<super::worktree::WorktreeBase>,
+    /// The model the caller named (checked against `[routing] allow_models`).
+    #[serde(default)]
+    pub model: Option<String>,
+    /// Private work: local models only (`[routing] local_models`).
+    #[serde(default)]
+    pub private: bool,
 }
 
 /// Turns the arguments into tasks, or the error the model should read.
@@ -185,6 +197,11 @@ pub fn child_tasks(args: &DelegateArgs, max_children: usize) -> Result<Vec<Child
                 agent: task.agent.or_else(|| args.agent.clone()),
                 definition: None,
                 isolation,
+                model: task
+                    .model
+                    .or_else(|| args.model.clone())
+                    .filter(|m| !m.trim().is_empty()),
+                private: task.private.or(args.private).unwrap_or(false),
             })
         })
         .collect()

@@ -292,6 +292,17 @@ impl Delegation {
         agent.set_compression(self.settings.compression.clone());
         agent.set_meter(Arc::clone(&live.meter));
         agent.set_steering(Arc::clone(&live.mailbox));
+        let routing = &self.settings.routing;
+        if let Some(route) =
+            routing.long_context(u64::MAX, spawn.client.model(), spawn.task.private)
+            && let Ok(client) = self.routed_client(&route)
+        {
+            agent.set_long_context(
+                routing.long_context_tokens,
+                client,
+                crate::routing::Role::Child,
+            );
+        }
         // Children summarise with `[compression] model` too, on their endpoint.
         let summary_model = self.settings.compression.model.trim();
         if !summary_model.is_empty()

@@ -88,6 +88,8 @@ mod tests {
             agent: None,
             definition: None,
             isolation: None,
+            model: None,
+            private: false,
         };
         let facts = DepthFacts {
             depth: 1,
@@ -129,6 +131,8 @@ mod tests {
             agent: Some("reviewer".into()),
             definition: None,
             isolation: None,
+            model: None,
+            private: false,
         };
         let facts = DepthFacts {
             depth: 1,

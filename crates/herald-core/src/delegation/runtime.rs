@@ -266,6 +266,84 @@ impl Delegation {
         Ok(client)
     }
 
+    /// The client a child task runs on and, when `[routing]` chose it, the
+    /// route: the model the task names (from `[routing] allow_models`),
+    /// else its agent definition's model, else the first matching rule,
+    /// else the children's usual client. Private tasks get local models
+    /// only. The error is for the model.
+    pub(crate) fn child_client(
+        &self,
+        task: &ChildTask,
+    ) -> Result<(Arc<LlmClient>, Option<crate::routing::Route>), String> {
+        let routing = &self.settings.routing;
+        let definition_model = task.definition.as_ref().and_then(|d| d.model.as_deref());
+        if let (None, Some(model)) = (&task.model, definition_model) {
+            routing
+                .must_be_local(task.private, model)
+                .map_err(|e| e.to_string())?;
+            return Ok((self.client_for(Some(model))?, None));
+        }
+        let toolsets = task.toolsets.clone().unwrap_or_default();
+        let facts = crate::routing::Facts {
+            role: crate::routing::Role::Child,
+            agent: task.agent.as_deref(),
+            toolsets: &toolsets,
+            private: task.private,
+            requested: task.model.as_deref(),
+        };
+        match routing
+            .choose(&facts, self.client.model())
+            .map_err(|e| e.to_string())?
+        {
+            Some(route) => Ok((self.routed_client(&route)?, Some(route))),
+            None => Ok((self.client_for(None)?, None)),
+        }
+    }
+
+    /// The client for `route`: its model on the children's endpoint, then
+    /// its fallback models in order (built once per route and session).
+    pub(crate) fn routed_client(
+        &self,
+        route: &crate::routing::Route,
+    ) -> Result<Arc<LlmClient>, String> {
+        if route.fallback.is_empty() {
+            return self.client_for(Some(&route.model));
+        }
+        let key = format!("{}|{}", route.model, route.fallback.join("|"));
+        if let Some(client) = self
+            .model_clients
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&key)
+        {
+            return Ok(Arc::clone(client));
+        }
+        let base = self
+            .settings
+            .child_client_config()
+            .unwrap_or_else(|| self.settings.client_config());
+        let build = |model: &str| {
+            LlmClient::new(herald_llm::ClientConfig {
+                model: model.to_owned(),
+                ..base.clone()
+            })
+            .map_err(|err| format!("cannot build a client for model {model}: {err}"))
+        };
+        let fallbacks = route
+            .fallback
+            .iter()
+            .map(|m| build(m))
+            .collect::<Result<Vec<_>, _>>()?;
+        let client = Arc::new(
+            build(&route.model)?.with_fallbacks(fallbacks, self.settings.fallback_cooldown),
+        );
+        self.model_clients
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(key, Arc::clone(&client));
+        Ok(client)
+    }
+
     /// The session tree's call interceptors, in order.
     pub(crate) fn interceptors(&self) -> &[Arc<dyn crate::intercept::CallInterceptor>] {
         self.interceptors.get().map_or(&[], Vec::as_slice)
@@ -575,8 +653,7 @@ impl Delegation {
             .and_then(|s| serde_json::from_str(s).ok())
             .ok_or("its journal entry has no readable spawn spec")?;
         let registry = child_registry(parent_registry, &spec.task)?;
-        let model = spec.task.definition.as_ref().and_then(|d| d.model.clone());
-        let client = self.client_for(model.as_deref())?;
+        let (client, _) = self.child_client(&spec.task)?;
         let id = record.session_id.clone();
         let session = store
             .call(move |s| s.get_session(&id))

@@ -119,6 +119,8 @@ mod tests {
             agent: None,
             definition: None,
             isolation: None,
+            model: None,
+            private: false,
         }
     }
 

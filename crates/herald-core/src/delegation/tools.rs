@@ -76,13 +76,14 @@ goal/context; only each one's final summary returns. For independent pieces, not
         )
         .map_err(ToolError::new)?;
         let mut clients = Vec::with_capacity(tasks.len());
+        let mut routes = Vec::with_capacity(tasks.len());
         for task in &tasks {
-            let model = task.definition.as_ref().and_then(|d| d.model.as_deref());
-            clients.push(
-                self.rt
-                    .client_for(model)
-                    .map_err(|err| ToolError::new(format!("task {}: {err}", task.index)))?,
-            );
+            let (client, route) = self
+                .rt
+                .child_client(task)
+                .map_err(|err| ToolError::new(format!("task {}: {err}", task.index)))?;
+            clients.push(client);
+            routes.push(route);
         }
         let mut registries = Vec::with_capacity(tasks.len());
         for task in &tasks {
@@ -108,7 +109,9 @@ goal/context; only each one's final summary returns. For independent pieces, not
         let summary_limit = (self.rt.settings.output_limit_chars / (2 * tasks.len())).max(2000);
         let mut spawns = Vec::with_capacity(tasks.len());
         let mut journal = Vec::with_capacity(tasks.len());
-        for ((task, registry), client) in tasks.into_iter().zip(registries).zip(clients) {
+        for (((task, registry), client), route) in
+            tasks.into_iter().zip(registries).zip(clients).zip(routes)
+        {
             // The call's max_iterations, else the agent definition's, else config.
             let max_iterations = args
                 .max_iterations
@@ -119,6 +122,16 @@ goal/context; only each one's final summary returns. For independent pieces, not
             let can_delegate = may_delegate(&task, self.me.depth, &self.rt.settings);
             let agent_id = new_id("ag");
             let session_id = crate::new_session_id();
+            if let Some(route) = route {
+                self.rt
+                    .events
+                    .for_agent(&self.me.session_id, &agent_id)
+                    .emit(herald_protocol::EventKind::ModelRouted {
+                        role: crate::routing::Role::Child.as_str().to_owned(),
+                        model: route.model,
+                        reason: route.reason,
+                    });
+            }
             let spec = SpawnSpec {
                 task: task.clone(),
                 max_iterations,

@@ -10,6 +10,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::clarify::{EventClarifier, OpenQuestions};
 use super::{ClarifyPolicy, OpenMode, RuntimeError, Session, SessionOptions, Shared};
+use crate::routing::{self, Role};
 use crate::{
     Agent, AgentScope, AgentSetup, Delegation, DelegationSetup, EventSink, LeaseError, Recorder,
     SessionLease, Settings, StoreHandle, StoreProcessJournal, build_registry_with,
@@ -57,6 +58,17 @@ pub async fn open_session(mut options: SessionOptions) -> Result<Session, Runtim
                 .build_client()
                 .map_err(|e| RuntimeError::Config(e.to_string()))?,
         ),
+    };
+    // `[routing]` may give the top-level agent another model (a private
+    // project: a local one); refused before anything is written.
+    let root_route = routing::side_route(settings, Role::Root, client.model())
+        .map_err(|e| RuntimeError::Config(e.to_string()))?;
+    let client = match &root_route {
+        Some(route) => Arc::new(
+            routing::route_client(settings, route)
+                .map_err(|e| RuntimeError::Config(format!("[routing]: {e}")))?,
+        ),
+        None => client,
     };
     let (existing, fork_of) = find_session(&options.open, settings, store).await?;
     // Checked before anything is written: a bad turn of `--fork ID@TURN`.
@@ -208,6 +220,7 @@ pub async fn open_session(mut options: SessionOptions) -> Result<Session, Runtim
         }
         None => create_session(&options, &session_id, fork_of, fork_history).await?,
     };
+    let root_model = client.model().to_owned();
     let mut agent = Agent::new(AgentSetup {
         client,
         registry: Arc::new(registry),
@@ -232,6 +245,24 @@ pub async fn open_session(mut options: SessionOptions) -> Result<Session, Runtim
         .map_err(|e| RuntimeError::Config(format!("[compression] model: {e}")))?
     {
         agent.set_summary_client(summaries);
+    }
+    let flush_route = routing::side_route(settings, Role::MemoryFlush, &root_model)
+        .map_err(|e| RuntimeError::Config(e.to_string()))?;
+    if let Some(route) = &flush_route {
+        agent.set_flush_client(Arc::new(
+            routing::route_client(settings, route)
+                .map_err(|e| RuntimeError::Config(format!("[routing]: {e}")))?,
+        ));
+    }
+    if let Some(route) = settings.routing.long_context(u64::MAX, &root_model, false) {
+        agent.set_long_context(
+            settings.routing.long_context_tokens,
+            Arc::new(
+                routing::route_client(settings, &route)
+                    .map_err(|e| RuntimeError::Config(format!("[routing]: {e}")))?,
+            ),
+            Role::Root,
+        );
     }
     let title_client = super::title::title_client(settings)
         .map_err(|e| RuntimeError::Config(format!("[sessions] title_model: {e}")))?;
@@ -300,6 +331,7 @@ pub async fn open_session(mut options: SessionOptions) -> Result<Session, Runtim
         });
     }
     crate::mcp::report_servers(&mcp_tools, &events);
+    report_routes(settings, &root_model, root_route, flush_route, &events);
     if let Some(hooks) = &hooks {
         hooks.session_start(resumed, &settings.model).await;
     }
@@ -638,4 +670,35 @@ pub fn prompt_inputs(settings: &Settings) -> crate::PromptInputs {
         inputs.budgets.skills_chars,
     );
     inputs
+}
+
+/// One `model.routed` event per session-level choice `[routing]` made:
+/// the top-level agent's model, summaries, titles and the memory flush.
+fn report_routes(
+    settings: &Settings,
+    model: &str,
+    root: Option<routing::Route>,
+    flush: Option<routing::Route>,
+    events: &EventSink,
+) {
+    let summary = routing::side_route(settings, Role::Summary, model)
+        .ok()
+        .flatten();
+    let title = routing::side_route(settings, Role::Title, &settings.sessions.title_model)
+        .ok()
+        .flatten();
+    for (role, route) in [
+        (Role::Root, root),
+        (Role::Summary, summary),
+        (Role::Title, title),
+        (Role::MemoryFlush, flush),
+    ] {
+        if let Some(route) = route {
+            events.emit(EventKind::ModelRouted {
+                role: role.as_str().to_owned(),
+                model: route.model,
+                reason: route.reason,
+            });
+        }
+    }
 }

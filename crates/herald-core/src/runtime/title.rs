@@ -41,10 +41,15 @@ const TITLE_GRACE: Duration = Duration::from_secs(5);
 pub(crate) fn title_client(
     settings: &crate::config::Settings,
 ) -> Result<Option<Arc<LlmClient>>, LlmError> {
-    let model = settings.sessions.title_model.trim();
-    if model.is_empty() {
-        return Ok(None);
-    }
+    let configured = settings.sessions.title_model.trim();
+    let routed = crate::routing::side_route(settings, crate::routing::Role::Title, configured)
+        .ok()
+        .flatten();
+    let model = match &routed {
+        Some(route) => route.model.as_str(),
+        None if configured.is_empty() => return Ok(None),
+        None => configured,
+    };
     let base = settings.client_config();
     LlmClient::new(herald_llm::ClientConfig {
         model: model.to_owned(),

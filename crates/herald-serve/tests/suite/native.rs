@@ -977,8 +977,7 @@ async fn a_running_subagent_is_messaged_and_a_finished_one_followed_up() {
         .upstream
         .requests()
         .into_iter()
-        .filter(|r| r.conversation.contains("http worker"))
-        .last()
+        .rfind(|r| r.conversation.contains("http worker"))
         .unwrap();
     let body = last.body.to_string();
     assert!(
