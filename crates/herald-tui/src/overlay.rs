@@ -1104,6 +1104,12 @@ mod tests {
                 key: "ag_1".into()
             }
         );
+        // `m` writes to the selected agent.
+        overlay.handle_key(key(KeyCode::Down));
+        assert_eq!(
+            overlay.handle_key(key(KeyCode::Char('m'))),
+            Outcome::Message { key: "ag_2".into() }
+        );
     }
 
     #[test]
