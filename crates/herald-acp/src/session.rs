@@ -10,6 +10,7 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
 
 use agent_client_protocol_schema::v1::{
     CurrentModeUpdate, PermissionOption, PermissionOptionKind, RequestPermissionOutcome,
@@ -80,7 +81,15 @@ pub(crate) struct AcpSession {
     translator: Mutex<Translator>,
     outbox: Outbox,
     peer: Arc<Peer>,
+    /// The last stored event of the tree read by [`AcpSession::catch_up`].
+    stored_seen: tokio::sync::Mutex<u64>,
 }
+
+/// How often the store is read for the events of running subagents.
+const CHILD_POLL: Duration = Duration::from_millis(150);
+
+/// Longest a catch-up waits for the stored stream to reach its mark.
+const CATCH_UP_WAIT: Duration = Duration::from_secs(3);
 
 impl std::fmt::Debug for AcpSession {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -98,7 +107,9 @@ impl AcpSession {
         outbox: Outbox,
         peer: Arc<Peer>,
     ) -> Arc<Self> {
+        let opened_after = session.opened_after();
         let this = Arc::new(Self {
+            stored_seen: tokio::sync::Mutex::new(opened_after),
             id: session.id().to_owned(),
             cwd: settings.cwd.clone(),
             mode: Mutex::new(settings.permissions.mode.clone()),
@@ -110,7 +121,64 @@ impl AcpSession {
             peer,
         });
         Arc::clone(&this).pump(events);
+        Self::follow_children(Arc::downgrade(&this));
         this
+    }
+
+    /// While subagents run, reads their own events (text, tool calls) from
+    /// the tree's stored stream: the runtime keeps a child's conversation
+    /// out of the live stream, which carries only its start, end,
+    /// approvals and a line per tool.
+    fn follow_children(this: std::sync::Weak<Self>) {
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(CHILD_POLL).await;
+                let Some(acp) = this.upgrade() else { return };
+                if acp.live.lock().await.is_ended() {
+                    return;
+                }
+                if lock(&acp.translator).children_running() {
+                    acp.catch_up().await;
+                }
+            }
+        });
+    }
+
+    /// Hands on the subagents' own events stored (or queued for the store)
+    /// since the last catch-up, up to the tree's newest event.
+    async fn catch_up(&self) {
+        let session = self.session().await;
+        let until = session.last_seq();
+        let mut seen = self.stored_seen.lock().await;
+        if *seen >= until {
+            return;
+        }
+        let mut stored = session.events(Some(*seen));
+        let deadline = tokio::time::Instant::now() + CATCH_UP_WAIT;
+        while *seen < until {
+            let Ok(Some(event)) = tokio::time::timeout_at(deadline, stored.next()).await else {
+                break;
+            };
+            let Some(seq) = event.seq.filter(|&seq| seq > *seen) else {
+                continue;
+            };
+            *seen = seq;
+            let own = event.session_id != self.id
+                && matches!(
+                    event.kind,
+                    EventKind::AssistantMessage { .. }
+                        | EventKind::ToolStarted { .. }
+                        | EventKind::ToolCompleted { .. }
+                );
+            if own {
+                let actions = lock(&self.translator).translate(&event);
+                for action in actions {
+                    if let Action::Update { session_id, update } = action {
+                        self.send(&session_id, *update);
+                    }
+                }
+            }
+        }
     }
 
     /// The runtime session (the current one, after a mode change).
@@ -204,6 +272,13 @@ impl AcpSession {
     fn pump(self: Arc<Self>, mut events: Subscription) {
         tokio::spawn(async move {
             while let Some(event) = events.next().await {
+                // A subagent's end or the turn's: its own events first.
+                if matches!(
+                    event.kind,
+                    EventKind::SubagentCompleted { .. } | EventKind::RunCompleted { .. }
+                ) {
+                    self.catch_up().await;
+                }
                 if let EventKind::ElicitationRequested { request_id, .. } = &event.kind {
                     // ACP has no form for an MCP server's question: declined.
                     let session = self.session().await;

@@ -72,6 +72,7 @@ pub(crate) struct ChildSession {
 #[derive(Debug, Clone)]
 struct Child {
     session_id: String,
+    running: bool,
     parent_id: String,
     title: String,
     goal: String,
@@ -131,6 +132,12 @@ impl Translator {
             .iter()
             .find(|(_, c)| c.session_id == session_id)
             .map(|(id, _)| id.clone())
+    }
+
+    /// Whether a subagent of the tree is still running (its own events are
+    /// then read from the store, see `session.rs`).
+    pub(crate) fn children_running(&self) -> bool {
+        self.children.values().any(|c| c.running)
     }
 
     /// Whether `session_id` names one of this tree's subagents.
@@ -206,6 +213,12 @@ impl Translator {
         let agent = event.agent_id.as_str();
         match &event.kind {
             EventKind::AssistantDelta { text } if !self.nested(agent) => {
+                vec![self.update(agent, SessionUpdate::AgentMessageChunk(chunk(text)))]
+            }
+            // A subagent's text comes whole (its deltas are not streamed).
+            EventKind::AssistantMessage { text, .. }
+                if agent != ROOT && !self.nested(agent) && !text.is_empty() =>
+            {
                 vec![self.update(agent, SessionUpdate::AgentMessageChunk(chunk(text)))]
             }
             EventKind::AssistantReasoning { text } if !self.nested(agent) => {
@@ -368,6 +381,7 @@ impl Translator {
             agent.to_owned(),
             Child {
                 session_id: child_session_id.to_owned(),
+                running: true,
                 parent_id: parent_id.to_owned(),
                 title: title.clone(),
                 goal: goal.to_owned(),
@@ -426,9 +440,11 @@ impl Translator {
         status: AgentStatus,
         summary: &str,
     ) -> Vec<Action> {
-        let Some(child) = self.children.get(agent).cloned() else {
+        let Some(child) = self.children.get_mut(agent) else {
             return Vec::new();
         };
+        child.running = false;
+        let child = child.clone();
         if self.subagents {
             let stop = match status {
                 AgentStatus::Completed => Some(IdleStopReason::EndTurn),

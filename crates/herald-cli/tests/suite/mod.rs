@@ -1,3 +1,4 @@
+mod acp;
 mod agent_defs;
 mod browser_tools;
 mod checkpoints;
