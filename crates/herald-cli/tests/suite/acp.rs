@@ -209,12 +209,14 @@ async fn the_official_acp_python_sdk_drives_a_herald_session() {
     };
     assert_eq!(options(0), ["once", "deny"]);
     assert_eq!(options(2), ["once", "session", "always", "deny"]);
+    // The request names the call the editor already shows.
+    let echo_call = of_kind(&seen["mcp"]["updates"], "tool_call")
+        .into_iter()
+        .find(|c| c["title"] == "mcp__echo__echo")
+        .unwrap();
     assert_eq!(
-        permissions[2]["tool_call"]["toolCallId"]
-            .as_str()
-            .unwrap()
-            .is_empty(),
-        false
+        permissions[2]["tool_call"]["toolCallId"],
+        echo_call["toolCallId"]
     );
     assert!(
         permissions[0]["tool_call"]["title"]
