@@ -696,3 +696,44 @@ mod tests {
         assert_eq!(value["entries"][1]["status"], "in_progress");
     }
 }
+
+/// The cost of one update: an `assistant.delta` turned into its
+/// `session/update` line (translation and JSON encoding, what herald adds
+/// per streamed token). Run with
+/// `cargo test -p herald-acp --release update_overhead -- --ignored --nocapture`.
+#[cfg(test)]
+mod overhead {
+    use super::*;
+
+    #[test]
+    #[ignore = "a measurement, not a check; see docs/BENCHMARKS.md"]
+    fn update_overhead() {
+        let mut t = Translator::new("ses_root", "/w".into(), true, 128_000);
+        let event = Event::new(
+            "ses_root",
+            ROOT,
+            EventKind::AssistantDelta {
+                text: "a token ".into(),
+            },
+        );
+        let rounds = 200_000u32;
+        let started = std::time::Instant::now();
+        let mut bytes = 0usize;
+        for _ in 0..rounds {
+            for action in t.translate(&event) {
+                if let Action::Update { session_id, update } = action {
+                    let note = agent_client_protocol_schema::v1::SessionNotification::new(
+                        session_id, *update,
+                    );
+                    let line = serde_json::json!({"jsonrpc": "2.0", "method": "session/update", "params": note});
+                    bytes += line.to_string().len();
+                }
+            }
+        }
+        let per = started.elapsed() / rounds;
+        println!(
+            "{rounds} updates, {per:?} per update, {} bytes each",
+            bytes / rounds as usize
+        );
+    }
+}
