@@ -24,6 +24,7 @@ from acp.schema import (
     ImageContentBlock,
     McpServerStdio,
     RequestPermissionResponse,
+    SseMcpServer,
 )
 
 HERALD = os.environ["HERALD_BIN"]
@@ -147,6 +148,19 @@ async def session_scenario(out):
         out["bad_mode"] = await error_of(conn.set_session_mode(session_id=sid, mode_id="godmode"))
         out["malformed_answers"] = [m for m in recorder.incoming[mark:]
                                     if "error" in m and m.get("id") in (None, "x1")]
+        # Bad requests get their error and leave the stored sessions as they were.
+        out["authenticate"] = dump(await conn.authenticate(method_id="herald"))
+        before = sorted(s.session_id for s in (await conn.list_sessions()).sessions)
+        out["relative_cwd"] = await error_of(conn.new_session(cwd="relative/dir", mcp_servers=[]))
+        out["missing_cwd"] = await error_of(
+            conn.new_session(cwd=os.path.join(WORK, "no-such-dir"), mcp_servers=[]))
+        out["sse_server"] = await error_of(conn.new_session(cwd=WORK, mcp_servers=[
+            SseMcpServer(type="sse", name="old", url="http://127.0.0.1:9/sse", headers=[])]))
+        out["unknown_load"] = await error_of(
+            conn.load_session(cwd=WORK, session_id="ses_nope", mcp_servers=[]))
+        out["bad_cursor"] = await error_of(conn.list_sessions(cursor="zzz"))
+        after = sorted(s.session_id for s in (await conn.list_sessions()).sessions)
+        out["sessions_unchanged"] = before == after and sid in after
         await turn("after_errors", "after errors: are you still there?")
 
         # Cancel in the middle of a running command: the command ends.
@@ -237,6 +251,30 @@ async def subagents_scenario(out):
                     await asyncio.sleep(0.05)
                 result["background_updates"] = recorder.updates(mark)
                 result["after_turn"] = recorder.updates(answered)
+
+                # Cancel one child from the editor, by its session id.
+                mark = recorder.mark()
+                pids_file = os.path.join(WORK, "slow.pids")
+                prompt = asyncio.create_task(conn.prompt(
+                    session_id=sid, prompt=[text_block("slow child: start it")]))
+                for _ in range(400):
+                    if os.path.exists(pids_file):
+                        break
+                    await asyncio.sleep(0.05)
+                with open(pids_file) as f:
+                    pids = [int(line) for line in f.read().split()]
+                slow = [u["update"]["sessionId"] for u in recorder.updates(mark)
+                        if u["update"].get("sessionUpdate") == "subagent_update"
+                        and "slow" in (u["update"].get("title") or "")]
+                await conn.cancel(session_id=slow[0])
+                response = await prompt
+                for _ in range(100):
+                    if not any(alive(pid) for pid in pids):
+                        break
+                    await asyncio.sleep(0.05)
+                result["child_cancel"] = {"stop": response.stop_reason, "child": slow[0],
+                                          "updates": recorder.updates(mark),
+                                          "alive_after": [p for p in pids if alive(p)]}
             out[name] = result
 
 

@@ -261,6 +261,12 @@ async fn the_official_acp_python_sdk_drives_a_herald_session() {
     assert_eq!(seen["unknown_session"]["code"], -32002);
     assert_eq!(seen["image_prompt"]["code"], -32602);
     assert_eq!(seen["bad_mode"]["code"], -32602);
+    assert_eq!(seen["authenticate"], json!({}));
+    for bad in ["relative_cwd", "missing_cwd", "sse_server", "bad_cursor"] {
+        assert_eq!(seen[bad]["code"], -32602, "{bad}: {}", seen[bad]);
+    }
+    assert_eq!(seen["unknown_load"]["code"], -32002);
+    assert_eq!(seen["sessions_unchanged"], true);
     // ...and the session kept working.
     assert_eq!(seen["after_errors"]["stop"], "end_turn");
     assert_eq!(
@@ -356,6 +362,18 @@ fn fanout_script() -> Script {
                         json!({"goal": format!("child bg of {name}: wait a moment"), "background": true}),
                     ),
                     Reply::text("started in the background"),
+                    Reply::tool(
+                        "delegate_task",
+                        json!({"goal": format!("child slow of {name}: run the sleeper")}),
+                    ),
+                    Reply::text("the slow child was cancelled"),
+                ],
+            )
+            .conversation(
+                &format!("child slow of {name}"),
+                vec![
+                    Reply::tool("terminal", json!({"command": sleeper_command("slow.pids")})),
+                    Reply::text("slow: never reached"),
                 ],
             )
             .conversation(
@@ -478,6 +496,23 @@ async fn a_delegation_tree_shows_as_subagent_sessions_or_nested_tool_calls() {
             .any(|u| u["update"]["sessionUpdate"] == "subagent_update"
                 && u["update"]["state"]["state"] == "idle"),
         "no idle state after the turn: {late:?}"
+    );
+
+    // Cancelling a child's session cancels that child alone: its command
+    // ends, it goes idle as cancelled, and the parent's turn goes on.
+    let cancel = &opt_in["child_cancel"];
+    assert_eq!(cancel["stop"], "end_turn", "{cancel}");
+    assert_eq!(cancel["alive_after"], json!([]));
+    assert!(
+        cancel["updates"].as_array().unwrap().iter().any(|u| {
+            u["update"]["sessionUpdate"] == "subagent_update"
+                && u["update"]["sessionId"] == cancel["child"]
+                && u["update"]["state"]["stopReason"] == "cancelled"
+        }),
+        "{cancel}"
+    );
+    assert!(
+        text_of(&cancel["updates"], "agent_message_chunk").contains("the slow child was cancelled")
     );
 
     // Without the opt-in: the children are tool calls of the root session,
