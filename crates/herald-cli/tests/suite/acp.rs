@@ -554,3 +554,35 @@ async fn a_delegation_tree_shows_as_subagent_sessions_or_nested_tool_calls() {
     }
     assert_eq!(nested["permissions"].as_array().unwrap().len(), 1);
 }
+
+#[tokio::test]
+async fn herald_acp_refuses_session_flags_and_ends_quietly_when_stdin_closes() {
+    let h = Harness::new(Script::new()).await;
+    // --resume makes no sense here (the editor names the sessions): a usage
+    // error, nothing on stdout.
+    let output = h
+        .command(common::Wire::OpenAi)
+        .args(["acp", "--resume", "ses_x"])
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(output.stdout.is_empty());
+    assert!(
+        common::stderr(&output).contains("--resume"),
+        "{}",
+        common::stderr(&output)
+    );
+    // A client that goes away at once: exit 0, nothing on stdout (which
+    // carries only ACP messages), no session stored.
+    let output = h
+        .command(common::Wire::OpenAi)
+        .arg("acp")
+        .output()
+        .await
+        .unwrap();
+    assert!(output.status.success(), "{}", common::stderr(&output));
+    assert!(output.stdout.is_empty());
+    let listed = h.cli_json(&["sessions", "list", "--json"]).await;
+    assert_eq!(listed, json!([]));
+}
