@@ -272,11 +272,19 @@ impl AcpSession {
     fn pump(self: Arc<Self>, mut events: Subscription) {
         tokio::spawn(async move {
             while let Some(event) = events.next().await {
-                // A subagent's end or the turn's: its own events first.
-                if matches!(
-                    event.kind,
-                    EventKind::SubagentCompleted { .. } | EventKind::RunCompleted { .. }
-                ) {
+                // A subagent's end, its question or the turn's end: the
+                // subagents' own events before it (so an approval names a
+                // call the client was shown, and nothing of a child comes
+                // after its `idle`).
+                let child_question = matches!(event.kind, EventKind::ApprovalRequested { .. })
+                    && event.agent_id != crate::translate::ROOT;
+                if (child_question
+                    || matches!(
+                        event.kind,
+                        EventKind::SubagentCompleted { .. } | EventKind::RunCompleted { .. }
+                    ))
+                    && lock(&self.translator).has_children()
+                {
                     self.catch_up().await;
                 }
                 if let EventKind::ElicitationRequested { request_id, .. } = &event.kind {

@@ -140,6 +140,11 @@ impl Translator {
         self.children.values().any(|c| c.running)
     }
 
+    /// Whether the tree has started any subagent since it was opened.
+    pub(crate) fn has_children(&self) -> bool {
+        !self.children.is_empty()
+    }
+
     /// Whether `session_id` names one of this tree's subagents.
     pub(crate) fn is_child_session(&self, session_id: &str) -> bool {
         self.subagents && self.agent_of_session(session_id).is_some()

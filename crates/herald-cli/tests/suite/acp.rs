@@ -480,6 +480,21 @@ async fn a_delegation_tree_shows_as_subagent_sessions_or_nested_tool_calls() {
             .iter()
             .any(|u| u["update"]["state"]["state"] == "requires_action")
     );
+    // The request names the child's call, shown in the child's session first.
+    let asked = &permissions[0]["tool_call"]["toolCallId"];
+    let shown = updates
+        .iter()
+        .position(|u| {
+            u["update"]["sessionUpdate"] == "tool_call"
+                && u["update"]["toolCallId"] == *asked
+                && u["sessionId"] == permissions[0]["session_id"]
+        })
+        .unwrap_or_else(|| panic!("{asked} was never shown: {updates:?}"));
+    let waiting = updates
+        .iter()
+        .position(|u| u["update"]["state"]["state"] == "requires_action")
+        .unwrap();
+    assert!(shown < waiting);
     assert!(h.work_path().join("child3.txt").exists());
     // ...the root's text stays in the root session...
     let root_text: String = updates
