@@ -261,6 +261,12 @@ impl SessionArgs {
 pub(crate) enum Command {
     /// Run one prompt to completion and print the final answer.
     Run(RunArgs),
+    /// Batch runs: many prompts from a JSONL or CSV file, one headless
+    /// session each; export their trajectories for training.
+    Batch {
+        #[command(subcommand)]
+        action: crate::batch_cmd::BatchAction,
+    },
     /// Scheduled jobs: add, list, show, edit, pause, resume, run now,
     /// remove, and the ledger of their runs. `herald daemon` runs them.
     Cron {
@@ -347,6 +353,10 @@ impl Command {
     fn apply(&self, common: &mut CommonArgs) {
         match self {
             Command::Run(args) => args.session.apply(common),
+            Command::Batch {
+                action: crate::batch_cmd::BatchAction::Run(args),
+            } => args.service.apply(common),
+            Command::Batch { .. } => {}
             Command::Doctor(args) => {
                 args.model.apply(common);
                 args.cwd.apply(common);

@@ -5,6 +5,7 @@ mod agent_defs_cmd;
 mod agents_cmd;
 mod approval_prompt;
 mod args;
+mod batch_cmd;
 mod checkpoints_cmd;
 mod config_cmd;
 mod confirm;
@@ -126,6 +127,7 @@ async fn dispatch(
     match command {
         None => repl::interactive(&common, prompt).await,
         Some(Command::Run(run_args)) => run::run(&common, run_args).await,
+        Some(Command::Batch { action }) => batch_cmd::batch(&common, action).await,
         Some(Command::Doctor(args)) => doctor::doctor(&common, args).await,
         Some(Command::Sessions { action }) => sessions_cmd::sessions(&common, action).await,
         Some(Command::Agents { action }) => agents_cmd::agents(&common, action).await,

@@ -1,4 +1,5 @@
 mod agent_defs;
+mod batch;
 mod browser_tools;
 mod checkpoints;
 mod cli_ergonomics;
