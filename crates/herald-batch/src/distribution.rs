@@ -34,10 +34,14 @@ impl Distribution {
     /// Checks the probabilities: each within 0–1, at least one above 0.
     pub fn new(sets: BTreeMap<String, f64>) -> Result<Self, String> {
         if let Some((name, p)) = sets.iter().find(|(_, p)| !(0.0..=1.0).contains(*p)) {
-            return Err(format!("toolset `{name}` has probability {p}; each must be from 0 to 1"));
+            return Err(format!(
+                "toolset `{name}` has probability {p}; each must be from 0 to 1"
+            ));
         }
         if !sets.values().any(|p| *p > 0.0) {
-            return Err("every probability is 0; at least one toolset must be able to be on".to_owned());
+            return Err(
+                "every probability is 0; at least one toolset must be able to be on".to_owned(),
+            );
         }
         Ok(Self { sets })
     }

@@ -41,7 +41,11 @@ pub struct ExportCounts {
 }
 
 /// Exports the batch in `out` to `writer`.
-pub fn export(out: &OutDir, format: ExportFormat, writer: &mut impl Write) -> Result<ExportCounts, BatchError> {
+pub fn export(
+    out: &OutDir,
+    format: ExportFormat,
+    writer: &mut impl Write,
+) -> Result<ExportCounts, BatchError> {
     let results = out.read_results()?;
     let mut items = Vec::with_capacity(results.len());
     for result in results {
@@ -63,7 +67,11 @@ pub fn export_items(
             counts.not_completed += 1;
             continue;
         }
-        if result.final_answer.as_deref().is_none_or(|a| a.trim().is_empty()) {
+        if result
+            .final_answer
+            .as_deref()
+            .is_none_or(|a| a.trim().is_empty())
+        {
             counts.no_final_answer += 1;
             continue;
         }
@@ -108,8 +116,8 @@ fn sharegpt(result: &ItemResult, trajectory: &Trajectory) -> Value {
             Role::Assistant => {
                 let mut value = message.content.clone();
                 for call in &message.tool_calls {
-                    let arguments: Value =
-                        serde_json::from_str(&call.arguments).unwrap_or(Value::String(call.arguments.clone()));
+                    let arguments: Value = serde_json::from_str(&call.arguments)
+                        .unwrap_or(Value::String(call.arguments.clone()));
                     if !value.is_empty() {
                         value.push('\n');
                     }

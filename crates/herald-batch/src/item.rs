@@ -10,13 +10,15 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
-use herald_core::runtime::{ClarifyPolicy, OpenMode, Session, SessionOptions, TurnResult, open_session};
+use herald_core::runtime::{
+    ClarifyPolicy, OpenMode, Session, SessionOptions, TurnResult, open_session,
+};
 use herald_core::{ApprovalMode, Config, LlmClient, Overrides, Settings, StoreHandle};
 use herald_protocol::{EventKind, ExitReason, Op, ToolStatus, UsageTotals};
 use herald_store::SessionSource;
 use tokio_util::sync::CancellationToken;
 
-use crate::results::{ItemResult, ItemStatus, ToolStat, Tokens, Trajectory};
+use crate::results::{ItemResult, ItemStatus, Tokens, ToolStat, Trajectory};
 use crate::task::Task;
 
 /// What every item of a run starts from.
@@ -98,7 +100,10 @@ impl ItemRunner {
 
     /// The shared client of these settings' endpoint and model.
     fn client(&self, settings: &Settings) -> Result<Arc<LlmClient>, String> {
-        let key = format!("{:?}\n{}\n{}", settings.provider, settings.base_url, settings.model);
+        let key = format!(
+            "{:?}\n{}\n{}",
+            settings.provider, settings.base_url, settings.model
+        );
         let mut clients = self.clients.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(client) = clients.get(&key) {
             return Ok(Arc::clone(client));
@@ -110,7 +115,11 @@ impl ItemRunner {
 
     /// Runs `task` to its end (or until `cancel`) and returns its result
     /// and, when a session ran, its trajectory.
-    pub async fn run(&self, task: &Task, cancel: &CancellationToken) -> (ItemResult, Option<Trajectory>) {
+    pub async fn run(
+        &self,
+        task: &Task,
+        cancel: &CancellationToken,
+    ) -> (ItemResult, Option<Trajectory>) {
         let started = Instant::now();
         let mut result = ItemResult {
             id: task.id.clone(),
@@ -178,7 +187,14 @@ impl ItemRunner {
         result.session_id = Some(session_id.clone());
         let mut observed = Observed::default();
         let mut usage = UsageTotals::default();
-        let first = run_turn(&session, task.prompt.clone(), task.budget_usd, cancel, &mut observed).await;
+        let first = run_turn(
+            &session,
+            task.prompt.clone(),
+            task.budget_usd,
+            cancel,
+            &mut observed,
+        )
+        .await;
         let mut outcome = first.map(|turn| {
             add_usage(&mut usage, &turn.result.tree_usage);
             turn

@@ -113,7 +113,9 @@ pub async fn run_local(
         let (result, trajectory) = match joined {
             Ok(done) => done,
             Err(err) => {
-                return Err(BatchError::Invalid(format!("an item's task stopped: {err}")));
+                return Err(BatchError::Invalid(format!(
+                    "an item's task stopped: {err}"
+                )));
             }
         };
         progress.finished(&result);

@@ -82,7 +82,8 @@ mod tests {
 
     #[test]
     fn answers_are_parsed_then_validated() {
-        let schema = json!({"type": "object", "required": ["n"], "properties": {"n": {"type": "integer"}}});
+        let schema =
+            json!({"type": "object", "required": ["n"], "properties": {"n": {"type": "integer"}}});
         assert_eq!(validate(&schema, "{\"n\": 3}"), Ok(json!({"n": 3})));
         assert_eq!(
             validate(&schema, "Here:\n```json\n{\"n\": 4}\n```"),
@@ -90,7 +91,11 @@ mod tests {
         );
         let err = validate(&schema, "{\"n\": \"three\"}").unwrap_err();
         assert!(err.contains("/n"), "{err}");
-        assert!(validate(&schema, "no json here").unwrap_err().contains("no JSON"));
+        assert!(
+            validate(&schema, "no json here")
+                .unwrap_err()
+                .contains("no JSON")
+        );
         assert!(check_schema(&json!({"type": "nonsense"})).is_err());
     }
 }

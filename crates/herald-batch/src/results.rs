@@ -227,7 +227,11 @@ pub fn read_results(path: &Path) -> Result<Vec<ItemResult>, BatchError> {
             Ok(result) => results.push(result),
             Err(_) if i + 1 == lines.len() && !text.ends_with('\n') => {}
             Err(err) => {
-                return Err(BatchError::input(path, i + 1, format!("not a result line: {err}")));
+                return Err(BatchError::input(
+                    path,
+                    i + 1,
+                    format!("not a result line: {err}"),
+                ));
             }
         }
     }

@@ -48,9 +48,15 @@ pub struct Task {
 
 /// Reads the tasks of `path` (`.csv` is CSV, anything else JSONL); the
 /// distribution, if any, gives items without `toolsets` theirs.
-pub fn load_tasks(path: &Path, distribution: Option<&Distribution>) -> Result<Vec<Task>, BatchError> {
+pub fn load_tasks(
+    path: &Path,
+    distribution: Option<&Distribution>,
+) -> Result<Vec<Task>, BatchError> {
     let text = std::fs::read_to_string(path).map_err(|err| BatchError::io(path, err))?;
-    let rows = if path.extension().is_some_and(|e| e.eq_ignore_ascii_case("csv")) {
+    let rows = if path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("csv"))
+    {
         csv_rows(path, &text)?
     } else {
         jsonl_rows(path, &text)?
@@ -139,7 +145,11 @@ fn csv_rows(path: &Path, text: &str) -> Result<Vec<(usize, Map<String, Value>)>,
                         .collect(),
                 ),
                 "budget_usd" | "max_turns" => serde_json::from_str(cell).map_err(|_| {
-                    BatchError::input(path, line, format!("`{name}` must be a number, got `{cell}`"))
+                    BatchError::input(
+                        path,
+                        line,
+                        format!("`{name}` must be a number, got `{cell}`"),
+                    )
                 })?,
                 "output_schema" => serde_json::from_str(cell).map_err(|err| {
                     BatchError::input(path, line, format!("`output_schema` is not JSON: {err}"))
@@ -291,7 +301,10 @@ mod tests {
             ("{\"prompt\":\"a {b}\"}\n", "`b`"),
             ("{\"prompt\":\"a\",\"max_turns\":0}\n", "max_turns"),
             ("{\"prompt\":\"a\"}\n{\"prompt\":\"a\"}\n", "also on line 1"),
-            ("{\"prompt\":\"a\",\"output_schema\":{\"type\":\"nonsense\"}}\n", "output_schema"),
+            (
+                "{\"prompt\":\"a\",\"output_schema\":{\"type\":\"nonsense\"}}\n",
+                "output_schema",
+            ),
             ("[1]\n", "JSON string"),
         ];
         for (text, want) in cases {

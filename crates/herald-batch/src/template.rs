@@ -26,7 +26,9 @@ pub fn render(template: &str, row: &Map<String, Value>) -> Result<String, String
             continue;
         }
         let Some(end) = after.find('}') else {
-            return Err("a `{` in the prompt is never closed; write `{{` for a literal brace".to_owned());
+            return Err(
+                "a `{` in the prompt is never closed; write `{{` for a literal brace".to_owned(),
+            );
         };
         let name = after[..end].trim();
         let value = row.get(name).ok_or_else(|| {

@@ -28,7 +28,12 @@ pub async fn prepare(src: &Path, dest: &Path) -> Result<PathBuf, BatchError> {
             .arg("HEAD")
             .output()
             .await
-            .map_err(|err| BatchError::Invalid(format!("cannot run git for {}: {err}; install git or use a plain directory as `cwd`", src.display())))?;
+            .map_err(|err| {
+                BatchError::Invalid(format!(
+                    "cannot run git for {}: {err}; install git or use a plain directory as `cwd`",
+                    src.display()
+                ))
+            })?;
         if !output.status.success() {
             return Err(BatchError::Invalid(format!(
                 "git worktree add of {} failed: {}",
@@ -40,7 +45,9 @@ pub async fn prepare(src: &Path, dest: &Path) -> Result<PathBuf, BatchError> {
         let (from, to) = (src.clone(), dest.clone());
         tokio::task::spawn_blocking(move || copy_dir(&from, &to))
             .await
-            .map_err(|err| BatchError::Invalid(format!("copying {} stopped: {err}", src.display())))??;
+            .map_err(|err| {
+                BatchError::Invalid(format!("copying {} stopped: {err}", src.display()))
+            })??;
     }
     Ok(dest)
 }
@@ -71,12 +78,15 @@ fn copy_dir(from: &Path, to: &Path) -> Result<(), BatchError> {
         let entry = entry.map_err(|err| BatchError::io(from, err))?;
         let path = entry.path();
         let target = to.join(entry.file_name());
-        let kind = entry.file_type().map_err(|err| BatchError::io(&path, err))?;
+        let kind = entry
+            .file_type()
+            .map_err(|err| BatchError::io(&path, err))?;
         if kind.is_dir() {
             copy_dir(&path, &target)?;
         } else if kind.is_symlink() {
             let link = std::fs::read_link(&path).map_err(|err| BatchError::io(&path, err))?;
-            std::os::unix::fs::symlink(link, &target).map_err(|err| BatchError::io(&target, err))?;
+            std::os::unix::fs::symlink(link, &target)
+                .map_err(|err| BatchError::io(&target, err))?;
         } else {
             std::fs::copy(&path, &target).map_err(|err| BatchError::io(&path, err))?;
         }
@@ -97,7 +107,10 @@ mod tests {
         let out = tempfile::tempdir().unwrap();
         let dest = out.path().join("w/1");
         prepare(src.path(), &dest).await.unwrap();
-        assert_eq!(std::fs::read_to_string(dest.join("sub/a.txt")).unwrap(), "a");
+        assert_eq!(
+            std::fs::read_to_string(dest.join("sub/a.txt")).unwrap(),
+            "a"
+        );
         std::fs::write(dest.join("edit.txt"), "x").unwrap();
         prepare(src.path(), &dest).await.unwrap();
         assert!(!dest.join("edit.txt").exists());

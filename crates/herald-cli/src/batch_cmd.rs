@@ -214,7 +214,9 @@ fn export_cmd(args: &ExportArgs) -> Result<Exit, CliError> {
     let mut buffer = Vec::new();
     let counts = export(&out, format, &mut buffer).map_err(CliError::failed)?;
     match &args.output {
-        Some(path) => herald_batch::results::write_atomic(path, &buffer).map_err(CliError::failed)?,
+        Some(path) => {
+            herald_batch::results::write_atomic(path, &buffer).map_err(CliError::failed)?
+        }
         None => {
             use std::io::Write;
             std::io::stdout()

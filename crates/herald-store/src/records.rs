@@ -53,8 +53,10 @@ impl FromSql for SessionSource {
             "cron" => Ok(SessionSource::Cron),
             "batch" => Ok(SessionSource::Batch),
             other => Err(FromSqlError::Other(
-                format!("unknown session source '{other}' (expected cli, api, subagent, cron or batch)")
-                    .into(),
+                format!(
+                    "unknown session source '{other}' (expected cli, api, subagent, cron or batch)"
+                )
+                .into(),
             )),
         }
     }

@@ -82,7 +82,14 @@ async fn a_batch_runs_every_row_and_resume_reruns_exactly_the_two_edited_rows() 
     let out_arg = out.to_str().unwrap();
     let output = batch(
         &h,
-        &["run", tasks.to_str().unwrap(), "--out", out_arg, "--concurrency", "3"],
+        &[
+            "run",
+            tasks.to_str().unwrap(),
+            "--out",
+            out_arg,
+            "--concurrency",
+            "3",
+        ],
     )
     .await;
     assert!(output.status.success(), "{}", stderr(&output));
@@ -132,7 +139,11 @@ async fn a_batch_runs_every_row_and_resume_reruns_exactly_the_two_edited_rows() 
     rows[4]["file"] = json!("edited.md");
     write_tasks(dir.path(), &rows);
     let before = h.server.request_count();
-    let output = batch(&h, &["run", tasks.to_str().unwrap(), "--out", out_arg, "--resume"]).await;
+    let output = batch(
+        &h,
+        &["run", tasks.to_str().unwrap(), "--out", out_arg, "--resume"],
+    )
+    .await;
     assert!(output.status.success(), "{}", stderr(&output));
     let new_prompts: Vec<String> = h.server.requests()[before..]
         .iter()
@@ -151,9 +162,16 @@ async fn a_batch_runs_every_row_and_resume_reruns_exactly_the_two_edited_rows() 
     );
     let second = results(&out);
     assert_eq!(second.len(), 6, "one line per item of the file");
-    assert_eq!(second[1]["final_answer"], "done: Summarise f1.md for reader 100");
+    assert_eq!(
+        second[1]["final_answer"],
+        "done: Summarise f1.md for reader 100"
+    );
     assert_eq!(second[0], first[0], "untouched items keep their results");
-    assert!(stderr(&output).contains("2 run (2 completed, 0 failed), 4 skipped"), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("2 run (2 completed, 0 failed), 4 skipped"),
+        "{}",
+        stderr(&output)
+    );
     h.server.assert_invariants();
 }
 
@@ -169,9 +187,15 @@ async fn an_answer_that_misses_the_output_schema_gets_one_repair_turn() {
         )
         .conversation(
             "hopeless item",
-            vec![Reply::text("{\"count\": \"many\"}"), Reply::text("still {\"count\": \"many\"}")],
+            vec![
+                Reply::text("{\"count\": \"many\"}"),
+                Reply::text("still {\"count\": \"many\"}"),
+            ],
         )
-        .conversation("good item", vec![Reply::text("{\"count\": 1, \"label\": \"y\"}")]);
+        .conversation(
+            "good item",
+            vec![Reply::text("{\"count\": 1, \"label\": \"y\"}")],
+        );
     let h = Harness::new(script).await;
     let dir = tempfile::tempdir().unwrap();
     let schema = json!({
@@ -188,14 +212,32 @@ async fn an_answer_that_misses_the_output_schema_gets_one_repair_turn() {
         ],
     );
     let out = dir.path().join("out");
-    let output = batch(&h, &["run", tasks.to_str().unwrap(), "--out", out.to_str().unwrap()]).await;
-    assert_eq!(output.status.code(), Some(1), "one item failed: {}", stderr(&output));
+    let output = batch(
+        &h,
+        &[
+            "run",
+            tasks.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    )
+    .await;
+    assert_eq!(
+        output.status.code(),
+        Some(1),
+        "one item failed: {}",
+        stderr(&output)
+    );
     let r = results(&out);
     assert_eq!(r[0]["status"], "completed", "{}", r[0]);
     assert_eq!(r[0]["repaired"], true);
     assert_eq!(r[0]["output"], json!({"count": 3, "label": "x"}));
     assert_eq!(r[1]["status"], "invalid_output", "{}", r[1]);
-    assert!(r[1]["error"].as_str().unwrap().contains("/count"), "{}", r[1]);
+    assert!(
+        r[1]["error"].as_str().unwrap().contains("/count"),
+        "{}",
+        r[1]
+    );
     assert_eq!(r[2]["status"], "completed");
     assert_eq!(r[2]["repaired"], false);
     // The repair turn told the model what was wrong, in the same session.
@@ -203,7 +245,13 @@ async fn an_answer_that_misses_the_output_schema_gets_one_repair_turn() {
     assert_eq!(fix.len(), 2);
     let repair = fix[1].view().unwrap();
     let last_user = repair.messages.iter().rfind(|m| m.role == "user").unwrap();
-    assert!(last_user.text.contains("does not match the required JSON Schema"), "{}", last_user.text);
+    assert!(
+        last_user
+            .text
+            .contains("does not match the required JSON Schema"),
+        "{}",
+        last_user.text
+    );
     assert!(last_user.text.contains("label"), "{}", last_user.text);
     assert_eq!(h.requests_of("good item").len(), 1);
 }
@@ -225,7 +273,12 @@ async fn csv_rows_with_their_own_directory_model_and_toolsets() {
     let out = dir.path().join("out");
     let output = batch(
         &h,
-        &["run", dir.path().join("tasks.csv").to_str().unwrap(), "--out", out.to_str().unwrap()],
+        &[
+            "run",
+            dir.path().join("tasks.csv").to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ],
     )
     .await;
     assert!(output.status.success(), "{}", stderr(&output));
@@ -240,7 +293,10 @@ async fn csv_rows_with_their_own_directory_model_and_toolsets() {
     let cwd_b = PathBuf::from(r[1]["cwd"].as_str().unwrap());
     assert_ne!(cwd_a, cwd_b);
     assert!(cwd_a.starts_with(&out));
-    assert_eq!(std::fs::read_to_string(cwd_a.join("notes.txt")).unwrap(), "from the template\n");
+    assert_eq!(
+        std::fs::read_to_string(cwd_a.join("notes.txt")).unwrap(),
+        "from the template\n"
+    );
     let reqs = h.requests_of("Look at apples, please");
     assert_eq!(reqs[0].view().unwrap().model, "gpt-4.1-nano");
     let tools = &reqs[0].view().unwrap().tool_names;
@@ -256,13 +312,37 @@ async fn bad_task_files_and_options_are_refused_before_anything_is_written() {
     let h = Harness::new(reading_model()).await;
     let dir = tempfile::tempdir().unwrap();
     let cases: Vec<(&str, &str, &str)> = vec![
-        ("t.jsonl", "{\"prompt\": \"a\"}\n{\"file\": \"x\"}\n", "tasks/t.jsonl:2: the item has no `prompt` field"),
-        ("t.jsonl", "{\"prompt\": \"read {file}\"}\n", "no field `file`"),
+        (
+            "t.jsonl",
+            "{\"prompt\": \"a\"}\n{\"file\": \"x\"}\n",
+            "tasks/t.jsonl:2: the item has no `prompt` field",
+        ),
+        (
+            "t.jsonl",
+            "{\"prompt\": \"read {file}\"}\n",
+            "no field `file`",
+        ),
         ("t.jsonl", "not json\n", ":1: not JSON"),
-        ("t.jsonl", "{\"prompt\": \"a\", \"budget_usd\": -1}\n", "`budget_usd` must be a positive number"),
-        ("t.jsonl", "{\"prompt\": \"a\", \"cwd\": \"missing\"}\n", "is not a directory"),
-        ("t.jsonl", "{\"prompt\": \"a\", \"output_schema\": {\"type\": 5}}\n", "not a valid JSON Schema"),
-        ("t.csv", "prompt,max_turns\nhello,many\n", "`max_turns` must be a number"),
+        (
+            "t.jsonl",
+            "{\"prompt\": \"a\", \"budget_usd\": -1}\n",
+            "`budget_usd` must be a positive number",
+        ),
+        (
+            "t.jsonl",
+            "{\"prompt\": \"a\", \"cwd\": \"missing\"}\n",
+            "is not a directory",
+        ),
+        (
+            "t.jsonl",
+            "{\"prompt\": \"a\", \"output_schema\": {\"type\": 5}}\n",
+            "not a valid JSON Schema",
+        ),
+        (
+            "t.csv",
+            "prompt,max_turns\nhello,many\n",
+            "`max_turns` must be a number",
+        ),
         ("t.jsonl", "", "the file has no items"),
     ];
     for (name, text, want) in cases {
@@ -271,21 +351,44 @@ async fn bad_task_files_and_options_are_refused_before_anything_is_written() {
         let path = tasks_dir.join(name);
         std::fs::write(&path, text).unwrap();
         let out = dir.path().join("out-bad");
-        let output = batch(&h, &["run", path.to_str().unwrap(), "--out", out.to_str().unwrap()]).await;
+        let output = batch(
+            &h,
+            &[
+                "run",
+                path.to_str().unwrap(),
+                "--out",
+                out.to_str().unwrap(),
+            ],
+        )
+        .await;
         assert_eq!(output.status.code(), Some(2), "{text}: {}", stderr(&output));
-        assert!(stderr(&output).contains(want), "{text}: {}", stderr(&output));
+        assert!(
+            stderr(&output).contains(want),
+            "{text}: {}",
+            stderr(&output)
+        );
         assert!(!out.exists(), "{text}: nothing may be written");
         std::fs::remove_file(&path).unwrap();
     }
     // A bad distribution, and a distribution with nothing on.
     let tasks = write_tasks(dir.path(), &[json!({"prompt": "a"})]);
-    for (dist, want) in [("{\"file\": 2}", "from 0 to 1"), ("{\"file\": 0}", "every probability is 0")] {
+    for (dist, want) in [
+        ("{\"file\": 2}", "from 0 to 1"),
+        ("{\"file\": 0}", "every probability is 0"),
+    ] {
         let path = dir.path().join("dist.json");
         std::fs::write(&path, dist).unwrap();
         let out = dir.path().join("out-dist");
         let output = batch(
             &h,
-            &["run", tasks.to_str().unwrap(), "--out", out.to_str().unwrap(), "--toolset-distribution", path.to_str().unwrap()],
+            &[
+                "run",
+                tasks.to_str().unwrap(),
+                "--out",
+                out.to_str().unwrap(),
+                "--toolset-distribution",
+                path.to_str().unwrap(),
+            ],
         )
         .await;
         assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
@@ -297,21 +400,43 @@ async fn bad_task_files_and_options_are_refused_before_anything_is_written() {
     std::fs::create_dir_all(&out).unwrap();
     let line = "{\"id\":\"x\",\"hash\":\"h\",\"status\":\"completed\",\"final_answer\":\"a\",\"cost_usd\":null,\"duration_ms\":1,\"session_id\":null,\"model\":null,\"error\":null}\n";
     std::fs::write(out.join("results.jsonl"), line).unwrap();
-    let output = batch(&h, &["run", tasks.to_str().unwrap(), "--out", out.to_str().unwrap()]).await;
+    let output = batch(
+        &h,
+        &[
+            "run",
+            tasks.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    )
+    .await;
     assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
     assert!(stderr(&output).contains("--resume"), "{}", stderr(&output));
-    assert_eq!(std::fs::read_to_string(out.join("results.jsonl")).unwrap(), line);
+    assert_eq!(
+        std::fs::read_to_string(out.join("results.jsonl")).unwrap(),
+        line
+    );
     // No provider configured: refused before the directory is made.
     let out = dir.path().join("out-nokey");
     let output = h
         .bare_command()
-        .args(["batch", "run", tasks.to_str().unwrap(), "--out", out.to_str().unwrap()])
+        .args([
+            "batch",
+            "run",
+            tasks.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ])
         .output()
         .await
         .unwrap();
     assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
     assert!(!out.exists());
-    assert_eq!(h.server.request_count(), 0, "no bad input reached the model");
+    assert_eq!(
+        h.server.request_count(),
+        0,
+        "no bad input reached the model"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -323,12 +448,22 @@ async fn a_429_storm_slows_the_batch_and_it_speeds_up_again_when_the_storm_passe
     h.server.limit_concurrency(Some((3, Some(1))));
     let dir = tempfile::tempdir().unwrap();
     let items = 40;
-    let rows: Vec<Value> = (0..items).map(|i| json!(format!("storm item {i:02}"))).collect();
+    let rows: Vec<Value> = (0..items)
+        .map(|i| json!(format!("storm item {i:02}")))
+        .collect();
     let tasks = write_tasks(dir.path(), &rows);
     let out = dir.path().join("out");
     let mut child = h
         .command(Wire::OpenAi)
-        .args(["batch", "run", tasks.to_str().unwrap(), "--out", out.to_str().unwrap(), "--concurrency", "10"])
+        .args([
+            "batch",
+            "run",
+            tasks.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--concurrency",
+            "10",
+        ])
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
@@ -340,7 +475,10 @@ async fn a_429_storm_slows_the_batch_and_it_speeds_up_again_when_the_storm_passe
             .unwrap_or(0)
     };
     while done_lines(&out) < 8 {
-        assert!(std::time::Instant::now() < deadline, "the batch made no progress");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the batch made no progress"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let refused = h.server.throttled_count();
@@ -369,4 +507,134 @@ async fn a_429_storm_slows_the_batch_and_it_speeds_up_again_when_the_storm_passe
         "concurrency never rose again after the storm: peak {}",
         h.server.peak_in_flight()
     );
+}
+
+/// The CI virtualenv's interpreter (with the `openai` package).
+fn venv_python() -> PathBuf {
+    let python = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../.ci/venv/bin/python");
+    assert!(
+        python.exists(),
+        "{} is missing: the export tests read trajectories back with the openai package; run .ci/run once \
+         (or: python3 -m venv .ci/venv && .ci/venv/bin/pip install openai==3.51.0)",
+        python.display()
+    );
+    python
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn trajectories_export_as_sharegpt_and_openai_and_python_parsers_read_them_back() {
+    let script = Script::new()
+        .conversation(
+            "hallucinating item",
+            vec![
+                Reply::tool("summon_oracle", json!({"q": "x"})),
+                Reply::text("the oracle said yes"),
+            ],
+        )
+        .conversation("silent item", vec![Reply::text("")])
+        .responder(|view| {
+            if view.turn == 0 {
+                Reply::tool("read_file", json!({"path": "notes.txt"}))
+            } else {
+                Reply::text(format!("done: {}", first_user(view)))
+            }
+        });
+    let h = Harness::new(script).await;
+    std::fs::write(h.work_path().join("notes.txt"), "calm\n").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let tasks = write_tasks(
+        dir.path(),
+        &[
+            json!("good item one"),
+            json!("hallucinating item"),
+            json!("good item two"),
+            json!("silent item"),
+        ],
+    );
+    let out = dir.path().join("out");
+    let output = batch(
+        &h,
+        &[
+            "run",
+            tasks.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    )
+    .await;
+    let r = results(&out);
+    assert_eq!(r.len(), 4, "{}", stderr(&output));
+    assert_eq!(r[1]["status"], "completed", "{}", r[1]);
+    assert_eq!(r[1]["tool_stats"]["summon_oracle"]["errors"], 1, "{}", r[1]);
+    for format in ["sharegpt", "openai"] {
+        let file = dir.path().join(format!("{format}.jsonl"));
+        let output = h
+            .bare_command()
+            .args([
+                "batch",
+                "export",
+                out.to_str().unwrap(),
+                "--format",
+                format,
+                "--output",
+                file.to_str().unwrap(),
+            ])
+            .output()
+            .await
+            .unwrap();
+        assert!(output.status.success(), "{}", stderr(&output));
+        let err = stderr(&output);
+        assert!(err.contains("exported 2 trajectories"), "{err}");
+        assert!(err.contains("1 with unknown tool names"), "{err}");
+        assert!(
+            err.contains("1 without a final answer") || err.contains("1 not completed"),
+            "{err}"
+        );
+        let check = std::process::Command::new(venv_python())
+            .arg(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/python/trajectory_check.py"))
+            .arg(format)
+            .arg(&file)
+            .output()
+            .unwrap();
+        assert!(
+            check.status.success(),
+            "{format}: {}{}",
+            String::from_utf8_lossy(&check.stdout),
+            String::from_utf8_lossy(&check.stderr)
+        );
+        let summary: Value = serde_json::from_slice(&check.stdout).unwrap();
+        assert_eq!(summary, json!({"records": 2, "tool_calls": 2}), "{format}");
+    }
+    // Bad export requests change nothing and say what to do.
+    let output = h
+        .bare_command()
+        .args([
+            "batch",
+            "export",
+            dir.path().to_str().unwrap(),
+            "--format",
+            "openai",
+        ])
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).contains("has no results.jsonl"),
+        "{}",
+        stderr(&output)
+    );
+    let output = h
+        .bare_command()
+        .args([
+            "batch",
+            "export",
+            out.to_str().unwrap(),
+            "--format",
+            "alpaca",
+        ])
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
 }
