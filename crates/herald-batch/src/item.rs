@@ -99,7 +99,7 @@ impl ItemRunner {
     }
 
     /// The shared client of these settings' endpoint and model.
-    fn client(&self, settings: &Settings) -> Result<Arc<LlmClient>, String> {
+    pub fn client(&self, settings: &Settings) -> Result<Arc<LlmClient>, String> {
         let key = format!(
             "{:?}\n{}\n{}",
             settings.provider, settings.base_url, settings.model
@@ -118,6 +118,18 @@ impl ItemRunner {
     pub async fn run(
         &self,
         task: &Task,
+        cancel: &CancellationToken,
+    ) -> (ItemResult, Option<Trajectory>) {
+        self.run_in(task, None, cancel).await
+    }
+
+    /// [`ItemRunner::run`] in `workdir`, a directory the caller prepared
+    /// (an eval task's, after its setup ran); `None` prepares the task's
+    /// own `cwd` copy, or uses the base directory.
+    pub async fn run_in(
+        &self,
+        task: &Task,
+        workdir: Option<PathBuf>,
         cancel: &CancellationToken,
     ) -> (ItemResult, Option<Trajectory>) {
         let started = Instant::now();
@@ -141,7 +153,7 @@ impl ItemRunner {
             error: None,
             worker: None,
         };
-        let trajectory = match self.run_session(task, cancel, &mut result).await {
+        let trajectory = match self.run_session(task, workdir, cancel, &mut result).await {
             Ok(trajectory) => trajectory,
             Err(error) => {
                 result.status = ItemStatus::Failed;
@@ -156,16 +168,18 @@ impl ItemRunner {
     async fn run_session(
         &self,
         task: &Task,
+        workdir: Option<PathBuf>,
         cancel: &CancellationToken,
         result: &mut ItemResult,
     ) -> Result<Option<Trajectory>, String> {
-        let cwd = match &task.cwd {
-            Some(src) => Some(
+        let cwd = match (&task.cwd, workdir) {
+            (_, Some(dir)) => Some(dir),
+            (Some(src), None) => Some(
                 crate::workdir::prepare(src, &self.work_root.join(&task.hash))
                     .await
                     .map_err(|err| format!("its directory could not be prepared: {err}"))?,
             ),
-            None => None,
+            (None, None) => None,
         };
         let settings = self.settings(task, cwd)?;
         result.model = Some(settings.model.clone());

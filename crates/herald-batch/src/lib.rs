@@ -6,6 +6,7 @@
 
 pub mod distribution;
 pub mod error;
+pub mod eval;
 
 pub mod export;
 pub mod hash;

@@ -267,6 +267,12 @@ pub(crate) enum Command {
         #[command(subcommand)]
         action: crate::batch_cmd::BatchAction,
     },
+    /// Evaluate the agent on a suite of tasks with checks and a judge;
+    /// compare two runs.
+    Eval {
+        #[command(subcommand)]
+        action: crate::eval_cmd::EvalAction,
+    },
     /// Scheduled jobs: add, list, show, edit, pause, resume, run now,
     /// remove, and the ledger of their runs. `herald daemon` runs them.
     Cron {
@@ -357,6 +363,10 @@ impl Command {
                 action: crate::batch_cmd::BatchAction::Run(args),
             } => args.service.apply(common),
             Command::Batch { .. } => {}
+            Command::Eval {
+                action: crate::eval_cmd::EvalAction::Run(args),
+            } => args.service.apply(common),
+            Command::Eval { .. } => {}
             Command::Doctor(args) => {
                 args.model.apply(common);
                 args.cwd.apply(common);

@@ -13,6 +13,7 @@ mod context_cmd;
 mod cron_cmd;
 mod doctor;
 mod elicit_prompt;
+mod eval_cmd;
 mod events_view;
 mod heartbeat_cmd;
 mod hooks_cmd;
@@ -128,6 +129,7 @@ async fn dispatch(
         None => repl::interactive(&common, prompt).await,
         Some(Command::Run(run_args)) => run::run(&common, run_args).await,
         Some(Command::Batch { action }) => batch_cmd::batch(&common, action).await,
+        Some(Command::Eval { action }) => eval_cmd::eval(&common, action).await,
         Some(Command::Doctor(args)) => doctor::doctor(&common, args).await,
         Some(Command::Sessions { action }) => sessions_cmd::sessions(&common, action).await,
         Some(Command::Agents { action }) => agents_cmd::agents(&common, action).await,

@@ -453,7 +453,7 @@ async fn a_429_storm_slows_the_batch_and_it_speeds_up_again_when_the_storm_passe
         .collect();
     let tasks = write_tasks(dir.path(), &rows);
     let out = dir.path().join("out");
-    let mut child = h
+    let child = h
         .command(Wire::OpenAi)
         .args([
             "batch",

@@ -11,6 +11,7 @@ mod cron;
 mod delegation;
 mod doctor;
 mod durability;
+mod eval;
 mod events_contract;
 mod execute_code;
 mod fallback;
