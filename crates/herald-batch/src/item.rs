@@ -209,9 +209,8 @@ impl ItemRunner {
             &mut observed,
         )
         .await;
-        let mut outcome = first.map(|turn| {
+        let mut outcome = first.inspect(|turn| {
             add_usage(&mut usage, &turn.result.tree_usage);
-            turn
         });
         if let (Ok(turn), Some(schema)) = (&outcome, &task.output_schema)
             && turn.over_budget.is_none()
@@ -222,9 +221,8 @@ impl ItemRunner {
             let repair = crate::output::repair_prompt(schema, &problem);
             outcome = run_turn(&session, repair, task.budget_usd, cancel, &mut observed)
                 .await
-                .map(|turn| {
+                .inspect(|turn| {
                     add_usage(&mut usage, &turn.result.tree_usage);
-                    turn
                 });
         }
         let _ = session.shutdown_now().await;

@@ -1,6 +1,6 @@
 //! Structured output: an item's `output_schema` is a JSON Schema its
 //! final answer must satisfy. The answer is parsed as JSON (a fenced
-//! ```json block or the outermost object or array in the text), then
+//! `json` code block or the outermost object or array in the text), then
 //! validated; a failure is told to the model in one repair turn.
 
 use serde_json::Value;

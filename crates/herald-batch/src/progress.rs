@@ -67,7 +67,7 @@ impl Progress {
             );
             if let Some(error) = &result.error {
                 line.push_str(": ");
-                line.push_str(&&herald_protocol::one_line(error));
+                line.push_str(&herald_protocol::one_line(error));
             }
             eprintln!("{line}");
         }

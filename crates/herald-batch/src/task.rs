@@ -85,8 +85,11 @@ pub fn load_tasks(
     Ok(tasks)
 }
 
+/// A row of a task file and the line it starts on.
+type Row = (usize, Map<String, Value>);
+
 /// `(line, row)` of each JSONL item; blank lines are skipped.
-fn jsonl_rows(path: &Path, text: &str) -> Result<Vec<(usize, Map<String, Value>)>, BatchError> {
+fn jsonl_rows(path: &Path, text: &str) -> Result<Vec<Row>, BatchError> {
     let mut rows = Vec::new();
     for (i, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
@@ -117,7 +120,7 @@ fn jsonl_rows(path: &Path, text: &str) -> Result<Vec<(usize, Map<String, Value>)
 /// `(line, row)` of each CSV row; cells are strings, empty cells absent,
 /// and the setting columns are parsed (`toolsets` comma-separated,
 /// `output_schema` JSON).
-fn csv_rows(path: &Path, text: &str) -> Result<Vec<(usize, Map<String, Value>)>, BatchError> {
+fn csv_rows(path: &Path, text: &str) -> Result<Vec<Row>, BatchError> {
     let mut reader = csv::ReaderBuilder::new()
         .flexible(false)
         .from_reader(text.as_bytes());

@@ -22,7 +22,7 @@ pub(crate) enum BatchAction {
     /// Run every item of a task file (JSONL or CSV) as its own headless
     /// session; results go to OUT/results.jsonl, trajectories to
     /// OUT/trajectories/.
-    Run(BatchRunArgs),
+    Run(Box<BatchRunArgs>),
     /// Write the trajectories of a finished batch as training data (JSONL
     /// on stdout or --output); items with no final answer or with a call
     /// to a tool that does not exist are left out and counted.
@@ -80,7 +80,7 @@ pub(crate) struct ExportArgs {
 
 pub(crate) async fn batch(common: &CommonArgs, action: BatchAction) -> Result<Exit, CliError> {
     match action {
-        BatchAction::Run(args) => run(common, args).await,
+        BatchAction::Run(args) => run(common, *args).await,
         BatchAction::Export(args) => export_cmd(&args),
     }
 }

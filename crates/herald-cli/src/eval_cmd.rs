@@ -22,7 +22,7 @@ use crate::{CliError, Exit, signals};
 pub(crate) enum EvalAction {
     /// Run a suite (YAML, or JSONL one task a line): each task in a fresh
     /// directory, graded by its checks; writes OUT/report.{json,md,html}.
-    Run(EvalRunArgs),
+    Run(Box<EvalRunArgs>),
     /// Compare two eval runs (their output directories or report.json):
     /// suite metrics, per-task differences and a significance note.
     Compare {
@@ -62,7 +62,7 @@ pub(crate) struct EvalRunArgs {
 
 pub(crate) async fn eval(common: &CommonArgs, action: EvalAction) -> Result<Exit, CliError> {
     match action {
-        EvalAction::Run(args) => run(common, args).await,
+        EvalAction::Run(args) => run(common, *args).await,
         EvalAction::Compare { a, b, json } => {
             let ra = load_report(&a).map_err(CliError::usage)?;
             let rb = load_report(&b).map_err(CliError::usage)?;

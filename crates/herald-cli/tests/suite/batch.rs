@@ -638,3 +638,54 @@ async fn trajectories_export_as_sharegpt_and_openai_and_python_parsers_read_them
         .unwrap();
     assert_eq!(output.status.code(), Some(2));
 }
+
+/// The batch benchmark of docs/BENCHMARKS.md: `BENCH_ITEMS` items (1,000
+/// by default) × 3 scripted model calls, 4 at once. Run with
+/// `cargo test -p herald-cli --test all batch_benchmark -- --ignored --nocapture`.
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "a benchmark: run it on purpose"]
+async fn batch_benchmark() {
+    let items: usize = std::env::var("BENCH_ITEMS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1000);
+    let h = Harness::new(Script::new().responder(|view| match view.turn {
+        0 | 1 => Reply::tool("read_file", json!({"path": "notes.txt"})),
+        _ => Reply::text("done"),
+    }))
+    .await;
+    std::fs::write(h.work_path().join("notes.txt"), "calm\n").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let rows: Vec<Value> = (0..items)
+        .map(|i| json!(format!("bench item {i:05}")))
+        .collect();
+    let tasks = write_tasks(dir.path(), &rows);
+    let out = dir.path().join("out");
+    let started = std::time::Instant::now();
+    let output = batch(
+        &h,
+        &[
+            "run",
+            tasks.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--concurrency",
+            "4",
+        ],
+    )
+    .await;
+    let took = started.elapsed();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let r = results(&out);
+    assert_eq!(r.len(), items);
+    assert!(r.iter().all(|r| r["requests"] == 3));
+    let usage =
+        nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_CHILDREN).unwrap();
+    println!(
+        "batch benchmark: {items} items x 3 calls, concurrency 4: {:.1} s, {:.1} items/s, {} requests, peak RSS of the herald process {} MiB",
+        took.as_secs_f64(),
+        items as f64 / took.as_secs_f64(),
+        h.server.request_count(),
+        usage.max_rss() / 1024
+    );
+}

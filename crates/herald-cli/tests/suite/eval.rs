@@ -323,7 +323,11 @@ async fn repeats_give_pass_at_k_and_compare_shows_per_task_differences() {
             let prompt = first_user(view);
             if prompt.contains("coin task") {
                 let n = coin.fetch_add(1, Ordering::SeqCst);
-                return Reply::text(if n % 2 == 0 { "heads" } else { "tails" });
+                return Reply::text(if n.is_multiple_of(2) {
+                    "heads"
+                } else {
+                    "tails"
+                });
             }
             match base.lookup(view) {
                 herald_testkit::Lookup::Reply(reply) => reply,
