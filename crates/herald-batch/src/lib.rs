@@ -14,6 +14,7 @@ pub mod item;
 pub mod local;
 pub mod output;
 pub mod progress;
+pub mod queue;
 pub mod results;
 pub mod task;
 pub mod template;

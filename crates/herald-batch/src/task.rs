@@ -23,7 +23,7 @@ pub const RESERVED: &[&str] = &[
 ];
 
 /// One item of a batch, ready to run.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Task {
     /// Its position in the file, from 0.
     pub index: usize,

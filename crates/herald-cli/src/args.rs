@@ -267,6 +267,9 @@ pub(crate) enum Command {
         #[command(subcommand)]
         action: crate::batch_cmd::BatchAction,
     },
+    /// Run items of a PostgreSQL queue (`herald batch run --queue`) on
+    /// this machine, with its own store, until stopped.
+    Worker(Box<crate::queue_cmd::WorkerArgs>),
     /// Evaluate the agent on a suite of tasks with checks and a judge;
     /// compare two runs.
     Eval {
@@ -367,6 +370,7 @@ impl Command {
                 action: crate::eval_cmd::EvalAction::Run(args),
             } => args.service.apply(common),
             Command::Eval { .. } => {}
+            Command::Worker(args) => args.service.apply(common),
             Command::Doctor(args) => {
                 args.model.apply(common);
                 args.cwd.apply(common);

@@ -27,6 +27,34 @@ pub(crate) enum BatchAction {
     /// on stdout or --output); items with no final answer or with a call
     /// to a tool that does not exist are left out and counted.
     Export(ExportArgs),
+    /// Per-job counts and per-worker progress of a PostgreSQL queue.
+    Status {
+        #[arg(long, value_name = "URL")]
+        queue: String,
+        /// Only this job.
+        #[arg(long)]
+        job: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Cancel a job of a PostgreSQL queue: queued items are dropped,
+    /// running ones stopped at their next heartbeat.
+    Cancel {
+        #[arg(long, value_name = "URL")]
+        queue: String,
+        #[arg(long)]
+        job: String,
+    },
+    /// Copy a queued job's finished results and trajectories into OUT (a
+    /// batch output directory, for `batch export` and reports).
+    Fetch {
+        #[arg(long, value_name = "URL")]
+        queue: String,
+        #[arg(long)]
+        job: String,
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -54,6 +82,13 @@ pub(crate) struct BatchRunArgs {
     /// Print the summary as JSON on stdout (and no progress).
     #[arg(long)]
     pub json: bool,
+    /// Enqueue the items in this PostgreSQL queue (postgres://…) instead
+    /// of running them; `herald worker --queue` runs them.
+    #[arg(long, value_name = "URL", conflicts_with_all = ["resume", "overwrite"])]
+    pub queue: Option<String>,
+    /// The job's name in the queue [default: the task file's name].
+    #[arg(long, requires = "queue")]
+    pub job: Option<String>,
     #[command(flatten)]
     pub service: ServiceArgs,
 }
@@ -82,6 +117,11 @@ pub(crate) async fn batch(common: &CommonArgs, action: BatchAction) -> Result<Ex
     match action {
         BatchAction::Run(args) => run(common, *args).await,
         BatchAction::Export(args) => export_cmd(&args),
+        BatchAction::Status { queue, job, json } => {
+            crate::queue_cmd::status(&queue, job.as_deref(), json).await
+        }
+        BatchAction::Cancel { queue, job } => crate::queue_cmd::cancel(&queue, &job).await,
+        BatchAction::Fetch { queue, job, out } => crate::queue_cmd::fetch(&queue, &job, &out).await,
     }
 }
 
@@ -126,6 +166,14 @@ async fn run(common: &CommonArgs, args: BatchRunArgs) -> Result<Exit, CliError> 
         .transpose()
         .map_err(CliError::usage)?;
     let tasks = load_tasks(&args.tasks, distribution.as_ref()).map_err(CliError::usage)?;
+    if let Some(queue) = &args.queue {
+        let job = args.job.clone().unwrap_or_else(|| {
+            args.tasks
+                .file_stem()
+                .map_or_else(|| "batch".to_owned(), |s| s.to_string_lossy().into_owned())
+        });
+        return crate::queue_cmd::enqueue(queue, &job, &tasks, args.json).await;
+    }
     let setup = runner_setup(common)?;
     let out = OutDir::new(
         args.out

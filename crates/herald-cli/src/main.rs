@@ -25,6 +25,7 @@ mod mcp_serve_cmd;
 mod mcp_status;
 mod memory_cmd;
 mod permissions_cmd;
+mod queue_cmd;
 mod render;
 mod repl;
 mod run;
@@ -130,6 +131,7 @@ async fn dispatch(
         Some(Command::Run(run_args)) => run::run(&common, run_args).await,
         Some(Command::Batch { action }) => batch_cmd::batch(&common, action).await,
         Some(Command::Eval { action }) => eval_cmd::eval(&common, action).await,
+        Some(Command::Worker(args)) => queue_cmd::worker(&common, *args).await,
         Some(Command::Doctor(args)) => doctor::doctor(&common, args).await,
         Some(Command::Sessions { action }) => sessions_cmd::sessions(&common, action).await,
         Some(Command::Agents { action }) => agents_cmd::agents(&common, action).await,

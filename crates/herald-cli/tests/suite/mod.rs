@@ -1,5 +1,6 @@
 mod agent_defs;
 mod batch;
+mod batch_queue;
 mod browser_tools;
 mod checkpoints;
 mod cli_ergonomics;
