@@ -99,8 +99,9 @@ pub(crate) async fn worker(common: &CommonArgs, args: WorkerArgs) -> Result<Exit
         drain: args.drain,
     };
     let report = run_worker(queue, runner, options, cancel).await;
+    let peak = peak_rss_kib().map_or_else(String::new, |k| format!(", peak RSS {} MiB", k / 1024));
     eprintln!(
-        "worker {id}: {} items done, {} results rejected, {} PostgreSQL round trips",
+        "worker {id}: {} items done, {} results rejected, {} PostgreSQL round trips{peak}",
         report.completed, report.rejected, report.round_trips
     );
     Ok(if stop.received().is_some() {
@@ -108,6 +109,13 @@ pub(crate) async fn worker(common: &CommonArgs, args: WorkerArgs) -> Result<Exit
     } else {
         Exit::Completed
     })
+}
+
+/// This process's peak resident set (`VmHWM`), on Linux.
+fn peak_rss_kib() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
 }
 
 fn fastrand_u16() -> u16 {

@@ -270,6 +270,20 @@ impl Queue {
         Ok(row.get::<_, i64>(0) == 1)
     }
 
+    /// Puts a claimed item back in the queue (its worker is stopping);
+    /// `false` when the claim was no longer current.
+    pub async fn release(&self, claim: &Claim) -> Result<bool, QueueError> {
+        let client = self.client().await?;
+        let n = client
+            .execute(
+                "UPDATE herald_batch_items SET state = 'queued', lease_expires = NULL, worker = NULL
+                 WHERE job_id = $1 AND hash = $2 AND lease_token = $3 AND state = 'running'",
+                &[&claim.job, &claim.hash, &claim.token],
+            )
+            .await?;
+        Ok(n == 1)
+    }
+
     /// Items of `job` (or of every active job) not done or cancelled.
     pub async fn unfinished(&self, job: Option<&str>) -> Result<i64, QueueError> {
         let client = self.client().await?;

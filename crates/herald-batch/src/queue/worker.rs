@@ -60,7 +60,7 @@ pub async fn run_worker(
         }
         backoff = (backoff * 2).min(Duration::from_secs(10));
     }
-    let mut running: JoinSet<bool> = JoinSet::new();
+    let mut running: JoinSet<Ended> = JoinSet::new();
     loop {
         let mut idle = false;
         while running.len() < options.concurrency.max(1) && !cancel.is_cancelled() {
@@ -109,8 +109,9 @@ pub async fn run_worker(
         tokio::select! {
             joined = running.join_next(), if !running.is_empty() => {
                 match joined {
-                    Some(Ok(true)) => report.completed += 1,
-                    Some(Ok(false)) => report.rejected += 1,
+                    Some(Ok(Ended::Accepted)) => report.completed += 1,
+                    Some(Ok(Ended::Rejected)) => report.rejected += 1,
+                    Some(Ok(Ended::Released)) => {}
                     Some(Err(err)) => tracing::warn!("an item's task stopped: {err}"),
                     None => {}
                 }
@@ -123,6 +124,17 @@ pub async fn run_worker(
     report
 }
 
+/// How a claimed item ended for its worker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ended {
+    /// Its result was written.
+    Accepted,
+    /// Its result was refused: the claim was no longer current.
+    Rejected,
+    /// The worker stopped and put it back (or could not write it).
+    Released,
+}
+
 /// Sleeps `d`; `true` when cancelled first.
 async fn sleep_or_cancel(d: Duration, cancel: &CancellationToken) -> bool {
     tokio::select! {
@@ -131,15 +143,14 @@ async fn sleep_or_cancel(d: Duration, cancel: &CancellationToken) -> bool {
     }
 }
 
-/// Runs one claimed item with its heartbeat; `true` when its result was
-/// accepted.
+/// Runs one claimed item with its heartbeat and writes its result.
 async fn run_claim(
     queue: Arc<Queue>,
     runner: Arc<ItemRunner>,
     claim: Claim,
     options: WorkerOptions,
     cancel: CancellationToken,
-) -> bool {
+) -> Ended {
     let item_cancel = cancel.child_token();
     let heartbeat = {
         let (queue, claim, options, item_cancel) = (
@@ -171,21 +182,29 @@ async fn run_claim(
     item_cancel.cancel();
     let _ = heartbeat.await;
     result.worker = Some(options.id.clone());
+    if cancel.is_cancelled() {
+        // The worker is stopping: the item goes back for another worker
+        // (or this one's next start) instead of ending interrupted.
+        if let Err(err) = queue.release(&claim).await {
+            tracing::warn!(item = %claim.task.id, "cannot put the item back: {err}; its lease will expire");
+        }
+        return Ended::Released;
+    }
     let mut backoff = Duration::from_millis(200);
     loop {
         match queue
             .complete(&claim, &options.id, &result, trajectory.as_ref())
             .await
         {
-            Ok(true) => return true,
+            Ok(true) => return Ended::Accepted,
             Ok(false) => {
                 tracing::warn!(item = %claim.task.id, "the result was rejected: another worker holds the item now");
-                return false;
+                return Ended::Rejected;
             }
             Err(err) => {
                 tracing::warn!(item = %claim.task.id, "cannot write the result: {err}; retrying");
                 if sleep_or_cancel(backoff, &cancel).await {
-                    return false;
+                    return Ended::Released;
                 }
                 backoff = (backoff * 2).min(Duration::from_secs(10));
             }

@@ -104,6 +104,34 @@ async fn leases_reject_a_late_result_and_cancel_stops_a_job() {
     assert_eq!((wa.done, wa.rejected), (0, 1));
     assert_eq!((wb.done, wb.rejected), (1, 1));
 
+    // A stopping worker puts its item back; the next claim takes it.
+    let (_, items) = tasks(dir.path(), 1, "returned");
+    q.enqueue("returned", &items).await.unwrap();
+    let first = q
+        .claim("a", Some("returned"), lease)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(q.release(&first).await.unwrap());
+    assert!(
+        !q.release(&first).await.unwrap(),
+        "only the current claim releases"
+    );
+    let second = q
+        .claim("b", Some("returned"), lease)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (second.hash.as_str(), second.token),
+        (first.hash.as_str(), first.token + 1)
+    );
+    assert!(
+        !q.complete(&first, "a", &result(&first, "a"), None)
+            .await
+            .unwrap()
+    );
+
     // Cancel: queued items are dropped, a running one loses its lease.
     let (_, items) = tasks(dir.path(), 3, "doomed");
     q.enqueue("doomed", &items).await.unwrap();
@@ -346,4 +374,66 @@ async fn three_workers_one_killed_mid_item_and_connections_cut_every_item_ends_e
         stderr(&out)
     );
     assert_eq!(status(&h, &url).await["jobs"][0]["done"], items);
+}
+
+/// The queue benchmark of docs/BENCHMARKS.md: `BENCH_ITEMS` items (1,000
+/// by default) × 3 scripted model calls, 4 `herald worker` processes
+/// (concurrency 1 each) on one PostgreSQL. Run with
+/// `cargo test -p herald-cli --test all queue_benchmark -- --ignored --nocapture`.
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "a benchmark: run it on purpose"]
+async fn queue_benchmark() {
+    let n: usize = std::env::var("BENCH_ITEMS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1000);
+    let pg = Postgres::start();
+    let url = pg.url();
+    let h = Harness::new(Script::new().responder(|view| match view.turn {
+        0 | 1 => Reply::tool("read_file", json!({"path": "notes.txt"})),
+        _ => Reply::text("done"),
+    }))
+    .await;
+    std::fs::write(h.work_path().join("notes.txt"), "calm\n").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let (path, _) = tasks(dir.path(), n, "fleet");
+    let out = h
+        .command(Wire::OpenAi)
+        .args(["batch", "run", path.to_str().unwrap(), "--queue", &url])
+        .output()
+        .await
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let started = Instant::now();
+    let workers: Vec<tokio::process::Child> = (0..4)
+        .map(|_| {
+            h.command(Wire::OpenAi)
+                .args(["worker", "--queue", &url, "--concurrency", "1", "--drain"])
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let mut trips = 0u64;
+    let mut done = 0u64;
+    let mut peak = 0u64;
+    for worker in workers {
+        let out = worker.wait_with_output().await.unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        let line = stderr(&out).lines().last().unwrap_or_default().to_owned();
+        // "worker ID: N items done, R results rejected, T PostgreSQL round trips, peak RSS M MiB"
+        let words: Vec<&str> = line.split_whitespace().collect();
+        done += words[2].parse::<u64>().unwrap();
+        trips += words[8].parse::<u64>().unwrap();
+        peak = peak.max(words[words.len() - 2].parse::<u64>().unwrap());
+    }
+    let took = started.elapsed();
+    assert_eq!(done as usize, n);
+    println!(
+        "queue benchmark: {n} items x 3 calls, 4 workers: {:.1} s, {:.1} items/s, {:.2} PostgreSQL round trips per item, peak RSS of a worker {} MiB",
+        took.as_secs_f64(),
+        n as f64 / took.as_secs_f64(),
+        trips as f64 / n as f64,
+        peak
+    );
 }
