@@ -29,29 +29,36 @@ pub(crate) enum BatchAction {
     Export(ExportArgs),
     /// Per-job counts and per-worker progress of a PostgreSQL queue.
     Status {
+        /// The queue's PostgreSQL connection string.
         #[arg(long, value_name = "URL")]
         queue: String,
         /// Only this job.
         #[arg(long)]
         job: Option<String>,
+        /// Print the counts as JSON.
         #[arg(long)]
         json: bool,
     },
     /// Cancel a job of a PostgreSQL queue: queued items are dropped,
     /// running ones stopped at their next heartbeat.
     Cancel {
+        /// The queue's PostgreSQL connection string.
         #[arg(long, value_name = "URL")]
         queue: String,
+        /// The job to cancel.
         #[arg(long)]
         job: String,
     },
     /// Copy a queued job's finished results and trajectories into OUT (a
     /// batch output directory, for `batch export` and reports).
     Fetch {
+        /// The queue's PostgreSQL connection string.
         #[arg(long, value_name = "URL")]
         queue: String,
+        /// The job whose results to copy.
         #[arg(long)]
         job: String,
+        /// The directory to write results.jsonl and trajectories/ into.
         #[arg(long, value_name = "DIR")]
         out: PathBuf,
     },
@@ -106,6 +113,7 @@ pub(crate) enum FormatArg {
 pub(crate) struct ExportArgs {
     /// The batch's output directory (or an eval run's directory).
     pub out: PathBuf,
+    /// The trajectory format: sharegpt or openai.
     #[arg(long, value_enum)]
     pub format: FormatArg,
     /// Write here instead of stdout.

@@ -26,7 +26,9 @@ pub(crate) enum EvalAction {
     /// Compare two eval runs (their output directories or report.json):
     /// suite metrics, per-task differences and a significance note.
     Compare {
+        /// The first run (A): its output directory or report.json.
         a: PathBuf,
+        /// The second run (B).
         b: PathBuf,
         /// Print the comparison as JSON instead of markdown.
         #[arg(long)]

@@ -689,3 +689,53 @@ async fn batch_benchmark() {
         usage.max_rss() / 1024
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn budgets_turn_limits_and_toolset_distributions_apply_per_item() {
+    // The model reads forever.
+    let h = Harness::new(Script::new().responder(|view| {
+        Reply::tool("read_file", json!({"path": format!("n{}.txt", view.turn)}))
+    }))
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let tasks = write_tasks(
+        dir.path(),
+        &[
+            json!({"id": "cheap", "prompt": "spend item", "budget_usd": 0.000001}),
+            json!({"id": "short", "prompt": "loop item", "max_turns": 2}),
+            json!({"id": "drawn", "prompt": "drawn item", "max_turns": 1}),
+        ],
+    );
+    let dist = dir.path().join("dist.yaml");
+    std::fs::write(&dist, "file: 1.0\nterminal: 0.0\n").unwrap();
+    let out = dir.path().join("out");
+    let output = batch(
+        &h,
+        &[
+            "run",
+            tasks.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--toolset-distribution",
+            dist.to_str().unwrap(),
+        ],
+    )
+    .await;
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let r = results(&out);
+    assert_eq!(r[0]["status"], "over_budget", "{}", r[0]);
+    assert!(
+        r[0]["error"].as_str().unwrap().contains("over its budget"),
+        "{}",
+        r[0]
+    );
+    assert!(r[0]["cost_usd"].as_f64().unwrap() > 0.000001, "{}", r[0]);
+    assert_eq!(r[1]["status"], "max_turns", "{}", r[1]);
+    // Items without toolsets drew theirs: file always, terminal never.
+    for item in &r {
+        assert_eq!(item["toolsets"], json!(["file"]), "{item}");
+    }
+    let tools = h.requests_of("drawn item")[0].view().unwrap().tool_names;
+    assert!(tools.iter().any(|t| t == "read_file"), "{tools:?}");
+    assert!(!tools.iter().any(|t| t == "terminal"), "{tools:?}");
+}
