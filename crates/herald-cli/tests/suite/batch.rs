@@ -739,3 +739,56 @@ async fn budgets_turn_limits_and_toolset_distributions_apply_per_item() {
     assert!(tools.iter().any(|t| t == "read_file"), "{tools:?}");
     assert!(!tools.iter().any(|t| t == "terminal"), "{tools:?}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn on_a_terminal_the_progress_is_a_bar_with_counts_rate_eta_and_spend() {
+    let h = Harness::new(reading_model()).await;
+    std::fs::write(h.work_path().join("notes.txt"), "calm\n").unwrap();
+    h.server.set_latency(Duration::from_millis(100));
+    let dir = tempfile::tempdir().unwrap();
+    let rows: Vec<Value> = (0..6).map(|i| json!(format!("tty item {i}"))).collect();
+    let tasks = write_tasks(dir.path(), &rows);
+    let out = dir.path().join("out");
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_herald"));
+    for (key, _) in std::env::vars() {
+        if key.starts_with("OPENAI_") || key.starts_with("ANTHROPIC_") || key.starts_with("HERALD_")
+        {
+            command.env_remove(key);
+        }
+    }
+    command
+        .env("HERALD_HOME", h.home.path())
+        .envs(h.server.provider_env(herald_testkit::Api::OpenAi))
+        .args(["--cwd", h.work_path().to_str().unwrap()])
+        .args([
+            "batch",
+            "run",
+            tasks.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--concurrency",
+            "2",
+        ]);
+    let pty = herald_testkit::pty::PtySession::spawn(command, 24, 160).unwrap();
+    let screen = pty
+        .wait_for(
+            |s| s.contains("6 completed, 0 failed"),
+            Duration::from_secs(60),
+        )
+        .unwrap();
+    assert!(
+        screen.contains("6/6 done · 0 failed · 0 running"),
+        "{screen}"
+    );
+    assert!(screen.contains("/s · ETA"), "{screen}");
+    assert!(screen.contains("· $"), "{screen}");
+    assert!(
+        !screen.contains("[6/6] "),
+        "no plain lines on a terminal: {screen}"
+    );
+    assert_eq!(
+        pty.wait_exit(Duration::from_secs(10))
+            .and_then(|s| s.code()),
+        Some(0)
+    );
+}

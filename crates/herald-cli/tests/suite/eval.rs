@@ -160,11 +160,23 @@ async fn every_check_kind_passes_and_fails_where_it_should_and_the_judge_is_cach
             suite.to_str().unwrap(),
             "--out",
             out.to_str().unwrap(),
+            "--judge-model",
+            "gpt-4.1-judge",
         ],
     )
     .await;
     assert!(output.status.success(), "{}", stderr(&output));
     let r = report(&out);
+    assert_eq!(r["judge_model"], "gpt-4.1-judge");
+    let judge_models: Vec<String> = h
+        .server
+        .requests()
+        .iter()
+        .filter_map(|q| q.view().ok())
+        .filter(|v| first_user(v).starts_with("[herald] Judge"))
+        .map(|v| v.model)
+        .collect();
+    assert_eq!(judge_models, ["gpt-4.1-judge", "gpt-4.1-judge"]);
     assert_eq!(
         checks(&r, "files"),
         owned(&[
@@ -274,6 +286,8 @@ async fn every_check_kind_passes_and_fails_where_it_should_and_the_judge_is_cach
             out.to_str().unwrap(),
             "--overwrite",
             "--json",
+            "--judge-model",
+            "gpt-4.1-judge",
         ],
     )
     .await;
