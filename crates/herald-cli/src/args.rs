@@ -261,6 +261,21 @@ impl SessionArgs {
 pub(crate) enum Command {
     /// Run one prompt to completion and print the final answer.
     Run(RunArgs),
+    /// Batch runs: many prompts from a JSONL or CSV file, one headless
+    /// session each; export their trajectories for training.
+    Batch {
+        #[command(subcommand)]
+        action: crate::batch_cmd::BatchAction,
+    },
+    /// Run items of a PostgreSQL queue (`herald batch run --queue`) on
+    /// this machine, with its own store, until stopped.
+    Worker(Box<crate::queue_cmd::WorkerArgs>),
+    /// Evaluate the agent on a suite of tasks with checks and a judge;
+    /// compare two runs.
+    Eval {
+        #[command(subcommand)]
+        action: crate::eval_cmd::EvalAction,
+    },
     /// Scheduled jobs: add, list, show, edit, pause, resume, run now,
     /// remove, and the ledger of their runs. `herald daemon` runs them.
     Cron {
@@ -363,6 +378,15 @@ impl Command {
     fn apply(&self, common: &mut CommonArgs) {
         match self {
             Command::Run(args) => args.session.apply(common),
+            Command::Batch {
+                action: crate::batch_cmd::BatchAction::Run(args),
+            } => args.service.apply(common),
+            Command::Batch { .. } => {}
+            Command::Eval {
+                action: crate::eval_cmd::EvalAction::Run(args),
+            } => args.service.apply(common),
+            Command::Eval { .. } => {}
+            Command::Worker(args) => args.service.apply(common),
             Command::Doctor(args) => {
                 args.model.apply(common);
                 args.cwd.apply(common);

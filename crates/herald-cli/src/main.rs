@@ -6,6 +6,7 @@ mod agent_defs_cmd;
 mod agents_cmd;
 mod approval_prompt;
 mod args;
+mod batch_cmd;
 mod checkpoints_cmd;
 mod config_cmd;
 mod confirm;
@@ -13,6 +14,7 @@ mod context_cmd;
 mod cron_cmd;
 mod doctor;
 mod elicit_prompt;
+mod eval_cmd;
 mod events_view;
 mod heartbeat_cmd;
 mod hooks_cmd;
@@ -24,6 +26,7 @@ mod mcp_serve_cmd;
 mod mcp_status;
 mod memory_cmd;
 mod permissions_cmd;
+mod queue_cmd;
 mod render;
 mod repl;
 mod run;
@@ -127,6 +130,9 @@ async fn dispatch(
     match command {
         None => repl::interactive(&common, prompt).await,
         Some(Command::Run(run_args)) => run::run(&common, run_args).await,
+        Some(Command::Batch { action }) => batch_cmd::batch(&common, action).await,
+        Some(Command::Eval { action }) => eval_cmd::eval(&common, action).await,
+        Some(Command::Worker(args)) => queue_cmd::worker(&common, *args).await,
         Some(Command::Doctor(args)) => doctor::doctor(&common, args).await,
         Some(Command::Sessions { action }) => sessions_cmd::sessions(&common, action).await,
         Some(Command::Agents { action }) => agents_cmd::agents(&common, action).await,

@@ -20,6 +20,9 @@ pub enum SessionSource {
     Subagent,
     /// A run of a scheduled job (`herald daemon`, `herald cron run-now`).
     Cron,
+    /// An item of a batch run or an eval task (`herald batch run`,
+    /// `herald eval run`, `herald worker`).
+    Batch,
 }
 
 impl SessionSource {
@@ -30,6 +33,7 @@ impl SessionSource {
             SessionSource::Api => "api",
             SessionSource::Subagent => "subagent",
             SessionSource::Cron => "cron",
+            SessionSource::Batch => "batch",
         }
     }
 }
@@ -47,9 +51,12 @@ impl FromSql for SessionSource {
             "api" => Ok(SessionSource::Api),
             "subagent" => Ok(SessionSource::Subagent),
             "cron" => Ok(SessionSource::Cron),
+            "batch" => Ok(SessionSource::Batch),
             other => Err(FromSqlError::Other(
-                format!("unknown session source '{other}' (expected cli, api, subagent or cron)")
-                    .into(),
+                format!(
+                    "unknown session source '{other}' (expected cli, api, subagent, cron or batch)"
+                )
+                .into(),
             )),
         }
     }

@@ -2,6 +2,7 @@
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 pub mod clocked;
+pub mod pg;
 
 use std::path::PathBuf;
 use std::process::Output;

@@ -1,6 +1,8 @@
 mod acp;
 mod agent_defs;
 mod agent_messaging;
+mod batch;
+mod batch_queue;
 mod browser_tools;
 mod checkpoints;
 mod cli_ergonomics;
@@ -12,6 +14,7 @@ mod cron;
 mod delegation;
 mod doctor;
 mod durability;
+mod eval;
 mod events_contract;
 mod execute_code;
 mod fallback;
