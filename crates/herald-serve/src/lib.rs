@@ -33,6 +33,7 @@
 //!   final message alone.
 
 mod api;
+mod browser;
 mod error;
 mod mcp;
 mod openai;
@@ -42,6 +43,7 @@ mod server;
 mod sse;
 mod state;
 mod token;
+mod web;
 
 use std::future::Future;
 use std::io::Write;
@@ -62,12 +64,28 @@ pub async fn serve(
     config: ServeConfig,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServeError> {
+    let open_browser = config.open_browser;
     let server = Server::bind(config).await?;
     let addr = server.local_addr();
+    let login = server.login_url();
     {
         let mut out = std::io::stdout().lock();
         writeln!(out, "herald serve listening on http://{addr}")?;
+        if let Some(login) = &login {
+            writeln!(
+                out,
+                "herald serve: open {login} to log a browser in (the code works once; then log in with the token)"
+            )?;
+        }
         out.flush()?;
+    }
+    if !addr.ip().is_loopback() {
+        eprintln!(
+            "herald serve: warning: {addr} is reachable from other machines over plain HTTP: the token and the browser's login cookie cross the network unencrypted; put a TLS proxy in front of it"
+        );
+    }
+    if open_browser && let Some(login) = &login {
+        browser::open(login);
     }
     tracing::info!(%addr, "herald serve listening");
     server.run(shutdown).await
