@@ -57,8 +57,8 @@ pub use server::{
 };
 pub use token::{TokenError, TokenSource, resolve_token, token_path};
 
-/// Binds, prints `herald serve listening on http://HOST:PORT` (one line on
-/// stdout, flushed), and serves until `shutdown` resolves (the CLI passes
+/// Binds, prints `herald serve listening on http://HOST:PORT` and the
+/// browser login URL (two lines on stdout, one write, flushed), and serves until `shutdown` resolves (the CLI passes
 /// SIGINT/SIGTERM); then ends every open session.
 pub async fn serve(
     config: ServeConfig,
@@ -69,14 +69,16 @@ pub async fn serve(
     let addr = server.local_addr();
     let login = server.login_url();
     {
-        let mut out = std::io::stdout().lock();
-        writeln!(out, "herald serve listening on http://{addr}")?;
+        // One write: a reader that takes only the first line and closes the
+        // pipe must not make a second write fail.
+        let mut text = format!("herald serve listening on http://{addr}\n");
         if let Some(login) = &login {
-            writeln!(
-                out,
-                "herald serve: open {login} to log a browser in (the code works once; then log in with the token)"
-            )?;
+            text.push_str(&format!(
+                "herald serve: open {login} to log a browser in (the code works once; then log in with the token)\n"
+            ));
         }
+        let mut out = std::io::stdout().lock();
+        out.write_all(text.as_bytes())?;
         out.flush()?;
     }
     if !addr.ip().is_loopback() {
