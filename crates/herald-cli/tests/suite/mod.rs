@@ -45,4 +45,5 @@ mod tui;
 mod usage;
 mod watch;
 mod web_tools;
+mod web_ui;
 mod worktrees;

@@ -45,7 +45,9 @@ pub struct SettingsView {
 )]
 pub(crate) async fn view(State(state): State<Arc<AppState>>) -> Result<Json<Value>, ApiError> {
     let settings = &state.settings;
-    let config = EffectiveConfig::new(settings, false, &[]);
+    let key_var_set =
+        std::env::var(settings.provider.key_var()).is_ok_and(|v| !v.trim().is_empty());
+    let config = EffectiveConfig::new(settings, key_var_set, &[]);
     let config = serde_json::to_value(&config)
         .map_err(|err| ApiError::internal(format!("cannot encode the settings: {err}")))?;
     let mcp_servers: Vec<Value> = state

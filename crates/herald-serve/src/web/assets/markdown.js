@@ -102,7 +102,7 @@ const SAFE_URL = /^(https?:|mailto:)/i;
 /** Inline markdown (code, bold, italic, links) as nodes. */
 export function inline(text) {
   const out = document.createDocumentFragment();
-  const pattern = /(`+)([\s\S]*?[^`])\1(?!`)|\*\*([^*]+)\*\*|__([^_]+)__|\*([^*\s][^*]*)\*|\[([^\]]+)\]\(([^)\s]+)\)|(https?:\/\/[^\s<>()]+[^\s<>().,;:!?'"])/g;
+  const pattern = /(`+)([\s\S]*?[^`])\1(?!`)|\*\*([^*]+)\*\*|(?<![\p{L}\p{N}_])__([^_]+)__(?![\p{L}\p{N}_])|\*([^*\s][^*]*)\*|\[([^\]]+)\]\(([^)\s]+)\)|(https?:\/\/[^\s<>()]+[^\s<>().,;:!?'"])/gu;
   let last = 0;
   let m;
   while ((m = pattern.exec(text)) !== null) {

@@ -91,10 +91,17 @@ export async function render(main, params) {
   let start = first.start;
   const earlier = h("button", { type: "button", class: "quiet", id: "earlier", hidden: start === 0 }, "Show earlier messages");
 
+  // Follow the end of the conversation while the reader is there. Whether
+  // they are is read on scroll events only: reading the layout on every
+  // streamed piece would lay out the whole page each time and fall behind.
+  let atBottom = true;
+  const onScroll = () => {
+    atBottom = window.innerHeight + window.scrollY >= document.body.scrollHeight - 120;
+  };
+  window.addEventListener("scroll", onScroll, { passive: true });
   function stick(fn) {
-    const near = window.innerHeight + window.scrollY >= document.body.scrollHeight - 120;
     fn();
-    if (near) scheduleScroll();
+    if (atBottom) scheduleScroll();
   }
   let scrollPending = false;
   function scheduleScroll() {
@@ -231,7 +238,11 @@ export async function render(main, params) {
   );
   drawState();
   scheduleScroll();
-  if (readOnly) return () => tree.stop();
+  const leave = () => {
+    tree.stop();
+    window.removeEventListener("scroll", onScroll);
+  };
+  if (readOnly) return leave;
 
   // Live: open the session here (refused when another herald process holds
   // it), then follow its events from the last stored one.
@@ -240,7 +251,7 @@ export async function render(main, params) {
   } catch (err) {
     drawState(err.code === "session_in_use" ? "another herald process holds it: read-only" : err.message);
     for (const b of main.querySelectorAll("[data-when], #composer")) b.disabled = true;
-    return () => tree.stop();
+    return leave;
   }
   await tree.load();
   const pending = await Promise.all([
@@ -340,6 +351,6 @@ export async function render(main, params) {
   });
   return () => {
     stop();
-    tree.stop();
+    leave();
   };
 }
