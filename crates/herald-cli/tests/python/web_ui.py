@@ -277,6 +277,16 @@ def questions(p):
     clarify.get_by_role("button", name="blue").click()
     expect(page.locator(".msg.assistant .body.md").last).to_contain_text("cleared, and blue it is", timeout=30000)
     SEEN["cards_left"] = page.locator("#questions article.question").count()
+
+    # Interrupt stops a turn that would never end.
+    new_session(page)
+    send(page, "run forever")
+    expect(page.locator("#streaming")).to_contain_text("lorem", timeout=30000)
+    expect(page.get_by_role("button", name="Send")).to_be_disabled()
+    page.get_by_role("button", name="Interrupt").click()
+    expect(page.locator("#session-state")).to_contain_text("interrupted", timeout=30000)
+    SEEN["after_interrupt"] = page.locator("#session-state").inner_text()
+    SEEN["send_enabled_again"] = page.get_by_role("button", name="Send").is_enabled()
     browser.close()
 
 

@@ -310,7 +310,7 @@ async fn webui_browser_delegation_tree_updates_live_and_cancels_a_child() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn webui_browser_answers_an_approval_and_a_clarify() {
+async fn webui_browser_answers_an_approval_and_a_clarify_and_interrupts() {
     let h = Harness::new(Script::new().conversation(
         "clean the build",
         vec![
@@ -321,7 +321,8 @@ async fn webui_browser_answers_an_approval_and_a_clarify() {
             ),
             Reply::text("cleared, and blue it is"),
         ],
-    ))
+    )
+    .conversation("run forever", vec![Reply::endless()]))
     .await;
     std::fs::create_dir(h.work_path().join("build_dir")).unwrap();
     let served = Served::start(&h).await;
@@ -347,9 +348,21 @@ async fn webui_browser_answers_an_approval_and_a_clarify() {
         !h.work_path().join("build_dir").exists(),
         "approved once: the command ran"
     );
-    let last = h.server.requests().pop().unwrap();
     assert!(
-        last.body.to_string().contains("blue"),
+        seen["after_interrupt"]
+            .as_str()
+            .unwrap()
+            .contains("interrupted"),
+        "{seen}"
+    );
+    assert_eq!(seen["send_enabled_again"], true, "{seen}");
+    let after_clarify = h
+        .requests_of("clean the build")
+        .into_iter()
+        .find(|r| r.turn == 2)
+        .expect("the request after the clarify answer");
+    assert!(
+        after_clarify.body.to_string().contains("blue"),
         "the answer reached the model"
     );
     served.stop().await;
