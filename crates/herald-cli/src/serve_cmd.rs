@@ -44,6 +44,12 @@ pub(crate) struct ServeArgs {
     /// (repeatable); others are refused against DNS rebinding.
     #[arg(long = "allowed-host", value_name = "NAME")]
     pub allowed_hosts: Vec<String>,
+    /// PEM certificate chain: serve HTTPS (with --tls-key).
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<std::path::PathBuf>,
+    /// PEM private key of --tls-cert.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<std::path::PathBuf>,
     /// Open the web UI in the desktop's browser ($BROWSER, else xdg-open),
     /// logged in with the one-time code.
     #[arg(long)]
@@ -74,6 +80,10 @@ pub(crate) async fn serve(common: &CommonArgs, args: ServeArgs) -> Result<Exit, 
     config.yolo = common.yolo;
     config.allowed_hosts = args.allowed_hosts;
     config.open_browser = args.open;
+    config.tls = match (args.tls_cert, args.tls_key) {
+        (Some(cert), Some(key)) => Some(herald_serve::TlsFiles { cert, key }),
+        _ => None,
+    };
     config.max_concurrent_turns = args
         .max_concurrent_turns
         .unwrap_or(file.max_concurrent_turns);

@@ -42,6 +42,7 @@ mod routes;
 mod server;
 mod sse;
 mod state;
+mod tls;
 mod token;
 mod web;
 
@@ -55,6 +56,7 @@ pub use server::{
     DEFAULT_BODY_LIMIT, DEFAULT_MAX_OPEN_SESSIONS, DEFAULT_MAX_TURNS, DEFAULT_PORT, ServeConfig,
     ServeError, Server,
 };
+pub use tls::{TlsError, TlsFiles};
 pub use token::{TokenError, TokenSource, resolve_token, token_path};
 
 /// Binds, prints `herald serve listening on http://HOST:PORT` and the
@@ -65,13 +67,14 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServeError> {
     let open_browser = config.open_browser;
+    let tls = config.tls.is_some();
     let server = Server::bind(config).await?;
     let addr = server.local_addr();
     let login = server.login_url();
     {
         // One write: a reader that takes only the first line and closes the
         // pipe must not make a second write fail.
-        let mut text = format!("herald serve listening on http://{addr}\n");
+        let mut text = format!("herald serve listening on {}\n", server.url());
         if let Some(login) = &login {
             text.push_str(&format!(
                 "herald serve: open {login} to log a browser in (the code works once; then log in with the token)\n"
@@ -81,15 +84,15 @@ pub async fn serve(
         out.write_all(text.as_bytes())?;
         out.flush()?;
     }
-    if !addr.ip().is_loopback() {
+    if !addr.ip().is_loopback() && !tls {
         eprintln!(
-            "herald serve: warning: {addr} is reachable from other machines over plain HTTP: the token and the browser's login cookie cross the network unencrypted; put a TLS proxy in front of it"
+            "herald serve: warning: {addr} is reachable from other machines over plain HTTP: the token and the browser's login cookie cross the network unencrypted; give --tls-cert and --tls-key (or put a TLS proxy in front of it)"
         );
     }
     if open_browser && let Some(login) = &login {
         browser::open(login);
     }
-    tracing::info!(%addr, "herald serve listening");
+    tracing::info!(%addr, tls, "herald serve listening");
     server.run(shutdown).await
 }
 

@@ -52,6 +52,8 @@ pub struct ServeConfig {
     pub allowed_hosts: Vec<String>,
     /// `--open`: hand the login URL to the desktop's browser once serving.
     pub open_browser: bool,
+    /// `--tls-cert` / `--tls-key`: serve HTTPS with this certificate.
+    pub tls: Option<crate::tls::TlsFiles>,
 }
 
 impl ServeConfig {
@@ -72,6 +74,7 @@ impl ServeConfig {
             yolo: false,
             allowed_hosts: Vec::new(),
             open_browser: false,
+            tls: None,
         }
     }
 }
@@ -101,6 +104,8 @@ pub enum ServeError {
     },
     #[error("invalid CORS origin {0:?}")]
     Cors(String),
+    #[error(transparent)]
+    Tls(#[from] crate::tls::TlsError),
     #[error("the server failed: {0}")]
     Io(#[from] std::io::Error),
 }
@@ -116,6 +121,8 @@ pub struct Server {
     mcp_cancel: tokio_util::sync::CancellationToken,
     /// The request checks, with the browser login state.
     guard: Arc<Guard>,
+    /// Set when serving HTTPS.
+    tls: Option<tokio_rustls::TlsAcceptor>,
 }
 
 impl Server {
@@ -127,6 +134,7 @@ impl Server {
             return Err(ServeError::PublicWithoutToken(addr));
         }
         let cors = cors_layer(&config.cors_origins)?;
+        let tls = config.tls.as_ref().map(crate::tls::acceptor).transpose()?;
         let listener = TcpListener::bind(addr)
             .await
             .map_err(|err| ServeError::Bind { addr, err })?;
@@ -144,6 +152,7 @@ impl Server {
             addr,
             &config.allowed_hosts,
             &config.cors_origins,
+            tls.is_some(),
         ));
         let mcp_cancel = tokio_util::sync::CancellationToken::new();
         let mcp = crate::mcp::http_service(
@@ -172,6 +181,7 @@ impl Server {
             addr,
             mcp_cancel,
             guard,
+            tls,
         })
     }
 
@@ -181,7 +191,13 @@ impl Server {
         self.guard
             .auth
             .code()
-            .map(|code| format!("http://{}/login?code={code}", self.addr))
+            .map(|code| format!("{}/login?code={code}", self.url()))
+    }
+
+    /// The server's URL (`https` when it serves TLS).
+    pub fn url(&self) -> String {
+        let scheme = if self.tls.is_some() { "https" } else { "http" };
+        format!("{scheme}://{}", self.addr)
     }
 
     /// Where the server listens.
@@ -208,12 +224,25 @@ impl Server {
             // responses end too.
             state.close_all().await;
         };
-        let serving = axum::serve(
-            self.listener,
-            self.router
-                .into_make_service_with_connect_info::<SocketAddr>(),
-        )
-        .with_graceful_shutdown(graceful);
+        let service = self
+            .router
+            .into_make_service_with_connect_info::<crate::tls::ClientAddr>();
+        let serving: std::pin::Pin<Box<dyn Future<Output = std::io::Result<()>> + Send>> =
+            match self.tls {
+                Some(acceptor) => Box::pin(
+                    axum::serve(
+                        crate::tls::TlsListener::new(self.listener, acceptor)?,
+                        service,
+                    )
+                    .with_graceful_shutdown(graceful)
+                    .into_future(),
+                ),
+                None => Box::pin(
+                    axum::serve(self.listener, service)
+                        .with_graceful_shutdown(graceful)
+                        .into_future(),
+                ),
+            };
         let state = Arc::clone(&self.state);
         tokio::select! {
             result = serving => result?,

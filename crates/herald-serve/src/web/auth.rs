@@ -164,11 +164,13 @@ pub(crate) fn cookie_value<'a>(header: &'a str, name: &str) -> Option<&'a str> {
     })
 }
 
-/// The `Set-Cookie` header value that logs a browser in.
-pub(crate) fn set_cookie(value: &str) -> String {
+/// The `Set-Cookie` header value that logs a browser in (`Secure` over
+/// TLS, so it never travels in clear text).
+pub(crate) fn set_cookie(value: &str, secure: bool) -> String {
     format!(
-        "{COOKIE}={value}; Path=/; HttpOnly; SameSite=Strict; Max-Age={}",
-        COOKIE_LIFETIME.as_secs()
+        "{COOKIE}={value}; Path=/; HttpOnly; SameSite=Strict; Max-Age={}{}",
+        COOKIE_LIFETIME.as_secs(),
+        if secure { "; Secure" } else { "" }
     )
 }
 
@@ -223,6 +225,7 @@ mod tests {
             Some("xyz")
         );
         assert_eq!(cookie_value("a=1", COOKIE), None);
-        assert!(set_cookie("v").contains("HttpOnly; SameSite=Strict"));
+        assert!(set_cookie("v", false).contains("HttpOnly; SameSite=Strict"));
+        assert!(set_cookie("v", true).ends_with("; Secure"));
     }
 }

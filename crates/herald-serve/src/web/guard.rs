@@ -32,6 +32,8 @@ pub(crate) struct Guard {
     /// Origins besides the server's own that may send state-changing
     /// requests (the CORS origins).
     allowed_origins: Vec<String>,
+    /// Served over TLS: cookies get `Secure`.
+    pub(crate) secure: bool,
 }
 
 /// Who a request proved to be.
@@ -48,8 +50,10 @@ impl Guard {
         bound: SocketAddr,
         allowed_hosts: &[String],
         allowed_origins: &[String],
+        secure: bool,
     ) -> Self {
         Self {
+            secure,
             auth,
             bound,
             allowed_hosts: allowed_hosts
@@ -148,8 +152,8 @@ fn is_state_changing(method: &Method) -> bool {
 pub(crate) fn client_ip(request: &Request) -> IpAddr {
     request
         .extensions()
-        .get::<ConnectInfo<SocketAddr>>()
-        .map_or(IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED), |c| c.0.ip())
+        .get::<ConnectInfo<crate::tls::ClientAddr>>()
+        .map_or(IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED), |c| c.0.0.ip())
 }
 
 /// Refuses a request whose `Host` is not this server's (421), a
@@ -256,6 +260,7 @@ mod tests {
             bound.parse().unwrap(),
             &allowed,
             &[],
+            false,
         )
     }
 
@@ -296,6 +301,7 @@ mod tests {
             "127.0.0.1:1".parse().unwrap(),
             &[],
             &["https://app.example".to_owned()],
+            false,
         );
         assert!(g.origin_allowed("http://127.0.0.1:1", "127.0.0.1:1"));
         assert!(g.origin_allowed("https://app.example", "127.0.0.1:1"));

@@ -91,7 +91,7 @@ async fn login_with_code(
         return redirect("/", None);
     }
     match guard.auth.login_with_code(client_ip(&request), &code) {
-        Ok(value) => redirect("/", Some(set_cookie(&value))),
+        Ok(value) => redirect("/", Some(set_cookie(&value, guard.secure))),
         Err(LoginRefusal::Wrong) => redirect("/#/login/code-refused", None),
         Err(LoginRefusal::TooMany { .. }) => redirect("/#/login/too-many", None),
     }
@@ -127,7 +127,7 @@ async fn login_with_token(State(guard): State<Arc<Guard>>, request: Request) -> 
     match guard.auth.login_with_token(client, &login.token) {
         Ok(value) => {
             let mut response = StatusCode::NO_CONTENT.into_response();
-            if let Ok(cookie) = HeaderValue::from_str(&set_cookie(&value)) {
+            if let Ok(cookie) = HeaderValue::from_str(&set_cookie(&value, guard.secure)) {
                 response.headers_mut().insert(header::SET_COOKIE, cookie);
             }
             response

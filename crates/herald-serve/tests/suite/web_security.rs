@@ -343,3 +343,79 @@ async fn webui_cross_origin_posts_are_refused_and_change_nothing() {
     assert_eq!(session_count(&serve).await, before + 2);
     serve.stop().await;
 }
+
+/// The test certificate for localhost and 127.0.0.1, issued by the test
+/// CA in `tests/tls/ca.pem` (whose key was thrown away).
+fn tls_files() -> herald_serve::TlsFiles {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/tls");
+    herald_serve::TlsFiles {
+        cert: dir.join("cert.pem"),
+        key: dir.join("key.pem"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn webui_tls_serves_https_with_a_secure_cookie() {
+    let serve = Serve::start_with(Script::new(), |c| c.tls = Some(tls_files())).await;
+    let url = serve.url.replacen("http://", "https://", 1);
+    let login = serve.login_url.clone().unwrap();
+    assert!(login.starts_with(&format!("{url}/login?code=")), "{login}");
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let pem =
+        std::fs::read(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/tls/ca.pem"))
+            .unwrap();
+    let https = reqwest::Client::builder()
+        .add_root_certificate(reqwest::Certificate::from_pem(&pem).unwrap())
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let r = https
+        .get(format!("{url}/api/sessions"))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let first = https.get(&login).send().await.unwrap();
+    assert_eq!(first.status(), 303);
+    let set = first.headers()["set-cookie"].to_str().unwrap().to_owned();
+    assert!(
+        set.contains("HttpOnly") && set.ends_with("; Secure"),
+        "{set}"
+    );
+    // Plain HTTP to the TLS port gets no answer.
+    assert!(
+        raw()
+            .get(format!("{}/api/sessions", serve.url))
+            .bearer_auth(TOKEN)
+            .send()
+            .await
+            .is_err()
+    );
+    serve.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn webui_tls_with_bad_files_is_refused_before_binding() {
+    let upstream = herald_testkit::ScriptedServer::start(Script::new())
+        .await
+        .unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let settings = common::settings(&upstream, &home, &work);
+    let store = herald_core::StoreHandle::open(&home.path().join("state.db")).unwrap();
+    let mut config = herald_serve::ServeConfig::new(settings, store, TOKEN.to_owned());
+    config.port = 0;
+    let mut files = tls_files();
+    files.cert = home.path().join("missing.pem");
+    config.tls = Some(files);
+    let err = herald_serve::Server::bind(config)
+        .await
+        .err()
+        .expect("refused");
+    let text = err.to_string();
+    assert!(
+        text.contains("missing.pem") && text.contains("--tls-cert"),
+        "{text}"
+    );
+}
