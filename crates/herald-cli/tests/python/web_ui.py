@@ -72,6 +72,46 @@ def send(page, text):
     page.locator("#composer").press("Control+Enter")
 
 
+CONTRAST_JS = """() => {
+  const rgb = (c) => c.match(/[\\d.]+/g).slice(0, 3).map(Number);
+  const lum = (c) => {
+    const [r, g, b] = rgb(c).map((v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); });
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+  };
+  const ratio = (a, b) => { const [x, y] = [lum(a), lum(b)].sort((m, n) => n - m); return (x + 0.05) / (y + 0.05); };
+  const bgOf = (el) => {
+    for (; el; el = el.parentElement) {
+      const c = getComputedStyle(el).backgroundColor;
+      if (c && !/^rgba\\(.*,\\s*0\\)$/.test(c) && c !== "transparent") return c;
+    }
+    return getComputedStyle(document.body).backgroundColor;
+  };
+  const out = {};
+  for (const sel of ["body", ".muted", ".meta", "a", ".status", "button.primary", "button", "mark", "input"]) {
+    const el = document.querySelector(sel);
+    if (!el || el.disabled) continue;
+    out[sel] = Math.round(ratio(getComputedStyle(el).color, bgOf(el)) * 100) / 100;
+  }
+  return out;
+}"""
+
+
+def contrast(browser, scheme):
+    """Text contrast ratios of the search page in one colour scheme."""
+    ctx = browser.new_context(color_scheme=scheme)
+    page = ctx.new_page()
+    page.goto(URL + "/")
+    page.locator("#token").fill(TOKEN)
+    page.get_by_role("button", name="Log in").click()
+    page.locator("#search").fill("zebra")
+    page.locator("#search").press("Enter")
+    expect(page.locator("#session-list mark").first).to_be_visible()
+    shot(page, "search-" + scheme)
+    ratios = page.evaluate(CONTRAST_JS)
+    ctx.close()
+    return ratios
+
+
 def basics(p):
     browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
     # A request without the cookie is refused.
@@ -219,6 +259,7 @@ def basics(p):
     widths["usage"] = mobile.evaluate("document.documentElement.scrollWidth")
     shot(mobile, "phone-usage")
     SEEN["phone_widths"] = widths
+    SEEN["contrast"] = {scheme: contrast(browser, scheme) for scheme in ["light", "dark"]}
     SEEN["console_errors"] = [e for e in errors if "favicon" not in e]
     browser.close()
 

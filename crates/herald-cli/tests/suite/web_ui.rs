@@ -246,6 +246,18 @@ async fn webui_browser_login_search_stream_xss_usage_phone_and_refusals() {
         );
     }
     assert_eq!(seen["console_errors"], json!([]), "{seen}");
+    eprintln!("webui contrast: {}", seen["contrast"]);
+    // WCAG AA: text at least 4.5:1 against its background, in both themes.
+    for scheme in ["light", "dark"] {
+        let ratios = seen["contrast"][scheme].as_object().unwrap();
+        assert!(ratios.len() >= 7, "{scheme}: {ratios:?}");
+        for (what, ratio) in ratios {
+            assert!(
+                ratio.as_f64().unwrap() >= 4.5,
+                "{scheme} {what} contrast {ratio} is under 4.5:1"
+            );
+        }
+    }
     let settings = seen["settings_text"].as_str().unwrap();
     assert!(settings.contains("gpt-4.1-mini"), "{settings}");
     served.stop().await;
