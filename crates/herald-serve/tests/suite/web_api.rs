@@ -191,11 +191,27 @@ async fn webui_usage_is_the_store_report_with_its_total() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn webui_settings_are_read_only_and_redacted() {
     let serve = Serve::start(Script::new()).await;
+    let memories = serve.home.path().join("memories");
+    std::fs::create_dir_all(&memories).unwrap();
+    std::fs::write(
+        memories.join("MEMORY.md"),
+        "uses tabs\n§\nruns tests with cargo\n",
+    )
+    .unwrap();
     let (status, settings) = serve.get_json("/api/settings").await;
     assert_eq!(status, 200, "{settings}");
     assert_eq!(settings["config"]["model"], "gpt-4.1-mini");
     assert!(settings["mcp_servers"].as_array().unwrap().is_empty());
     assert!(settings["skills"]["skills"].is_array());
+    assert!(settings["learnings"].as_array().unwrap().is_empty());
+    assert!(
+        settings["memory"]["memory"]["entries"].is_array(),
+        "{settings}"
+    );
+    assert!(
+        settings["memory"]["user"]["entries"].is_array(),
+        "{settings}"
+    );
     let text = settings.to_string();
     let key = serve
         .upstream

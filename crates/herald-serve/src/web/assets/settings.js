@@ -1,5 +1,5 @@
 // Settings, read-only: the effective configuration with keys redacted, the
-// MCP servers and their tools, the skills found.
+// MCP servers and their tools, the skills found, memory and learnings.
 
 import { h, replace } from "./dom.js";
 import * as api from "./api.js";
@@ -33,6 +33,23 @@ export async function render(main) {
         ? h("ul", {}, s.skills.skills.map((k) => h("li", {}, h("strong", {}, k.name), " — ", k.description)))
         : h("p", { class: "muted" }, "No skills found."),
       s.skills.rejected.length ? h("details", {}, h("summary", {}, `${s.skills.rejected.length} refused`), tree(s.skills.rejected)) : null,
+    ),
+    h(
+      "section",
+      { class: "card", id: "memory" },
+      h("h2", {}, "Memory"),
+      [["memory", "MEMORY.md (the agent's notes)"], ["user", "USER.md (about you)"]].map(([key, label]) => {
+        const file = s.memory[key];
+        return h("div", {}, h("h3", {}, label), file.error ? h("p", { class: "muted" }, file.error) : file.entries.length ? h("ul", {}, file.entries.map((e) => h("li", {}, e))) : h("p", { class: "muted" }, "Empty."));
+      }),
+    ),
+    h(
+      "section",
+      { class: "card", id: "learnings" },
+      h("h2", {}, "Learnings"),
+      s.learnings.length
+        ? h("ul", {}, s.learnings.map((l) => h("li", {}, h("strong", {}, l.pattern), " — ", l.lesson || l.fix || "")))
+        : h("p", { class: "muted" }, "No learnings yet."),
     ),
   );
 }
