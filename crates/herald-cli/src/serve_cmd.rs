@@ -39,6 +39,21 @@ pub(crate) struct ServeArgs {
     /// Browser origin allowed by CORS (repeatable); CORS is off without one.
     #[arg(long = "cors-origin")]
     pub cors_origins: Vec<String>,
+    /// Host name (besides the bound address, and localhost on loopback)
+    /// that requests may name, for reaching the server under a name
+    /// (repeatable); others are refused against DNS rebinding.
+    #[arg(long = "allowed-host", value_name = "NAME")]
+    pub allowed_hosts: Vec<String>,
+    /// PEM certificate chain: serve HTTPS (with --tls-key).
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<std::path::PathBuf>,
+    /// PEM private key of --tls-cert.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<std::path::PathBuf>,
+    /// Open the web UI in the desktop's browser ($BROWSER, else xdg-open),
+    /// logged in with the one-time code.
+    #[arg(long)]
+    pub open: bool,
     /// Do not run scheduled jobs here (by default the server also runs
     /// them, as `herald daemon` would, when no other scheduler is active).
     #[arg(long)]
@@ -63,6 +78,12 @@ pub(crate) async fn serve(common: &CommonArgs, args: ServeArgs) -> Result<Exit, 
     config.port = args.port.unwrap_or(file.port);
     config.token_explicit = source == TokenSource::Explicit;
     config.yolo = common.yolo;
+    config.allowed_hosts = args.allowed_hosts;
+    config.open_browser = args.open;
+    config.tls = match (args.tls_cert, args.tls_key) {
+        (Some(cert), Some(key)) => Some(herald_serve::TlsFiles { cert, key }),
+        _ => None,
+    };
     config.max_concurrent_turns = args
         .max_concurrent_turns
         .unwrap_or(file.max_concurrent_turns);

@@ -87,16 +87,7 @@ pub(crate) async fn usage(common: &CommonArgs, args: UsageArgs) -> Result<Exit, 
 
 /// The sum of all rows (unknown cost when any row's is).
 fn total(rows: &[UsageRow]) -> UsageTotals {
-    rows.iter().fold(UsageTotals::default(), |mut sum, row| {
-        let t = &row.totals;
-        sum.input += t.input;
-        sum.output += t.output;
-        sum.cached += t.cached;
-        sum.cache_creation += t.cache_creation;
-        sum.requests += t.requests;
-        sum.cost_usd = herald_protocol::add_cost(sum.cost_usd, t.cost_usd);
-        sum
-    })
+    herald_core::runtime::Catalog::usage_total(rows)
 }
 
 fn cost_text(cost: Option<f64>) -> String {

@@ -33,6 +33,7 @@
 //!   final message alone.
 
 mod api;
+mod browser;
 mod error;
 mod mcp;
 mod openai;
@@ -41,7 +42,9 @@ mod routes;
 mod server;
 mod sse;
 mod state;
+mod tls;
 mod token;
+mod web;
 
 use std::future::Future;
 use std::io::Write;
@@ -53,23 +56,43 @@ pub use server::{
     DEFAULT_BODY_LIMIT, DEFAULT_MAX_OPEN_SESSIONS, DEFAULT_MAX_TURNS, DEFAULT_PORT, ServeConfig,
     ServeError, Server,
 };
+pub use tls::{TlsError, TlsFiles};
 pub use token::{TokenError, TokenSource, resolve_token, token_path};
 
-/// Binds, prints `herald serve listening on http://HOST:PORT` (one line on
-/// stdout, flushed), and serves until `shutdown` resolves (the CLI passes
+/// Binds, prints `herald serve listening on http://HOST:PORT` and the
+/// browser login URL (two lines on stdout, one write, flushed), and serves until `shutdown` resolves (the CLI passes
 /// SIGINT/SIGTERM); then ends every open session.
 pub async fn serve(
     config: ServeConfig,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServeError> {
+    let open_browser = config.open_browser;
+    let tls = config.tls.is_some();
     let server = Server::bind(config).await?;
     let addr = server.local_addr();
+    let login = server.login_url();
     {
+        // One write: a reader that takes only the first line and closes the
+        // pipe must not make a second write fail.
+        let mut text = format!("herald serve listening on {}\n", server.url());
+        if let Some(login) = &login {
+            text.push_str(&format!(
+                "herald serve: open {login} to log a browser in (the code works once; then log in with the token)\n"
+            ));
+        }
         let mut out = std::io::stdout().lock();
-        writeln!(out, "herald serve listening on http://{addr}")?;
+        out.write_all(text.as_bytes())?;
         out.flush()?;
     }
-    tracing::info!(%addr, "herald serve listening");
+    if !addr.ip().is_loopback() && !tls {
+        eprintln!(
+            "herald serve: warning: {addr} is reachable from other machines over plain HTTP: the token and the browser's login cookie cross the network unencrypted; give --tls-cert and --tls-key (or put a TLS proxy in front of it)"
+        );
+    }
+    if open_browser && let Some(login) = &login {
+        browser::open(login);
+    }
+    tracing::info!(%addr, tls, "herald serve listening");
     server.run(shutdown).await
 }
 

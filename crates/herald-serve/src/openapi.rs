@@ -35,6 +35,9 @@ use crate::{api, error, openai};
         api::sessions::search,
         api::sessions::get,
         api::sessions::delete,
+        api::messages::page,
+        api::usage::report,
+        api::settings::view,
         api::turns::start,
         api::ops::submit,
         api::events::follow,
@@ -76,6 +79,10 @@ use crate::{api, error, openai};
         api::control::AgentFollowup,
         api::control::MessageReceipts,
         api::ops::OpAccepted,
+        api::messages::MessagePage,
+        api::usage::UsageReport,
+        api::usage::UsageBy,
+        api::settings::SettingsView,
     )),
     modifiers(&BearerAuth, &CommonResponses),
     tags(
@@ -84,7 +91,8 @@ use crate::{api, error, openai};
         (name = "turns", description = "running turns"),
         (name = "events", description = "a session's event stream"),
         (name = "control", description = "interrupt, clarify, approvals, elicitations, subagents"),
-        (name = "meta", description = "this document")
+        (name = "usage", description = "spend and tokens of the stored requests"),
+        (name = "meta", description = "this document and the server's settings")
     )
 )]
 pub(crate) struct ApiDoc;

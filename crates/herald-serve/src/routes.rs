@@ -26,6 +26,7 @@ pub(crate) fn router(state: Arc<AppState>) -> Router {
             "/api/sessions/{id}",
             get(api::sessions::get).delete(api::sessions::delete),
         )
+        .route("/api/sessions/{id}/messages", get(api::messages::page))
         .route("/api/sessions/{id}/turns", post(api::turns::start))
         .route("/api/sessions/{id}/ops", post(api::ops::submit))
         .route("/api/sessions/{id}/events", get(api::events::follow))
@@ -63,6 +64,8 @@ pub(crate) fn router(state: Arc<AppState>) -> Router {
             "/api/sessions/{id}/agents/{agent_id}/followup",
             post(api::control::follow_up_agent),
         )
+        .route("/api/usage", get(api::usage::report))
+        .route("/api/settings", get(api::settings::view))
         .route("/api/openapi.json", get(openapi::document))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)

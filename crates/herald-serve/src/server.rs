@@ -7,16 +7,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
-use axum::extract::{DefaultBodyLimit, Request, State};
+use axum::extract::DefaultBodyLimit;
 use axum::http::{HeaderValue, Method, header};
-use axum::middleware::{self, Next};
-use axum::response::{IntoResponse, Response};
+use axum::middleware;
 use herald_core::{Settings, StoreHandle};
 use tokio::net::TcpListener;
 
-use crate::error::ApiError;
 use crate::state::AppState;
-use crate::token::same_token;
+use crate::web::auth::WebAuth;
+use crate::web::guard::Guard;
 
 /// How long open connections (a streaming turn, an event stream) get to
 /// finish after the sessions were ended at shutdown.
@@ -47,6 +46,14 @@ pub struct ServeConfig {
     /// `--yolo`: calls the permission policy asks about run without an
     /// approval request (the floor and deny rules still hold).
     pub yolo: bool,
+    /// Host names besides the bound address (and `localhost` on loopback)
+    /// that requests may name in `Host`, for a server reached through a
+    /// name; any other name is refused (DNS rebinding).
+    pub allowed_hosts: Vec<String>,
+    /// `--open`: hand the login URL to the desktop's browser once serving.
+    pub open_browser: bool,
+    /// `--tls-cert` / `--tls-key`: serve HTTPS with this certificate.
+    pub tls: Option<crate::tls::TlsFiles>,
 }
 
 impl ServeConfig {
@@ -65,6 +72,9 @@ impl ServeConfig {
             max_open_sessions: DEFAULT_MAX_OPEN_SESSIONS,
             cors_origins: Vec::new(),
             yolo: false,
+            allowed_hosts: Vec::new(),
+            open_browser: false,
+            tls: None,
         }
     }
 }
@@ -94,6 +104,8 @@ pub enum ServeError {
     },
     #[error("invalid CORS origin {0:?}")]
     Cors(String),
+    #[error(transparent)]
+    Tls(#[from] crate::tls::TlsError),
     #[error("the server failed: {0}")]
     Io(#[from] std::io::Error),
 }
@@ -107,6 +119,10 @@ pub struct Server {
     addr: SocketAddr,
     /// Ends the `/mcp` streams at shutdown.
     mcp_cancel: tokio_util::sync::CancellationToken,
+    /// The request checks, with the browser login state.
+    guard: Arc<Guard>,
+    /// Set when serving HTTPS.
+    tls: Option<tokio_rustls::TlsAcceptor>,
 }
 
 impl Server {
@@ -118,6 +134,7 @@ impl Server {
             return Err(ServeError::PublicWithoutToken(addr));
         }
         let cors = cors_layer(&config.cors_origins)?;
+        let tls = config.tls.as_ref().map(crate::tls::acceptor).transpose()?;
         let listener = TcpListener::bind(addr)
             .await
             .map_err(|err| ServeError::Bind { addr, err })?;
@@ -129,7 +146,14 @@ impl Server {
             config.max_open_sessions,
             config.yolo,
         ));
-        let token: Arc<str> = Arc::from(config.token);
+        let auth = WebAuth::new(&config.token)?;
+        let guard = Arc::new(Guard::new(
+            auth,
+            addr,
+            &config.allowed_hosts,
+            &config.cors_origins,
+            tls.is_some(),
+        ));
         let mcp_cancel = tokio_util::sync::CancellationToken::new();
         let mcp = crate::mcp::http_service(
             Arc::clone(&state),
@@ -139,19 +163,41 @@ impl Server {
         );
         let mut router = crate::routes::router(Arc::clone(&state))
             .route_service("/mcp", mcp)
+            .merge(crate::web::router(Arc::clone(&guard)))
             .layer(DefaultBodyLimit::max(config.body_limit))
-            .layer(middleware::from_fn_with_state(token, require_token));
+            .layer(middleware::from_fn_with_state(
+                Arc::clone(&guard),
+                crate::web::guard::check,
+            ));
         if let Some(cors) = cors {
-            // Outside the token check: preflight requests carry no token.
+            // Outside the request checks: preflight requests carry no token.
             router = router.layer(cors);
         }
+        router = router.layer(middleware::from_fn(crate::web::guard::headers));
         Ok(Self {
             listener,
             router,
             state,
             addr,
             mcp_cancel,
+            guard,
+            tls,
         })
+    }
+
+    /// The URL that logs a browser in once (the one-time code), while the
+    /// code is unused.
+    pub fn login_url(&self) -> Option<String> {
+        self.guard
+            .auth
+            .code()
+            .map(|code| format!("{}/login?code={code}", self.url()))
+    }
+
+    /// The server's URL (`https` when it serves TLS).
+    pub fn url(&self) -> String {
+        let scheme = if self.tls.is_some() { "https" } else { "http" };
+        format!("{scheme}://{}", self.addr)
     }
 
     /// Where the server listens.
@@ -178,7 +224,25 @@ impl Server {
             // responses end too.
             state.close_all().await;
         };
-        let serving = axum::serve(self.listener, self.router).with_graceful_shutdown(graceful);
+        let service = self
+            .router
+            .into_make_service_with_connect_info::<crate::tls::ClientAddr>();
+        let serving: std::pin::Pin<Box<dyn Future<Output = std::io::Result<()>> + Send>> =
+            match self.tls {
+                Some(acceptor) => Box::pin(
+                    axum::serve(
+                        crate::tls::TlsListener::new(self.listener, acceptor)?,
+                        service,
+                    )
+                    .with_graceful_shutdown(graceful)
+                    .into_future(),
+                ),
+                None => Box::pin(
+                    axum::serve(self.listener, service)
+                        .with_graceful_shutdown(graceful)
+                        .into_future(),
+                ),
+            };
         let state = Arc::clone(&self.state);
         tokio::select! {
             result = serving => result?,
@@ -233,34 +297,4 @@ fn cors_layer(origins: &[String]) -> Result<Option<tower_http::cors::CorsLayer>,
             ])
             .expose_headers([header::HeaderName::from_static("x-herald-session")]),
     ))
-}
-
-/// Refuses (401) a request without `Authorization: Bearer <token>`. On
-/// `/mcp` the refusal is a JSON-RPC error, which MCP clients show.
-async fn require_token(State(token): State<Arc<str>>, request: Request, next: Next) -> Response {
-    let given = request
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| {
-            v.strip_prefix("Bearer ")
-                .or_else(|| v.strip_prefix("bearer "))
-        })
-        .map(str::trim);
-    let refused = match given {
-        Some(given) if same_token(given.as_bytes(), token.as_bytes()) => {
-            return next.run(request).await;
-        }
-        Some(_) => ApiError::unauthorized(
-            "the bearer token is wrong; use the --token given to herald serve, HERALD_SERVE_TOKEN, or the one in $HERALD_HOME/serve.token",
-        ),
-        None => ApiError::unauthorized(
-            "missing 'Authorization: Bearer <token>'; the token is the --token given to herald serve, HERALD_SERVE_TOKEN, or the one in $HERALD_HOME/serve.token",
-        ),
-    };
-    if request.uri().path() == "/mcp" {
-        crate::mcp::unauthorized(&refused.message)
-    } else {
-        refused.into_response()
-    }
 }

@@ -299,6 +299,16 @@ impl AppState {
         self.mcp.shutdown().await;
     }
 
+    /// The ids of the sessions open here.
+    pub(crate) fn open_ids(&self) -> Vec<String> {
+        self.lock().keys().cloned().collect()
+    }
+
+    /// The MCP servers of the process.
+    pub(crate) fn mcp(&self) -> &herald_mcp::McpHub {
+        &self.mcp
+    }
+
     /// How many sessions are open.
     pub(crate) fn open_count(&self) -> usize {
         self.lock().len()

@@ -163,6 +163,35 @@ pub struct ListFilter {
     pub limit: usize,
     /// Also list sessions that have a parent (subagent runs).
     pub include_subagents: bool,
+    /// Skip this many of the newest matches first (paging a long list).
+    pub offset: usize,
+    /// Only sessions that ran this model.
+    pub model: Option<String>,
+    /// Only sessions started at or after this time (Unix ms).
+    pub started_from: Option<i64>,
+    /// Only sessions started before this time (Unix ms).
+    pub started_until: Option<i64>,
+    /// Only ended sessions (`Some(true)`) or only ones not ended
+    /// (`Some(false)`).
+    pub ended: Option<bool>,
+}
+
+impl ListFilter {
+    /// Whether `record` matches the filter's conditions (paging aside), as
+    /// `list_sessions` would select it.
+    pub fn admits(&self, record: &SessionRecord) -> bool {
+        self.cwd.as_ref().is_none_or(|cwd| *cwd == record.cwd)
+            && match &self.parent {
+                Some(parent) => record.parent_session_id.as_ref() == Some(parent),
+                None => self.include_subagents || record.parent_session_id.is_none(),
+            }
+            && self.model.as_ref().is_none_or(|m| *m == record.model)
+            && self.started_from.is_none_or(|t| record.started_at >= t)
+            && self.started_until.is_none_or(|t| record.started_at < t)
+            && self
+                .ended
+                .is_none_or(|ended| ended == record.ended_at.is_some())
+    }
 }
 
 /// Read mode of `session_search`: the start and the end of one session.

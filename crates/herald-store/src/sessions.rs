@@ -204,11 +204,35 @@ impl Store {
         } else if !filter.include_subagents {
             query.push_str(" AND parent_session_id IS NULL");
         }
+        if let Some(model) = &filter.model {
+            args.push(model);
+            query.push_str(&format!(" AND model = ?{}", args.len()));
+        }
+        if let Some(from) = &filter.started_from {
+            args.push(from);
+            query.push_str(&format!(" AND started_at >= ?{}", args.len()));
+        }
+        if let Some(until) = &filter.started_until {
+            args.push(until);
+            query.push_str(&format!(" AND started_at < ?{}", args.len()));
+        }
+        match filter.ended {
+            Some(true) => query.push_str(" AND ended_at IS NOT NULL"),
+            Some(false) => query.push_str(" AND ended_at IS NULL"),
+            None => {}
+        }
         query.push_str(" ORDER BY started_at DESC, rowid DESC");
         let limit = i64::try_from(filter.limit).unwrap_or(i64::MAX);
+        let offset = i64::try_from(filter.offset).unwrap_or(i64::MAX);
         if limit > 0 {
             args.push(&limit);
             query.push_str(&format!(" LIMIT ?{}", args.len()));
+        } else if offset > 0 {
+            query.push_str(" LIMIT -1");
+        }
+        if offset > 0 {
+            args.push(&offset);
+            query.push_str(&format!(" OFFSET ?{}", args.len()));
         }
         collect_sessions(&self.conn, &self.path, &query, &args)
     }

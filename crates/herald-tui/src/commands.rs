@@ -250,6 +250,7 @@ async fn sessions(app: &mut App, this_directory: bool) {
         parent: None,
         limit: 500,
         include_subagents: false,
+        ..ListFilter::default()
     };
     let found = match app.catalog().sessions(filter).await {
         Ok(found) => found,

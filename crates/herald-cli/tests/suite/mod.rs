@@ -51,4 +51,5 @@ mod tui;
 mod usage;
 mod watch;
 mod web_tools;
+mod web_ui;
 mod worktrees;

@@ -63,6 +63,15 @@ impl Catalog {
         self.read(move |s| s.load_messages(&key)).await
     }
 
+    /// The number of the last event stored for the session tree rooted at
+    /// `id` (0 when none): a front end that showed the stored transcript
+    /// follows the live events from here, missing none.
+    pub async fn last_event_seq(&self, id: &str) -> Result<u64, RuntimeError> {
+        let key = id.to_owned();
+        let seq = self.read(move |s| s.last_tree_event_seq(&key)).await?;
+        Ok(u64::try_from(seq).unwrap_or(0))
+    }
+
     /// The conversation of session `id` as the model sees it now: after its
     /// last compaction.
     pub async fn live_transcript(&self, id: &str) -> Result<Vec<Message>, RuntimeError> {
@@ -106,6 +115,22 @@ impl Catalog {
         by: UsageGrouping,
     ) -> Result<Vec<UsageRow>, RuntimeError> {
         self.read(move |s| s.usage_report(since_ms, by)).await
+    }
+
+    /// The sum of usage `rows` (an unknown cost when any row's is): the
+    /// total line of `herald usage` and `GET /api/usage`.
+    pub fn usage_total(rows: &[UsageRow]) -> herald_protocol::UsageTotals {
+        rows.iter()
+            .fold(herald_protocol::UsageTotals::default(), |mut sum, row| {
+                let t = &row.totals;
+                sum.input += t.input;
+                sum.output += t.output;
+                sum.cached += t.cached;
+                sum.cache_creation += t.cache_creation;
+                sum.requests += t.requests;
+                sum.cost_usd = herald_protocol::add_cost(sum.cost_usd, t.cost_usd);
+                sum
+            })
     }
 
     /// The prompts typed in working directory `cwd`, newest first (the

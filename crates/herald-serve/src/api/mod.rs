@@ -3,6 +3,9 @@
 
 pub(crate) mod control;
 pub(crate) mod events;
+pub(crate) mod messages;
 pub(crate) mod ops;
 pub(crate) mod sessions;
+pub(crate) mod settings;
 pub(crate) mod turns;
+pub(crate) mod usage;

@@ -131,6 +131,35 @@ pub struct ListQuery {
     /// Also subagent sessions.
     #[serde(default)]
     pub include_subagents: bool,
+    /// Skip this many of the newest matches (paging).
+    #[param(nullable = false)]
+    pub offset: Option<usize>,
+    /// Only sessions of this model.
+    #[param(nullable = false)]
+    pub model: Option<String>,
+    /// Only sessions started at or after this time (Unix ms).
+    #[param(nullable = false)]
+    pub since_ms: Option<i64>,
+    /// Only sessions started before this time (Unix ms).
+    #[param(nullable = false)]
+    pub until_ms: Option<i64>,
+    /// `ended` or `unended` sessions only.
+    #[param(nullable = false, inline)]
+    pub status: Option<EndedFilter>,
+    /// Only the sessions open in this server (the others' filters still
+    /// apply to them, paging does not).
+    #[serde(default)]
+    pub open: bool,
+}
+
+/// Whether a listed session has ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum EndedFilter {
+    /// Ended (closed by its front end or deleted turn).
+    Ended,
+    /// Not ended: open somewhere, or left without an end.
+    Unended,
 }
 
 /// Query of `GET /api/sessions/search`.
@@ -241,8 +270,27 @@ pub(crate) async fn list(
         parent: None,
         limit: query.limit.unwrap_or(50),
         include_subagents: query.include_subagents,
+        offset: query.offset.unwrap_or(0),
+        model: query.model,
+        started_from: query.since_ms,
+        started_until: query.until_ms,
+        ended: query.status.map(|s| s == EndedFilter::Ended),
     };
-    let records = Catalog::new(state.store.clone()).sessions(filter).await?;
+    let catalog = Catalog::new(state.store.clone());
+    let records = if query.open {
+        let mut open = Vec::new();
+        for id in state.open_ids() {
+            match catalog.session(&id).await {
+                Ok(record) if filter.admits(&record) => open.push(record),
+                Ok(_) | Err(herald_core::runtime::RuntimeError::UnknownSession(_)) => {}
+                Err(err) => return Err(err.into()),
+            }
+        }
+        open.sort_by_key(|r| std::cmp::Reverse(r.started_at));
+        open
+    } else {
+        catalog.sessions(filter).await?
+    };
     let sessions = records
         .iter()
         .map(|r| state.info(r, false))

@@ -244,16 +244,20 @@ pub(crate) fn http_service(
     )
 }
 
-/// A 401 answer for `/mcp` whose body is a JSON-RPC error with `message`,
-/// so an MCP client shows why it was refused.
-pub(crate) fn unauthorized(message: &str) -> axum::response::Response {
+/// A refusal of the request checks (token, `Host`, `Origin`) with `status`,
+/// as a JSON-RPC error MCP clients show.
+pub(crate) fn unauthorized_with(
+    status: axum::http::StatusCode,
+    message: &str,
+) -> axum::response::Response {
     use axum::response::IntoResponse;
+    let reason = status.canonical_reason().unwrap_or("Refused");
     let body = serde_json::json!({
         "jsonrpc": "2.0",
         "id": null,
-        "error": {"code": UNAUTHORIZED_CODE, "message": format!("401 Unauthorized: {message}")},
+        "error": {"code": UNAUTHORIZED_CODE, "message": format!("{} {reason}: {message}", status.as_u16())},
     });
-    (axum::http::StatusCode::UNAUTHORIZED, axum::Json(body)).into_response()
+    (status, axum::Json(body)).into_response()
 }
 
 /// The JSON-RPC error code of a refused bearer token (server-defined range).

@@ -25,6 +25,8 @@ pub struct Serve {
     pub work: TempDir,
     pub url: String,
     pub http: reqwest::Client,
+    /// The one-time browser login URL printed at start.
+    pub login_url: Option<String>,
     stop: Option<oneshot::Sender<()>>,
     task: Option<JoinHandle<Result<(), herald_serve::ServeError>>>,
 }
@@ -76,6 +78,7 @@ impl Serve {
         adjust(&mut config);
         let server = Server::bind(config).await.unwrap();
         let url = format!("http://{}", server.local_addr());
+        let login_url = server.login_url();
         let (stop, stopped) = oneshot::channel::<()>();
         let task = tokio::spawn(server.run(async move {
             let _ = stopped.await;
@@ -86,6 +89,7 @@ impl Serve {
             work,
             url,
             http: http(),
+            login_url,
             stop: Some(stop),
             task: Some(task),
         }

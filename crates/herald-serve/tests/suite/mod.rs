@@ -5,3 +5,5 @@ mod openai;
 mod openapi_fuzz;
 mod python_client;
 mod rejections;
+mod web_api;
+mod web_security;

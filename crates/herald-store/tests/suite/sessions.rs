@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use common::{call, child_session, memory, new_session, session_with};
 use herald_protocol::{Message, Usage};
-use herald_store::{ListFilter, SCHEMA_VERSION, SearchRequest, Store, StoreError};
+use herald_store::{ListFilter, NewSession, SCHEMA_VERSION, SearchRequest, Store, StoreError};
 
 #[test]
 fn data_survives_reopening_the_file() {
@@ -249,6 +249,90 @@ fn listing_filters_and_orders_newest_first() {
             ..ListFilter::default()
         }),
         ["c-child"]
+    );
+}
+
+#[test]
+fn listing_pages_and_filters_by_model_time_and_end() {
+    let mut store = memory();
+    for id in ["a", "b", "c", "d"] {
+        store.create_session(&new_session(id, "/one")).unwrap();
+    }
+    store
+        .create_session(&NewSession {
+            model: "other-model".to_owned(),
+            ..new_session("e", "/one")
+        })
+        .unwrap();
+    store.end_session("b", "completed").unwrap();
+    let ids = |filter: ListFilter| -> Vec<String> {
+        store
+            .list_sessions(&filter)
+            .unwrap()
+            .into_iter()
+            .map(|s| s.id)
+            .collect()
+    };
+    let page = |limit, offset| ListFilter {
+        limit,
+        offset,
+        ..ListFilter::default()
+    };
+    assert_eq!(ids(page(2, 0)), ["e", "d"]);
+    assert_eq!(ids(page(2, 2)), ["c", "b"]);
+    assert_eq!(ids(page(2, 4)), ["a"]);
+    assert_eq!(ids(page(0, 3)), ["b", "a"], "no limit, an offset");
+    assert!(ids(page(2, 9)).is_empty());
+    assert_eq!(
+        ids(ListFilter {
+            model: Some("other-model".into()),
+            ..ListFilter::default()
+        }),
+        ["e"]
+    );
+    assert_eq!(
+        ids(ListFilter {
+            ended: Some(true),
+            ..ListFilter::default()
+        }),
+        ["b"]
+    );
+    assert_eq!(
+        ids(ListFilter {
+            ended: Some(false),
+            ..ListFilter::default()
+        }),
+        ["e", "d", "c", "a"]
+    );
+    let started: Vec<i64> = store
+        .list_sessions(&ListFilter::default())
+        .unwrap()
+        .iter()
+        .map(|s| s.started_at)
+        .collect();
+    let (newest, oldest) = (started[0], started[started.len() - 1]);
+    assert_eq!(
+        ids(ListFilter {
+            started_from: Some(oldest),
+            started_until: Some(newest + 1),
+            ..ListFilter::default()
+        })
+        .len(),
+        5
+    );
+    assert!(
+        ids(ListFilter {
+            started_from: Some(newest + 1),
+            ..ListFilter::default()
+        })
+        .is_empty()
+    );
+    assert!(
+        ids(ListFilter {
+            started_until: Some(oldest),
+            ..ListFilter::default()
+        })
+        .is_empty()
     );
 }
 
