@@ -110,10 +110,21 @@ async fn run(common: &CommonArgs, args: EvalRunArgs) -> Result<Exit, CliError> {
     let agent_settings = runner
         .settings(&probe, None)
         .map_err(|e| CliError::usage(anyhow::anyhow!(e)))?;
+    // `--judge-model`, else the `[routing]` rule for role `judge`.
+    let judge_model = match &args.judge_model {
+        Some(model) => Some(model.clone()),
+        None => herald_core::routing::side_route(
+            &agent_settings,
+            herald_core::routing::Role::Judge,
+            &agent_settings.model,
+        )
+        .map_err(|e| CliError::usage(anyhow::anyhow!(e)))?
+        .map(|route| route.model),
+    };
     let judge_settings = runner
         .settings(
             &Task {
-                model: args.judge_model.clone(),
+                model: judge_model,
                 ..probe
             },
             None,

@@ -272,11 +272,13 @@ async fn every_check_kind_passes_and_fails_where_it_should_and_the_judge_is_cach
     );
     assert!(!dir.path().join("project/seed.txt").exists());
 
-    // Again: the same judgements come from the cache. (The same
-    // conversations start over, which the server would take for a
+    // Again, the judge named by a `[routing]` rule for role `judge`
+    // instead of the flag: the same judgements come from the cache. (The
+    // same conversations start over, which the server would take for a
     // history that shrank.)
     h.server
         .skip_invariants("the second run repeats the first run's conversations");
+    h.config("[[routing.rules]]\nrole = \"judge\"\nmodel = \"gpt-4.1-judge\"\n");
     let output = eval(
         &h,
         &[
@@ -286,8 +288,6 @@ async fn every_check_kind_passes_and_fails_where_it_should_and_the_judge_is_cach
             out.to_str().unwrap(),
             "--overwrite",
             "--json",
-            "--judge-model",
-            "gpt-4.1-judge",
         ],
     )
     .await;
@@ -300,6 +300,7 @@ async fn every_check_kind_passes_and_fails_where_it_should_and_the_judge_is_cach
         String::from_utf8_lossy(&output.stdout)
     );
     let again: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(again["judge_model"], "gpt-4.1-judge", "the routed judge");
     let files = &again["attempts"]
         .as_array()
         .unwrap()
