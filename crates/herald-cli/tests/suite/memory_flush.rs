@@ -478,6 +478,42 @@ async fn a_one_shot_run_flushes_before_run_completed_and_refuses_other_tools() {
     h.server.assert_invariants();
 }
 
+#[tokio::test(flavor = "multi_thread")]
+async fn a_memory_flush_route_runs_the_flush_on_its_model() {
+    let first = Reply::tool(
+        "memory",
+        json!({"action": "add", "target": "memory", "content": "The project builds with make"}),
+    );
+    let h = Harness::new(ender(first, end_reply())).await;
+    h.config(
+        "[memory]\nflush_min_turns = 1\n\n[[routing.rules]]\nrole = \"memory_flush\"\nmodel = \"flush-model\"\n",
+    );
+    let (output, events) = h.run_json(Wire::OpenAi, &[], "build it").await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(last(&events)["final_response"], "answer 1");
+    let models: Vec<String> = h
+        .server
+        .requests()
+        .iter()
+        .map(|r| r.view().unwrap().model)
+        .collect();
+    assert_eq!(models.len(), 3, "{models:?}");
+    assert_ne!(
+        models[0], "flush-model",
+        "the turn runs on the session's model"
+    );
+    assert_eq!(models[1..], ["flush-model", "flush-model"], "the flush");
+    let routed = of_type(&events, "model.routed");
+    assert!(
+        routed
+            .iter()
+            .any(|e| e["role"] == "memory_flush" && e["model"] == "flush-model"),
+        "{routed:?}"
+    );
+    assert!(memory_file(&h, "MEMORY.md").contains("The project builds with make"));
+    h.server.assert_invariants();
+}
+
 // ----- leaving quickly -------------------------------------------------------
 
 /// What the scripted model saves when a flush asks it to.
