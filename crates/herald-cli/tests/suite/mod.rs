@@ -1,4 +1,3 @@
-mod acp;
 mod agent_defs;
 mod agent_messaging;
 mod batch;
