@@ -429,7 +429,7 @@ mod tests {
             ops["content"]["application/json"]["schema"]["$ref"],
             "#/components/schemas/Op"
         );
-        assert_eq!(schemas["Op"]["oneOf"].as_array().unwrap().len(), 10);
+        assert_eq!(schemas["Op"]["oneOf"].as_array().unwrap().len(), 12);
         assert!(schemas["protocol.RewindScope"].is_object());
         // The REST answer's own schema is not overwritten by the protocol's.
         assert_eq!(schemas["ApprovalDecision"]["type"], "object");

@@ -88,7 +88,14 @@ pub(crate) async fn submit(
     let after = session.last_seq();
     // A well-formed operation the session refuses in its state (a steer with
     // no turn running) is a conflict, not a malformed request.
-    let refusable = matches!(op, Op::Steer { .. } | Op::Compact {} | Op::Rewind { .. });
+    let refusable = matches!(
+        op,
+        Op::Steer { .. }
+            | Op::Compact {}
+            | Op::Rewind { .. }
+            | Op::AgentSend { .. }
+            | Op::AgentFollowup { .. }
+    );
     // So is naming a request or agent the session does not have: the
     // session (this route's resource) exists, so it is no 404.
     let submission = session.submit(op).map_err(|err| match err {
