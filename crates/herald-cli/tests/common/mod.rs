@@ -304,3 +304,22 @@ pub fn kill_leftovers(pids: &[i32]) {
 pub async fn assert_gone(pids: &[i32], what: &str) {
     herald_testkit::assert_gone_within(pids, what, std::time::Duration::from_secs(5)).await;
 }
+
+/// The ids a `delegate_task(background=true)` result dispatched.
+pub fn dispatched_ids(view: &herald_testkit::RequestView) -> Vec<String> {
+    view.messages
+        .iter()
+        .flat_map(|m| m.tool_results.iter())
+        .find_map(|(_, content)| {
+            let value: Value = serde_json::from_str(content.split("\n\n").next()?).ok()?;
+            (value["status"] == "dispatched").then(|| {
+                value["agent_ids"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|v| v.as_str().unwrap().to_owned())
+                    .collect()
+            })
+        })
+        .unwrap_or_default()
+}

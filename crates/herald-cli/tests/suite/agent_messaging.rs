@@ -9,7 +9,7 @@ use crate::common;
 
 use std::time::Duration;
 
-use common::{Harness, Wire, last, of_type, stderr};
+use common::{Harness, Wire, dispatched_ids, last, of_type, stderr};
 use herald_testkit::{RecordedRequest, Reply, RequestView, Script};
 use serde_json::{Value, json};
 
@@ -20,25 +20,6 @@ fn results_in(request: &RecordedRequest) -> Vec<String> {
         .iter()
         .flat_map(|m| m.tool_results.iter().map(|(_, c)| c.clone()))
         .collect()
-}
-
-/// The ids a `delegate_task(background=true)` result dispatched.
-fn dispatched_ids(view: &RequestView) -> Vec<String> {
-    view.messages
-        .iter()
-        .flat_map(|m| m.tool_results.iter())
-        .find_map(|(_, content)| {
-            let value: Value = serde_json::from_str(content.split("\n\n").next()?).ok()?;
-            (value["status"] == "dispatched").then(|| {
-                value["agent_ids"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .map(|v| v.as_str().unwrap().to_owned())
-                    .collect()
-            })
-        })
-        .unwrap_or_default()
 }
 
 /// The `agent.message` states of one receipt-holder, in order.

@@ -8,8 +8,8 @@ use crate::common;
 use std::time::{Duration, Instant};
 
 use common::{
-    Harness, LiveRun, Wire, assert_gone, kill_leftovers, last, of_type, parse_events,
-    sleeper_command, stderr,
+    Harness, LiveRun, Wire, assert_gone, dispatched_ids, kill_leftovers, last, of_type,
+    parse_events, sleeper_command, stderr,
 };
 use herald_testkit::{Api, RecordedRequest, Reply, RequestView, Script, ScriptedCall};
 use serde_json::{Value, json};
@@ -555,25 +555,6 @@ async fn interrupting_the_parent_interrupts_its_children() {
         2,
         "only one root and one child request"
     );
-}
-
-/// The ids a `delegate_task(background=true)` result dispatched.
-fn dispatched_ids(view: &RequestView) -> Vec<String> {
-    view.messages
-        .iter()
-        .flat_map(|m| m.tool_results.iter())
-        .find_map(|(_, content)| {
-            let value: Value = serde_json::from_str(content.split("\n\n").next()?).ok()?;
-            (value["status"] == "dispatched").then(|| {
-                value["agent_ids"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .map(|v| v.as_str().unwrap().to_owned())
-                    .collect()
-            })
-        })
-        .unwrap_or_default()
 }
 
 #[tokio::test(flavor = "multi_thread")]
