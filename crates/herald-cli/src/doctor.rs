@@ -12,7 +12,6 @@ use std::time::Duration;
 use herald_core::config::ChildProvider;
 use herald_core::{Config, ProviderKind, Settings};
 use herald_exec::{LandlockSupport, SandboxSupport, SeccompSupport};
-use serde::Serialize;
 
 use crate::args::{CommonArgs, DoctorArgs};
 use crate::{CliError, Exit, setup};
@@ -20,33 +19,79 @@ use crate::{CliError, Exit, setup};
 /// How long the provider probe may take.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// The verdict of one check.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-enum Level {
-    Ok,
-    Warn,
-    Fail,
-}
-
+/// The verdict of one check (shared with `GET /api/doctor`).
+type Level = herald_serve::CheckStatus;
 /// One line of the report.
-#[derive(Debug, Serialize)]
-struct Check {
-    name: String,
-    status: Level,
-    detail: String,
-}
+type Check = herald_serve::DoctorCheck;
 
 fn check(name: impl Into<String>, status: Level, detail: impl Into<String>) -> Check {
-    Check {
-        name: name.into(),
-        status,
-        detail: detail.into(),
+    Check::new(name, status, detail)
+}
+
+/// The doctor for `herald serve`'s `GET /api/doctor`: the same checks as
+/// `herald doctor`, with the same command-line options, run on request.
+pub(crate) struct ServeDoctor {
+    pub(crate) common: CommonArgs,
+}
+
+impl herald_serve::Doctor for ServeDoctor {
+    fn run(&self) -> futures_util::future::BoxFuture<'static, Result<Vec<Check>, String>> {
+        let common = self.common.clone();
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        // The checks run on a thread of their own, with a runtime of their
+        // own, as `herald doctor` runs them.
+        let spawned = std::thread::Builder::new()
+            .name("herald-doctor".into())
+            .spawn(move || {
+                let result = match tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                {
+                    Ok(runtime) => Ok(runtime.block_on(run_checks(&common)).1),
+                    Err(err) => Err(format!("cannot start a runtime for the checks: {err}")),
+                };
+                let _ = tx.send(result);
+            });
+        Box::pin(async move {
+            spawned.map_err(|err| format!("cannot start the checks' thread: {err}"))?;
+            rx.await
+                .map_err(|_| "the checks' thread ended without a report".to_owned())?
+        })
     }
 }
 
 /// Runs every check and prints the report.
 pub(crate) async fn doctor(common: &CommonArgs, args: DoctorArgs) -> Result<Exit, CliError> {
+    let (config, checks) = run_checks(common).await;
+    let failed = checks.iter().any(|c| c.status == Level::Fail);
+    if args.json {
+        let report = herald_serve::DoctorReport::new(checks);
+        let report = serde_json::to_string(&report)
+            .map_err(|err| CliError::failed(anyhow::anyhow!("cannot encode the report: {err}")))?;
+        println!("{report}");
+    } else {
+        for c in &checks {
+            let status = match c.status {
+                Level::Ok => "ok",
+                Level::Warn => "warn",
+                Level::Fail => "fail",
+            };
+            println!("{status:<5} {:<12} {}", c.name, c.detail);
+        }
+    }
+    // An unreadable or out-of-range config file is a configuration error
+    // (exit 2), as for every command that loads it; other failures exit 1.
+    Ok(if !config {
+        Exit::Usage
+    } else if failed {
+        Exit::Failed
+    } else {
+        Exit::Completed
+    })
+}
+
+/// Runs every check; also says whether the config file loaded.
+async fn run_checks(common: &CommonArgs) -> (bool, Vec<Check>) {
     let env = setup::environment();
     let (home, config_path) = setup::config_location(common, &env);
     let mut checks = Vec::new();
@@ -107,29 +152,7 @@ pub(crate) async fn doctor(common: &CommonArgs, args: DoctorArgs) -> Result<Exit
         checks.extend(mcp_checks(settings).await);
     }
 
-    let failed = checks.iter().any(|c| c.status == Level::Fail);
-    if args.json {
-        let report = serde_json::json!({ "ok": !failed, "checks": checks });
-        println!("{report}");
-    } else {
-        for c in &checks {
-            let status = match c.status {
-                Level::Ok => "ok",
-                Level::Warn => "warn",
-                Level::Fail => "fail",
-            };
-            println!("{status:<5} {:<12} {}", c.name, c.detail);
-        }
-    }
-    // An unreadable or out-of-range config file is a configuration error
-    // (exit 2), as for every command that loads it; other failures exit 1.
-    Ok(if config.is_none() {
-        Exit::Usage
-    } else if failed {
-        Exit::Failed
-    } else {
-        Exit::Completed
-    })
+    (config.is_some(), checks)
 }
 
 fn config_check(path: &Path, checks: &mut Vec<Check>) -> Option<Config> {

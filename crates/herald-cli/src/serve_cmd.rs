@@ -80,6 +80,9 @@ pub(crate) async fn serve(common: &CommonArgs, args: ServeArgs) -> Result<Exit, 
     config.yolo = common.yolo;
     config.allowed_hosts = args.allowed_hosts;
     config.open_browser = args.open;
+    config.doctor = Some(std::sync::Arc::new(crate::doctor::ServeDoctor {
+        common: common.clone(),
+    }));
     config.tls = match (args.tls_cert, args.tls_key) {
         (Some(cert), Some(key)) => Some(herald_serve::TlsFiles { cert, key }),
         _ => None,

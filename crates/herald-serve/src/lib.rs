@@ -34,6 +34,7 @@
 
 mod api;
 mod browser;
+mod doctor;
 mod error;
 mod mcp;
 mod openai;
@@ -49,6 +50,7 @@ mod web;
 use std::future::Future;
 use std::io::Write;
 
+pub use doctor::{CheckStatus, Doctor, DoctorCheck, DoctorReport};
 pub use error::ApiError;
 pub use mcp::{McpConfig, McpServeError, serve_mcp_stdio};
 pub use openai::{MODEL_ALIAS, SESSION_HEADER};

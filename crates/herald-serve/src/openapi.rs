@@ -17,7 +17,7 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::openapi::{ContentBuilder, Ref, RefOr, Response, ResponseBuilder};
 use utoipa::{Modify, OpenApi};
 
-use crate::{api, error, openai};
+use crate::{api, doctor, error, openai};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -38,10 +38,12 @@ use crate::{api, error, openai};
         api::messages::page,
         api::usage::report,
         api::settings::view,
+        doctor::report,
         api::turns::start,
         api::ops::submit,
         api::events::follow,
         api::control::interrupt,
+        api::control::questions,
         api::control::clarify,
         api::control::approvals,
         api::control::approve,
@@ -68,6 +70,7 @@ use crate::{api, error, openai};
         api::turns::TurnAccepted,
         api::turns::TurnResultView,
         api::control::Interrupted,
+        api::control::QuestionList,
         api::control::ClarifyAnswer,
         api::control::ApprovalDecision,
         api::control::ApprovalList,
@@ -83,6 +86,9 @@ use crate::{api, error, openai};
         api::usage::UsageReport,
         api::usage::UsageBy,
         api::settings::SettingsView,
+        doctor::DoctorReport,
+        doctor::DoctorCheck,
+        doctor::CheckStatus,
     )),
     modifiers(&BearerAuth, &CommonResponses),
     tags(
@@ -92,7 +98,7 @@ use crate::{api, error, openai};
         (name = "events", description = "a session's event stream"),
         (name = "control", description = "interrupt, clarify, approvals, elicitations, subagents"),
         (name = "usage", description = "spend and tokens of the stored requests"),
-        (name = "meta", description = "this document and the server's settings")
+        (name = "meta", description = "this document, the server's settings and the doctor's checks")
     )
 )]
 pub(crate) struct ApiDoc;

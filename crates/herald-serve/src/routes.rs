@@ -34,6 +34,7 @@ pub(crate) fn router(state: Arc<AppState>) -> Router {
             "/api/sessions/{id}/interrupt",
             post(api::control::interrupt),
         )
+        .route("/api/sessions/{id}/questions", get(api::control::questions))
         .route(
             "/api/sessions/{id}/clarify/{request_id}",
             post(api::control::clarify),
@@ -66,6 +67,7 @@ pub(crate) fn router(state: Arc<AppState>) -> Router {
         )
         .route("/api/usage", get(api::usage::report))
         .route("/api/settings", get(api::settings::view))
+        .route("/api/doctor", get(crate::doctor::report))
         .route("/api/openapi.json", get(openapi::document))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)

@@ -54,6 +54,9 @@ pub struct ServeConfig {
     pub open_browser: bool,
     /// `--tls-cert` / `--tls-key`: serve HTTPS with this certificate.
     pub tls: Option<crate::tls::TlsFiles>,
+    /// The doctor's checks for `GET /api/doctor` and the Settings page;
+    /// without one that route answers 501.
+    pub doctor: Option<Arc<dyn crate::Doctor>>,
 }
 
 impl ServeConfig {
@@ -75,6 +78,7 @@ impl ServeConfig {
             allowed_hosts: Vec::new(),
             open_browser: false,
             tls: None,
+            doctor: None,
         }
     }
 }
@@ -139,13 +143,15 @@ impl Server {
             .await
             .map_err(|err| ServeError::Bind { addr, err })?;
         let addr = listener.local_addr()?;
-        let state = Arc::new(AppState::new(
+        let mut state = AppState::new(
             config.settings,
             config.store,
             config.max_concurrent_turns,
             config.max_open_sessions,
             config.yolo,
-        ));
+        );
+        state.doctor = config.doctor;
+        let state = Arc::new(state);
         let auth = WebAuth::new(&config.token)?;
         let guard = Arc::new(Guard::new(
             auth,

@@ -43,6 +43,8 @@ pub(crate) struct AppState {
     /// The MCP servers, started once for the process and shared by every
     /// session (each session's tool list is fixed when it opens).
     mcp: Arc<herald_mcp::McpHub>,
+    /// The doctor's checks, when the binary provides them.
+    pub(crate) doctor: Option<Arc<dyn crate::Doctor>>,
 }
 
 /// An open session and when a request last named it.
@@ -114,6 +116,7 @@ impl AppState {
             closing: Arc::new(Mutex::new(HashMap::new())),
             turns: Arc::new(Semaphore::new(max_turns)),
             max_turns,
+            doctor: None,
         }
     }
 

@@ -225,6 +225,40 @@ impl Store {
         rows
     }
 
+    /// How long each finished tool call of a session took, by call id, from
+    /// its stored `tool.completed` events: a stored transcript shows the
+    /// durations the live one did. Calls without such an event (a run that
+    /// died mid-call, messages imported from elsewhere) are absent.
+    pub fn tool_durations(
+        &self,
+        session_id: &str,
+    ) -> Result<std::collections::HashMap<String, u64>, StoreError> {
+        const CTX: &str = "reading tool durations";
+        /// The fields of a `tool.completed` payload read here.
+        #[derive(Deserialize)]
+        struct Completed {
+            call_id: String,
+            duration_ms: u64,
+        }
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT payload FROM events WHERE session_id = ?1 AND kind = 'tool.completed'",
+            )
+            .map_err(sql(&self.path, CTX))?;
+        let payloads: Result<Vec<String>, StoreError> = stmt
+            .query_map(params![session_id], |r| r.get(0))
+            .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
+            .map_err(sql(&self.path, CTX));
+        // A payload this build cannot read (written by another version) is
+        // skipped: the call then shows no duration.
+        Ok(payloads?
+            .iter()
+            .filter_map(|p| serde_json::from_str::<Completed>(p).ok())
+            .map(|c| (c.call_id, c.duration_ms))
+            .collect())
+    }
+
     /// The highest sequence number stored for the tree rooted at `root` (0
     /// when none): a process continuing the tree numbers on from here.
     pub fn last_tree_event_seq(&self, root: &str) -> Result<i64, StoreError> {
@@ -266,6 +300,40 @@ mod tests {
             payload: payload.to_owned(),
             seq: None,
         }
+    }
+
+    #[test]
+    fn tool_durations_come_from_the_sessions_completed_calls() {
+        let mut store = Store::open_in_memory().unwrap();
+        session(&mut store, "s1");
+        session(&mut store, "s2");
+        store
+            .record_events(
+                "s1",
+                &[
+                    event("tool.started", r#"{"type":"tool.started","call_id":"c1"}"#),
+                    event(
+                        "tool.completed",
+                        r#"{"type":"tool.completed","call_id":"c1","duration_ms":1234,"status":"ok"}"#,
+                    ),
+                    // A payload without the fields is skipped, not an error.
+                    event("tool.completed", r#"{"type":"tool.completed"}"#),
+                ],
+            )
+            .unwrap();
+        store
+            .record_events(
+                "s2",
+                &[event(
+                    "tool.completed",
+                    r#"{"type":"tool.completed","call_id":"c9","duration_ms":5}"#,
+                )],
+            )
+            .unwrap();
+        let durations = store.tool_durations("s1").unwrap();
+        assert_eq!(durations.len(), 1, "{durations:?}");
+        assert_eq!(durations.get("c1"), Some(&1234));
+        assert!(store.tool_durations("nope").unwrap().is_empty());
     }
 
     fn numbered(kind: &str, seq: i64) -> NewEvent {

@@ -67,6 +67,22 @@ def new_session(page):
     expect(page.locator("#session-state")).to_contain_text("idle")
 
 
+def question_on_page(page, text, timeout=30):
+    """The card on the Questions page holding `text`, reloading the page
+    until it is listed (the page lists what waits when it is drawn)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        card = page.locator("main article.question", has_text=text)
+        if card.count() > 0:
+            return card.first
+        if time.monotonic() > deadline:
+            raise AssertionError("no question card holding %r on the Questions page: %s" % (text, page.locator("main").inner_text()))
+        time.sleep(0.3)
+        page.goto(URL + "/#/questions")
+        page.reload()
+        expect(page.get_by_role("heading", name="Questions")).to_be_visible()
+
+
 def send(page, text):
     page.locator("#composer").fill(text)
     page.locator("#composer").press("Control+Enter")
@@ -310,14 +326,90 @@ def questions(p):
     page.go_back()
     card = page.locator("#questions article.question").first
     expect(card).to_contain_text("terminal", timeout=30000)
+    session_url = page.url
     card.get_by_role("button", name="Once").click()
     clarify = page.locator("#questions article.question", has_text="Which colour?")
     expect(clarify).to_be_visible(timeout=30000)
     SEEN["clarify_card"] = clarify.inner_text()
     shot(page, "clarify")
-    clarify.get_by_role("button", name="blue").click()
+    # Answered from the Questions page: choices as buttons.
+    page.goto(URL + "/#/questions")
+    listed = question_on_page(page, "Which colour?")
+    SEEN["questions_page_clarify"] = listed.inner_text()
+    SEEN["questions_page_clarify_free_text"] = listed.locator("input[name=answer]").count()
+    shot(page, "questions-clarify")
+    listed.get_by_role("button", name="blue").click()
+    expect(page.locator("main article.question", has_text="Which colour?")).to_have_count(0)
+    # The next one allows free text besides its choice.
+    free = question_on_page(page, "Anything else?")
+    SEEN["questions_page_free_choices"] = free.locator(".choices button").all_inner_texts()
+    free.locator("input[name=answer]").fill("paint it teal")
+    shot(page, "questions-free-text")
+    free.get_by_role("button", name="Answer").click()
+    expect(page.locator("main article.question", has_text="Anything else?")).to_have_count(0)
+    page.goto(session_url)
     expect(page.locator(".msg.assistant .body.md").last).to_contain_text("cleared, and blue it is", timeout=30000)
     SEEN["cards_left"] = page.locator("#questions article.question").count()
+    browser.close()
+
+
+def elicitation(p):
+    """An MCP server's form, answered from the Questions page."""
+    browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+    page = browser.new_context(viewport={"width": 1280, "height": 900}).new_page()
+    errors = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    log_in(page)
+    new_session(page)
+    session_url = page.url
+    send(page, "fill in the form")
+    page.goto(URL + "/#/questions")
+    form = question_on_page(page, "Form from")
+    SEEN["form_text"] = form.inner_text()
+    SEEN["form_fields"] = form.locator("[name]").evaluate_all("els => els.map(e => e.name)")
+    form.locator("[name=name]").fill("Grace Hopper")
+    form.locator("[name=integer]").fill("9")
+    shot(page, "questions-form")
+    form.get_by_role("button", name="Send").click()
+    expect(page.locator("main article.question")).to_have_count(0, timeout=30000)
+    page.goto(session_url)
+    expect(page.locator(".msg.assistant .body.md").last).to_contain_text("tool said", timeout=30000)
+    SEEN["answer"] = page.locator(".msg.assistant .body.md").last.inner_text()
+    SEEN["console_errors"] = [e for e in errors if "favicon" not in e]
+    browser.close()
+
+
+def composer(p):
+    """Steer a running turn, interrupt one, compact the conversation."""
+    browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+    page = browser.new_context(viewport={"width": 1280, "height": 900}).new_page()
+    log_in(page)
+    new_session(page)
+    send(page, "work slowly")
+    cell = page.locator("li.tool", has_text="terminal").first
+    expect(cell.locator(".status")).to_have_text("running", timeout=30000)
+    page.locator("#composer").fill("also tidy the blue folder")
+    page.get_by_role("button", name="Steer").click()
+    expect(page.locator("#composer")).to_have_value("")
+    expect(page.locator(".msg.assistant .body.md").last).to_contain_text("slow work done", timeout=30000)
+    expect(page.locator("#session-state")).to_contain_text("idle", timeout=30000)
+    SEEN["live_tool_info"] = cell.locator("summary").inner_text()
+    # The stored transcript shows the call's duration too.
+    page.reload()
+    stored = page.locator("li.tool", has_text="terminal").first
+    expect(stored.locator(".status")).to_have_text("ok", timeout=30000)
+    SEEN["stored_tool_info"] = stored.locator("summary").inner_text()
+    shot(page, "steered")
+
+    # A second turn, then compaction summarises the middle.
+    send(page, "one more thing")
+    expect(page.locator(".msg.assistant .body.md").last).to_contain_text("noted", timeout=30000)
+    expect(page.locator("#session-state")).to_contain_text("idle", timeout=30000)
+    page.get_by_role("button", name="Compact").click()
+    note = page.locator(".msg.note", has_text="Compacted")
+    expect(note).to_be_visible(timeout=30000)
+    SEEN["compaction_note"] = note.inner_text()
+    shot(page, "compacted")
 
     # Interrupt stops a turn that would never end.
     new_session(page)
@@ -328,6 +420,39 @@ def questions(p):
     expect(page.locator("#session-state")).to_contain_text("interrupted", timeout=30000)
     SEEN["after_interrupt"] = page.locator("#session-state").inner_text()
     SEEN["send_enabled_again"] = page.get_by_role("button", name="Send").is_enabled()
+    shot(page, "interrupted")
+    browser.close()
+
+
+def doctor(p):
+    """The doctor's checks on the Settings page."""
+    browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+    page = browser.new_context(viewport={"width": 1280, "height": 900}).new_page()
+    log_in(page)
+    page.goto(URL + "/#/settings")
+    rows = page.locator("#doctor-checks tbody tr")
+    expect(rows.first).to_be_visible(timeout=30000)
+    SEEN["checks"] = rows.evaluate_all(
+        "rs => rs.map(r => ({name: r.dataset.check, status: r.dataset.status, shown: r.cells[1].innerText, detail: r.cells[2].innerText}))"
+    )
+    SEEN["summary"] = page.locator("#doctor-summary").inner_text()
+    shot(page, "settings-doctor")
+    phone = browser.new_context(viewport={"width": 360, "height": 740}, is_mobile=True, has_touch=True, device_scale_factor=2)
+    mobile = phone.new_page()
+    mobile.goto(URL + "/")
+    mobile.locator("#token").fill(TOKEN)
+    mobile.get_by_role("button", name="Log in").click()
+    mobile.goto(URL + "/#/settings")
+    expect(mobile.locator("#doctor-checks tbody tr").first).to_be_visible(timeout=30000)
+    SEEN["phone_width"] = mobile.evaluate("document.documentElement.scrollWidth")
+    # What sticks out, should anything: tag, class and right edge.
+    SEEN["phone_wide"] = mobile.evaluate(
+        """() => [...document.querySelectorAll("main *")]
+            .filter((e) => e.getBoundingClientRect().right > 361)
+            .slice(0, 5)
+            .map((e) => e.tagName + "." + e.className + " " + Math.round(e.getBoundingClientRect().right))"""
+    )
+    shot(mobile, "phone-settings-doctor")
     browser.close()
 
 
@@ -407,7 +532,16 @@ def bench(p):
 def main():
     scenario = sys.argv[1]
     with sync_playwright() as p:
-        {"basics": basics, "delegation": delegation, "questions": questions, "bench": bench}[scenario](p)
+        scenarios = {
+            "basics": basics,
+            "delegation": delegation,
+            "questions": questions,
+            "elicitation": elicitation,
+            "composer": composer,
+            "doctor": doctor,
+            "bench": bench,
+        }
+        scenarios[scenario](p)
     print(json.dumps(SEEN))
 
 

@@ -281,3 +281,81 @@ async fn the_serve_config_section_sets_the_defaults_and_flags_win() {
     assert_ne!(status, 413, "{body}");
     assert_eq!(served.stop().await.code(), Some(0));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_doctor_runs_over_the_api_with_the_servers_config() {
+    let h = Harness::new(Script::new()).await;
+    // The browser toolset on, with a browser that is not there: that check
+    // fails with the fix.
+    h.config("[browser]\nenabled = true\nexecutable = \"/nonexistent/chromium\"\n");
+    let served = Served::start(&h, &["--token", "doctor-token", "--no-scheduler"]).await;
+    let url = format!("{}/api/doctor", served.url);
+    let response = client()
+        .get(&url)
+        .bearer_auth("doctor-token")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 200);
+    let report: Value = response.json().await.unwrap();
+    assert_eq!(report["ok"], false, "{report}");
+    let checks = report["checks"].as_array().unwrap();
+    let find = |name: &str| {
+        checks
+            .iter()
+            .find(|c| c["name"] == name)
+            .unwrap_or_else(|| panic!("no {name} check: {report}"))
+    };
+    assert_eq!(find("browser")["status"], "fail", "{report}");
+    assert!(
+        find("browser")["detail"]
+            .as_str()
+            .unwrap()
+            .contains("apt-get install chromium"),
+        "{report}"
+    );
+    assert_eq!(find("config")["status"], "ok", "{report}");
+    for check in checks {
+        assert!(
+            ["ok", "warn", "fail"].contains(&check["status"].as_str().unwrap()),
+            "{check}"
+        );
+        assert!(!check["detail"].as_str().unwrap().is_empty(), "{check}");
+    }
+    // The same checks as `herald doctor --json`, with the same verdicts.
+    let out = h
+        .command(Wire::OpenAi)
+        .args(["doctor", "--json"])
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let cli: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let verdicts = |checks: &Value| -> Vec<(String, String)> {
+        checks
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| {
+                (
+                    c["name"].as_str().unwrap().to_owned(),
+                    c["status"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect()
+    };
+    assert_eq!(verdicts(&report["checks"]), verdicts(&cli["checks"]));
+
+    // Without the token: refused; other methods: 405.
+    let response = client().get(&url).send().await.unwrap();
+    assert_eq!(response.status().as_u16(), 401);
+    let response = client()
+        .post(&url)
+        .bearer_auth("doctor-token")
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 405);
+    assert_eq!(served.stop().await.code(), Some(0));
+}

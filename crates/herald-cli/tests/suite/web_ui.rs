@@ -53,8 +53,15 @@ struct Served {
 
 impl Served {
     async fn start(h: &Harness) -> Self {
+        Self::start_with(h, &[], &[]).await
+    }
+
+    /// `herald serve` with more arguments and environment.
+    async fn start_with(h: &Harness, args: &[&str], env: &[(&str, &str)]) -> Self {
         let mut cmd = h.command(Wire::OpenAi);
         cmd.args(["serve", "--port", "0", "--token", TOKEN, "--no-scheduler"])
+            .args(args)
+            .envs(env.iter().copied())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::null());
         let mut child = cmd.spawn().unwrap();
@@ -322,7 +329,7 @@ async fn webui_browser_delegation_tree_updates_live_and_cancels_a_child() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn webui_browser_answers_an_approval_and_a_clarify_and_interrupts() {
+async fn webui_browser_answers_an_approval_and_clarify_questions_from_the_questions_page() {
     let h = Harness::new(Script::new().conversation(
         "clean the build",
         vec![
@@ -331,10 +338,13 @@ async fn webui_browser_answers_an_approval_and_a_clarify_and_interrupts() {
                 "clarify",
                 json!({"question": "Which colour?", "choices": ["red", "blue"], "allow_freetext": false}),
             ),
+            Reply::tool(
+                "clarify",
+                json!({"question": "Anything else?", "choices": ["no"], "allow_freetext": true}),
+            ),
             Reply::text("cleared, and blue it is"),
         ],
-    )
-    .conversation("run forever", vec![Reply::endless()]))
+    ))
     .await;
     std::fs::create_dir(h.work_path().join("build_dir")).unwrap();
     let served = Served::start(&h).await;
@@ -355,11 +365,156 @@ async fn webui_browser_answers_an_approval_and_a_clarify_and_interrupts() {
         clarify.contains("red") && clarify.contains("blue"),
         "{clarify}"
     );
+    // The Questions page shows the same question as a card of its own:
+    // who asks, the choices, and no free text where it is not allowed.
+    let listed = seen["questions_page_clarify"].as_str().unwrap();
+    for part in ["Which colour?", "asked by", "root", "red", "blue"] {
+        assert!(listed.contains(part), "{part:?} missing: {listed}");
+    }
+    assert_eq!(seen["questions_page_clarify_free_text"], 0, "{seen}");
+    assert_eq!(seen["questions_page_free_choices"], json!(["no"]), "{seen}");
     assert_eq!(seen["cards_left"], 0);
     assert!(
         !h.work_path().join("build_dir").exists(),
         "approved once: the command ran"
     );
+    // Both answers given on the Questions page reached the model.
+    let requests = h.requests_of("clean the build");
+    let after = |turn: usize| {
+        requests
+            .iter()
+            .find(|r| r.turn == turn)
+            .unwrap_or_else(|| panic!("no request {turn}"))
+            .body
+            .to_string()
+    };
+    assert!(after(2).contains("blue"), "the choice reached the model");
+    assert!(
+        after(3).contains("paint it teal"),
+        "the free text reached the model"
+    );
+    served.stop().await;
+}
+
+fn everything_config() -> String {
+    let js = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../.ci/mcp/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    assert!(
+        js.is_file(),
+        "{} is missing: run .ci/install-mcp-servers (it installs the real MCP test servers from npm into .ci/mcp)",
+        js.display()
+    );
+    let js = js.canonicalize().unwrap().display().to_string();
+    format!(
+        "[mcp_servers.ev]\ncommand = \"node\"\nargs = [{}, \"stdio\"]\n[permissions]\nallow = [\"mcp__ev__*\"]\n",
+        serde_json::to_string(&js).unwrap()
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn webui_browser_answers_an_mcp_form_from_the_questions_page() {
+    let h = Harness::new(Script::new().conversation(
+        "fill in the form",
+        vec![
+            Reply::tool("mcp__ev__trigger-elicitation-request", json!({})),
+            Reply::text("tool said thanks"),
+        ],
+    ))
+    .await;
+    h.config(&everything_config());
+    let served = Served::start(&h).await;
+    let seen = browse(&served, "elicitation").await;
+    let form = seen["form_text"].as_str().unwrap();
+    for part in [
+        "Form from ev",
+        "asked by",
+        "Your full, legal name",
+        "Superman",
+        "Tuna",
+    ] {
+        assert!(form.contains(part), "{part:?} missing: {form}");
+    }
+    assert_eq!(seen["console_errors"], json!([]), "{seen}");
+    // The answer the model got: the fields typed in and the defaults the
+    // form filled in (a titled single choice, a multiple choice).
+    let requests = h.requests_of("fill in the form");
+    let result = requests
+        .iter()
+        .find(|r| r.turn == 1)
+        .expect("the request after the form")
+        .body
+        .to_string();
+    for part in [
+        "- Name: Grace Hopper",
+        "- Favorite Integer: 9",
+        "- Favorite Number: 3.14",
+        "hero-1",
+        "Guitar",
+        "fish-1",
+    ] {
+        assert!(result.contains(part), "{part:?} not sent: {result}");
+    }
+    served.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn webui_browser_composer_steers_interrupts_and_compacts() {
+    let h = Harness::new(Script::new().responder(|view| {
+        let last = view.last().map(|m| m.text.clone()).unwrap_or_default();
+        if last.contains("Request for context compaction") {
+            return Reply::text("SUMMARY: slow work, one more thing");
+        }
+        if last.starts_with("[herald] Memory flush") {
+            return Reply::text("DONE");
+        }
+        if view.conversation.contains("run forever") {
+            return Reply::endless();
+        }
+        if last.contains("one more thing") {
+            return Reply::text("noted");
+        }
+        match view.turn {
+            0 => Reply::tool("terminal", json!({"command": "sleep 4"})),
+            _ => Reply::text("slow work done"),
+        }
+    }))
+    .await;
+    // A short conversation has a middle to summarise.
+    h.config("[compression]\nprotect_first_n = 1\nprotect_last_n = 1\n");
+    let served = Served::start(&h).await;
+    let seen = browse(&served, "composer").await;
+    // The steering text reached the model in the request after the tool.
+    let requests = h.requests_of("work slowly");
+    let next = requests
+        .iter()
+        .find(|r| r.turn == 1)
+        .expect("the request after the tool call");
+    assert!(
+        next.body.to_string().contains("also tidy the blue folder"),
+        "{}",
+        next.body
+    );
+    assert!(
+        !requests[0].body.to_string().contains("also tidy"),
+        "steered after the first request"
+    );
+    // Tool cells show the call's duration, live and from the store.
+    for key in ["live_tool_info", "stored_tool_info"] {
+        let info = seen[key].as_str().unwrap();
+        assert!(
+            info.contains("terminal") && (info.contains("4.") || info.contains("5.")),
+            "{key}: a ~4 s call: {info}"
+        );
+    }
+    assert!(
+        h.server.requests().iter().any(|r| r
+            .body
+            .to_string()
+            .contains("Request for context compaction")),
+        "a summary was asked for"
+    );
+    let note = seen["compaction_note"].as_str().unwrap();
+    assert!(note.contains("Compacted") && note.contains("→"), "{note}");
     assert!(
         seen["after_interrupt"]
             .as_str()
@@ -368,15 +523,88 @@ async fn webui_browser_answers_an_approval_and_a_clarify_and_interrupts() {
         "{seen}"
     );
     assert_eq!(seen["send_enabled_again"], true, "{seen}");
-    let after_clarify = h
-        .requests_of("clean the build")
-        .into_iter()
-        .find(|r| r.turn == 2)
-        .expect("the request after the clarify answer");
+    served.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn webui_browser_settings_shows_the_doctors_failing_check() {
+    let h = Harness::new(Script::new()).await;
+    h.config("[browser]\nenabled = true\nexecutable = \"/nonexistent/chromium\"\n");
+    let served = Served::start(&h).await;
+    let seen = browse(&served, "doctor").await;
+    let checks = seen["checks"].as_array().unwrap();
+    let browser = checks
+        .iter()
+        .find(|c| c["name"] == "browser")
+        .unwrap_or_else(|| panic!("no browser check: {seen}"));
+    assert_eq!(browser["status"], "fail", "{browser}");
+    assert_eq!(browser["shown"], "fail", "{browser}");
     assert!(
-        after_clarify.body.to_string().contains("blue"),
-        "the answer reached the model"
+        browser["detail"]
+            .as_str()
+            .unwrap()
+            .contains("apt-get install chromium"),
+        "the fix is shown: {browser}"
     );
+    let config = checks.iter().find(|c| c["name"] == "config").unwrap();
+    assert_eq!(config["status"], "ok", "{config}");
+    assert!(
+        seen["summary"].as_str().unwrap().contains("failed"),
+        "{seen}"
+    );
+    assert!(seen["phone_width"].as_u64().unwrap() <= 360, "{seen}");
+    served.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn webui_serve_open_hands_the_login_url_to_browser() {
+    let h = Harness::new(Script::new()).await;
+    // A stand-in browser: records the URL it was given.
+    let opened = h.home.path().join("opened.txt");
+    let opener = h.home.path().join("fake-browser");
+    std::fs::write(
+        &opener,
+        format!("#!/bin/sh\nprintf '%s' \"$1\" > {}\n", opened.display()),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&opener, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let served =
+        Served::start_with(&h, &["--open"], &[("BROWSER", opener.to_str().unwrap())]).await;
+    let mut url = String::new();
+    for _ in 0..100 {
+        url = std::fs::read_to_string(&opened).unwrap_or_default();
+        if !url.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(url, served.login, "the browser got the printed login URL");
+    // The URL logs that browser in: a session cookie, once.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let first = client.get(&url).send().await.unwrap();
+    assert_eq!(first.status().as_u16(), 303, "{first:?}");
+    assert!(
+        first
+            .headers()
+            .get("set-cookie")
+            .and_then(|c| c.to_str().ok())
+            .is_some_and(|c| c.starts_with("herald_session=")),
+        "{first:?}"
+    );
+    let again = client.get(&url).send().await.unwrap();
+    assert!(again.headers().get("set-cookie").is_none(), "{again:?}");
+    served.stop().await;
+
+    // Without --open nothing is started.
+    std::fs::remove_file(&opened).unwrap();
+    let served = Served::start_with(&h, &[], &[("BROWSER", opener.to_str().unwrap())]).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(!opened.exists(), "no browser without --open");
     served.stop().await;
 }
 

@@ -81,6 +81,16 @@ impl Catalog {
         ))
     }
 
+    /// How long each finished tool call of session `id` took (ms), by call
+    /// id, from its stored `tool.completed` events.
+    pub async fn tool_durations(
+        &self,
+        id: &str,
+    ) -> Result<std::collections::HashMap<String, u64>, RuntimeError> {
+        let key = id.to_owned();
+        self.read(move |s| s.tool_durations(&key)).await
+    }
+
     /// The todo list of session `id` as stored (a JSON array), if it has one.
     pub async fn todos(&self, id: &str) -> Result<Option<String>, RuntimeError> {
         let key = id.to_owned();

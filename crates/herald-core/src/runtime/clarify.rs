@@ -22,7 +22,26 @@ pub(crate) struct OpenQuestions {
 
 struct Waiting {
     request: ClarifyRequest,
+    /// The agent that asks.
+    agent_id: String,
+    /// Order of asking, for listing oldest first.
+    n: u64,
     answer: oneshot::Sender<String>,
+}
+
+/// A clarify question waiting for an answer, as front ends list it (the
+/// same fields as its `clarify.requested` event): a front end that joins
+/// after the event went out shows it from this.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct PendingQuestion {
+    pub request_id: String,
+    /// The agent that asks.
+    pub agent_id: String,
+    pub question: String,
+    /// The choices offered; the answer may name one by number or text.
+    pub choices: Vec<String>,
+    /// Whether an answer outside the choices is accepted.
+    pub allow_freetext: bool,
 }
 
 impl OpenQuestions {
@@ -54,7 +73,33 @@ impl OpenQuestions {
         waiting.keys().cloned().collect()
     }
 
-    fn open(&self, request: &ClarifyRequest) -> (String, oneshot::Receiver<String>) {
+    /// The questions waiting now, oldest first.
+    pub(crate) fn pending(&self) -> Vec<PendingQuestion> {
+        let waiting = self.waiting.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut open: Vec<(u64, PendingQuestion)> = waiting
+            .iter()
+            .map(|(id, w)| {
+                (
+                    w.n,
+                    PendingQuestion {
+                        request_id: id.clone(),
+                        agent_id: w.agent_id.clone(),
+                        question: w.request.question.clone(),
+                        choices: w.request.choices.clone(),
+                        allow_freetext: w.request.allow_freetext,
+                    },
+                )
+            })
+            .collect();
+        open.sort_by_key(|(n, _)| *n);
+        open.into_iter().map(|(_, q)| q).collect()
+    }
+
+    fn open(
+        &self,
+        request: &ClarifyRequest,
+        agent_id: &str,
+    ) -> (String, oneshot::Receiver<String>) {
         let n = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
         let id = format!("clr_{n}");
         let (tx, rx) = oneshot::channel();
@@ -65,6 +110,8 @@ impl OpenQuestions {
                 id.clone(),
                 Waiting {
                     request: request.clone(),
+                    agent_id: agent_id.to_owned(),
+                    n,
                     answer: tx,
                 },
             );
@@ -93,7 +140,7 @@ impl Clarifier for EventClarifier {
         cancel: &'a CancellationToken,
     ) -> BoxFuture<'a, Result<String, ClarifyError>> {
         Box::pin(async move {
-            let (id, answer) = self.questions.open(request);
+            let (id, answer) = self.questions.open(request, self.events.agent_id());
             self.events.emit(EventKind::ClarifyRequested {
                 request_id: id.clone(),
                 question: request.question.clone(),

@@ -38,6 +38,7 @@ use crate::{
 use fanout::Fanout;
 
 pub use catalog::Catalog;
+pub use clarify::PendingQuestion;
 pub use open::{open_session, prompt_inputs};
 pub use rules::{delete_session, delete_session_trees, effective_agent_status};
 pub use stored_rewind::StoredRewind;
@@ -712,6 +713,12 @@ impl Session {
     /// The questions waiting for an answer.
     pub fn open_questions(&self) -> Vec<String> {
         self.shared.questions.open_ids()
+    }
+
+    /// The clarify questions waiting for an answer, oldest first, with
+    /// what their `clarify.requested` events said.
+    pub fn pending_questions(&self) -> Vec<PendingQuestion> {
+        self.shared.questions.pending()
     }
 
     /// The approval requests waiting for an answer, oldest first.

@@ -31,6 +31,15 @@ pub struct ClarifyAnswer {
     pub answer: String,
 }
 
+/// The clarify questions a session waits on.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct QuestionList {
+    /// Each with `request_id, agent_id, question, choices, allow_freetext`
+    /// (as its `clarify.requested` event), oldest first.
+    #[schema(value_type = Vec<Object>)]
+    pub questions: Vec<herald_core::runtime::PendingQuestion>,
+}
+
 /// An answer to an approval request.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -161,6 +170,30 @@ pub(crate) async fn clarify(
         answer: body.answer,
     })?;
     Ok(Json(Done { ok: true }))
+}
+
+/// The clarify questions waiting for an answer (`clarify.requested`
+/// events not yet answered); empty for a session not open here.
+#[utoipa::path(
+    get,
+    path = "/api/sessions/{id}/questions",
+    tag = "control",
+    params(("id" = String, Path, description = "session id")),
+    responses(
+        (status = 200, description = "the waiting questions", body = QuestionList),
+        (status = 404, description = "no such session", body = ErrorBody),
+        (status = 500, description = "the session store failed", body = ErrorBody)
+    ),
+    security(("bearer" = []))
+)]
+pub(crate) async fn questions(
+    State(state): State<Arc<AppState>>,
+    ApiPath(id): ApiPath<String>,
+) -> Result<Json<QuestionList>, ApiError> {
+    let session = open_or_stored(&state, &id).await?;
+    Ok(Json(QuestionList {
+        questions: session.map(|s| s.pending_questions()).unwrap_or_default(),
+    }))
 }
 
 /// The approval requests waiting for an answer (`approval.requested`

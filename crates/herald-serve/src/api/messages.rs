@@ -39,7 +39,9 @@ pub struct MessagesQuery {
 #[allow(dead_code)]
 pub struct MessagePage {
     /// The messages in order: `role`, `content`, `tool_calls`,
-    /// `tool_call_id`, ..., with `id`, `seq` and `created_at` (Unix ms).
+    /// `tool_call_id`, ..., with `id`, `seq` and `created_at` (Unix ms);
+    /// a tool result also has `duration_ms`, how long its call ran, when
+    /// the call's `tool.completed` event is stored.
     #[schema(value_type = Vec<Object>)]
     pub messages: Vec<Value>,
     /// The index of the first message of the page in the conversation.
@@ -92,8 +94,10 @@ pub(crate) async fn page(
         .todos(&id)
         .await?
         .and_then(|text| serde_json::from_str::<Value>(&text).ok());
-    let page = serde_json::to_value(&messages[start..end])
+    let mut page = serde_json::to_value(&messages[start..end])
         .map_err(|err| ApiError::internal(format!("cannot encode messages: {err}")))?;
+    let durations = catalog.tool_durations(&id).await?;
+    add_durations(&mut page, &durations);
     Ok(Json(serde_json::json!({
         "messages": page,
         "start": start,
@@ -101,4 +105,24 @@ pub(crate) async fn page(
         "todos": todos,
         "last_event_seq": last_event_seq,
     })))
+}
+
+/// Sets `duration_ms` on each tool result of `page` whose call has one.
+fn add_durations(page: &mut Value, durations: &std::collections::HashMap<String, u64>) {
+    let Some(messages) = page.as_array_mut() else {
+        return;
+    };
+    for message in messages {
+        let Some(object) = message.as_object_mut() else {
+            continue;
+        };
+        let duration = object
+            .get("tool_call_id")
+            .and_then(Value::as_str)
+            .and_then(|call| durations.get(call))
+            .copied();
+        if let Some(ms) = duration {
+            object.insert("duration_ms".to_owned(), Value::from(ms));
+        }
+    }
 }

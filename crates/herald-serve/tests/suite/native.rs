@@ -369,11 +369,35 @@ async fn a_clarify_question_is_answered_over_the_api() {
         .to_owned();
     let (_, info) = serve.get_json(&format!("/api/sessions/{id}")).await;
     assert_eq!(info["open_questions"], json!([request_id]));
+    // Listed with what the event said, for a front end that joins late.
+    let listed = json!({"questions": [{
+        "request_id": request_id,
+        "agent_id": "root",
+        "question": "Which colour?",
+        "choices": ["red", "blue"],
+        "allow_freetext": false
+    }]});
+    let (status, questions) = serve
+        .get_json(&format!("/api/sessions/{id}/questions"))
+        .await;
+    assert_eq!(status, 200);
+    assert_eq!(questions, listed);
     let path = format!("/api/sessions/{id}/clarify/{request_id}");
     let (status, _, body) = serve.post_json(&path, &json!({"answer": "7"})).await;
     assert_error(status, &body, 404);
+    // A refused answer leaves the question open, unchanged.
+    let (_, questions) = serve
+        .get_json(&format!("/api/sessions/{id}/questions"))
+        .await;
+    assert_eq!(questions, listed);
+    let (status, body) = serve.get_json("/api/sessions/ses_nope/questions").await;
+    assert_error(status, &body, 404);
     let (status, _, body) = serve.post_json(&path, &json!({"answer": "2"})).await;
     assert_eq!(status, 200, "{body}");
+    let (_, questions) = serve
+        .get_json(&format!("/api/sessions/{id}/questions"))
+        .await;
+    assert_eq!(questions, json!({"questions": []}));
     let seen = events.until_type("run.completed").await;
     assert_eq!(seen.last().unwrap().1["final_response"], "blue it is");
     let last = serve.upstream.requests().pop().unwrap();
@@ -571,11 +595,13 @@ async fn the_openapi_document_describes_every_route() {
         ("/api/sessions/{id}/events", "get"),
         ("/api/sessions/{id}/interrupt", "post"),
         ("/api/sessions/{id}/clarify/{request_id}", "post"),
+        ("/api/sessions/{id}/questions", "get"),
         ("/api/sessions/{id}/agents", "get"),
         ("/api/sessions/{id}/agents/{agent_id}/cancel", "post"),
         ("/api/sessions/{id}/agents/{agent_id}/messages", "post"),
         ("/api/sessions/{id}/agents/{agent_id}/followup", "post"),
         ("/api/openapi.json", "get"),
+        ("/api/doctor", "get"),
     ] {
         assert!(
             paths.get(path).and_then(|p| p.get(method)).is_some(),

@@ -233,3 +233,85 @@ async fn webui_settings_are_read_only_and_redacted() {
     assert_error(status, &body, 405);
     serve.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn webui_doctor_without_a_provider_is_501_and_documented() {
+    // Embedded without the binary's doctor: the route says so.
+    let serve = Serve::start(Script::new()).await;
+    let (status, body) = serve.get_json("/api/doctor").await;
+    assert_error(status, &body, 501);
+    assert_eq!(body["error"]["code"], "doctor_unavailable");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("herald doctor"),
+        "{body}"
+    );
+    let (_, doc) = serve.get_json("/api/openapi.json").await;
+    let op = &doc["paths"]["/api/doctor"]["get"];
+    assert!(op["responses"]["200"].is_object(), "{op}");
+    assert!(op["responses"]["501"].is_object(), "{op}");
+    assert!(
+        doc["components"]["schemas"]["DoctorReport"].is_object(),
+        "{doc}"
+    );
+    serve.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn webui_stored_tool_results_carry_their_calls_duration() {
+    let serve = Serve::start(Script::new().conversation(
+        "nap then answer",
+        vec![
+            Reply::tool("terminal", json!({"command": "sleep 0.4"})),
+            Reply::text("rested"),
+        ],
+    ))
+    .await;
+    let id = new_session(&serve).await;
+    turn(&serve, &id, "nap then answer").await;
+    // The call's tool.completed event reaches the store shortly after.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let tool = loop {
+        let (status, page) = serve
+            .get_json(&format!("/api/sessions/{id}/messages"))
+            .await;
+        assert_eq!(status, 200, "{page}");
+        let tool = page["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["role"] == "tool")
+            .cloned()
+            .unwrap_or_else(|| panic!("no tool result: {page}"));
+        if tool.get("duration_ms").is_some() {
+            break tool;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no duration_ms: {tool}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    };
+    let ms = tool["duration_ms"].as_u64().unwrap();
+    assert!((400..10_000).contains(&ms), "a 0.4 s call took {ms} ms");
+    // The same number the live event had.
+    let stored = serve.stored_events(&id).await;
+    let completed = stored
+        .iter()
+        .find(|e| e["type"] == "tool.completed")
+        .unwrap();
+    assert_eq!(completed["duration_ms"].as_u64(), Some(ms));
+    assert_eq!(completed["call_id"], tool["tool_call_id"]);
+    // Other messages carry none.
+    let (_, page) = serve
+        .get_json(&format!("/api/sessions/{id}/messages"))
+        .await;
+    for m in page["messages"].as_array().unwrap() {
+        if m["role"] != "tool" {
+            assert!(m.get("duration_ms").is_none(), "{m}");
+        }
+    }
+    serve.stop().await;
+}

@@ -53,7 +53,8 @@ export function clarifyCard(sessionId, req) {
   });
   replace(
     card,
-    h("h3", {}, "Question from ", req.agent_id || "root"),
+    h("h3", {}, "Question"),
+    h("p", { class: "meta" }, "asked by ", h("strong", {}, req.agent_id || "root")),
     h("p", {}, req.question),
     h("div", { class: "actions choices" }, (req.choices || []).map((c) => h("button", { type: "button", onclick: () => send(c) }, c))),
     req.allow_freetext || !(req.choices || []).length ? form : null,
@@ -61,33 +62,79 @@ export function clarifyCard(sessionId, req) {
   return card;
 }
 
-/** The form of an MCP elicitation (flat string, number, boolean, enum fields). */
+/** The choices of an enum field: `[value, label]` pairs from `enum` (with
+ * `enumNames`) or from `oneOf` / `anyOf` entries with `const` and `title`. */
+function enumChoices(p) {
+  if (!p) return null;
+  if (Array.isArray(p.enum)) return p.enum.map((v, i) => [String(v), String((p.enumNames && p.enumNames[i]) || v)]);
+  const list = p.oneOf || p.anyOf;
+  if (Array.isArray(list) && list.every((o) => o && "const" in o)) return list.map((o) => [String(o.const), String(o.title || o.const)]);
+  return null;
+}
+
+const INPUT_TYPES = { email: "email", uri: "url", date: "date", "date-time": "datetime-local" };
+
+/** One field of an elicitation form: its label and control, and how to
+ * read the control's value back (`undefined`: leave the field out). */
+function elicitationField(requestId, name, p, required) {
+  const id = "eli-" + requestId + "-" + name;
+  const label = (p.title || name) + (required ? " (required)" : "");
+  const hint = p.description ? h("small", { class: "meta" }, p.description) : null;
+  const choices = enumChoices(p);
+  const itemChoices = p.type === "array" ? enumChoices(p.items) : null;
+  if (itemChoices) {
+    const picked = new Set(Array.isArray(p.default) ? p.default.map(String) : []);
+    const boxes = itemChoices.map(([value, text]) => h("label", { class: "check" }, h("input", { type: "checkbox", name, value, checked: picked.has(value) }), " ", text));
+    const set = h("fieldset", { class: "field" }, h("legend", {}, label), hint, boxes);
+    return { el: set, read: () => boxes.map((b) => b.querySelector("input")).filter((i) => i.checked).map((i) => i.value) };
+  }
+  let input;
+  let read;
+  if (choices) {
+    input = h("select", { id, name }, required ? null : h("option", { value: "" }, "—"), choices.map(([value, text]) => h("option", { value }, text)));
+    if (p.default !== undefined) input.value = String(p.default);
+    read = () => (input.value === "" ? undefined : input.value);
+  } else if (p.type === "boolean") {
+    input = h("input", { id, name, type: "checkbox", checked: p.default === true });
+    read = () => input.checked;
+  } else if (p.type === "number" || p.type === "integer") {
+    input = h("input", { id, name, type: "number", step: p.type === "integer" ? "1" : "any", min: p.minimum, max: p.maximum, required });
+    if (p.default !== undefined) input.value = String(p.default);
+    read = () => (input.value === "" ? undefined : Number(input.value));
+  } else {
+    input = h("input", { id, name, type: INPUT_TYPES[p.format] || "text", required, minlength: p.minLength, maxlength: p.maxLength });
+    if (p.default !== undefined) input.value = String(p.default);
+    read = () => (input.value === "" ? undefined : input.value);
+  }
+  return { el: h("label", { class: "field", for: id }, h("span", {}, label), hint, input), read };
+}
+
+/** The form of an MCP elicitation: a field per property of its schema
+ * (text with its format, numbers, booleans, single and multiple choices),
+ * defaults filled in. The server checks the answer against the schema; a
+ * refused one leaves the form open with the reason. */
 export function elicitationCard(sessionId, req) {
   const card = h("article", { class: "question card", dataset: { request: req.request_id }, "aria-label": "Form" });
   const props = (req.schema && req.schema.properties) || {};
   const required = new Set((req.schema && req.schema.required) || []);
-  const fields = Object.entries(props).map(([name, p]) => {
-    const id = "eli-" + req.request_id + "-" + name;
-    let input;
-    if (Array.isArray(p.enum)) input = h("select", { id, name }, p.enum.map((v) => h("option", { value: v }, v)));
-    else if (p.type === "boolean") input = h("input", { id, name, type: "checkbox" });
-    else input = h("input", { id, name, type: p.type === "number" || p.type === "integer" ? "number" : "text", required: required.has(name) });
-    return h("label", { class: "field", for: id }, h("span", {}, p.title || name), input);
-  });
-  const form = h("form", {}, fields, h("div", { class: "actions" }, h("button", { type: "submit", class: "primary" }, "Send"), h("button", { type: "button", onclick: () => answer(sessionId, { type: "elicitation_answer", request_id: req.request_id, action: "decline" }, card) }, "Decline")));
+  const fields = Object.entries(props).map(([name, p]) => [name, elicitationField(req.request_id, name, p || {}, required.has(name))]);
+  const decline = () => answer(sessionId, { type: "elicitation_answer", request_id: req.request_id, action: "decline" }, card);
+  const form = h(
+    "form",
+    {},
+    fields.map(([, f]) => f.el),
+    h("div", { class: "actions" }, h("button", { type: "submit", class: "primary" }, "Send"), h("button", { type: "button", onclick: decline }, "Decline")),
+  );
   form.addEventListener("submit", (e) => {
     e.preventDefault();
     const content = {};
-    for (const [name, p] of Object.entries(props)) {
-      const el = form.elements[name];
-      if (p.type === "boolean") content[name] = el.checked;
-      else if (p.type === "number" || p.type === "integer") {
-        if (el.value !== "") content[name] = Number(el.value);
-      } else if (el.value !== "") content[name] = el.value;
+    for (const [name, f] of fields) {
+      const value = f.read();
+      if (value !== undefined) content[name] = value;
     }
     answer(sessionId, { type: "elicitation_answer", request_id: req.request_id, action: "accept", content }, card);
   });
-  replace(card, h("h3", {}, "Form from ", req.server), h("p", {}, req.message), form);
+  replace(card, h("h3", {}, "Form from ", req.server), h("p", { class: "meta" }, "asked by ", h("strong", {}, req.agent_id || "root")), h("p", {}, req.message), form);
   return card;
 }
 
@@ -98,11 +145,12 @@ async function waiting() {
   return Promise.all(
     open.map(async (s) => {
       const id = encodeURIComponent(s.id);
-      const [approvals, elicitations] = await Promise.all([
+      const [approvals, elicitations, questions] = await Promise.all([
         api.get(`/api/sessions/${id}/approvals`).then((r) => r.approvals).catch(() => []),
         api.get(`/api/sessions/${id}/elicitations`).then((r) => r.elicitations).catch(() => []),
+        api.get(`/api/sessions/${id}/questions`).then((r) => r.questions).catch(() => []),
       ]);
-      return { session: s, approvals, elicitations, questions: s.open_questions || [] };
+      return { session: s, approvals, elicitations, questions };
     }),
   );
 }
@@ -132,7 +180,7 @@ export async function render(main) {
             h("h2", {}, h("a", { href: "#/s/" + encodeURIComponent(w.session.id) }, w.session.title || w.session.id)),
             w.approvals.map((a) => approvalCard(w.session.id, a)),
             w.elicitations.map((e) => elicitationCard(w.session.id, e)),
-            w.questions.length ? h("p", {}, h("a", { href: "#/s/" + encodeURIComponent(w.session.id) }, `${w.questions.length} question(s) — answer in the session`)) : null,
+            w.questions.map((q) => clarifyCard(w.session.id, q)),
           ),
         )
       : h("p", { class: "muted" }, "Nothing is waiting for an answer."),

@@ -128,7 +128,7 @@ export async function render(main, params) {
     if (m.role === "tool") {
       const cell = cells.get(m.tool_call_id);
       const text = m.content || "";
-      if (cell) cell.done({ status: m.is_error ? "error" : "ok", output_bytes: new Blob([text]).size, output: text.length > 20000 ? text.slice(0, 10000) + "\n[…]\n" + text.slice(-10000) : text });
+      if (cell) cell.done({ status: m.is_error ? "error" : "ok", duration_ms: m.duration_ms, output_bytes: new Blob([text]).size, output: text.length > 20000 ? text.slice(0, 10000) + "\n[…]\n" + text.slice(-10000) : text });
       return [];
     }
     if (m.role === "system") return [h("li", { class: "msg note" }, h("div", { class: "body" }, m.content))];
@@ -257,6 +257,7 @@ export async function render(main, params) {
   const pending = await Promise.all([
     api.get(`/api/sessions/${enc}/approvals`).then((r) => r.approvals).catch(() => []),
     api.get(`/api/sessions/${enc}/elicitations`).then((r) => r.elicitations).catch(() => []),
+    api.get(`/api/sessions/${enc}/questions`).then((r) => r.questions).catch(() => []),
   ]);
   const shown = new Set();
   const addCard = (requestId, card) => {
@@ -267,14 +268,10 @@ export async function render(main, params) {
   };
   pending[0].forEach((a) => addCard(a.request_id, approvalCard(id, a)));
   pending[1].forEach((e) => addCard(e.request_id, elicitationCard(id, e)));
-  // Open clarify questions were asked before the stored events we follow
-  // from; replay a window of recent events for them.
-  const openQuestions = (info.open_questions || []).length > 0;
-  const after = openQuestions ? Math.max(0, first.last_event_seq - 500) : first.last_event_seq;
-  const replayUntil = first.last_event_seq;
+  pending[2].forEach((q) => addCard(q.request_id, clarifyCard(id, q)));
+  const after = first.last_event_seq;
 
   function onEvent(ev) {
-    const old = ev.seq !== undefined && ev.seq !== null && ev.seq <= replayUntil;
     const root = !ev.agent_id || ev.agent_id === "root";
     switch (ev.type) {
       case "clarify.requested":
@@ -292,7 +289,6 @@ export async function render(main, params) {
         questions.querySelector(`[data-request="${CSS.escape(ev.request_id)}"]`)?.remove();
         return;
     }
-    if (old) return;
     if (!root || ev.type.startsWith("subagent.")) {
       tree.event(ev);
       return;

@@ -1,5 +1,6 @@
 // Settings, read-only: the effective configuration with keys redacted, the
-// MCP servers and their tools, the skills found, memory and learnings.
+// doctor's checks, the MCP servers and their tools, the skills found,
+// memory and learnings.
 
 import { h, replace } from "./dom.js";
 import * as api from "./api.js";
@@ -10,12 +11,53 @@ function tree(value) {
   return h("dl", { class: "kv" }, Object.entries(value).map(([k, v]) => h("div", {}, h("dt", {}, k), h("dd", {}, tree(v)))));
 }
 
+/** The doctor's report as a table: check, status, detail (with the fix). */
+function doctorTable(report) {
+  return h(
+    "div",
+    { class: "table-wrap" },
+    h(
+    "table",
+    { class: "doctor", id: "doctor-checks" },
+    h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "Check"), h("th", { scope: "col" }, "Status"), h("th", { scope: "col" }, "Detail"))),
+    h(
+      "tbody",
+      {},
+      report.checks.map((c) =>
+        h("tr", { dataset: { check: c.name, status: c.status } }, h("td", {}, h("code", {}, c.name)), h("td", {}, h("span", { class: "status status-" + c.status }, c.status)), h("td", {}, c.detail)),
+      ),
+    ),
+    ),
+  );
+}
+
+/** Runs the doctor (it may take seconds: the provider is probed) and
+ * fills `section` with its report. */
+async function drawDoctor(section) {
+  const title = h("h2", {}, "Doctor");
+  replace(section, title, h("p", { class: "muted" }, "Running the checks…"));
+  try {
+    const report = await api.get("/api/doctor");
+    const failed = report.checks.filter((c) => c.status === "fail").length;
+    replace(
+      section,
+      title,
+      h("p", { class: report.ok ? "meta" : "error", id: "doctor-summary" }, report.ok ? "Every check passed (warnings do not stop herald)." : `${failed} check(s) failed: see the detail for the fix.`),
+      doctorTable(report),
+    );
+  } catch (err) {
+    replace(section, title, h("p", { class: "error" }, "The doctor could not run: " + err.message));
+  }
+}
+
 export async function render(main) {
   const s = await api.get("/api/settings");
+  const doctor = h("section", { class: "card", id: "doctor" });
   replace(
     main,
     h("h1", {}, "Settings"),
     h("p", { class: "muted" }, "Read-only; change them in config.toml and restart herald serve."),
+    doctor,
     h("section", { class: "card" }, h("h2", {}, "Configuration"), tree(s.config)),
     h(
       "section",
@@ -52,4 +94,5 @@ export async function render(main) {
         : h("p", { class: "muted" }, "No learnings yet."),
     ),
   );
+  drawDoctor(doctor);
 }
