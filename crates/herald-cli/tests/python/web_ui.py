@@ -484,6 +484,13 @@ def bench(p):
     expect(page.locator("#transcript > li").first).to_be_visible(timeout=30000)
     SEEN["big_first_screen_ms"] = page.evaluate("performance.now()")
     SEEN["big_rendered_items"] = page.locator("#transcript > li").count()
+    SEEN["big_tool_info"] = page.locator("#transcript li.tool summary").last.inner_text()
+    SEEN["big_messages_api_ms"] = page.evaluate(
+        """async (id) => { const t = performance.now();
+           const r = await fetch('/api/sessions/' + encodeURIComponent(id) + '/messages?limit=100'); await r.json();
+           return performance.now() - t; }""",
+        big,
+    )
     shot(page, "big-session")
     # A 20,000-token answer streamed live.
     new_session(page)

@@ -609,10 +609,12 @@ async fn webui_serve_open_hands_the_login_url_to_browser() {
 }
 
 /// Fills the store with `sessions` small sessions and one of `messages`
-/// messages (tool calls among them); returns the big one's id.
+/// messages (tool calls among them, each with its stored `tool.started`
+/// and `tool.completed` events, as a live run leaves them); returns the
+/// big one's id.
 fn fill_store(home: &Path, sessions: usize, messages: usize) -> String {
     use herald_protocol::{Message, ToolCall};
-    use herald_store::{NewSession, SessionSource, Store};
+    use herald_store::{NewEvent, NewSession, SessionSource, Store};
     let mut store = Store::open(home.join("state.db")).unwrap();
     herald_store::bench::generate(&mut store, sessions, 2).unwrap();
     let id = "ses_webui_big".to_owned();
@@ -655,6 +657,29 @@ fn fill_store(home: &Path, sessions: usize, messages: usize) -> String {
     }
     batch.truncate(messages);
     store.append_messages(&id, &batch).unwrap();
+    let mut events = Vec::new();
+    for call in batch.iter().filter_map(|m| m.tool_call_id.as_deref()) {
+        let n: u64 = call.trim_start_matches("call_").parse().unwrap();
+        for (kind, payload) in [
+            (
+                "tool.started",
+                json!({"type": "tool.started", "call_id": call, "name": "read_file", "arguments": "{}"}),
+            ),
+            (
+                "tool.completed",
+                json!({"type": "tool.completed", "call_id": call, "name": "read_file", "status": "ok",
+                       "output_bytes": 860, "duration_ms": 1000 + n, "output": "fn parse"}),
+            ),
+        ] {
+            events.push(NewEvent {
+                agent_id: "root".into(),
+                kind: kind.into(),
+                payload: payload.to_string(),
+                seq: None,
+            });
+        }
+    }
+    store.record_events(&id, &events).unwrap();
     id
 }
 
@@ -694,6 +719,10 @@ async fn webui_browser_stays_fast_with_large_stores_and_a_long_stream() {
         "10,000 sessions: {seen}"
     );
     assert!(number("stream_chars") > 75_000.0, "{seen}");
+    // The stored calls show their durations (1,000 ms + the question
+    // number, from their tool.completed events).
+    let tool = seen["big_tool_info"].as_str().unwrap();
+    assert!(tool.contains("read_file") && tool.contains(" s"), "{tool}");
     assert!(number("stream_updates") > 100.0, "it streamed: {seen}");
     let _ = rustls::crypto::ring::default_provider().install_default();
     let client = reqwest::Client::new();
