@@ -85,7 +85,7 @@ pub trait Doctor: Send + Sync {
     responses(
         (status = 200, description = "every check with its status and detail", body = DoctorReport),
         (status = 500, description = "the checks could not run", body = ErrorBody),
-        (status = 501, description = "this server was started without the doctor (embedded, not the herald binary)", body = ErrorBody)
+        (status = 404, description = "this server has no doctor (embedded without the herald binary's checks)", body = ErrorBody)
     ),
     security(("bearer" = []))
 )]
@@ -93,9 +93,7 @@ pub(crate) async fn report(
     State(state): State<Arc<AppState>>,
 ) -> Result<Json<DoctorReport>, ApiError> {
     let Some(doctor) = state.doctor.clone() else {
-        return Err(ApiError::new(
-            axum::http::StatusCode::NOT_IMPLEMENTED,
-            "invalid_request_error",
+        return Err(ApiError::not_found(
             "doctor_unavailable",
             "this server runs without the doctor's checks; run `herald doctor` on its machine",
         ));

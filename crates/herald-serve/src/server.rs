@@ -55,7 +55,7 @@ pub struct ServeConfig {
     /// `--tls-cert` / `--tls-key`: serve HTTPS with this certificate.
     pub tls: Option<crate::tls::TlsFiles>,
     /// The doctor's checks for `GET /api/doctor` and the Settings page;
-    /// without one that route answers 501.
+    /// without one that route answers 404.
     pub doctor: Option<Arc<dyn crate::Doctor>>,
 }
 

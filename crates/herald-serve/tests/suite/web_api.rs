@@ -235,11 +235,11 @@ async fn webui_settings_are_read_only_and_redacted() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn webui_doctor_without_a_provider_is_501_and_documented() {
+async fn webui_doctor_without_a_provider_is_404_and_documented() {
     // Embedded without the binary's doctor: the route says so.
     let serve = Serve::start(Script::new()).await;
     let (status, body) = serve.get_json("/api/doctor").await;
-    assert_error(status, &body, 501);
+    assert_error(status, &body, 404);
     assert_eq!(body["error"]["code"], "doctor_unavailable");
     assert!(
         body["error"]["message"]
@@ -251,7 +251,7 @@ async fn webui_doctor_without_a_provider_is_501_and_documented() {
     let (_, doc) = serve.get_json("/api/openapi.json").await;
     let op = &doc["paths"]["/api/doctor"]["get"];
     assert!(op["responses"]["200"].is_object(), "{op}");
-    assert!(op["responses"]["501"].is_object(), "{op}");
+    assert!(op["responses"]["404"].is_object(), "{op}");
     assert!(
         doc["components"]["schemas"]["DoctorReport"].is_object(),
         "{doc}"
