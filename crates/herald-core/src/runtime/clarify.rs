@@ -195,11 +195,42 @@ mod tests {
             other => panic!("{other:?}"),
         };
         assert!(questions.answer("clr_99", "1").is_err());
+        let listed = vec![PendingQuestion {
+            request_id: id.clone(),
+            agent_id: "root".into(),
+            question: "Which?".into(),
+            choices: vec!["red".into(), "blue".into()],
+            allow_freetext: false,
+        }];
+        assert_eq!(questions.pending(), listed);
         let bad = questions.answer(&id, "7").unwrap_err();
         assert!(bad.contains("not a valid answer"), "{bad}");
+        // A refused answer leaves the question listed as it was.
+        assert_eq!(questions.pending(), listed);
         questions.answer(&id, "2").unwrap();
         assert_eq!(ask.await.unwrap(), "The user chose option 2: blue");
         assert!(questions.open_ids().is_empty());
+        assert!(questions.pending().is_empty());
+    }
+
+    #[test]
+    fn pending_questions_are_listed_oldest_first() {
+        let questions = OpenQuestions::default();
+        let mut ids = Vec::new();
+        let mut waiting = Vec::new();
+        for n in 0..12 {
+            let mut req = request();
+            req.question = format!("question {n}");
+            let (id, rx) = questions.open(&req, "root");
+            ids.push(id);
+            waiting.push(rx);
+        }
+        let listed: Vec<String> = questions
+            .pending()
+            .into_iter()
+            .map(|q| q.request_id)
+            .collect();
+        assert_eq!(listed, ids);
     }
 
     #[tokio::test]
