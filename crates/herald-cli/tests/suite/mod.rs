@@ -14,6 +14,7 @@ mod delegation;
 mod doctor;
 mod durability;
 mod eval;
+mod eval_queue;
 mod events_contract;
 mod execute_code;
 mod fallback;
