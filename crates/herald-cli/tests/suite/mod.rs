@@ -2,6 +2,7 @@ mod agent_defs;
 mod agent_messaging;
 mod batch;
 mod batch_queue;
+mod batch_tls;
 mod browser_tools;
 mod checkpoints;
 mod cli_ergonomics;
