@@ -220,4 +220,49 @@ async fn a_suite_over_the_queue_with_two_workers_grades_like_a_local_run() {
     for md in ["report.md", "report.html"] {
         assert!(queued.join(md).is_file(), "{md}");
     }
+
+    // A job cancelled while the command waits ends it with an error and
+    // no report.
+    let cancelled = dir.path().join("cancelled");
+    let eval = h
+        .command(Wire::OpenAi)
+        .args([
+            "eval",
+            "run",
+            suite.to_str().unwrap(),
+            "--out",
+            cancelled.to_str().unwrap(),
+            "--queue",
+            &url,
+            "--job",
+            "evc",
+        ])
+        .stderr(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let (jobs, _) = q.status(Some("evc")).await.unwrap();
+        if jobs.first().is_some_and(|j| j.queued == 3) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the attempts were never enqueued"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(q.cancel("evc").await.unwrap(), Some(3));
+    let out = tokio::time::timeout(Duration::from_secs(30), eval.wait_with_output())
+        .await
+        .expect("the eval command did not notice the cancel")
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("job `evc` was cancelled with 0 of 3 attempts finished"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!cancelled.join("report.json").exists());
 }
