@@ -43,6 +43,8 @@ pub struct ItemRunner {
     clients: Mutex<HashMap<String, Arc<LlmClient>>>,
     /// Where items with a `cwd` get their private copies.
     work_root: PathBuf,
+    /// Keep those copies after the item (`--keep-workdirs`).
+    keep_workdirs: bool,
 }
 
 /// What one turn came to, with what was seen on the way.
@@ -66,7 +68,26 @@ impl ItemRunner {
             setup,
             clients: Mutex::new(HashMap::new()),
             work_root,
+            keep_workdirs: false,
         }
+    }
+
+    /// Keeps each item's private copy of its `cwd` after it finished
+    /// (for looking at what an item did); by default they are removed.
+    #[must_use]
+    pub fn keep_workdirs(mut self, keep: bool) -> Self {
+        self.keep_workdirs = keep;
+        self
+    }
+
+    /// Whether items' working copies are kept.
+    pub fn keeps_workdirs(&self) -> bool {
+        self.keep_workdirs
+    }
+
+    /// Where items' private working copies go.
+    pub fn work_root(&self) -> &std::path::Path {
+        &self.work_root
     }
 
     /// The settings of `task`, or why it cannot run.
@@ -152,6 +173,7 @@ impl ItemRunner {
             cwd: None,
             error: None,
             worker: None,
+            checks: Vec::new(),
         };
         let trajectory = match self.run_session(task, workdir, cancel, &mut result).await {
             Ok(trajectory) => trajectory,
@@ -172,15 +194,39 @@ impl ItemRunner {
         cancel: &CancellationToken,
         result: &mut ItemResult,
     ) -> Result<Option<Trajectory>, String> {
+        // A copy made here is removed here when the item ends.
+        let mut copied = None;
         let cwd = match (&task.cwd, workdir) {
             (_, Some(dir)) => Some(dir),
-            (Some(src), None) => Some(
-                crate::workdir::prepare(src, &self.work_root.join(&task.hash))
-                    .await
-                    .map_err(|err| format!("its directory could not be prepared: {err}"))?,
-            ),
+            (Some(src), None) => {
+                let dest = self.work_root.join(&task.hash);
+                let prepared = crate::workdir::prepare(src, &dest).await;
+                if prepared.is_err() && !self.keep_workdirs {
+                    crate::workdir::cleanup(Some(src), &dest).await;
+                }
+                let dir = prepared
+                    .map_err(|err| format!("its directory could not be prepared: {err}"))?;
+                copied = Some((src.clone(), dir.clone()));
+                Some(dir)
+            }
             (None, None) => None,
         };
+        let outcome = self.session_in(task, cwd, cancel, result).await;
+        if let Some((src, dir)) = copied
+            && !self.keep_workdirs
+        {
+            crate::workdir::cleanup(Some(&src), &dir).await;
+        }
+        outcome
+    }
+
+    async fn session_in(
+        &self,
+        task: &Task,
+        cwd: Option<PathBuf>,
+        cancel: &CancellationToken,
+        result: &mut ItemResult,
+    ) -> Result<Option<Trajectory>, String> {
         let settings = self.settings(task, cwd)?;
         result.model = Some(settings.model.clone());
         result.toolsets.clone_from(&settings.toolsets);

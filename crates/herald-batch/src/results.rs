@@ -101,6 +101,10 @@ pub struct ItemResult {
     /// The worker that ran it (queue runs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub worker: Option<String>,
+    /// The deterministic checks a worker graded in the attempt's directory
+    /// (queued eval attempts); they travel back with the result.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checks: Vec<crate::eval::CheckOutcome>,
 }
 
 impl ItemResult {

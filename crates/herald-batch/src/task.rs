@@ -44,6 +44,10 @@ pub struct Task {
     pub output_schema: Option<Value>,
     /// The content hash `--resume` matches items by.
     pub hash: String,
+    /// Set on the queued attempts of an eval suite: the worker prepares
+    /// the task's directory and grades its deterministic checks there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eval: Option<crate::eval::queued::EvalWork>,
 }
 
 /// Reads the tasks of `path` (`.csv` is CSV, anything else JSONL); the
@@ -260,6 +264,7 @@ fn task_of(
         max_turns,
         output_schema,
         hash,
+        eval: None,
     })
 }
 

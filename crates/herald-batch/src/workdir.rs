@@ -52,6 +52,36 @@ pub async fn prepare(src: &Path, dest: &Path) -> Result<PathBuf, BatchError> {
     Ok(dest)
 }
 
+/// Removes a finished item's copy `dest` of `src` (`None`: a directory
+/// made from nothing): a git worktree is removed through git and the
+/// repository's worktree list pruned, anything else deleted. Failures are
+/// logged, not returned: the item's result stands either way.
+pub async fn cleanup(src: Option<&Path>, dest: &Path) {
+    let removed = match src {
+        Some(src) => remove(src, dest).await,
+        None if dest.exists() => tokio::fs::remove_dir_all(dest)
+            .await
+            .map_err(|err| BatchError::io(dest, err)),
+        None => Ok(()),
+    };
+    if let Err(err) = removed {
+        tracing::warn!("cannot remove the working copy {}: {err}", dest.display());
+    }
+    if let Some(src) = src
+        && src.join(".git").exists()
+    {
+        let pruned = tokio::process::Command::new("git")
+            .arg("-C")
+            .arg(src)
+            .args(["worktree", "prune"])
+            .output()
+            .await;
+        if let Err(err) = pruned {
+            tracing::warn!("cannot prune the worktrees of {}: {err}", src.display());
+        }
+    }
+}
+
 /// Removes an older copy: a worktree through git, else the directory.
 async fn remove(src: &Path, dest: &Path) -> Result<(), BatchError> {
     if src.join(".git").exists() {

@@ -96,6 +96,10 @@ pub(crate) struct BatchRunArgs {
     /// The job's name in the queue [default: the task file's name].
     #[arg(long, requires = "queue")]
     pub job: Option<String>,
+    /// Keep each item's private copy of its `cwd` after it finished (they
+    /// are removed by default, git worktrees pruned).
+    #[arg(long)]
+    pub keep_workdirs: bool,
     #[command(flatten)]
     pub service: ServiceArgs,
 }
@@ -194,7 +198,8 @@ async fn run(common: &CommonArgs, args: BatchRunArgs) -> Result<Exit, CliError> 
         _ => Existing::Refuse,
     };
     let done = prepare_out(&out, existing).map_err(CliError::usage)?;
-    let runner = Arc::new(ItemRunner::new(setup, out.work_root()));
+    let runner =
+        Arc::new(ItemRunner::new(setup, out.work_root()).keep_workdirs(args.keep_workdirs));
     let cancel = tokio_util::sync::CancellationToken::new();
     let stop = signals::stop_on_signals(cancel.clone());
     let todo = tasks.iter().filter(|t| !done.contains(&t.hash)).count();

@@ -9,9 +9,11 @@ use clap::{Args, Subcommand};
 use herald_batch::eval::compare::{compare, load_report, markdown as compare_markdown};
 use herald_batch::eval::judge::Judge;
 use herald_batch::eval::load_suite;
+use herald_batch::eval::queued::{QueuedRun, run_eval_queued};
 use herald_batch::eval::run::{EvalOptions, run_eval};
 use herald_batch::local::{Existing, prepare_out};
 use herald_batch::progress::Progress;
+use herald_batch::queue::Queue;
 use herald_batch::results::OutDir;
 use herald_batch::{ItemRunner, Task};
 
@@ -58,6 +60,18 @@ pub(crate) struct EvalRunArgs {
     /// Print report.json on stdout instead of report.md.
     #[arg(long)]
     pub json: bool,
+    /// Keep each attempt's directory after it is graded (they are removed
+    /// by default).
+    #[arg(long)]
+    pub keep_workdirs: bool,
+    /// Spread the attempts over `herald worker`s of this PostgreSQL queue
+    /// (postgres://…) and wait for their results; the report is the same.
+    #[arg(long, value_name = "URL")]
+    pub queue: Option<String>,
+    /// The job's name in the queue [default: the suite's name and the
+    /// time]; naming a job again collects its finished attempts.
+    #[arg(long, requires = "queue")]
+    pub job: Option<String>,
     #[command(flatten)]
     pub service: ServiceArgs,
 }
@@ -81,6 +95,11 @@ pub(crate) async fn eval(common: &CommonArgs, action: EvalAction) -> Result<Exit
 
 async fn run(common: &CommonArgs, args: EvalRunArgs) -> Result<Exit, CliError> {
     let suite = load_suite(&args.suite).map_err(CliError::usage)?;
+    // An unreachable queue is refused before anything is written.
+    let queue = match &args.queue {
+        Some(url) => Some(Queue::open(url).await.map_err(CliError::failed)?),
+        None => None,
+    };
     let setup = crate::batch_cmd::runner_setup(common)?;
     let home = setup.home.clone();
     let out = OutDir::new(
@@ -93,7 +112,8 @@ async fn run(common: &CommonArgs, args: EvalRunArgs) -> Result<Exit, CliError> {
     } else {
         Existing::Refuse
     };
-    let runner = Arc::new(ItemRunner::new(setup, out.work_root()));
+    let runner =
+        Arc::new(ItemRunner::new(setup, out.work_root()).keep_workdirs(args.keep_workdirs));
     // The agent's default settings, and the judge's.
     let probe = Task {
         index: 0,
@@ -106,6 +126,7 @@ async fn run(common: &CommonArgs, args: EvalRunArgs) -> Result<Exit, CliError> {
         max_turns: None,
         output_schema: None,
         hash: String::new(),
+        eval: None,
     };
     let agent_settings = runner
         .settings(&probe, None)
@@ -148,10 +169,29 @@ async fn run(common: &CommonArgs, args: EvalRunArgs) -> Result<Exit, CliError> {
         judge: Some(judge),
         model: agent_settings.model.clone(),
         herald_version: env!("CARGO_PKG_VERSION").to_owned(),
+        keep_workdirs: args.keep_workdirs,
     };
-    let report = run_eval(runner, &suite, &out, &options, &mut progress, &cancel)
-        .await
-        .map_err(CliError::failed)?;
+    let report = match &queue {
+        None => run_eval(runner, &suite, &out, &options, &mut progress, &cancel)
+            .await
+            .map_err(CliError::failed)?,
+        Some(queue) => {
+            let job = args.job.clone().unwrap_or_else(|| default_job(&suite));
+            if !args.json {
+                eprintln!(
+                    "job {job}: {total} attempts queued; run them with `herald worker --queue URL`"
+                );
+            }
+            let queued = QueuedRun {
+                queue,
+                job: &job,
+                poll: std::time::Duration::from_millis(250),
+            };
+            run_eval_queued(&queued, &suite, &out, &options, &mut progress, &cancel)
+                .await
+                .map_err(CliError::failed)?
+        }
+    };
     if args.json {
         crate::sessions_cmd::print_json(&report)?;
     } else {
@@ -163,4 +203,13 @@ async fn run(common: &CommonArgs, args: EvalRunArgs) -> Result<Exit, CliError> {
     } else {
         Exit::Completed
     })
+}
+
+/// A job name of its own for a queued run: the suite's name and the time.
+fn default_job(suite: &herald_batch::eval::Suite) -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis())
+        .unwrap_or(0);
+    format!("eval-{}-{secs}", suite.name.as_deref().unwrap_or("suite"))
 }

@@ -39,6 +39,10 @@ pub(crate) struct WorkerArgs {
     /// [default: $HERALD_HOME/batch-work].
     #[arg(long, value_name = "DIR")]
     pub work_dir: Option<std::path::PathBuf>,
+    /// Keep each item's working copy after it finished (they are removed
+    /// by default, git worktrees pruned).
+    #[arg(long)]
+    pub keep_workdirs: bool,
     #[command(flatten)]
     pub service: ServiceArgs,
 }
@@ -77,7 +81,7 @@ pub(crate) async fn worker(common: &CommonArgs, args: WorkerArgs) -> Result<Exit
         .clone()
         .unwrap_or_else(|| setup.home.join("batch-work"));
     let queue = Arc::new(open(&args.queue).await?);
-    let runner = Arc::new(ItemRunner::new(setup, work));
+    let runner = Arc::new(ItemRunner::new(setup, work).keep_workdirs(args.keep_workdirs));
     let cancel = tokio_util::sync::CancellationToken::new();
     let stop = signals::stop_on_signals(cancel.clone());
     let id = format!(
@@ -104,11 +108,14 @@ pub(crate) async fn worker(common: &CommonArgs, args: WorkerArgs) -> Result<Exit
         "worker {id}: {} items done, {} results rejected, {} PostgreSQL round trips{peak}",
         report.completed, report.rejected, report.round_trips
     );
-    Ok(if stop.received().is_some() {
-        stop.exit()
-    } else {
-        Exit::Completed
-    })
+    // A stop signal is how a worker is shut down: its items went back to
+    // the queue, nothing is lost, so that is a success.
+    if let Some(signal) = stop.received() {
+        eprintln!(
+            "worker {id}: stopped by signal {signal}; its unfinished items went back to the queue"
+        );
+    }
+    Ok(Exit::Completed)
 }
 
 /// This process's peak resident set (`VmHWM`), on Linux.

@@ -8,6 +8,7 @@ pub mod checks;
 pub mod compare;
 pub mod judge;
 pub mod metrics;
+pub mod queued;
 pub mod report;
 pub mod run;
 pub mod suite;

@@ -30,10 +30,12 @@ pub struct EvalOptions {
     pub model: String,
     /// The herald build, for the report.
     pub herald_version: String,
+    /// Keep each attempt's directory after grading (`--keep-workdirs`).
+    pub keep_workdirs: bool,
 }
 
 /// A file name from a task id.
-fn safe(id: &str) -> String {
+pub(crate) fn safe(id: &str) -> String {
     id.chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
@@ -46,7 +48,7 @@ fn safe(id: &str) -> String {
 }
 
 /// The batch item of attempt `repeat` of `task`.
-fn item(index: usize, task: &EvalTask, repeat: u32) -> Task {
+pub(crate) fn item(index: usize, task: &EvalTask, repeat: u32) -> Task {
     let hash = crate::hash::content_hash(&serde_json::json!({
         "id": task.id,
         "prompt": task.prompt,
@@ -68,7 +70,19 @@ fn item(index: usize, task: &EvalTask, repeat: u32) -> Task {
         max_turns: task.max_turns,
         output_schema: None,
         hash,
+        eval: None,
     }
+}
+
+/// Every attempt of a suite in run order: repeat by repeat, task by task.
+pub(crate) fn attempts_of(suite: &Suite, repeat: u32) -> Vec<(usize, EvalTask, u32)> {
+    let mut all = Vec::new();
+    for r in 0..repeat {
+        for (index, task) in suite.tasks.iter().enumerate() {
+            all.push((index, task.clone(), r));
+        }
+    }
+    all
 }
 
 /// Makes the attempt's directory and runs the task's setup in it.
@@ -112,17 +126,28 @@ async fn prepare(task: &EvalTask, dir: &Path) -> Result<PathBuf, String> {
         .map_err(|err| format!("{}: {err}", dir.display()))
 }
 
-/// One attempt, start to grade.
-async fn attempt(
-    runner: Arc<ItemRunner>,
-    judge: Option<Arc<Judge>>,
-    task: EvalTask,
-    item: Task,
-    repeat: u32,
+/// What running an attempt on some machine came to, before judging.
+pub(crate) struct Ran {
+    pub result: ItemResult,
+    pub trajectory: Option<crate::Trajectory>,
+    /// The outcomes of the deterministic checks, in the suite's order.
+    pub graded: Vec<CheckOutcome>,
+    /// The directory it worked in (removed unless kept).
+    pub workdir: String,
+}
+
+/// Prepares the attempt's directory, runs the agent in it, grades the
+/// deterministic checks there (the ones that look at files or run
+/// commands need it), and removes the directory unless `keep`.
+pub(crate) async fn run_and_grade(
+    runner: &ItemRunner,
+    task: &EvalTask,
+    item: &Task,
     dir: PathBuf,
-    cancel: CancellationToken,
-) -> (Attempt, Option<crate::Trajectory>) {
-    let workdir = match prepare(&task, &dir).await {
+    keep: bool,
+    cancel: &CancellationToken,
+) -> Ran {
+    let workdir = match prepare(task, &dir).await {
         Ok(workdir) => workdir,
         Err(error) => {
             let result = ItemResult {
@@ -144,32 +169,58 @@ async fn attempt(
                 cwd: Some(dir.display().to_string()),
                 error: Some(error),
                 worker: None,
+                checks: Vec::new(),
             };
-            return (
-                Attempt {
-                    task_id: task.id.clone(),
-                    repeat,
-                    passed: false,
-                    checks: Vec::new(),
-                    result,
-                    workdir: dir.display().to_string(),
-                },
-                None,
-            );
+            if !keep {
+                crate::workdir::cleanup(task.cwd.as_deref(), &dir).await;
+            }
+            return Ran {
+                result,
+                trajectory: None,
+                graded: Vec::new(),
+                workdir: dir.display().to_string(),
+            };
         }
     };
-    let (result, trajectory) = runner.run_in(&item, Some(workdir.clone()), &cancel).await;
-    let mut checks: Vec<CheckOutcome> = Vec::with_capacity(task.checks.len());
+    let (result, trajectory) = runner.run_in(item, Some(workdir.clone()), cancel).await;
+    let mut graded = Vec::with_capacity(task.checks.len());
     for check in &task.checks {
         if let Some(outcome) = grade(check, &result, &workdir).await {
-            checks.push(outcome);
-            continue;
+            graded.push(outcome);
         }
+    }
+    if !keep {
+        crate::workdir::cleanup(task.cwd.as_deref(), &workdir).await;
+    }
+    Ran {
+        result,
+        trajectory,
+        graded,
+        workdir: workdir.display().to_string(),
+    }
+}
+
+/// The outcomes of every check of `task` in the suite's order: the
+/// deterministic ones `graded` already (wherever the attempt ran), the
+/// judged ones asked of `judge` now.
+pub(crate) async fn judge_rest(
+    judge: Option<&Judge>,
+    task: &EvalTask,
+    result: &ItemResult,
+    graded: Vec<CheckOutcome>,
+    cancel: &CancellationToken,
+) -> Vec<CheckOutcome> {
+    let mut graded = graded.into_iter();
+    let mut checks: Vec<CheckOutcome> = Vec::with_capacity(task.checks.len());
+    for check in &task.checks {
         let Check::Judge { rubric, pass_score } = check else {
+            if let Some(outcome) = graded.next() {
+                checks.push(outcome);
+            }
             continue;
         };
         let threshold = pass_score.unwrap_or(0.5);
-        let outcome = match &judge {
+        let outcome = match judge {
             None => CheckOutcome {
                 kind: check.kind().to_owned(),
                 what: check.describe(),
@@ -178,7 +229,7 @@ async fn attempt(
                 score: None,
                 cached: false,
             },
-            Some(judge) => match judge.judge(rubric, &task.prompt, &result, &cancel).await {
+            Some(judge) => match judge.judge(rubric, &task.prompt, result, cancel).await {
                 Ok((verdict, cached)) => CheckOutcome {
                     kind: check.kind().to_owned(),
                     what: check.describe(),
@@ -199,18 +250,71 @@ async fn attempt(
         };
         checks.push(outcome);
     }
+    checks
+}
+
+/// An attempt graded: passed when its turn completed and every check passed.
+pub(crate) fn assemble(
+    task: &EvalTask,
+    repeat: u32,
+    result: ItemResult,
+    checks: Vec<CheckOutcome>,
+    workdir: String,
+) -> Attempt {
     let passed = result.status == ItemStatus::Completed && checks.iter().all(|c| c.passed);
+    Attempt {
+        task_id: task.id.clone(),
+        repeat,
+        passed,
+        checks,
+        result,
+        workdir,
+    }
+}
+
+/// One attempt to run: which task, which repeat, where.
+struct Planned {
+    task: EvalTask,
+    item: Task,
+    repeat: u32,
+    dir: PathBuf,
+    keep: bool,
+}
+
+/// One attempt on this machine, start to grade.
+async fn attempt(
+    runner: Arc<ItemRunner>,
+    judge: Option<Arc<Judge>>,
+    planned: Planned,
+    cancel: CancellationToken,
+) -> (Attempt, Option<crate::Trajectory>) {
+    let Planned {
+        task,
+        item,
+        repeat,
+        dir,
+        keep,
+    } = planned;
+    let ran = run_and_grade(&runner, &task, &item, dir, keep, &cancel).await;
+    let checks = judge_rest(judge.as_deref(), &task, &ran.result, ran.graded, &cancel).await;
     (
-        Attempt {
-            task_id: task.id.clone(),
-            repeat,
-            passed,
-            checks,
-            result,
-            workdir: workdir.display().to_string(),
-        },
-        trajectory,
+        assemble(&task, repeat, ran.result, checks, ran.workdir),
+        ran.trajectory,
     )
+}
+
+/// Refuses a suite with judged checks and no judge.
+pub(crate) fn check_judge(suite: &Suite, options: &EvalOptions) -> Result<(), BatchError> {
+    let has_judge_checks = suite
+        .tasks
+        .iter()
+        .any(|t| t.checks.iter().any(|c| matches!(c, Check::Judge { .. })));
+    if has_judge_checks && options.judge.is_none() {
+        return Err(BatchError::Invalid(
+            "the suite has judge checks but no judge model; pass --judge-model NAME".to_owned(),
+        ));
+    }
+    Ok(())
 }
 
 /// Runs `suite` into `out` and writes its reports.
@@ -222,23 +326,9 @@ pub async fn run_eval(
     progress: &mut Progress,
     cancel: &CancellationToken,
 ) -> Result<Report, BatchError> {
-    let has_judge_checks = suite
-        .tasks
-        .iter()
-        .any(|t| t.checks.iter().any(|c| matches!(c, Check::Judge { .. })));
-    if has_judge_checks && options.judge.is_none() {
-        return Err(BatchError::Invalid(
-            "the suite has judge checks but no judge model; pass --judge-model NAME".to_owned(),
-        ));
-    }
+    check_judge(suite, options)?;
     out.create()?;
-    let mut queue = Vec::new();
-    for repeat in 0..options.repeat {
-        for (index, task) in suite.tasks.iter().enumerate() {
-            queue.push((index, task.clone(), repeat));
-        }
-    }
-    let mut queue = queue.into_iter();
+    let mut queue = attempts_of(suite, options.repeat).into_iter();
     let mut running = JoinSet::new();
     let mut attempts = Vec::new();
     loop {
@@ -252,10 +342,13 @@ pub async fn run_eval(
             running.spawn(attempt(
                 Arc::clone(&runner),
                 options.judge.clone(),
-                task,
-                item,
-                repeat,
-                dir,
+                Planned {
+                    task,
+                    item,
+                    repeat,
+                    dir,
+                    keep: options.keep_workdirs,
+                },
                 cancel.clone(),
             ));
         }
@@ -272,6 +365,16 @@ pub async fn run_eval(
         attempts.push(attempt);
     }
     progress.finish();
+    write_reports(suite, out, options, attempts)
+}
+
+/// Computes the metrics of `attempts` and writes report.{json,md,html}.
+pub(crate) fn write_reports(
+    suite: &Suite,
+    out: &OutDir,
+    options: &EvalOptions,
+    mut attempts: Vec<Attempt>,
+) -> Result<Report, BatchError> {
     attempts.sort_by(|a, b| (a.repeat, &a.task_id).cmp(&(b.repeat, &b.task_id)));
     let order: Vec<String> = suite.tasks.iter().map(|t| t.id.clone()).collect();
     let (metrics, tasks) = compute(&order, &attempts, options.repeat);

@@ -5,13 +5,13 @@
 
 use std::path::{Path, PathBuf};
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use super::checks::Check;
 use crate::BatchError;
 
 /// One task of a suite.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct EvalTask {
     pub id: String,
@@ -94,7 +94,8 @@ pub fn load_suite(path: &Path) -> Result<Suite, BatchError> {
             if !dir.is_dir() {
                 return Err(fail(format!("`cwd` {} is not a directory", dir.display())));
             }
-            task.cwd = Some(dir);
+            // Absolute: queued attempts find it from a worker's directory.
+            task.cwd = Some(dir.canonicalize().unwrap_or(dir));
         }
         for check in &task.checks {
             check.validate().map_err(fail)?;

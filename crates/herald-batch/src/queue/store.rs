@@ -378,6 +378,25 @@ impl Queue {
         Ok((jobs, workers))
     }
 
+    /// The results and trajectories of `job`'s finished items whose hash
+    /// is not in `seen`, in file order: a waiting command collects each
+    /// result once.
+    pub async fn new_results(
+        &self,
+        job: &str,
+        seen: &[String],
+    ) -> Result<Vec<(ItemResult, Option<Trajectory>)>, QueueError> {
+        let client = self.client().await?;
+        let rows = client
+            .query(
+                "SELECT result, trajectory FROM herald_batch_items
+                 WHERE job_id = $1 AND state = 'done' AND NOT (hash = ANY($2)) ORDER BY idx",
+                &[&job, &seen],
+            )
+            .await?;
+        rows.iter().map(read_row).collect()
+    }
+
     /// The results and trajectories of `job`'s finished items, in file order.
     pub async fn results(
         &self,
@@ -391,22 +410,19 @@ impl Queue {
                 &[&job],
             )
             .await?;
-        rows.iter()
-            .map(|r| {
-                let result: Value = r.get(0);
-                let trajectory: Option<Value> = r.get(1);
-                let result = serde_json::from_value(result).map_err(|err| {
-                    QueueError::Invalid(format!("a stored result is unreadable: {err}"))
-                })?;
-                let trajectory =
-                    trajectory
-                        .map(serde_json::from_value)
-                        .transpose()
-                        .map_err(|err| {
-                            QueueError::Invalid(format!("a stored trajectory is unreadable: {err}"))
-                        })?;
-                Ok((result, trajectory))
-            })
-            .collect()
+        rows.iter().map(read_row).collect()
     }
+}
+
+/// A finished item's row: its result and trajectory.
+fn read_row(r: &tokio_postgres::Row) -> Result<(ItemResult, Option<Trajectory>), QueueError> {
+    let result: Value = r.get(0);
+    let trajectory: Option<Value> = r.get(1);
+    let result = serde_json::from_value(result)
+        .map_err(|err| QueueError::Invalid(format!("a stored result is unreadable: {err}")))?;
+    let trajectory = trajectory
+        .map(serde_json::from_value)
+        .transpose()
+        .map_err(|err| QueueError::Invalid(format!("a stored trajectory is unreadable: {err}")))?;
+    Ok((result, trajectory))
 }

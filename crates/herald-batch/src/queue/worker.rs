@@ -178,7 +178,13 @@ async fn run_claim(
             }
         })
     };
-    let (mut result, trajectory) = runner.run(&claim.task, &item_cancel).await;
+    let (mut result, trajectory) = match &claim.task.eval {
+        Some(work) => {
+            crate::eval::queued::run_queued(&runner, &claim.task, work, claim.token, &item_cancel)
+                .await
+        }
+        None => runner.run(&claim.task, &item_cancel).await,
+    };
     item_cancel.cancel();
     let _ = heartbeat.await;
     result.worker = Some(options.id.clone());

@@ -97,7 +97,7 @@ impl Harness {
 
     /// A `herald` command with no provider variables at all.
     pub fn bare_command(&self) -> tokio::process::Command {
-        let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_herald"));
+        let mut cmd = tokio::process::Command::new(herald_bin());
         for (key, _) in std::env::vars() {
             if key.starts_with("OPENAI_")
                 || key.starts_with("ANTHROPIC_")
@@ -285,6 +285,15 @@ impl Harness {
             tokio::time::sleep(std::time::Duration::from_millis(20)).await;
         }
     }
+}
+
+/// The `herald` binary the harness runs: the test build's, or the one
+/// `HERALD_BENCH_BIN` names (the benchmarks measure a release binary so).
+pub fn herald_bin() -> PathBuf {
+    std::env::var_os("HERALD_BENCH_BIN").map_or_else(
+        || PathBuf::from(env!("CARGO_BIN_EXE_herald")),
+        PathBuf::from,
+    )
 }
 
 /// SIGKILLs whichever of `pids` still run: the [`sleeper_command`]s of a

@@ -61,9 +61,29 @@ fn as_owner(program: PathBuf) -> Command {
 
 impl Postgres {
     pub fn start() -> Self {
+        Self::start_with(None)
+    }
+
+    /// A server that takes only TLS connections over TCP (`hostssl` in
+    /// pg_hba.conf), with this certificate and key (PEM).
+    pub fn start_tls(cert: &std::path::Path, key: &std::path::Path) -> Self {
+        Self::start_with(Some((cert, key)))
+    }
+
+    fn start_with(tls: Option<(&std::path::Path, &std::path::Path)>) -> Self {
         let bin = bin_dir();
         let dir = tempfile::tempdir().unwrap();
         let data = dir.path().join("data");
+        if let Some((cert, key)) = tls {
+            std::fs::copy(cert, dir.path().join("server.crt")).unwrap();
+            std::fs::copy(key, dir.path().join("server.key")).unwrap();
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(
+                dir.path().join("server.key"),
+                std::fs::Permissions::from_mode(0o600),
+            )
+            .unwrap();
+        }
         if is_root() {
             let status = Command::new("chown")
                 .args(["-R", "postgres:postgres"])
@@ -83,6 +103,22 @@ impl Postgres {
             "initdb: {}",
             String::from_utf8_lossy(&out.stderr)
         );
+        let mut extra: Vec<String> = Vec::new();
+        if tls.is_some() {
+            std::fs::write(
+                data.join("pg_hba.conf"),
+                "local all all trust\nhostssl all all 127.0.0.1/32 trust\n",
+            )
+            .unwrap();
+            for setting in [
+                "ssl=on".to_owned(),
+                format!("ssl_cert_file={}", dir.path().join("server.crt").display()),
+                format!("ssl_key_file={}", dir.path().join("server.key").display()),
+            ] {
+                extra.push("-c".to_owned());
+                extra.push(setting);
+            }
+        }
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()
@@ -103,6 +139,7 @@ impl Postgres {
                 "-c",
                 "max_connections=200",
             ])
+            .args(&extra)
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .spawn()
@@ -134,6 +171,12 @@ impl Postgres {
             "postgres://postgres@127.0.0.1:{}/postgres?sslmode=disable",
             self.port
         )
+    }
+
+    /// The connection string without its TLS settings: add
+    /// `?sslmode=…` yourself.
+    pub fn base_url(&self) -> String {
+        format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
     }
 
     /// Runs one SQL statement with psql and returns its output rows.

@@ -256,6 +256,121 @@ async fn an_answer_that_misses_the_output_schema_gets_one_repair_turn() {
     assert_eq!(h.requests_of("good item").len(), 1);
 }
 
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = std::process::Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+        .args(args)
+        .output()
+        .expect("the worktree test needs git");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn worktrees(repo: &Path) -> usize {
+    git(repo, &["worktree", "list", "--porcelain"])
+        .lines()
+        .filter(|l| l.starts_with("worktree "))
+        .count()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn working_copies_are_removed_after_each_item_and_git_worktrees_pruned() {
+    let h = Harness::new(reading_model()).await;
+    h.server
+        .skip_invariants("the same items run twice, from new copies");
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("repo");
+    std::fs::create_dir(&repo).unwrap();
+    git(&repo, &["init", "-q"]);
+    std::fs::write(repo.join("notes.txt"), "from git\n").unwrap();
+    git(&repo, &["add", "notes.txt"]);
+    git(&repo, &["commit", "-q", "-m", "notes"]);
+    let plain = dir.path().join("plain");
+    std::fs::create_dir(&plain).unwrap();
+    std::fs::write(plain.join("notes.txt"), "from a copy\n").unwrap();
+    let tasks = dir.path().join("tasks.jsonl");
+    std::fs::write(
+        &tasks,
+        "{\"id\": \"g\", \"prompt\": \"look in git\", \"cwd\": \"repo\"}\n\
+         {\"id\": \"p\", \"prompt\": \"look in a copy\", \"cwd\": \"plain\"}\n",
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let output = batch(
+        &h,
+        &[
+            "run",
+            tasks.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    )
+    .await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    let r = results(&out);
+    assert_eq!(
+        (r[0]["status"].as_str(), r[1]["status"].as_str()),
+        (Some("completed"), Some("completed"))
+    );
+    // Each item read its own copy…
+    let reads: Vec<String> = ["look in git", "look in a copy"]
+        .iter()
+        .map(|p| {
+            let view = h.requests_of(p)[1].view().unwrap();
+            view.tool_results().next().unwrap().1.to_owned()
+        })
+        .collect();
+    assert!(
+        reads[0].contains("from git") && reads[1].contains("from a copy"),
+        "{reads:?}"
+    );
+    // …and nothing of them is left: no directory, no worktree entry.
+    for item in &r {
+        let cwd = Path::new(item["cwd"].as_str().unwrap());
+        assert!(cwd.starts_with(out.join("work")), "{cwd:?}");
+        assert!(!cwd.exists(), "{cwd:?} was left");
+    }
+    let left: Vec<_> = std::fs::read_dir(out.join("work"))
+        .map(|d| d.filter_map(Result::ok).map(|e| e.path()).collect())
+        .unwrap_or_default();
+    assert!(left.is_empty(), "{left:?}");
+    assert_eq!(worktrees(&repo), 1, "only the repository itself");
+    assert!(git(&repo, &["status", "--porcelain"]).is_empty());
+
+    // --keep-workdirs keeps them, the worktree registered.
+    let kept = dir.path().join("kept");
+    let output = batch(
+        &h,
+        &[
+            "run",
+            tasks.to_str().unwrap(),
+            "--out",
+            kept.to_str().unwrap(),
+            "--keep-workdirs",
+        ],
+    )
+    .await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    let r = results(&kept);
+    let g = Path::new(r[0]["cwd"].as_str().unwrap());
+    let p = Path::new(r[1]["cwd"].as_str().unwrap());
+    assert_eq!(
+        std::fs::read_to_string(g.join("notes.txt")).unwrap(),
+        "from git\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(p.join("notes.txt")).unwrap(),
+        "from a copy\n"
+    );
+    assert_eq!(worktrees(&repo), 2);
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn csv_rows_with_their_own_directory_model_and_toolsets() {
     let h = Harness::new(reading_model()).await;
@@ -293,10 +408,8 @@ async fn csv_rows_with_their_own_directory_model_and_toolsets() {
     let cwd_b = PathBuf::from(r[1]["cwd"].as_str().unwrap());
     assert_ne!(cwd_a, cwd_b);
     assert!(cwd_a.starts_with(&out));
-    assert_eq!(
-        std::fs::read_to_string(cwd_a.join("notes.txt")).unwrap(),
-        "from the template\n"
-    );
+    // The copies are removed once their item finished.
+    assert!(!cwd_a.exists() && !cwd_b.exists());
     let reqs = h.requests_of("Look at apples, please");
     assert_eq!(reqs[0].view().unwrap().model, "gpt-4.1-nano");
     let tools = &reqs[0].view().unwrap().tool_names;

@@ -6,6 +6,8 @@
 
 use std::collections::BTreeSet;
 use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use herald_batch::queue::Queue;
@@ -15,7 +17,7 @@ use herald_testkit::{Reply, Script};
 use serde_json::{Value, json};
 
 use crate::common::pg::Postgres;
-use crate::common::{Harness, Wire, stderr};
+use crate::common::{Harness, Wire, assert_gone, sleeper_command, stderr};
 
 fn tasks(dir: &Path, n: usize, prefix: &str) -> (std::path::PathBuf, Vec<Task>) {
     let path = dir.join(format!("{prefix}.jsonl"));
@@ -47,6 +49,7 @@ fn result(claim: &herald_batch::queue::Claim, worker: &str) -> ItemResult {
         cwd: None,
         error: None,
         worker: Some(worker.to_owned()),
+        checks: Vec::new(),
     }
 }
 
@@ -390,6 +393,100 @@ async fn three_workers_one_killed_mid_item_and_connections_cut_every_item_ends_e
         stderr(&out)
     );
     assert_eq!(status(&h, &url).await["jobs"][0]["done"], items);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sigterm_puts_a_workers_item_back_exits_0_and_leaves_no_process() {
+    let pg = Postgres::start();
+    let url = pg.url();
+    // The first attempt at "slow" runs a command that sleeps; every other
+    // answer is immediate.
+    let first = Arc::new(AtomicBool::new(true));
+    let script = {
+        let first = Arc::clone(&first);
+        Script::new().responder(move |view| {
+            let prompt = view
+                .messages
+                .iter()
+                .find(|m| m.role == "user")
+                .map(|m| m.text.clone())
+                .unwrap_or_default();
+            if prompt.contains("slow") && view.turn == 0 && first.swap(false, Ordering::SeqCst) {
+                Reply::tool("terminal", json!({"command": sleeper_command("term.pids")}))
+            } else {
+                Reply::text(format!("done: {prompt}"))
+            }
+        })
+    };
+    let h = Harness::new(script).await;
+    h.server
+        .skip_invariants("a released item repeats its conversation");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("term.jsonl");
+    std::fs::write(&path, "\"slow item\"\n\"fast item 1\"\n\"fast item 2\"\n").unwrap();
+    let out = h
+        .command(Wire::OpenAi)
+        .args(["batch", "run", path.to_str().unwrap(), "--queue", &url])
+        .output()
+        .await
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let worker = h
+        .command(Wire::OpenAi)
+        .args(["--yolo", "worker", "--queue", &url, "--concurrency", "1"])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Mid-item: its command is running.
+    let pids = h.sleeper_pids("term.pids").await;
+    let claimed = pg.sql("SELECT state || ' ' || attempts FROM herald_batch_items WHERE task->>'prompt' = 'slow item'");
+    assert_eq!(claimed, "running 1");
+    let t0 = Instant::now();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(worker.id().unwrap() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let out = tokio::time::timeout(Duration::from_secs(20), worker.wait_with_output())
+        .await
+        .expect("the worker did not stop on SIGTERM")
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        t0.elapsed() < Duration::from_secs(10),
+        "took {:?}",
+        t0.elapsed()
+    );
+    assert!(
+        stderr(&out).contains("its unfinished items went back to the queue"),
+        "{}",
+        stderr(&out)
+    );
+    assert_gone(&pids, "the stopped item's command").await;
+    // The item is back in the queue, nothing was written for it, and the
+    // items it never claimed are untouched.
+    assert_eq!(
+        pg.sql("SELECT string_agg(state || ' ' || attempts || ' ' || (result IS NULL), ',' ORDER BY idx) FROM herald_batch_items WHERE job_id = 'term'"),
+        "queued 1 true,queued 0 true,queued 0 true"
+    );
+    // Another worker finishes the job: each item once.
+    let out = h
+        .command(Wire::OpenAi)
+        .args(["--yolo", "worker", "--queue", &url, "--drain"])
+        .output()
+        .await
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).contains("3 items done"), "{}", stderr(&out));
+    assert_eq!(
+        pg.sql("SELECT string_agg(state || ' ' || attempts || ' ' || (result->>'final_answer'), ',' ORDER BY idx) FROM herald_batch_items WHERE job_id = 'term'"),
+        "done 2 done: slow item,done 1 done: fast item 1,done 1 done: fast item 2"
+    );
+    assert_eq!(
+        h.requests_of("slow item").len(),
+        2,
+        "one aborted attempt, one whole"
+    );
 }
 
 /// The queue benchmark of docs/BENCHMARKS.md: `BENCH_ITEMS` items (1,000

@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 
 use crate::common::{Harness, Wire, stderr};
 
-fn first_user(view: &RequestView) -> String {
+pub(crate) fn first_user(view: &RequestView) -> String {
     view.messages
         .iter()
         .find(|m| m.role == "user")
@@ -32,7 +32,7 @@ fn judge_reply(text: &str) -> Reply {
 }
 
 /// The agent and the judge. Judge requests are counted.
-fn model(judged: Arc<AtomicUsize>) -> Script {
+pub(crate) fn model(judged: Arc<AtomicUsize>) -> Script {
     Script::new().responder(move |view| {
         let prompt = first_user(view);
         if prompt.starts_with("[herald] Judge") {
@@ -100,7 +100,7 @@ tasks:
       - judge: {rubric: "It says which file it wrote.", pass_score: 0.5}
 "#;
 
-fn suite_dir() -> tempfile::TempDir {
+pub(crate) fn suite_dir() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir(dir.path().join("project")).unwrap();
     std::fs::write(dir.path().join("project/notes.txt"), "template notes\n").unwrap();
@@ -117,7 +117,7 @@ async fn eval(h: &Harness, args: &[&str]) -> std::process::Output {
         .unwrap()
 }
 
-fn report(out: &Path) -> Value {
+pub(crate) fn report(out: &Path) -> Value {
     serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap()
 }
 
@@ -162,6 +162,7 @@ async fn every_check_kind_passes_and_fails_where_it_should_and_the_judge_is_cach
             out.to_str().unwrap(),
             "--judge-model",
             "gpt-4.1-judge",
+            "--keep-workdirs",
         ],
     )
     .await;
@@ -309,6 +310,11 @@ async fn every_check_kind_passes_and_fails_where_it_should_and_the_judge_is_cach
         .unwrap()["checks"][9];
     assert_eq!(files["cached"], true);
     assert_eq!(files["score"], 0.9);
+    // Without --keep-workdirs the attempts' directories are gone.
+    for attempt in again["attempts"].as_array().unwrap() {
+        let workdir = Path::new(attempt["workdir"].as_str().unwrap());
+        assert!(!workdir.exists(), "{workdir:?} was left");
+    }
     // The eval's trajectories export like a batch's.
     let output = h
         .bare_command()
