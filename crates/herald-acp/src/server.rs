@@ -287,6 +287,7 @@ impl Server {
             parent: None,
             limit: skip + PAGE + 1,
             include_subagents: false,
+            ..ListFilter::default()
         };
         let found = self.catalog.sessions(filter).await.map_err(runtime_error)?;
         let more = found.len() > skip + PAGE;
