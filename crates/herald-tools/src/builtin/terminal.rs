@@ -405,7 +405,7 @@ mod tests {
         };
         let result = registry.execute(&call, &ctx).await;
         assert!(!result.is_error);
-        assert_eq!(result.content, r#"{"exit_code":0,"output":"hi\n"}"#);
+        assert_eq!(result.content, r#"{"output":"hi\n","exit_code":0}"#);
         let call = ToolCall {
             id: "c2".into(),
             name: "terminal".into(),
