@@ -12,6 +12,7 @@
 // large (code, message, data); it is built once per refusal, not in a loop.
 #![allow(clippy::result_large_err)]
 
+mod client_io;
 mod commands;
 mod history;
 mod rpc;

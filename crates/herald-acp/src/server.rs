@@ -23,11 +23,13 @@ use herald_core::runtime::{
 use herald_core::{ApprovalMode, LeaseWait, Settings};
 use herald_protocol::{ExitReason, RunStatus};
 use herald_store::{ListFilter, SessionSource};
+use herald_tools::ToolBackends;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, BufReader};
 
+use crate::client_io::ClientIo;
 use crate::commands::{self, Command};
 use crate::history;
 use crate::rpc::{Incoming, Outbox, Peer, parse_line};
@@ -189,31 +191,49 @@ impl Server {
         Ok(settings)
     }
 
+    /// Opens a runtime session whose tools use what the client offered
+    /// (`io`), and tells `io` the session's id.
     async fn open(
         &self,
         settings: Settings,
         open: OpenMode,
+        io: &ClientIo,
     ) -> Result<(Session, Subscription), RpcError> {
-        open_runtime(&self.config, settings, open)
+        let (session, events) = open_runtime(&self.config, settings, open, io.backends.clone())
             .await
-            .map_err(runtime_error)
+            .map_err(runtime_error)?;
+        let _ = io.session.set(session.id().to_owned());
+        Ok((session, events))
     }
 
-    fn translator(&self, session: &Session, settings: &Settings) -> Translator {
+    /// The tool backends of a new ACP session, from the client's offer.
+    fn client_io(&self) -> ClientIo {
+        ClientIo::new(&lock(&self.client), &self.peer, &self.outbox)
+    }
+
+    fn translator(&self, session: &Session, settings: &Settings, io: &ClientIo) -> Translator {
         let subagents = lock(&self.client).subagents.is_some();
         let window = herald_core::compress::context_window(
             &settings.model,
             settings.compression.context_window,
         );
         Translator::new(session.id(), settings.cwd.clone(), subagents, window)
+            .with_terminals(io.terminals.clone())
     }
 
-    fn keep(&self, session: Session, events: Subscription, settings: Settings) -> Arc<AcpSession> {
-        let translator = self.translator(&session, &settings);
+    fn keep(
+        &self,
+        session: Session,
+        events: Subscription,
+        settings: Settings,
+        io: ClientIo,
+    ) -> Arc<AcpSession> {
+        let translator = self.translator(&session, &settings, &io);
         let acp = AcpSession::start(
             session,
             events,
             settings,
+            io,
             translator,
             self.outbox.clone(),
             Arc::clone(&self.peer),
@@ -227,8 +247,9 @@ impl Server {
         request: NewSessionRequest,
     ) -> Result<NewSessionResponse, RpcError> {
         let settings = self.settings(&request.cwd, &request.mcp_servers)?;
-        let (session, events) = self.open(settings.clone(), OpenMode::New).await?;
-        let acp = self.keep(session, events, settings);
+        let io = self.client_io();
+        let (session, events) = self.open(settings.clone(), OpenMode::New, &io).await?;
+        let acp = self.keep(session, events, settings, io);
         self.announce_commands(&acp);
         Ok(NewSessionResponse::new(acp.id.clone()).modes(mode_state(&acp.mode())))
     }
@@ -244,10 +265,11 @@ impl Server {
             return Ok(open);
         }
         let settings = self.settings(cwd, servers)?;
+        let io = self.client_io();
         let (session, events) = self
-            .open(settings.clone(), OpenMode::Resume(id.to_owned()))
+            .open(settings.clone(), OpenMode::Resume(id.to_owned()), &io)
             .await?;
-        Ok(self.keep(session, events, settings))
+        Ok(self.keep(session, events, settings, io))
     }
 
     async fn load(
@@ -376,8 +398,9 @@ impl Server {
         let acp = self.find(&request.session_id.0)?;
         let config = self.config.clone();
         let id = acp.id.clone();
+        let backends = acp.io.backends.clone();
         acp.set_mode(&mode, async move |settings: Settings| {
-            open_runtime(&config, settings, OpenMode::Resume(id))
+            open_runtime(&config, settings, OpenMode::Resume(id), backends)
                 .await
                 .map_err(|e| e.to_string())
         })
@@ -432,14 +455,18 @@ impl Server {
 }
 
 /// Opens a session for an ACP client: it can answer approvals (unless
-/// `--yolo`), not `clarify` questions; text streams.
+/// `--yolo`), not `clarify` questions; text streams; the root agent's file
+/// tools and commands use the client's file system and terminals when it
+/// offered them (`backends`).
 async fn open_runtime(
     config: &AcpConfig,
     settings: Settings,
     open: OpenMode,
+    backends: ToolBackends,
 ) -> Result<(Session, Subscription), RuntimeError> {
     let mut options = SessionOptions::new(settings, config.store.clone());
     options.open = open;
+    options.backends = backends;
     options.lease_wait = LeaseWait::No;
     options.source = SessionSource::Api;
     options.stream_deltas = true;

@@ -22,6 +22,7 @@ use herald_core::runtime::{Op, Session, Subscription, TurnResult};
 use herald_protocol::{ApprovalDecision, ElicitationAction, EventKind, SubmissionId};
 use tokio::sync::oneshot;
 
+use crate::client_io::ClientIo;
 use crate::rpc::{Outbox, Peer};
 use crate::translate::{Action, ApprovalAsk, Translator, state_update};
 
@@ -75,6 +76,9 @@ pub(crate) struct AcpSession {
     /// What it was opened with (the client's MCP servers included); a mode
     /// change reopens it with these and the new mode.
     pub settings: Settings,
+    /// The client's file system and terminals its tools use (kept for a
+    /// reopen on a mode change).
+    pub io: ClientIo,
     live: tokio::sync::Mutex<Session>,
     mode: Mutex<String>,
     turns: Mutex<Turns>,
@@ -103,6 +107,7 @@ impl AcpSession {
         session: Session,
         events: Subscription,
         settings: Settings,
+        io: ClientIo,
         translator: Translator,
         outbox: Outbox,
         peer: Arc<Peer>,
@@ -114,6 +119,7 @@ impl AcpSession {
             cwd: settings.cwd.clone(),
             mode: Mutex::new(settings.permissions.mode.clone()),
             settings,
+            io,
             live: tokio::sync::Mutex::new(session),
             turns: Mutex::new(Turns::default()),
             translator: Mutex::new(translator),

@@ -14,13 +14,15 @@ use agent_client_protocol_schema::v1::{
     ContentBlock, ContentChunk, Cost, Error as RpcError, ErrorStopReason, IdleStateUpdate,
     IdleStopReason, Meta, Plan, PlanEntry, PlanEntryPriority, PlanEntryStatus,
     RequiresActionStateUpdate, RunningStateUpdate, SessionCancelCapabilities, SessionReference,
-    SessionUpdate, StateUpdate, SubagentSessionCapabilities, SubagentUpdate, TextContent, ToolCall,
-    ToolCallContent, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind, UsageUpdate,
+    SessionUpdate, StateUpdate, SubagentSessionCapabilities, SubagentUpdate, Terminal, TextContent,
+    ToolCall, ToolCallContent, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind,
+    UsageUpdate,
 };
 use herald_core::runtime::TurnResult;
 use herald_protocol::{AgentStatus, Event, EventKind, SubmissionId, ToolStatus};
 use serde_json::{Value, json};
 
+use crate::client_io::CallTerminals;
 use crate::tools;
 
 /// The id herald's root agent has in every event.
@@ -99,6 +101,8 @@ pub(crate) struct Translator {
     delegating: HashMap<String, (String, Vec<String>)>,
     /// USD of the tree's requests so far, when every one had a price.
     cost: Option<f64>,
+    /// The client terminals root calls ran in.
+    terminals: CallTerminals,
 }
 
 impl Translator {
@@ -114,7 +118,15 @@ impl Translator {
             open: HashMap::new(),
             delegating: HashMap::new(),
             cost: Some(0.0),
+            terminals: CallTerminals::default(),
         }
+    }
+
+    /// Shows the client terminal a root `terminal` call ran in (see
+    /// [`crate::client_io`]) as that call's content when it completes.
+    pub(crate) fn with_terminals(mut self, terminals: CallTerminals) -> Self {
+        self.terminals = terminals;
+        self
     }
 
     /// The ACP session of subagent `agent_id`, if the client sees it as one.
@@ -348,7 +360,17 @@ impl Translator {
             .raw_output(json!({"output": output, "error": error, "exit_code": exit_code}));
         // An edit keeps its diff; other calls show what they returned.
         let edit = matches!(name, "patch" | "write_file");
-        if !edit || failed {
+        let terminal = (agent == ROOT)
+            .then(|| self.terminals.take(call_id))
+            .flatten();
+        if let Some(terminal) = terminal {
+            // The client's terminal shows the output; an error is added.
+            let mut content = vec![ToolCallContent::Terminal(Terminal::new(terminal))];
+            if let Some(error) = error {
+                content.push(tools::text_content(error.to_owned()));
+            }
+            fields = fields.content(content);
+        } else if !edit || failed {
             let mut content = tools::output_content(name, output);
             if let Some(error) = error.filter(|e| !output.contains(*e)) {
                 content.push(tools::text_content(error.to_owned()));

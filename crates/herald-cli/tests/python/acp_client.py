@@ -3,7 +3,7 @@ on PyPI) as the client, and prints one JSON object with everything it saw:
 each raw message from herald (through the SDK's stream observer, so updates
 newer than the SDK's schema are seen too), the answers and timings.
 
-Usage: acp_client.py session|subagents
+Usage: acp_client.py session|subagents|client_io
 Environment: HERALD_BIN, HERALD_WORK, HERALD_HOME, OPENAI_BASE_URL,
 OPENAI_API_KEY, HERALD_MODEL.
 """
@@ -20,11 +20,20 @@ from acp.connection import StreamDirection
 from acp.schema import (
     AllowedOutcome,
     ClientCapabilities,
+    CreateTerminalResponse,
     DeniedOutcome,
+    FileSystemCapabilities,
     ImageContentBlock,
+    KillTerminalResponse,
     McpServerStdio,
+    ReadTextFileResponse,
+    ReleaseTerminalResponse,
     RequestPermissionResponse,
     SseMcpServer,
+    TerminalExitStatus,
+    TerminalOutputResponse,
+    WaitForTerminalExitResponse,
+    WriteTextFileResponse,
 )
 
 HERALD = os.environ["HERALD_BIN"]
@@ -74,6 +83,72 @@ class Client:
 
     async def session_update(self, session_id, update, **kwargs):
         pass
+
+
+class Editor(Client):
+    """An editor that offers its file system and terminals: reads return its
+    buffers (unsaved text that differs from the disk), writes go into them
+    and never to the disk, and commands run in its own terminals. It records
+    every request herald made of it."""
+
+    def __init__(self, recorder, buffers):
+        super().__init__(recorder)
+        self.buffers = dict(buffers)
+        self.requests = []
+        self.terminals = {}
+
+    async def read_text_file(self, session_id, path, line=None, limit=None, **kwargs):
+        self.requests.append({"method": "fs/read_text_file", "session_id": session_id, "path": path})
+        if path in self.buffers:
+            return ReadTextFileResponse(content=self.buffers[path])
+        with open(path) as f:
+            return ReadTextFileResponse(content=f.read())
+
+    async def write_text_file(self, session_id, path, content, **kwargs):
+        self.requests.append({"method": "fs/write_text_file", "session_id": session_id,
+                              "path": path, "content": content})
+        self.buffers[path] = content
+        return WriteTextFileResponse()
+
+    async def create_terminal(self, session_id, command, args=None, env=None, cwd=None,
+                              output_byte_limit=None, **kwargs):
+        terminal_id = f"term-{len(self.terminals) + 1}"
+        self.requests.append({"method": "terminal/create", "session_id": session_id,
+                              "command": command, "args": args, "cwd": cwd,
+                              "output_byte_limit": output_byte_limit, "terminal_id": terminal_id})
+        process = await asyncio.create_subprocess_exec(
+            command, *(args or []), cwd=cwd, stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
+        self.terminals[terminal_id] = {"process": process, "output": b"",
+                                       "reader": asyncio.create_task(process.stdout.read())}
+        return CreateTerminalResponse(terminal_id=terminal_id)
+
+    async def _finished(self, terminal_id):
+        terminal = self.terminals[terminal_id]
+        code = await terminal["process"].wait()
+        terminal["output"] = await terminal["reader"]
+        return code
+
+    async def wait_for_terminal_exit(self, session_id, terminal_id, **kwargs):
+        self.requests.append({"method": "terminal/wait_for_exit", "terminal_id": terminal_id})
+        code = await self._finished(terminal_id)
+        return WaitForTerminalExitResponse(exit_code=code)
+
+    async def terminal_output(self, session_id, terminal_id, **kwargs):
+        self.requests.append({"method": "terminal/output", "terminal_id": terminal_id})
+        code = await self._finished(terminal_id)
+        return TerminalOutputResponse(output=self.terminals[terminal_id]["output"].decode(),
+                                      truncated=False,
+                                      exit_status=TerminalExitStatus(exit_code=code))
+
+    async def kill_terminal(self, session_id, terminal_id, **kwargs):
+        self.requests.append({"method": "terminal/kill", "terminal_id": terminal_id})
+        self.terminals[terminal_id]["process"].kill()
+        return KillTerminalResponse()
+
+    async def release_terminal(self, session_id, terminal_id, **kwargs):
+        self.requests.append({"method": "terminal/release", "terminal_id": terminal_id})
+        return ReleaseTerminalResponse()
 
 
 def spawn(recorder, client):
@@ -278,6 +353,35 @@ async def subagents_scenario(out):
             out[name] = result
 
 
+async def client_io_scenario(out):
+    buffer_path = os.path.join(WORK, "buffer.txt")
+    # With the editor's file system and terminals.
+    recorder = Recorder()
+    editor = Editor(recorder, {buffer_path: "unsaved buffer line\n"})
+    async with spawn(recorder, editor) as (conn, process):
+        init = await conn.initialize(protocol_version=1, client_capabilities=ClientCapabilities(
+            fs=FileSystemCapabilities(read_text_file=True, write_text_file=True), terminal=True))
+        out["initialize"] = dump(init)
+        new = await conn.new_session(cwd=WORK, mcp_servers=[])
+        sid = new.session_id
+        out["session_id"] = sid
+        mark = recorder.mark()
+        response = await conn.prompt(session_id=sid, prompt=[text_block("client io: use the editor")])
+        out["offered"] = {"stop": response.stop_reason, "updates": recorder.updates(mark),
+                          "requests": editor.requests, "buffers": editor.buffers}
+    # Without the offer: herald's own tools.
+    recorder = Recorder()
+    editor = Editor(recorder, {buffer_path: "unsaved buffer line\n"})
+    async with spawn(recorder, editor) as (conn, process):
+        await conn.initialize(protocol_version=1, client_capabilities=ClientCapabilities())
+        new = await conn.new_session(cwd=WORK, mcp_servers=[])
+        mark = recorder.mark()
+        response = await conn.prompt(session_id=new.session_id,
+                                     prompt=[text_block("local io: use herald's own tools")])
+        out["not_offered"] = {"stop": response.stop_reason, "updates": recorder.updates(mark),
+                              "requests": editor.requests}
+
+
 async def main():
     try:
         await run()
@@ -292,6 +396,8 @@ async def run():
         await session_scenario(out)
     elif scenario == "subagents":
         await subagents_scenario(out)
+    elif scenario == "client_io":
+        await client_io_scenario(out)
     else:
         raise SystemExit(f"unknown scenario {scenario}")
     print(json.dumps(out))

@@ -601,3 +601,162 @@ async fn herald_acp_refuses_session_flags_and_ends_quietly_when_stdin_closes() {
     let listed = h.cli_json(&["sessions", "list", "--json"]).await;
     assert_eq!(listed, json!([]));
 }
+
+fn client_io_script() -> Script {
+    Script::new()
+        .conversation(
+            "client io: use the editor",
+            vec![
+                Reply::tool("read_file", json!({"path": "buffer.txt"})),
+                Reply::tool(
+                    "patch",
+                    json!({"path": "buffer.txt", "old_string": "unsaved buffer", "new_string": "edited buffer"}),
+                ),
+                Reply::tool(
+                    "write_file",
+                    json!({"path": "out.txt", "content": "written by herald\n"}),
+                ),
+                Reply::tool(
+                    "write_file",
+                    json!({"path": "secret.txt", "content": "must not be written\n"}),
+                ),
+                Reply::tool(
+                    "terminal",
+                    json!({"command": "echo from-the-editor-terminal; pwd"}),
+                ),
+                Reply::text("done in the editor"),
+            ],
+        )
+        .conversation(
+            "local io: use herald's own tools",
+            vec![
+                Reply::tool("read_file", json!({"path": "buffer.txt"})),
+                Reply::tool("terminal", json!({"command": "echo from-herald-itself"})),
+                Reply::text("done locally"),
+            ],
+        )
+}
+
+/// The results the model got in the conversation that starts with `needle`.
+fn results_of(h: &Harness, needle: &str) -> Vec<String> {
+    h.requests_of(needle)
+        .last()
+        .map(|r| common::tool_results(&r.body))
+        .unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_editors_files_and_terminals_are_used_when_offered() {
+    let h = Harness::new(client_io_script()).await;
+    let work = h.work_path();
+    std::fs::write(work.join("buffer.txt"), "on disk line\n").unwrap();
+    let secret = work.join("secret.txt");
+    h.config(&format!(
+        "[permissions]\nask = [\"terminal(echo *)\"]\ndeny = [\"write_file({})\"]\n",
+        secret.display()
+    ));
+    let seen = run_client(&h, "client_io").await;
+    let buffer = work.join("buffer.txt").display().to_string();
+    let out = work.join("out.txt").display().to_string();
+
+    // Offered: the file tools read and wrote the editor's buffers.
+    let offered = &seen["offered"];
+    assert_eq!(offered["stop"], "end_turn", "{offered}");
+    let results = results_of(&h, "client io");
+    assert!(
+        results[0].contains("1|unsaved buffer line"),
+        "read_file returns the unsaved buffer, not the disk: {results:?}"
+    );
+    assert!(results[1].starts_with("Patched buffer.txt"), "{results:?}");
+    assert_eq!(offered["buffers"][&buffer], "edited buffer line\n");
+    assert_eq!(offered["buffers"][&out], "written by herald\n");
+    // herald wrote nothing to the disk itself.
+    assert_eq!(
+        std::fs::read_to_string(work.join("buffer.txt")).unwrap(),
+        "on disk line\n"
+    );
+    assert!(!work.join("out.txt").exists());
+    // The write the rules deny was refused before the editor was asked.
+    assert!(results[3].contains("denied"), "{results:?}");
+    assert!(!secret.exists());
+    let requests = offered["requests"].as_array().unwrap();
+    let session = seen["session_id"].as_str().unwrap();
+    let methods: Vec<(&str, &str)> = requests
+        .iter()
+        .map(|r| {
+            (
+                r["method"].as_str().unwrap(),
+                r["path"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    assert_eq!(
+        methods,
+        vec![
+            ("fs/read_text_file", buffer.as_str()),
+            ("fs/read_text_file", buffer.as_str()),
+            ("fs/write_text_file", buffer.as_str()),
+            ("fs/write_text_file", out.as_str()),
+            ("terminal/create", ""),
+            ("terminal/wait_for_exit", ""),
+            ("terminal/output", ""),
+            ("terminal/release", ""),
+        ],
+        "{requests:?}"
+    );
+    assert!(
+        requests
+            .iter()
+            .filter(|r| r.get("session_id").is_some())
+            .all(|r| r["session_id"] == session)
+    );
+    // The command ran in the editor's terminal, in the session's directory,
+    // and its output reached the model.
+    let create = &requests[4];
+    assert_eq!(create["command"], "bash");
+    assert_eq!(
+        create["args"],
+        json!(["-c", "echo from-the-editor-terminal; pwd"])
+    );
+    assert_eq!(create["cwd"], work.display().to_string());
+    let terminal: Value = serde_json::from_str(&results[4]).unwrap();
+    assert_eq!(terminal["exit_code"], 0, "{terminal}");
+    assert_eq!(
+        terminal["output"],
+        format!("from-the-editor-terminal\n{}\n", work.display())
+    );
+    // The tool call carries the terminal, while it runs and at its end.
+    let updates = &offered["updates"];
+    let call = of_kind(updates, "tool_call")
+        .into_iter()
+        .find(|c| c["kind"] == "execute")
+        .unwrap();
+    let terminal_updates: Vec<&Value> = of_kind(updates, "tool_call_update")
+        .into_iter()
+        .filter(|u| u["toolCallId"] == call["toolCallId"])
+        .filter(|u| u["content"][0]["type"] == "terminal")
+        .collect();
+    assert_eq!(terminal_updates.len(), 2, "{updates}");
+    assert!(
+        terminal_updates
+            .iter()
+            .all(|u| u["content"][0]["terminalId"] == create["terminal_id"])
+    );
+    assert_eq!(terminal_updates[1]["status"], "completed");
+
+    // Not offered: herald's own tools, and the editor is never asked.
+    let local = &seen["not_offered"];
+    assert_eq!(local["stop"], "end_turn", "{local}");
+    assert_eq!(local["requests"], json!([]));
+    let results = results_of(&h, "local io");
+    assert!(results[0].contains("1|on disk line"), "{results:?}");
+    let ran: Value = serde_json::from_str(&results[1]).unwrap();
+    assert_eq!(ran["output"], "from-herald-itself\n");
+    let updates = &local["updates"];
+    assert!(
+        of_kind(updates, "tool_call_update")
+            .iter()
+            .all(|u| u["content"][0]["type"] != "terminal"),
+        "{updates}"
+    );
+}
