@@ -167,11 +167,10 @@ fn patch_file(
 /// Works out the patch `args` asks for on `content` (named `args.path`).
 fn apply(content: &str, args: &PatchArgs, stop: &Stop) -> Result<Patched, ToolError> {
     let shown = &args.path;
-    let content = content.to_owned();
     let stopped = |_| ToolError::new("patch was stopped");
     stop.check().map_err(stopped)?;
-    let Some(found) = find(&content, &args.old_string) else {
-        return Err(no_match(&content, shown, &args.old_string));
+    let Some(found) = find(content, &args.old_string) else {
+        return Err(no_match(content, shown, &args.old_string));
     };
     let replace_all = args.replace_all.unwrap_or(false);
     let capped = found.ranges.len() > MAX_MATCHES;
@@ -180,7 +179,7 @@ fn apply(content: &str, args: &PatchArgs, stop: &Stop) -> Result<Patched, ToolEr
             .ranges
             .iter()
             .take(10)
-            .map(|r| line_of(&content, r.start).to_string())
+            .map(|r| line_of(content, r.start).to_string())
             .collect();
         let times = if capped {
             format!("more than {MAX_MATCHES}")
@@ -201,7 +200,7 @@ fn apply(content: &str, args: &PatchArgs, stop: &Stop) -> Result<Patched, ToolEr
         )));
     }
     stop.check().map_err(stopped)?;
-    let new_string = found.adapt(&content, &args.new_string);
+    let new_string = found.adapt(content, &args.new_string);
     let mut updated = String::with_capacity(content.len() + new_string.len());
     let mut at = 0;
     for range in &found.ranges {
@@ -211,7 +210,7 @@ fn apply(content: &str, args: &PatchArgs, stop: &Stop) -> Result<Patched, ToolEr
     }
     updated.push_str(&content[at..]);
     stop.check().map_err(stopped)?;
-    let diff = unified_diff(shown, &content, &updated, &found.ranges, new_string.len());
+    let diff = unified_diff(shown, content, &updated, &found.ranges, new_string.len());
     let count = found.ranges.len();
     let how = match found.kind {
         MatchKind::Exact => "",
