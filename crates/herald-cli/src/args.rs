@@ -349,6 +349,22 @@ pub(crate) enum Command {
     Rewind(RewindArgs),
     /// Serve sessions over HTTP: OpenAI-compatible endpoints and the /api.
     Serve(crate::serve_cmd::ServeArgs),
+    /// Be an Agent Client Protocol agent on stdin/stdout, for editors (Zed,
+    /// JetBrains IDEs, Neovim, VS Code through a bridge).
+    ///
+    /// The editor starts `herald acp` and speaks ACP (JSON-RPC, one message
+    /// per line) to it; stdout carries only ACP messages, logs go to
+    /// $HERALD_HOME/logs. Sessions are opened in the directory the editor
+    /// names, with its MCP servers added; each approval herald needs is
+    /// asked through the editor (allow once, for the session, always, or
+    /// deny), and the editor's mode picker switches between read-only,
+    /// workspace-write and full-access. Subagents show as sessions of
+    /// their own when the editor supports them, else as nested tool calls.
+    /// Setup for Zed and JetBrains: docs/acp.md.
+    #[command(
+        after_help = "Zed (settings.json):\n  \"agent_servers\": { \"herald\": { \"type\": \"custom\", \"command\": \"herald\", \"args\": [\"acp\"] } }\n\nJetBrains (~/.jetbrains/acp.json):\n  { \"agent_servers\": { \"herald\": { \"command\": \"herald\", \"args\": [\"acp\"] } } }"
+    )]
+    Acp(ServiceArgs),
     /// Spend, tokens and cache-hit share from the store, by day, model,
     /// session or project.
     Usage(crate::usage_cmd::UsageArgs),
@@ -376,6 +392,7 @@ impl Command {
                 args.cwd.apply(common);
             }
             Command::Serve(args) => args.service.apply(common),
+            Command::Acp(service) => service.apply(common),
             Command::Context(args) => {
                 args.model.apply(common);
                 args.cwd.apply(common);

@@ -1,6 +1,7 @@
 //! The `herald` binary: parses the command line, then hands off to a thin
 //! front end (one-shot run, interactive loop, or a management command).
 
+mod acp_cmd;
 mod agent_defs_cmd;
 mod agents_cmd;
 mod approval_prompt;
@@ -152,6 +153,7 @@ async fn dispatch(
         }
         Some(Command::Rewind(args)) => checkpoints_cmd::rewind(&common, args).await,
         Some(Command::Serve(args)) => serve_cmd::serve(&common, args).await,
+        Some(Command::Acp(_)) => acp_cmd::serve(&common).await,
         Some(Command::Usage(args)) => usage_cmd::usage(&common, args).await,
         Some(Command::Cron { action }) => cron_cmd::cron(&common, action).await,
         Some(Command::Daemon(args)) => cron_cmd::daemon(&common, args).await,

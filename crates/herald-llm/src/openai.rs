@@ -880,10 +880,11 @@ mod tests {
         .unwrap()
     }
 
-    /// The bytes herald sent for this history before tool results could
+    /// The bytes herald sends for this history (the tool schema's keys in
+    /// the order it declares them), as it did before tool results could
     /// carry images: a history without images must keep them exactly (the
     /// provider's prompt cache of stored sessions depends on it).
-    const GOLDEN: &str = r#"{"model":"m","stream":true,"stream_options":{"include_usage":true},"max_tokens":100,"tools":[{"type":"function","function":{"name":"read_file","description":"Reads a file.","parameters":{"properties":{"path":{"type":"string"}},"type":"object"}}}],"messages":[{"role":"system","content":"sys"},{"role":"user","content":"hi \"there\""},{"role":"assistant","content":"Let me look.","tool_calls":[{"id":"call_a","type":"function","function":{"name":"read_file","arguments":"{\"path\":\"a.txt\"}"}},{"id":"call_b","type":"function","function":{"name":"terminal","arguments":"not json"}}]},{"role":"tool","content":"line 1\nline 2","tool_call_id":"call_a"},{"role":"tool","content":"","tool_call_id":"call_b"},{"role":"assistant","content":""},{"role":"user","content":"thanks"}]}"#;
+    const GOLDEN: &str = r#"{"model":"m","stream":true,"stream_options":{"include_usage":true},"max_tokens":100,"tools":[{"type":"function","function":{"name":"read_file","description":"Reads a file.","parameters":{"type":"object","properties":{"path":{"type":"string"}}}}}],"messages":[{"role":"system","content":"sys"},{"role":"user","content":"hi \"there\""},{"role":"assistant","content":"Let me look.","tool_calls":[{"id":"call_a","type":"function","function":{"name":"read_file","arguments":"{\"path\":\"a.txt\"}"}},{"id":"call_b","type":"function","function":{"name":"terminal","arguments":"not json"}}]},{"role":"tool","content":"line 1\nline 2","tool_call_id":"call_a"},{"role":"tool","content":"","tool_call_id":"call_b"},{"role":"assistant","content":""},{"role":"user","content":"thanks"}]}"#;
 
     #[test]
     fn a_history_without_images_encodes_byte_for_byte_as_before() {

@@ -280,8 +280,11 @@ fn anthropic_message(m: &Value) -> Result<NormMessage, String> {
                     "{kind} block {i} follows a block of another type: thinking blocks come first"
                 ));
             }
-            msg.thinking
-                .push(crate::canonical::strip_cache_control(b).to_string());
+            // Keys sorted whatever order the client wrote them in (JSON
+            // objects keep their order when parsed).
+            let mut text = String::new();
+            crate::canonical::write_sorted(&crate::canonical::strip_cache_control(b), &mut text);
+            msg.thinking.push(text);
         }
         match kind {
             Some("text") => texts.push(b.get("text").and_then(Value::as_str).unwrap_or_default()),

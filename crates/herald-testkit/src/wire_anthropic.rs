@@ -276,22 +276,36 @@ mod tests {
             crate::ScriptedThinking::redacted("opaque"),
         ]);
         let ev = stream(&ctx(&reply));
-        let all: String = ev
+        // Each event's data, parsed: the order of the events is what
+        // counts, not the order of the keys in each.
+        let data: Vec<Value> = ev
             .events
             .iter()
-            .map(|b| std::str::from_utf8(b).unwrap().to_owned())
+            .map(|b| {
+                let text = std::str::from_utf8(b).unwrap();
+                let line = text.lines().find_map(|l| l.strip_prefix("data: ")).unwrap();
+                serde_json::from_str(line).unwrap()
+            })
             .collect();
-        let think = all
-            .find(r#""thinking":"hm","type":"thinking_delta""#)
-            .unwrap();
-        let sig = all
-            .find(r#""signature":"sig","type":"signature_delta""#)
-            .unwrap();
-        let redacted = all
-            .find(r#""data":"opaque","type":"redacted_thinking""#)
-            .unwrap();
-        let text = all.find(r#""text":"ok","type":"text_delta""#).unwrap();
-        assert!(think < sig && sig < redacted && redacted < text, "{all}");
+        let at = |wanted: Value| {
+            data.iter()
+                .position(|d| {
+                    let part = d.get("delta").or_else(|| d.get("content_block"));
+                    part.is_some_and(|p| {
+                        wanted
+                            .as_object()
+                            .unwrap()
+                            .iter()
+                            .all(|(k, v)| p.get(k) == Some(v))
+                    })
+                })
+                .unwrap_or_else(|| panic!("no event with {wanted} in {data:?}"))
+        };
+        let think = at(json!({"type": "thinking_delta", "thinking": "hm"}));
+        let sig = at(json!({"type": "signature_delta", "signature": "sig"}));
+        let redacted = at(json!({"type": "redacted_thinking", "data": "opaque"}));
+        let text = at(json!({"type": "text_delta", "text": "ok"}));
+        assert!(think < sig && sig < redacted && redacted < text, "{data:?}");
         let v = complete(&ctx(&reply));
         assert_eq!(v["content"][0]["signature"], "sig");
         assert_eq!(v["content"][1]["type"], "redacted_thinking");

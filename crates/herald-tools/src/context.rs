@@ -26,6 +26,9 @@ pub struct AgentState {
     /// [`crate::FileTracker`]); set once by the session when it watches
     /// files.
     tracker: std::sync::OnceLock<Arc<dyn crate::FileTracker>>,
+    /// Where the file tools and foreground commands go when not to this
+    /// process (see [`crate::ToolBackends`]); set once by the session.
+    backends: std::sync::OnceLock<crate::ToolBackends>,
 }
 
 /// Paths touched through the file tools.
@@ -45,6 +48,7 @@ impl AgentState {
             todos: TodoState::default(),
             journal: std::sync::OnceLock::new(),
             tracker: std::sync::OnceLock::new(),
+            backends: std::sync::OnceLock::new(),
         })
     }
 
@@ -67,6 +71,24 @@ impl AgentState {
     /// What is told of the file tools' reads and writes, if anything.
     pub fn file_tracker(&self) -> Option<Arc<dyn crate::FileTracker>> {
         self.tracker.get().cloned()
+    }
+
+    /// Sets where the file tools and foreground commands go (first call
+    /// wins).
+    pub fn set_backends(&self, backends: crate::ToolBackends) {
+        let _ = self.backends.set(backends);
+    }
+
+    /// The file backend the file tools use instead of the local file
+    /// system, if the session has one.
+    pub fn file_backend(&self) -> Option<Arc<dyn crate::FileBackend>> {
+        self.backends.get().and_then(|b| b.files.clone())
+    }
+
+    /// The backend foreground commands run through instead of a local
+    /// shell, if the session has one.
+    pub fn command_backend(&self) -> Option<Arc<dyn crate::CommandBackend>> {
+        self.backends.get().and_then(|b| b.commands.clone())
     }
 
     /// Notes that `path` was read.

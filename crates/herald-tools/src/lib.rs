@@ -2,6 +2,7 @@
 //! toolsets, argument validation that turns bad calls into actionable errors,
 //! output limits, and the built-in tools.
 
+mod backend;
 pub mod builtin;
 mod context;
 mod elicit;
@@ -16,6 +17,10 @@ mod tracker;
 mod truncate;
 mod validate;
 
+pub use backend::{
+    BackendError, CommandBackend, CommandEnd, CommandOutcome, CommandRequest, FileBackend,
+    ToolBackends,
+};
 pub use builtin::{TEMP_FILE_MARKER, remove_stale_temp_files};
 pub use context::{AgentState, ToolContext};
 pub use elicit::{ElicitAction, ElicitAnswer, Elicitation};

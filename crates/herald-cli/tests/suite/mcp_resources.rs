@@ -164,12 +164,14 @@ async fn the_interactive_loop_fills_in_a_servers_form_field_by_field() {
         .stderr(Stdio::piped());
     let mut child = cmd.spawn().unwrap();
     let mut stdin = child.stdin.take().unwrap();
-    // The request, "fill in", then the 13 fields in the schema's order
-    // (alphabetical): birthdate, check, email, firstLine, homepage,
-    // integer, legacyTitledEnum, name, number, titledMultipleSelectEnum,
-    // titledSingleSelectEnum, untitledMultipleSelectEnum,
-    // untitledSingleSelectEnum. Empty lines keep defaults or skip.
-    let input = "please fill in the form\ny\n\ny\n\n\n\n7\n2\nAda Lovelace\n\n1,3\n2\n\nJoey\n";
+    // The request, "fill in", then the 13 fields in the order the server
+    // declares them (JSON objects keep their order in herald: serde_json's
+    // `preserve_order` is on): name, check, firstLine, email, homepage,
+    // birthdate, integer, number, untitledSingleSelectEnum,
+    // untitledMultipleSelectEnum, titledSingleSelectEnum,
+    // titledMultipleSelectEnum, legacyTitledEnum. Empty lines keep
+    // defaults or skip.
+    let input = "please fill in the form\ny\nAda Lovelace\ny\n\n\n\n\n7\n\nJoey\n\n2\n1,3\n2\n";
     stdin.write_all(input.as_bytes()).await.unwrap();
     drop(stdin);
     let output = tokio::time::timeout(std::time::Duration::from_secs(60), child.wait_with_output())

@@ -1,3 +1,4 @@
+mod acp;
 mod agent_defs;
 mod agent_messaging;
 mod batch;

@@ -129,6 +129,10 @@ pub struct SessionOptions {
     /// Tools the front end adds to the root agent's registry (the
     /// `cronjob` tool of the command line); `--toolsets` applies to them.
     pub extra_tools: Vec<Arc<dyn herald_tools::Tool>>,
+    /// Where the root agent's file tools and foreground commands go when a
+    /// front end offers its own (an editor's buffers and terminals over
+    /// ACP); the default is herald's own file system and shell.
+    pub backends: herald_tools::ToolBackends,
 }
 
 impl SessionOptions {
@@ -148,6 +152,7 @@ impl SessionOptions {
             client: None,
             mcp: None,
             extra_tools: Vec::new(),
+            backends: herald_tools::ToolBackends::default(),
         }
     }
 }

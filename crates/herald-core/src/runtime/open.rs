@@ -301,6 +301,7 @@ pub async fn open_session(mut options: SessionOptions) -> Result<Session, Runtim
         delegation.set_file_watch(Arc::clone(&watch));
         agent.set_file_watch(watch, true);
     }
+    agent.state().set_backends(options.backends.clone());
     agent
         .state()
         .set_process_journal(Arc::new(StoreProcessJournal::new(

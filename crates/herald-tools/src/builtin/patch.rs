@@ -74,6 +74,22 @@ diff. Max 32 MiB.";
         }
         let path = ctx.state.resolve(&args.path);
         ctx.state.note_written(&path);
+        if let Some(files) = ctx.state.file_backend() {
+            let shown = &args.path;
+            let content = files
+                .read_text(&path)
+                .await
+                .map_err(|e| ToolError::new(format!("cannot read {shown}: {e}")))?;
+            if content.len() as u64 > MAX_PATCH_BYTES {
+                return Err(too_large(shown, content.len() as u64));
+            }
+            let patched = apply(&content, &args, &Stop::default())?;
+            files
+                .write_text(&path, &patched.updated)
+                .await
+                .map_err(|e| ToolError::new(format!("could not write {shown}: {e}")))?;
+            return Ok(patched.summary);
+        }
         let tracker = ctx.state.file_tracker();
         run_blocking(ctx, Self::NAME, FILE_TOOL_TIMEOUT, move |stop| {
             patch_file(&path, &args, stop, tracker.as_deref())
@@ -93,12 +109,7 @@ fn read_for_patch(path: &Path, shown: &str) -> Result<String, ToolError> {
         )));
     }
     let (file, meta) = open_regular(path, shown)?;
-    let too_large = |size: u64| {
-        ToolError::new(format!(
-            "{shown} is too large to patch ({size} bytes; patch edits files of up to {MAX_PATCH_BYTES} bytes = 32 MiB \
-             in memory). Edit it with terminal instead (e.g. `sed -i` for a simple replacement), or split the file."
-        ))
-    };
+    let too_large = |size: u64| too_large(shown, size);
     if meta.len() > MAX_PATCH_BYTES {
         return Err(too_large(meta.len()));
     }
@@ -117,6 +128,21 @@ fn read_for_patch(path: &Path, shown: &str) -> Result<String, ToolError> {
     })
 }
 
+/// The error for a file over [`MAX_PATCH_BYTES`].
+fn too_large(shown: &str, size: u64) -> ToolError {
+    ToolError::new(format!(
+        "{shown} is too large to patch ({size} bytes; patch edits files of up to {MAX_PATCH_BYTES} bytes = 32 MiB \
+         in memory). Edit it with terminal instead (e.g. `sed -i` for a simple replacement), or split the file."
+    ))
+}
+
+/// A patch worked out and not yet written: the new text and what the tool
+/// answers once it is written.
+struct Patched {
+    updated: String,
+    summary: String,
+}
+
 /// Patches `path` as `args` say; the write is told to `tracker`.
 fn patch_file(
     path: &Path,
@@ -126,10 +152,25 @@ fn patch_file(
 ) -> Result<String, ToolError> {
     let shown = &args.path;
     let content = read_for_patch(path, shown)?;
+    let patched = apply(&content, args, stop)?;
+    if let Some(tracker) = tracker {
+        tracker.writing(path, patched.updated.as_bytes());
+    }
+    let written = atomic_write(path, patched.updated.as_bytes());
+    if let Some(tracker) = tracker {
+        tracker.written(path, written.is_ok());
+    }
+    written.map_err(|e| ToolError::new(format!("could not write {shown}: {e}")))?;
+    Ok(patched.summary)
+}
+
+/// Works out the patch `args` asks for on `content` (named `args.path`).
+fn apply(content: &str, args: &PatchArgs, stop: &Stop) -> Result<Patched, ToolError> {
+    let shown = &args.path;
     let stopped = |_| ToolError::new("patch was stopped");
     stop.check().map_err(stopped)?;
-    let Some(found) = find(&content, &args.old_string) else {
-        return Err(no_match(&content, shown, &args.old_string));
+    let Some(found) = find(content, &args.old_string) else {
+        return Err(no_match(content, shown, &args.old_string));
     };
     let replace_all = args.replace_all.unwrap_or(false);
     let capped = found.ranges.len() > MAX_MATCHES;
@@ -138,7 +179,7 @@ fn patch_file(
             .ranges
             .iter()
             .take(10)
-            .map(|r| line_of(&content, r.start).to_string())
+            .map(|r| line_of(content, r.start).to_string())
             .collect();
         let times = if capped {
             format!("more than {MAX_MATCHES}")
@@ -159,7 +200,7 @@ fn patch_file(
         )));
     }
     stop.check().map_err(stopped)?;
-    let new_string = found.adapt(&content, &args.new_string);
+    let new_string = found.adapt(content, &args.new_string);
     let mut updated = String::with_capacity(content.len() + new_string.len());
     let mut at = 0;
     for range in &found.ranges {
@@ -169,26 +210,18 @@ fn patch_file(
     }
     updated.push_str(&content[at..]);
     stop.check().map_err(stopped)?;
-    if let Some(tracker) = tracker {
-        tracker.writing(path, updated.as_bytes());
-    }
-    let written = atomic_write(path, updated.as_bytes());
-    if let Some(tracker) = tracker {
-        tracker.written(path, written.is_ok());
-    }
-    written.map_err(|e| ToolError::new(format!("could not write {shown}: {e}")))?;
-
-    let diff = unified_diff(shown, &content, &updated, &found.ranges, new_string.len());
+    let diff = unified_diff(shown, content, &updated, &found.ranges, new_string.len());
     let count = found.ranges.len();
     let how = match found.kind {
         MatchKind::Exact => "",
         MatchKind::TrailingWhitespace => " (matched ignoring trailing whitespace)",
         MatchKind::Indentation => " (matched ignoring indentation)",
     };
-    Ok(format!(
+    let summary = format!(
         "Patched {shown}: {count} replacement{}{how}\n{diff}",
         if count == 1 { "" } else { "s" }
-    ))
+    );
+    Ok(Patched { updated, summary })
 }
 
 /// The unified diff of a patch that replaced `ranges` of `old` by

@@ -55,6 +55,13 @@ and the offset to continue from; lines are cut at 2000 chars.";
         let offset = args.offset.unwrap_or(1).max(1);
         let limit = args.limit.unwrap_or(DEFAULT_LIMIT).max(1);
         ctx.state.note_read(&path);
+        if let Some(files) = ctx.state.file_backend() {
+            let text = files
+                .read_text(&path)
+                .await
+                .map_err(|e| ToolError::new(format!("cannot read {}: {e}", args.path)))?;
+            return read_text_lines(&text, &args.path, offset, limit);
+        }
         let tracker = ctx.state.file_tracker();
         run_blocking(ctx, Self::NAME, FILE_TOOL_TIMEOUT, move |stop| {
             read_lines(&path, &args.path, offset, limit, stop, tracker.as_deref())
@@ -122,6 +129,15 @@ fn read_lines(
         number_lines_streamed(reader, offset, last_wanted, stop)
             .map_err(|e| read_error(shown, &e))?
     };
+    finish(out, total, shown, offset, last_wanted)
+}
+
+/// Lines `offset..offset+limit` of `text` handed over by a
+/// [`crate::FileBackend`] (an editor's buffer), numbered as a file's.
+fn read_text_lines(text: &str, shown: &str, offset: u64, limit: u64) -> Result<String, ToolError> {
+    refuse_binary(text.as_bytes(), shown)?;
+    let last_wanted = offset.saturating_add(limit - 1);
+    let (out, total) = number_lines_in(text.as_bytes(), offset, last_wanted);
     finish(out, total, shown, offset, last_wanted)
 }
 

@@ -15,7 +15,9 @@ use herald_sandbox::Prepared;
 use super::shell::{
     OutputBuffer, exit_code, lock, prepare_sandbox, pump, shell_quote, spawn_bash, terminate,
 };
-use crate::{AgentState, ToolContext, ToolError, TypedTool, track_group};
+use crate::{
+    AgentState, CommandEnd, CommandRequest, ToolContext, ToolError, TypedTool, track_group,
+};
 
 /// Default seconds before a foreground command is killed.
 const DEFAULT_TIMEOUT_SECS: u64 = 180;
@@ -84,6 +86,36 @@ read_file/search_files/patch over cat/grep/sed.";
             return Err(ToolError::new(
                 "timeout must be at least 1 second (default 180)",
             ));
+        }
+        // A command the sandbox confines runs here, where the sandbox is;
+        // an unconfined one runs where the user watches, when offered.
+        if sandbox.is_none()
+            && let Some(commands) = ctx.state.command_backend()
+        {
+            let request = CommandRequest {
+                command: args.command,
+                cwd: dir,
+                timeout_secs: timeout,
+                output_limit: KEEP_BYTES,
+                call_id: ctx.call_id.clone(),
+            };
+            let ran = commands
+                .run(request, &ctx.cancel)
+                .await
+                .map_err(|e| ToolError::new(format!("could not run the command: {e}")))?;
+            let mut output = ran.output;
+            if ran.truncated {
+                output.insert_str(0, "[earlier output was cut]\n");
+            }
+            let outcome = match ran.end {
+                CommandEnd::Exited(code) => Outcome::Exited(code),
+                CommandEnd::TimedOut => Outcome::TimedOut,
+                CommandEnd::Cancelled => Outcome::Cancelled,
+            };
+            return ended(outcome, output, timeout).map(|mut result| {
+                add_note(&mut result, note);
+                result.to_string()
+            });
         }
         let persist = args.workdir.is_none();
         let sandbox_note = |result: &Value| {
@@ -224,7 +256,11 @@ async fn run_foreground(
         }
     }
     let _ = tokio::task::spawn_blocking(move || drop(cwd_file)).await;
+    ended(outcome, output, timeout)
+}
 
+/// The tool's answer for a command that ended as `outcome` with `output`.
+fn ended(outcome: Outcome, output: String, timeout: u64) -> Result<Value, ToolError> {
     match outcome {
         Outcome::Exited(code) => Ok(json!({ "output": output, "exit_code": code })),
         Outcome::TimedOut => Err(ToolError::new(
@@ -405,7 +441,7 @@ mod tests {
         };
         let result = registry.execute(&call, &ctx).await;
         assert!(!result.is_error);
-        assert_eq!(result.content, r#"{"exit_code":0,"output":"hi\n"}"#);
+        assert_eq!(result.content, r#"{"output":"hi\n","exit_code":0}"#);
         let call = ToolCall {
             id: "c2".into(),
             name: "terminal".into(),

@@ -35,6 +35,17 @@ impl TypedTool for WriteFile {
         ctx.state.note_written(&path);
         let shown = args.path;
         let content = args.content;
+        if let Some(files) = ctx.state.file_backend() {
+            files
+                .write_text(&path, &content)
+                .await
+                .map_err(|e| ToolError::new(format!("could not write {shown}: {e}")))?;
+            return Ok(format!(
+                "Wrote {shown}: {} bytes, {} lines",
+                content.len(),
+                line_count(&content)
+            ));
+        }
         let tracker = ctx.state.file_tracker();
         run_blocking(ctx, Self::NAME, FILE_TOOL_TIMEOUT, move |_| {
             // `stat` never blocks, and the write never opens the target (it
