@@ -175,11 +175,9 @@ fn message(app: &mut App, args: &str) {
         );
         return;
     };
-    let running = app
-        .session()
-        .agents()
-        .iter()
-        .any(|a| a.id == agent_id && !a.status.is_finished());
+    let agents = app.session().agents();
+    let known = agents.iter().find(|a| a.id == agent_id);
+    let running = known.is_some_and(|a| !a.status.is_finished());
     let (agent_id, message) = (agent_id.to_owned(), text.trim().to_owned());
     let (op, done) = if running {
         (
@@ -196,7 +194,13 @@ fn message(app: &mut App, args: &str) {
                 agent_id: agent_id.clone(),
                 message,
             },
-            format!("follow-up started in {agent_id}'s session, in the background"),
+            if known.is_some() {
+                format!("follow-up started in {agent_id}'s session, in the background")
+            } else {
+                // Not live here: the runtime looks it up in the journal and
+                // says so (an `error` event) when there is no such agent.
+                format!("looking up {agent_id} in this session's journal for a follow-up")
+            },
         )
     };
     match app.session().submit(op) {

@@ -353,6 +353,64 @@ def questions(p):
     browser.close()
 
 
+def questions_live(p):
+    """The Questions page, open before anything is asked, shows requests as
+    they come and drops them once answered, without a reload; a card the
+    user types into survives the polls."""
+    browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    watcher = context.new_page()
+    log_in(watcher)
+    watcher.goto(URL + "/#/questions")
+    expect(watcher.get_by_text("Nothing is waiting for an answer.")).to_be_visible()
+    # A reload would wipe this marker.
+    watcher.evaluate("window.__sameDocument = 'kept'")
+    SEEN["empty_at_start"] = watcher.locator("main article.question").count()
+    # The question is asked in another tab, after the page is drawn.
+    asker = context.new_page()
+    asker.goto(URL + "/#/sessions")
+    new_session(asker)
+    send(asker, "clean the build")
+    own = asker.locator("#questions article.question", has_text="terminal")
+    expect(own).to_be_visible(timeout=30000)
+    # Measured from the session page's card (drawn from the event stream).
+    asked = time.monotonic()
+    approval = watcher.locator("main article.question", has_text="rm -rf build_dir")
+    expect(approval).to_be_visible(timeout=15000)
+    SEEN["appear_ms"] = round((time.monotonic() - asked) * 1000)
+    SEEN["live_approval"] = approval.inner_text()
+    SEEN["empty_hidden"] = watcher.get_by_text("Nothing is waiting for an answer.").is_hidden()
+    shot(watcher, "live-approval")
+    # Answered in the other tab: the card leaves the watching page.
+    own.get_by_role("button", name="Once").click()
+    answered = time.monotonic()
+    expect(approval).to_have_count(0, timeout=15000)
+    SEEN["disappear_ms"] = round((time.monotonic() - answered) * 1000)
+    colour = watcher.locator("main article.question", has_text="Which colour?")
+    expect(colour).to_be_visible(timeout=15000)
+    asker.locator("#questions article.question", has_text="Which colour?").get_by_role("button", name="blue").click()
+    expect(colour).to_have_count(0, timeout=15000)
+    # Typing into a card while polls run: the same element keeps the text.
+    free = watcher.locator("main article.question", has_text="Anything else?")
+    expect(free).to_be_visible(timeout=15000)
+    free.locator("input[name=answer]").fill("paint it teal")
+    free.evaluate("el => { el.__marked = true; }")
+    watcher.wait_for_timeout(4000)
+    SEEN["typed_after_polls"] = free.locator("input[name=answer]").input_value()
+    SEEN["same_card_after_polls"] = free.evaluate("el => el.__marked === true")
+    shot(watcher, "live-typing")
+    free.get_by_role("button", name="Answer").click()
+    expect(free).to_have_count(0, timeout=15000)
+    expect(asker.locator(".msg.assistant .body.md").last).to_contain_text("cleared, and blue it is", timeout=30000)
+    # Stays gone after more polls (no stale poll brings it back).
+    watcher.wait_for_timeout(3000)
+    SEEN["cards_left"] = watcher.locator("main article.question").count()
+    SEEN["empty_shown_again"] = watcher.get_by_text("Nothing is waiting for an answer.").is_visible()
+    SEEN["badge_hidden"] = watcher.locator("#question-count").is_hidden()
+    SEEN["no_reload"] = watcher.evaluate("window.__sameDocument") == "kept"
+    browser.close()
+
+
 def elicitation(p):
     """An MCP server's form, answered from the Questions page."""
     browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
@@ -543,6 +601,7 @@ def main():
             "basics": basics,
             "delegation": delegation,
             "questions": questions,
+            "questions_live": questions_live,
             "elicitation": elicitation,
             "composer": composer,
             "doctor": doctor,

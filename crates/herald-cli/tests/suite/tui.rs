@@ -580,3 +580,167 @@ async fn ctrl_c_on_a_background_agents_approval_with_no_turn_running_denies_it()
     assert!(results[0].starts_with("denied"), "{results:?}");
     exit_with_ctrl_d(&pty);
 }
+
+/// Whether the composer's box in `screen` holds a line starting with `text`.
+fn composer_holds(screen: &str, text: &str) -> bool {
+    let rows: Vec<&str> = screen.lines().collect();
+    let Some(bottom) = rows.iter().rposition(|row| row.starts_with('╰')) else {
+        return false;
+    };
+    let top = rows[..bottom]
+        .iter()
+        .rposition(|row| row.starts_with('╭'))
+        .unwrap_or(0);
+    rows[top..bottom].iter().any(|row| row.contains(text))
+}
+
+/// The id of the background agent the root's `delegate_task` dispatched,
+/// read from the tool result the model got back.
+fn dispatched_agent(h: &Harness, root: &str) -> String {
+    let requests = h.requests_of(root);
+    let results = tool_results(&requests.last().expect("a root request").body);
+    let first = results.first().expect("the delegate_task result");
+    let dispatched: Value = serde_json::from_str(first.split("\n\n").next().unwrap_or_default())
+        .unwrap_or_else(|e| panic!("{e}: {first}"));
+    dispatched["agent_id"]
+        .as_str()
+        .or_else(|| dispatched["agent_ids"][0].as_str())
+        .unwrap_or_else(|| panic!("no agent id in {dispatched}"))
+        .to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn message_steers_a_running_background_agent_typed_and_from_the_picker() {
+    let h = Harness::new(
+        Script::new()
+            .conversation(
+                "bg steer",
+                vec![terminal("sleep 6"), Reply::text("steered helper done")],
+            )
+            .conversation(
+                "start a steerable helper",
+                vec![
+                    Reply::tool(
+                        "delegate_task",
+                        json!({"background": true, "goal": "bg steer: nap, then report"}),
+                    ),
+                    Reply::text("the helper runs in the background"),
+                ],
+            ),
+    )
+    .await;
+    // Every request of the helper takes a while: it stays running.
+    h.server
+        .set_conversation_latency("bg steer", Duration::from_millis(1500));
+    let pty = start(&h, &[]);
+    pty.send_str("start a steerable helper");
+    pty.send(keys::ENTER);
+    wait_for(&pty, "the helper runs in the background");
+    turn_ended(&pty);
+    let agent = dispatched_agent(&h, "start a steerable helper");
+
+    // Typed: /message AGENT TEXT.
+    pty.send_str(&format!("/message {agent} use tabs, not spaces"));
+    pty.send(keys::ENTER);
+    wait_for(&pty, &format!("queued for {agent}"));
+    // From the picker: m fills in the id, the text follows.
+    pty.send_str("/agents");
+    pty.send(keys::ENTER);
+    wait_for_all(&pty, &["agents of this session", &agent]);
+    pty.send_str("m");
+    let filled = format!("/message {agent} ");
+    pty.wait_for(
+        |_| {
+            let screen = pty.screen();
+            !screen.contains("agents of this session") && composer_holds(&screen, &filled)
+        },
+        WAIT,
+    )
+    .unwrap_or_else(|err| panic!("waiting for the picker to fill in the composer: {err}"));
+    pty.send_str("and keep it short");
+    pty.send(keys::ENTER);
+    pty.wait_for(
+        |screen| screen.matches(&format!("queued for {agent}")).count() >= 2,
+        WAIT,
+    )
+    .unwrap_or_else(|err| panic!("waiting for the second receipt: {err}"));
+
+    // Both receipts turn delivered at the helper's next tool boundary, and
+    // its next request carries both texts with the tool result.
+    pty.wait_for(
+        |screen| screen.matches(&format!("to {agent}: delivered")).count() >= 2,
+        Duration::from_secs(40),
+    )
+    .unwrap_or_else(|err| panic!("waiting for both deliveries: {err}"));
+    wait_for(&pty, "steered helper done");
+    let child = h.requests_of("bg steer");
+    assert_eq!(child.len(), 2, "one request before and one after the nap");
+    assert!(
+        !child[0].body.to_string().contains("use tabs, not spaces"),
+        "sent after the first request"
+    );
+    let result = tool_results(&child[1].body).pop().unwrap();
+    for text in ["use tabs, not spaces", "and keep it short"] {
+        assert!(result.contains(text), "{text:?} missing: {result}");
+    }
+    exit_with_ctrl_d(&pty);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn message_to_an_unknown_agent_is_an_error_and_sends_nothing() {
+    let h = Harness::new(
+        Script::new()
+            .conversation(
+                "bg idle",
+                vec![terminal("sleep 4"), Reply::text("idle helper done")],
+            )
+            .conversation(
+                "start an idle helper",
+                vec![
+                    Reply::tool(
+                        "delegate_task",
+                        json!({"background": true, "goal": "bg idle: nap"}),
+                    ),
+                    Reply::text("the idle helper runs"),
+                ],
+            ),
+    )
+    .await;
+    h.server
+        .set_conversation_latency("bg idle", Duration::from_millis(1500));
+    let pty = start(&h, &[]);
+    pty.send_str("start an idle helper");
+    pty.send(keys::ENTER);
+    wait_for(&pty, "the idle helper runs");
+    let agent = dispatched_agent(&h, "start an idle helper");
+
+    pty.send_str("/message ag_nobody stray words");
+    pty.send(keys::ENTER);
+    let screen = wait_for(&pty, "no agent 'ag_nobody'");
+    assert!(
+        screen.contains(&agent),
+        "the error names the agents there are: {screen}"
+    );
+    // Nothing was sent: the helper finishes without the text, no new
+    // conversation started, no receipt.
+    wait_for(&pty, "idle helper done");
+    assert!(
+        !h.server
+            .requests()
+            .iter()
+            .any(|r| r.body.to_string().contains("stray words")),
+        "the text reached a model"
+    );
+    assert_eq!(
+        h.requests_of("bg idle").len(),
+        2,
+        "the helper's own two requests, no follow-up"
+    );
+    let screen = pty.screen();
+    assert!(!screen.contains("to ag_nobody"), "a receipt: {screen}");
+    assert!(
+        !screen.contains("follow-up started"),
+        "no follow-up claimed: {screen}"
+    );
+    exit_with_ctrl_d(&pty);
+}

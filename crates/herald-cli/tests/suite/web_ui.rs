@@ -396,6 +396,66 @@ async fn webui_browser_answers_an_approval_and_clarify_questions_from_the_questi
     served.stop().await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn webui_browser_questions_page_updates_live_without_reload() {
+    let h = Harness::new(Script::new().conversation(
+        "clean the build",
+        vec![
+            Reply::tool("terminal", json!({"command": "rm -rf build_dir"})),
+            Reply::tool(
+                "clarify",
+                json!({"question": "Which colour?", "choices": ["red", "blue"], "allow_freetext": false}),
+            ),
+            Reply::tool(
+                "clarify",
+                json!({"question": "Anything else?", "choices": ["no"], "allow_freetext": true}),
+            ),
+            Reply::text("cleared, and blue it is"),
+        ],
+    ))
+    .await;
+    std::fs::create_dir(h.work_path().join("build_dir")).unwrap();
+    let served = Served::start(&h).await;
+    let seen = browse(&served, "questions_live").await;
+    assert_eq!(seen["empty_at_start"], 0, "{seen}");
+    // Recorded in docs/BENCHMARKS.md (run with --nocapture).
+    eprintln!(
+        "questions page: a card appeared {} ms after the session page's, left {} ms after the answer",
+        seen["appear_ms"], seen["disappear_ms"]
+    );
+    let approval = seen["live_approval"].as_str().unwrap();
+    for part in ["rm -rf build_dir", "asked by", "root", "Once"] {
+        assert!(approval.contains(part), "{part:?} missing: {approval}");
+    }
+    assert_eq!(seen["empty_hidden"], true, "{seen}");
+    // A half-typed answer outlives the polls, in the same card.
+    assert_eq!(seen["typed_after_polls"], "paint it teal", "{seen}");
+    assert_eq!(seen["same_card_after_polls"], true, "{seen}");
+    assert_eq!(seen["cards_left"], 0, "{seen}");
+    assert_eq!(seen["empty_shown_again"], true, "{seen}");
+    assert_eq!(seen["badge_hidden"], true, "{seen}");
+    assert_eq!(seen["no_reload"], true, "the page never reloaded: {seen}");
+    assert!(!h.work_path().join("build_dir").exists(), "approved once");
+    let requests = h.requests_of("clean the build");
+    let turn = |n: usize| {
+        requests
+            .iter()
+            .find(|r| r.turn == n)
+            .unwrap_or_else(|| panic!("no request {n}"))
+            .body
+            .to_string()
+    };
+    assert!(
+        turn(2).contains("blue"),
+        "the other tab's choice reached the model"
+    );
+    assert!(
+        turn(3).contains("paint it teal"),
+        "the text typed on the live page reached the model"
+    );
+    served.stop().await;
+}
+
 fn everything_config() -> String {
     let js = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../../.ci/mcp/node_modules/@modelcontextprotocol/server-everything/dist/index.js");

@@ -155,34 +155,112 @@ async function waiting() {
   );
 }
 
-export async function refreshCount() {
+/** Shows `n` waiting requests on the navigation badge. */
+function showCount(n) {
   const badge = document.getElementById("question-count");
+  badge.textContent = String(n);
+  badge.hidden = n === 0;
+}
+
+export async function refreshCount() {
   try {
     const all = await waiting();
-    const n = all.reduce((sum, w) => sum + w.approvals.length + w.elicitations.length + w.questions.length, 0);
-    badge.textContent = String(n);
-    badge.hidden = n === 0;
+    showCount(all.reduce((sum, w) => sum + w.approvals.length + w.elicitations.length + w.questions.length, 0));
   } catch {
-    badge.hidden = true;
+    document.getElementById("question-count").hidden = true;
   }
 }
 
+/** How often the shown Questions page asks what waits. */
+const POLL_MS = 1500;
+
+/** Every request of one poll as `[key, session, make card]`, keyed by
+ * session, kind and request id. */
+function requestsOf(all) {
+  const out = [];
+  for (const w of all) {
+    const sid = w.session.id;
+    for (const a of w.approvals) out.push([sid + "\u0000approval\u0000" + a.request_id, w.session, () => approvalCard(sid, a)]);
+    for (const e of w.elicitations) out.push([sid + "\u0000elicitation\u0000" + e.request_id, w.session, () => elicitationCard(sid, e)]);
+    for (const q of w.questions) out.push([sid + "\u0000question\u0000" + q.request_id, w.session, () => clarifyCard(sid, q)]);
+  }
+  return out;
+}
+
+/** The Questions page, kept live while it is shown: every ~1.5 s it asks
+ * what waits and adds the cards of new requests and removes those of
+ * answered or withdrawn ones, by request id. Cards that stay are never
+ * redrawn, so a half-typed answer survives. Returns the cleanup that stops
+ * the polling when the page is left. */
 export async function render(main) {
-  const all = (await waiting()).filter((w) => w.approvals.length || w.elicitations.length || w.questions.length);
-  replace(
-    main,
-    h("h1", {}, "Questions"),
-    all.length
-      ? all.map((w) =>
-          h(
-            "section",
-            { class: "waiting" },
-            h("h2", {}, h("a", { href: "#/s/" + encodeURIComponent(w.session.id) }, w.session.title || w.session.id)),
-            w.approvals.map((a) => approvalCard(w.session.id, a)),
-            w.elicitations.map((e) => elicitationCard(w.session.id, e)),
-            w.questions.map((q) => clarifyCard(w.session.id, q)),
-          ),
-        )
-      : h("p", { class: "muted" }, "Nothing is waiting for an answer."),
-  );
+  const empty = h("p", { class: "muted" }, "Nothing is waiting for an answer.");
+  const list = h("div", { class: "waiting-list" });
+  const sections = new Map();
+  const cards = new Map();
+  const answered = new Set();
+  let stopped = false;
+  let busy = false;
+
+  const sectionOf = (session) => {
+    let section = sections.get(session.id);
+    if (!section) {
+      section = h("section", { class: "waiting", dataset: { session: session.id } }, h("h2", {}, h("a", { href: "#/s/" + encodeURIComponent(session.id) }, session.title || session.id)));
+      sections.set(session.id, section);
+      list.append(section);
+    }
+    return section;
+  };
+
+  const apply = (all) => {
+    const now = requestsOf(all);
+    const keys = new Set(now.map(([key]) => key));
+    for (const [key, card] of cards) {
+      // A card gone from the page was answered here; a poll that started
+      // before the answer must not bring it back.
+      if (!card.isConnected) answered.add(key);
+      if (!card.isConnected || !keys.has(key)) {
+        card.remove();
+        cards.delete(key);
+      }
+    }
+    for (const [key, session, make] of now) {
+      if (cards.has(key) || answered.has(key)) continue;
+      const card = make();
+      cards.set(key, card);
+      sectionOf(session).append(card);
+    }
+    for (const [id, section] of sections) {
+      if (!section.querySelector("article.question")) {
+        section.remove();
+        sections.delete(id);
+      }
+    }
+    empty.hidden = cards.size > 0;
+    showCount(now.filter(([key]) => !answered.has(key)).length);
+  };
+
+  const poll = async () => {
+    if (stopped || busy || document.hidden) return;
+    busy = true;
+    try {
+      const all = await waiting();
+      if (!stopped) apply(all);
+    } catch {
+      // A failed poll changes nothing; the next one tries again (a 401
+      // shows the login page through the API hook).
+    } finally {
+      busy = false;
+    }
+  };
+
+  apply(await waiting());
+  replace(main, h("h1", {}, "Questions"), empty, list);
+  const timer = setInterval(poll, POLL_MS);
+  const onVisible = () => poll();
+  document.addEventListener("visibilitychange", onVisible);
+  return () => {
+    stopped = true;
+    clearInterval(timer);
+    document.removeEventListener("visibilitychange", onVisible);
+  };
 }
