@@ -5,8 +5,11 @@ Usage: trajectory_check.py openai FILE | sharegpt FILE
 openai: every line's `messages` is validated as a list of the official
 `openai` package's ChatCompletionMessageParam (pydantic validation of its
 TypedDicts), and each tool message must answer a preceding tool call.
-sharegpt: every line's `conversations` is validated against the ShareGPT
-shape (`from` in system/human/gpt/tool, string `value`), each
+sharegpt: the file is first loaded with Hugging Face `datasets` (the
+loader training pipelines use for ShareGPT data), and the schema it infers
+for `conversations` must be a list of {from, value} strings; then every
+line's `conversations` is validated against the ShareGPT shape (`from` in
+system/human/gpt/tool, string `value`), each
 <tool_call> block must hold JSON with `name` and `arguments`, and each
 <tool_response> must follow a gpt turn with a call.
 Prints one JSON summary line; exits non-zero on the first problem.
@@ -48,7 +51,32 @@ class Record(pydantic.BaseModel):
     conversations: List[Turn]
 
 
-def check_sharegpt(lines):
+def load_with_datasets(path):
+    """Loads a ShareGPT file with `datasets`, offline, into a temporary cache."""
+    import os
+    import tempfile
+
+    cache = tempfile.mkdtemp(prefix="herald-hf-")
+    os.environ["HF_HOME"] = cache
+    os.environ["HF_DATASETS_OFFLINE"] = "1"
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    from datasets import Features, List as HfList, Value, load_dataset
+
+    dataset = load_dataset("json", data_files=path, split="train", cache_dir=cache)
+    turn = {"from": Value("string"), "value": Value("string")}
+    expected = Features({"conversations": HfList(turn)})["conversations"]
+    found = dataset.features["conversations"]
+    assert found == expected, f"conversations load as {found}, not {expected}"
+    for row in dataset:
+        assert row["conversations"], "an empty conversation"
+        for t in row["conversations"]:
+            assert t["from"] and t["value"] is not None, t
+    return len(dataset)
+
+
+def check_sharegpt(lines, path):
+    loaded = load_with_datasets(path)
+    assert loaded == len(lines), (loaded, len(lines))
     calls = 0
     for raw in lines:
         record = Record.model_validate(raw)
@@ -75,7 +103,7 @@ def main():
     fmt, path = sys.argv[1], sys.argv[2]
     with open(path, encoding="utf-8") as f:
         lines = [json.loads(line) for line in f if line.strip()]
-    calls = check_openai(lines) if fmt == "openai" else check_sharegpt(lines)
+    calls = check_openai(lines) if fmt == "openai" else check_sharegpt(lines, path)
     print(json.dumps({"records": len(lines), "tool_calls": calls}))
 
 
