@@ -107,6 +107,9 @@ pub struct NetworkConfig {
     pub request_timeout_seconds: u64,
     /// Seconds to establish a connection to the provider.
     pub connect_timeout: u64,
+    /// Requests in flight to one provider endpoint from this process at
+    /// most (every agent of a tree shares them; each holds a connection).
+    pub max_requests_in_flight: usize,
 }
 
 impl Default for NetworkConfig {
@@ -117,6 +120,7 @@ impl Default for NetworkConfig {
             stream_idle_timeout: 120,
             request_timeout_seconds: 600,
             connect_timeout: 30,
+            max_requests_in_flight: herald_llm::DEFAULT_MAX_IN_FLIGHT,
         }
     }
 }
@@ -675,6 +679,7 @@ impl Settings {
             idle_timeout: Duration::from_secs(self.network.stream_idle_timeout.max(1)),
             request_timeout: Duration::from_secs(self.network.request_timeout_seconds.max(1)),
             connect_timeout: Duration::from_secs(self.network.connect_timeout.max(1)),
+            max_in_flight: self.network.max_requests_in_flight.max(1),
             images: self.images,
             reasoning: self.reasoning,
         }
@@ -813,6 +818,8 @@ pub const DEFAULT_CONFIG: &str = r#"# herald configuration. Precedence: command-
 # request_timeout_seconds = 600 # 1-86400 seconds one model request may take in all; a reply
 #                              #   still streaming then is cut there (kept, with a warning)
 # connect_timeout = 30         # 1-300 seconds to connect
+# max_requests_in_flight = 512 # 1-65536 requests (and connections) in flight to one
+#                              #   provider endpoint from the whole process; 429s lower it
 
 [tools]
 # output_limit_chars = 50000   # 1000-10000000; longer tool results keep head and tail

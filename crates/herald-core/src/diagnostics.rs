@@ -88,6 +88,7 @@ mod tests {
             idle_timeout: Duration::from_secs(120),
             request_timeout: Duration::from_secs(600),
             connect_timeout: Duration::from_secs(10),
+            max_in_flight: herald_llm::DEFAULT_MAX_IN_FLIGHT,
             images: true,
             reasoning: Default::default(),
         };

@@ -30,7 +30,9 @@ pub(crate) fn encode_tools(specs: &[ToolSpec]) -> EncodedTools {
         })
         .collect();
     EncodedTools {
-        json: serde_json::to_string(&tools).unwrap_or_else(|_| "[]".to_owned()),
+        json: serde_json::to_string(&tools)
+            .unwrap_or_else(|_| "[]".to_owned())
+            .into(),
         count: specs.len(),
     }
 }

@@ -90,7 +90,7 @@ pub(crate) struct Chain {
     cooldown: Duration,
     state: Mutex<State>,
     /// Tool lists re-encoded for the other wire (keyed by the original JSON).
-    tools: Mutex<Vec<(String, EncodedTools)>>,
+    tools: Mutex<Vec<(std::sync::Arc<str>, EncodedTools)>>,
 }
 
 impl Chain {

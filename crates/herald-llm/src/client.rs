@@ -90,6 +90,11 @@ pub struct ClientConfig {
     /// [`ErrorKind::RequestTimeout`] error. Neither is retried.
     pub request_timeout: Duration,
     pub connect_timeout: Duration,
+    /// The most requests in flight to this endpoint from the whole process
+    /// (the governor's ceiling; 429s lower it further). It also bounds the
+    /// connections opened to the endpoint: each request in flight holds one.
+    /// The first client built for an endpoint sets it.
+    pub max_in_flight: usize,
     /// The model takes images: tool results send theirs (Anthropic as
     /// `image` blocks, OpenAI as a `user` message after the results).
     /// `false` for text-only models: only the results' text is sent.
@@ -118,7 +123,14 @@ pub struct LlmClient {
     chain: Option<std::sync::Arc<crate::chain::Chain>>,
     /// The endpoint's rate-limit governor (one per endpoint and process).
     governor: std::sync::Arc<crate::governor::Governor>,
+    /// Tool lists encoded lately (shared by clones), so agents offering
+    /// the same tools share one copy of their bytes.
+    tool_lists: std::sync::Arc<std::sync::Mutex<Vec<EncodedTools>>>,
 }
+
+/// Distinct tool lists a client remembers (a session's agents offer a few:
+/// the top-level agent's, its children's, an agent definition's).
+const TOOL_LISTS_KEPT: usize = 8;
 
 impl LlmClient {
     /// Builds the client (no network traffic yet).
@@ -162,7 +174,7 @@ impl LlmClient {
                 value: value.clone(),
             })
             .collect();
-        let governor = crate::governor::for_endpoint(&endpoint);
+        let governor = crate::governor::for_endpoint(&endpoint, config.max_in_flight);
         Ok(Self {
             http,
             base: base.to_owned(),
@@ -171,6 +183,7 @@ impl LlmClient {
             keys: std::sync::Arc::new(crate::chain::KeyPool::new(keys)),
             chain: None,
             governor,
+            tool_lists: std::sync::Arc::default(),
         })
     }
 
@@ -231,12 +244,25 @@ impl LlmClient {
         &self.endpoint
     }
 
-    /// Encodes a session's tool list once for this provider.
+    /// Encodes an agent's tool list for this provider; an agent offering
+    /// the same tools as one before gets that one's bytes, shared.
     pub fn encode_tools(&self, specs: &[ToolSpec]) -> EncodedTools {
-        match self.config.provider {
+        let encoded = match self.config.provider {
             ProviderKind::OpenAi => openai::encode_tools(specs),
             ProviderKind::Anthropic => anthropic::encode_tools(specs),
+        };
+        let mut kept = self
+            .tool_lists
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(same) = kept.iter().find(|k| k.json == encoded.json) {
+            return same.clone();
         }
+        if kept.len() == TOOL_LISTS_KEPT {
+            kept.remove(0);
+        }
+        kept.push(encoded.clone());
+        encoded
     }
 
     /// The exact request body that [`complete`](Self::complete) would send.
@@ -937,6 +963,36 @@ fn encode_error(err: serde_json::Error) -> LlmError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn agents_offering_the_same_tools_share_one_encoding() {
+        let client = LlmClient::new(ClientConfig {
+            provider: ProviderKind::OpenAi,
+            base_url: "http://127.0.0.1:9/v1".into(),
+            api_key: None,
+            model: "m".into(),
+            max_tokens: None,
+            retry: RetryPolicy::default(),
+            idle_timeout: Duration::from_secs(1),
+            request_timeout: Duration::from_secs(1),
+            connect_timeout: Duration::from_secs(1),
+            max_in_flight: 4,
+            images: false,
+            reasoning: crate::ReasoningConfig::default(),
+        })
+        .unwrap();
+        let spec = |name: &str| ToolSpec {
+            name: name.into(),
+            description: "d".into(),
+            parameters: serde_json::json!({"type": "object"}),
+        };
+        let first = client.encode_tools(&[spec("a"), spec("b")]);
+        let again = client.clone().encode_tools(&[spec("a"), spec("b")]);
+        assert!(std::sync::Arc::ptr_eq(&first.json, &again.json));
+        let other = client.encode_tools(&[spec("a")]);
+        assert!(!std::sync::Arc::ptr_eq(&first.json, &other.json));
+        assert_eq!(other.count, 1);
+    }
 
     #[test]
     fn only_http_urls_skip_tls() {

@@ -16,11 +16,17 @@ use std::time::Duration;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-/// The bound before any 429: none in practice, so a provider that does
-/// not limit is never held back (a 1,000-child fan-out keeps all its
-/// requests in flight); `[delegation] max_concurrent_children` caps a
-/// batch anyway.
-pub const CEILING: usize = 65_536;
+/// The bound before any 429 when the configuration names none
+/// (`[network] max_requests_in_flight`). Each request in flight holds a
+/// connection, so this also bounds the connections one process opens to an
+/// endpoint: a fan-out of 10,000 children opening 10,000 at once overflows
+/// the accept queues of servers (and the proxies before them) and waits on
+/// the kernel's SYN retries instead of on the model.
+pub const DEFAULT_MAX_IN_FLIGHT: usize = 512;
+
+/// Waiters one release wakes at most (a raised bound fills up over the
+/// next few releases).
+const MAX_WAKE_PER_RELEASE: usize = 4;
 
 /// The longest pause a `Retry-After` imposes on the whole process.
 const MAX_PAUSE: Duration = Duration::from_secs(60);
@@ -41,6 +47,8 @@ struct State {
 #[derive(Debug)]
 pub struct Governor {
     endpoint: String,
+    /// The bound never grows past this.
+    ceiling: f64,
     state: Mutex<State>,
     freed: tokio::sync::Notify,
 }
@@ -63,8 +71,9 @@ pub struct Throttle {
     pub pause_ms: u64,
 }
 
-/// The governor of `endpoint` (one per process).
-pub fn for_endpoint(endpoint: &str) -> Arc<Governor> {
+/// The governor of `endpoint` (one per process), allowing `ceiling`
+/// requests in flight at most; the first call for an endpoint sets it.
+pub fn for_endpoint(endpoint: &str, ceiling: usize) -> Arc<Governor> {
     static ALL: OnceLock<Mutex<HashMap<String, Arc<Governor>>>> = OnceLock::new();
     let mut all = ALL
         .get_or_init(Mutex::default)
@@ -72,7 +81,7 @@ pub fn for_endpoint(endpoint: &str) -> Arc<Governor> {
         .unwrap_or_else(PoisonError::into_inner);
     Arc::clone(
         all.entry(endpoint.to_owned())
-            .or_insert_with(|| Arc::new(Governor::new(endpoint, CEILING))),
+            .or_insert_with(|| Arc::new(Governor::new(endpoint, ceiling))),
     )
 }
 
@@ -81,6 +90,7 @@ impl Governor {
     pub fn new(endpoint: &str, ceiling: usize) -> Self {
         Self {
             endpoint: endpoint.to_owned(),
+            ceiling: ceiling.max(1) as f64,
             state: Mutex::new(State {
                 limit: ceiling.max(1) as f64,
                 in_flight: 0,
@@ -144,12 +154,22 @@ impl Governor {
         }
     }
 
+    /// Frees a slot and wakes as many waiters as there are free slots (one,
+    /// unless successes raised the bound meanwhile), oldest first: waking
+    /// every waiter on each release would cost thousands of wake-ups per
+    /// request when thousands of children wait. A woken waiter that loses
+    /// its slot to a newcomer waits again.
     fn release(&self) {
-        {
+        let free = {
             let mut state = self.state();
             state.in_flight = state.in_flight.saturating_sub(1);
+            (state.limit as usize)
+                .max(1)
+                .saturating_sub(state.in_flight)
+        };
+        for _ in 0..free.min(MAX_WAKE_PER_RELEASE) {
+            self.freed.notify_one();
         }
-        self.freed.notify_waiters();
     }
 }
 
@@ -157,7 +177,7 @@ impl Permit {
     /// The request succeeded: the bound grows by about one per round.
     pub fn succeeded(&self) {
         let mut state = self.governor.state();
-        state.limit = (state.limit + 1.0 / state.limit.max(1.0)).min(CEILING as f64);
+        state.limit = (state.limit + 1.0 / state.limit.max(1.0)).min(self.governor.ceiling);
     }
 
     /// The provider answered 429 (waiting `retry_after`). The first 429 of
@@ -249,6 +269,42 @@ mod tests {
             permits[0].succeeded();
         }
         assert!(governor.limit() >= 7, "{}", governor.limit());
+    }
+
+    #[tokio::test]
+    async fn many_waiters_each_get_a_slot_in_turn_and_the_bound_holds() {
+        let governor = Arc::new(Governor::new("e", 4));
+        let cancel = CancellationToken::new();
+        let peak = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let tasks: Vec<_> = (0..200)
+            .map(|_| {
+                let governor = Arc::clone(&governor);
+                let cancel = cancel.clone();
+                let peak = Arc::clone(&peak);
+                tokio::spawn(async move {
+                    let permit = governor.acquire(&cancel).await.unwrap();
+                    peak.fetch_max(governor.in_flight(), std::sync::atomic::Ordering::SeqCst);
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                    permit.succeeded();
+                })
+            })
+            .collect();
+        for task in tasks {
+            tokio::time::timeout(Duration::from_secs(10), task)
+                .await
+                .expect("a waiter was never woken")
+                .unwrap();
+        }
+        assert_eq!(peak.load(std::sync::atomic::Ordering::SeqCst), 4);
+        assert_eq!(governor.in_flight(), 0);
+    }
+
+    #[test]
+    fn the_first_client_of_an_endpoint_sets_its_ceiling() {
+        let first = for_endpoint("http://ceiling.test/v1/chat/completions", 3);
+        let second = for_endpoint("http://ceiling.test/v1/chat/completions", 900);
+        assert!(Arc::ptr_eq(&first, &second));
+        assert_eq!(second.limit(), 3);
     }
 
     #[tokio::test(start_paused = true)]

@@ -20,6 +20,7 @@ pub use body::BodyCache;
 pub use chain::PoolKey;
 pub use client::{ClientConfig, LlmClient, ProviderKind, error_chain};
 pub use error::{ErrorKind, LlmError};
+pub use governor::DEFAULT_MAX_IN_FLIGHT;
 pub use pricing::{Price, cost_usd, install_price_overrides, price_of};
 pub use probe::{ProbeOutcome, models_url, probe};
 pub use reasoning::{MIN_THINKING_BUDGET, ReasoningConfig, ReasoningEffort};

@@ -1,10 +1,12 @@
 use herald_protocol::{Message, ToolCall, Usage};
 
 /// Tool schemas already encoded for one provider. Built once per session:
-/// the tool list never changes, so neither do these bytes.
+/// the tool list never changes, so neither do these bytes. Clones share
+/// them, and a client hands agents with the same tools the same bytes (see
+/// [`crate::LlmClient::encode_tools`]): 10,000 children hold one copy.
 #[derive(Debug, Clone)]
 pub struct EncodedTools {
-    pub(crate) json: String,
+    pub(crate) json: std::sync::Arc<str>,
     pub(crate) count: usize,
 }
 

@@ -669,6 +669,7 @@ mod tests {
             idle_timeout: std::time::Duration::from_secs(5),
             request_timeout: std::time::Duration::from_secs(600),
             connect_timeout: std::time::Duration::from_secs(1),
+            max_in_flight: herald_llm::DEFAULT_MAX_IN_FLIGHT,
             images: true,
             reasoning: Default::default(),
         })

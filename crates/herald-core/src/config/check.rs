@@ -99,6 +99,12 @@ pub(crate) const NETWORK: &[Key] = &[
         "seconds to establish a connection",
         "30",
     ),
+    key(
+        "max_requests_in_flight",
+        int(1, 65_536),
+        "requests in flight to one provider endpoint from the whole process",
+        "512",
+    ),
 ];
 
 /// `[tools]`.

@@ -78,6 +78,7 @@ fn client(server: &ScriptedServer, provider: ProviderKind, images: bool) -> Arc<
             idle_timeout: Duration::from_secs(10),
             request_timeout: Duration::from_secs(600),
             connect_timeout: Duration::from_secs(5),
+            max_in_flight: herald_llm::DEFAULT_MAX_IN_FLIGHT,
             images,
             reasoning: Default::default(),
         })

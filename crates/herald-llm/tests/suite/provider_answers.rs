@@ -45,6 +45,7 @@ fn timed_client(
         idle_timeout: IDLE,
         request_timeout,
         connect_timeout: Duration::from_secs(5),
+        max_in_flight: herald_llm::DEFAULT_MAX_IN_FLIGHT,
         images: true,
         reasoning: Default::default(),
     })
