@@ -5,7 +5,9 @@ use std::collections::{HashMap, HashSet};
 
 use serde_json::Value;
 
-use crate::canonical::{canonical_message, canonical_system, strip_cache_control};
+use crate::canonical::{
+    canonical_message, canonical_system, same_ignoring_cache_control, strip_cache_control,
+};
 use crate::record::RecordedRequest;
 use crate::script::excerpt;
 
@@ -126,18 +128,30 @@ fn short(v: &Value) -> String {
 pub fn check_prefix(prev: &Value, cur: &Value) -> Vec<String> {
     let mut errors = Vec::new();
     let null = Value::Null;
-    let sys_p = canonical_system(prev.get("system").unwrap_or(&null));
-    let sys_c = canonical_system(cur.get("system").unwrap_or(&null));
-    if sys_p != sys_c {
-        errors.push(format!(
-            "system prompt changed: was {}, now {}",
-            short(&sys_p),
-            short(&sys_c)
-        ));
+    // Each part is compared without copies first (nearly always equal),
+    // and in canonical form only when that finds a difference.
+    let (raw_sys_p, raw_sys_c) = (
+        prev.get("system").unwrap_or(&null),
+        cur.get("system").unwrap_or(&null),
+    );
+    if !same_ignoring_cache_control(raw_sys_p, raw_sys_c) {
+        let sys_p = canonical_system(raw_sys_p);
+        let sys_c = canonical_system(raw_sys_c);
+        if sys_p != sys_c {
+            errors.push(format!(
+                "system prompt changed: was {}, now {}",
+                short(&sys_p),
+                short(&sys_c)
+            ));
+        }
     }
-    let tools_p = strip_cache_control(prev.get("tools").unwrap_or(&null));
-    let tools_c = strip_cache_control(cur.get("tools").unwrap_or(&null));
-    if tools_p != tools_c {
+    let (raw_tools_p, raw_tools_c) = (
+        prev.get("tools").unwrap_or(&null),
+        cur.get("tools").unwrap_or(&null),
+    );
+    if !same_ignoring_cache_control(raw_tools_p, raw_tools_c) {
+        let tools_p = strip_cache_control(raw_tools_p);
+        let tools_c = strip_cache_control(raw_tools_c);
         errors.push(describe_tools_change(&tools_p, &tools_c));
     }
     let empty = Vec::new();
@@ -149,11 +163,9 @@ pub fn check_prefix(prev: &Value, cur: &Value) -> Vec<String> {
         .get("messages")
         .and_then(Value::as_array)
         .unwrap_or(&empty);
-    if let Some(k) = mp
-        .iter()
-        .zip(mc)
-        .position(|(a, b)| canonical_message(a) != canonical_message(b))
-    {
+    if let Some(k) = mp.iter().zip(mc).position(|(a, b)| {
+        !same_ignoring_cache_control(a, b) && canonical_message(a) != canonical_message(b)
+    }) {
         let is_system = |m: &Value| {
             matches!(
                 m.get("role").and_then(Value::as_str),
@@ -435,6 +447,32 @@ pub fn pairing_violations(requests: &[RecordedRequest]) -> Vec<String> {
         .collect()
 }
 
+/// The latest request of each conversation that a later one must extend,
+/// kept as requests arrive (the index [`predecessor`] scans for).
+#[derive(Debug, Default)]
+pub struct Predecessors {
+    last: HashMap<String, usize>,
+}
+
+impl Predecessors {
+    /// The request the one about to be recorded in `conversation` extends.
+    pub fn of(&self, conversation: &str) -> Option<usize> {
+        self.last.get(conversation).copied()
+    }
+
+    /// Records request `i` (appended to `requests`): it becomes its
+    /// conversation's predecessor unless it did not parse or is a side
+    /// request.
+    pub fn record(&mut self, requests: &[RecordedRequest], i: usize) {
+        let Some(r) = requests.get(i) else {
+            return;
+        };
+        if r.view().is_ok() && !is_side_request(&r.body) {
+            self.last.insert(r.conversation.clone(), i);
+        }
+    }
+}
+
 /// The request that request `i` must extend, if any: the latest earlier
 /// request of the same conversation that parsed and is not a side request
 /// (the same predecessor [`prefix_violations`] uses).
@@ -460,6 +498,18 @@ pub fn request_violations_allowing(
     i: usize,
     allow: Allow,
 ) -> Vec<String> {
+    request_violations_after(requests, i, predecessor(requests, i), allow)
+}
+
+/// [`request_violations_allowing`] with request `i`'s predecessor already
+/// known (a server keeps a [`Predecessors`] index instead of scanning back
+/// through every request of every other conversation).
+pub fn request_violations_after(
+    requests: &[RecordedRequest],
+    i: usize,
+    predecessor: Option<usize>,
+    allow: Allow,
+) -> Vec<String> {
     if i >= requests.len() {
         return Vec::new();
     }
@@ -467,7 +517,7 @@ pub fn request_violations_allowing(
     if requests[i].view().is_err() {
         return out;
     }
-    if let Some(p) = predecessor(requests, i) {
+    if let Some(p) = predecessor {
         let errors = check_prefix(&requests[p].body, &requests[i].body);
         if !errors.is_empty() && !is_allowed_rewrite(requests, p, i, allow) {
             let conv = excerpt(&requests[i].conversation, 60);
@@ -1056,9 +1106,19 @@ mod tests {
         let mut each: Vec<String> = (0..reqs.len())
             .flat_map(|i| request_violations(reqs, i))
             .collect();
+        // ...and so does a server's predecessor index.
+        let mut index = Predecessors::default();
+        let mut indexed = Vec::new();
+        for (i, r) in reqs.iter().enumerate() {
+            let before = index.of(&r.conversation);
+            indexed.extend(request_violations_after(reqs, i, before, Allow::default()));
+            index.record(reqs, i);
+        }
         whole.sort();
         each.sort();
+        indexed.sort();
         assert_eq!(each, whole);
+        assert_eq!(indexed, whole);
         assert!(request_violations(reqs, reqs.len()).is_empty());
     }
 

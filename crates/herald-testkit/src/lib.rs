@@ -60,9 +60,9 @@ pub use canonical::{canonical_message, canonical_request, strip_cache_control};
 pub use child_env::{in_child, rerun_with_env};
 pub use fault::Fault;
 pub use invariants::{
-    FLUSH_INSTRUCTION_PREFIX, check_pairing, check_prefix, is_compaction, is_compaction_text,
-    is_flush_request, is_summary_request, pairing_violations, prefix_stability, prefix_violations,
-    request_violations, violations,
+    FLUSH_INSTRUCTION_PREFIX, Predecessors, check_pairing, check_prefix, is_compaction,
+    is_compaction_text, is_flush_request, is_summary_request, pairing_violations, prefix_stability,
+    prefix_violations, request_violations, request_violations_after, violations,
 };
 pub use normalize::{Api, NormMessage, RequestView};
 pub use outside_temp::{dir_outside_temp, is_under_temp};

@@ -44,6 +44,9 @@ struct Shared {
     model_faults: Mutex<Vec<(String, Fault)>>,
     quirks: Mutex<Quirks>,
     log: Mutex<Vec<RecordedRequest>>,
+    /// Each conversation's latest request, for the check on arrival (kept
+    /// under the `log` lock).
+    predecessors: Mutex<invariants::Predecessors>,
     cache: Mutex<PrefixCache>,
     serial: AtomicU64,
     /// Why this server's invariant checks are off, if a test opted out.
@@ -150,6 +153,7 @@ impl ScriptedServer {
             model_faults: Mutex::new(Vec::new()),
             quirks: Mutex::new(Quirks::default()),
             log: Mutex::new(Vec::new()),
+            predecessors: Mutex::default(),
             cache: Mutex::new(PrefixCache::default()),
             serial: AtomicU64::new(0),
             skip_reason: Mutex::new(None),
@@ -499,10 +503,16 @@ async fn handle(s: Arc<Shared>, api: Api, uri: Uri, headers: HeaderMap, raw: Byt
         let index = log.len() - 1;
         // Each request is checked on arrival, so a violation fails the run
         // where it happens instead of only in the report at drop time.
-        let errors = if checked {
-            invariants::request_violations_allowing(&log, index, *lock(&s.allow))
-        } else {
-            Vec::new()
+        let errors = {
+            let mut predecessors = lock(&s.predecessors);
+            let errors = if checked {
+                let before = predecessors.of(&log[index].conversation);
+                invariants::request_violations_after(&log, index, before, *lock(&s.allow))
+            } else {
+                Vec::new()
+            };
+            predecessors.record(&log, index);
+            errors
         };
         // An injected fault or a script error is still answered as asked;
         // the violation shows in the report when the server is dropped.
