@@ -5,7 +5,9 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use agent_client_protocol_schema::v1::{SessionUpdate, ToolCall, ToolCallStatus};
+use agent_client_protocol_schema::v1::{
+    ContentBlock, ContentChunk, ImageContent, SessionUpdate, ToolCall, ToolCallStatus,
+};
 use herald_protocol::{Message, Role};
 
 use crate::tools;
@@ -25,6 +27,14 @@ pub(crate) fn replay(messages: &[Message], cwd: &Path) -> Vec<SessionUpdate> {
             Role::User => {
                 if !message.content.is_empty() {
                     updates.push(SessionUpdate::UserMessageChunk(chunk(&message.content)));
+                }
+                for image in &message.images {
+                    updates.push(SessionUpdate::UserMessageChunk(ContentChunk::new(
+                        ContentBlock::Image(ImageContent::new(
+                            image.data.to_string(),
+                            image.mime_type.clone(),
+                        )),
+                    )));
                 }
             }
             Role::Assistant => {

@@ -154,7 +154,7 @@ impl Server {
             .load_session(true)
             .prompt_capabilities(
                 PromptCapabilities::new()
-                    .image(false)
+                    .image(self.takes_images())
                     .audio(false)
                     .embedded_context(true),
             )
@@ -169,6 +169,16 @@ impl Server {
             .agent_info(
                 Implementation::new("herald", env!("CARGO_PKG_VERSION")).title("herald".to_owned()),
             ))
+    }
+
+    /// Whether prompts may carry images: the configured model takes them
+    /// (`images`, true by default). A session whose project configures a
+    /// text-only model refuses an image prompt with an error that says so.
+    fn takes_images(&self) -> bool {
+        std::env::current_dir()
+            .ok()
+            .and_then(|cwd| (self.config.settings_for)(&cwd).ok())
+            .is_some_and(|settings| settings.images)
     }
 
     /// The settings of a session in `cwd` with the client's MCP servers.
@@ -332,7 +342,7 @@ impl Server {
     async fn prompt(&self, request: PromptRequest) -> Result<PromptResponse, RpcError> {
         let id = request.session_id.0.to_string();
         let acp = self.find(&id)?;
-        let text = prompt_text(&request.prompt)?;
+        let (text, images) = prompt_input(&request.prompt)?;
         let home = acp.settings.home.clone();
         let cwd = acp.cwd.clone();
         let names: Vec<String> = if text.trim_start().starts_with('/') {
@@ -369,7 +379,7 @@ impl Server {
             .map_err(invalid)?,
             None => text,
         };
-        let outcome = acp.run_turn(text).await.map_err(invalid)?;
+        let outcome = acp.run_turn(text, images).await.map_err(invalid)?;
         let result = outcome.map_err(internal)?;
         let stop = match (result.status, result.exit_reason) {
             (RunStatus::Interrupted, _) => StopReason::Cancelled,
@@ -478,14 +488,23 @@ async fn open_runtime(
     Ok((session, events))
 }
 
-/// The text of a prompt: text blocks as they are, embedded resources
-/// (the editor's files and selections) inlined with their URI, links as
-/// mentions. Images and audio were not offered, so they are refused.
-fn prompt_text(blocks: &[ContentBlock]) -> Result<String, RpcError> {
+/// The text and images of a prompt: text blocks as they are, embedded
+/// resources (the editor's files and selections) inlined with their URI,
+/// links as mentions, images attached (the runtime checks them against the
+/// model). Audio was not offered, so it is refused; a prompt of images
+/// alone gets a line of text saying so, as a turn needs text.
+fn prompt_input(
+    blocks: &[ContentBlock],
+) -> Result<(String, Vec<herald_protocol::ImageData>), RpcError> {
     let mut parts = Vec::new();
+    let mut images = Vec::new();
     for block in blocks {
         match block {
             ContentBlock::Text(text) => parts.push(text.text.clone()),
+            ContentBlock::Image(image) => images.push(herald_protocol::ImageData::new(
+                image.mime_type.clone(),
+                image.data.as_str(),
+            )),
             ContentBlock::ResourceLink(link) => {
                 parts.push(format!("@{} ({})", link.name, link.uri))
             }
@@ -504,16 +523,19 @@ fn prompt_text(blocks: &[ContentBlock]) -> Result<String, RpcError> {
             },
             _ => {
                 return Err(invalid(
-                    "herald takes text, resource links and embedded text resources; images and audio are not supported (promptCapabilities says so)".to_owned(),
+                    "herald takes text, images, resource links and embedded text resources; audio is not supported (promptCapabilities says so)".to_owned(),
                 ));
             }
         }
     }
-    let text = parts.join("\n\n");
+    let mut text = parts.join("\n\n");
     if text.trim().is_empty() {
-        return Err(invalid("the prompt is empty; send some text".to_owned()));
+        if images.is_empty() {
+            return Err(invalid("the prompt is empty; send some text".to_owned()));
+        }
+        text = "(The message is the attached image.)".to_owned();
     }
-    Ok(text)
+    Ok((text, images))
 }
 
 /// A client's MCP server as herald configures one.

@@ -215,10 +215,16 @@ impl AcpSession {
         lock(&self.translator).agent_of_session(session_id)
     }
 
-    /// Starts turn `text` and waits for its end.
-    pub(crate) async fn run_turn(&self, text: String) -> Result<TurnOutcome, String> {
+    /// Starts turn `text` with `images` and waits for its end.
+    pub(crate) async fn run_turn(
+        &self,
+        text: String,
+        images: Vec<herald_protocol::ImageData>,
+    ) -> Result<TurnOutcome, String> {
         let session = self.session().await;
-        let handle = session.start_turn(text).map_err(|e| e.to_string())?;
+        let handle = session
+            .start_turn_with_images(text, images)
+            .map_err(|e| e.to_string())?;
         let id = handle.id().clone();
         drop(handle);
         let (done, end) = oneshot::channel();

@@ -397,7 +397,10 @@ async fn run_turn(
 ) -> Result<TurnOutcome, String> {
     let mut events = session.events(Some(session.last_seq()));
     let turn = session
-        .submit(Op::UserTurn { text: prompt })
+        .submit(Op::UserTurn {
+            text: prompt,
+            images: Vec::new(),
+        })
         .map_err(|err| format!("the turn could not start: {err}"))?;
     let mut over_budget = None;
     let mut interrupted = false;

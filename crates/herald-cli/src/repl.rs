@@ -230,7 +230,10 @@ async fn run_turn(
     terminate: &CancellationToken,
 ) -> Result<Option<TurnResult>, CliError> {
     let turn = session
-        .submit(Op::UserTurn { text: input })
+        .submit(Op::UserTurn {
+            text: input,
+            images: Vec::new(),
+        })
         .map_err(CliError::failed)?;
     let mut terminated = false;
     loop {

@@ -58,7 +58,10 @@ pub(crate) async fn run(common: &CommonArgs, args: RunArgs) -> Result<Exit, CliE
         });
     }
     let turn = session
-        .submit(Op::UserTurn { text: prompt })
+        .submit(Op::UserTurn {
+            text: prompt,
+            images: Vec::new(),
+        })
         .map_err(CliError::failed)?;
     // The session ends with its turn: run.completed is the last event, the
     // end is recorded and the lease released before the stream closes.

@@ -407,6 +407,17 @@ impl Agent {
     /// a fatal provider error. The history stays valid in every case: each
     /// tool call gets exactly one result.
     pub async fn run_turn(&mut self, input: String, cancel: &CancellationToken) -> TurnOutcome {
+        self.run_turn_with_images(input, Vec::new(), cancel).await
+    }
+
+    /// [`Agent::run_turn`] with images attached to the person's message
+    /// (checked by the caller: see `herald_protocol::admit_images`).
+    pub async fn run_turn_with_images(
+        &mut self,
+        input: String,
+        images: Vec<herald_protocol::ImageData>,
+        cancel: &CancellationToken,
+    ) -> TurnOutcome {
         let mut input = match self.take_notices() {
             Some(notices) => format!("{input}\n\n{notices}"),
             None => input,
@@ -415,7 +426,7 @@ impl Agent {
             input.push_str("\n\n");
             input.push_str(&note);
         }
-        self.messages.push(Message::user(input));
+        self.messages.push(Message::user(input).with_images(images));
         self.run_loop(cancel).await
     }
 

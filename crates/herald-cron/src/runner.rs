@@ -179,7 +179,10 @@ pub(crate) async fn run_turn(
 ) -> Result<(TurnResult, Option<f64>), String> {
     let mut events = session.events(Some(session.opened_after()));
     let turn = session
-        .submit(Op::UserTurn { text: prompt })
+        .submit(Op::UserTurn {
+            text: prompt,
+            images: Vec::new(),
+        })
         .map_err(|err| format!("the turn could not start: {err}"))?;
     let mut spent = 0.0;
     let mut over = None;

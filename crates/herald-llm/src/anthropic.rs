@@ -69,6 +69,10 @@ enum Block<'a> {
         #[serde(skip_serializing_if = "Option::is_none")]
         cache_control: Option<CacheControl>,
     },
+    /// An image the person attached to their message.
+    Image {
+        source: ImageSource<'a>,
+    },
     ToolResult {
         tool_use_id: &'a str,
         content: ResultContent<'a>,
@@ -86,7 +90,9 @@ impl Block<'_> {
             | Block::ToolUse { cache_control, .. }
             | Block::ToolResult { cache_control, .. } => cache_control,
             // Never last in a message: a text or tool_use block follows.
-            Block::Thinking { .. } | Block::RedactedThinking { .. } => return,
+            Block::Thinking { .. } | Block::RedactedThinking { .. } | Block::Image { .. } => {
+                return;
+            }
         };
         *slot = Some(EPHEMERAL);
     }
@@ -116,6 +122,16 @@ struct ImageSource<'a> {
     data: &'a str,
 }
 
+impl<'a> ImageSource<'a> {
+    fn of(image: &'a ImageData) -> Self {
+        Self {
+            r#type: "base64",
+            media_type: &image.mime_type,
+            data: &image.data,
+        }
+    }
+}
+
 impl<'a> ResultContent<'a> {
     /// The content of a tool result: its text as a string as long as no
     /// image is sent (the shape every history had before images), else
@@ -135,11 +151,7 @@ impl<'a> ResultContent<'a> {
                 .images
                 .iter()
                 .map(|image: &'a ImageData| ResultPart::Image {
-                    source: ImageSource {
-                        r#type: "base64",
-                        media_type: &image.mime_type,
-                        data: &image.data,
-                    },
+                    source: ImageSource::of(image),
                 }),
         );
         Self::Parts(parts)
@@ -196,13 +208,23 @@ fn wire_turn(messages: &[Message], images: bool) -> WireMessage<'_> {
                 })
                 .collect(),
         },
-        Role::User | Role::System => WireMessage {
-            role: "user",
-            content: vec![Block::Text {
+        Role::User | Role::System => {
+            // Images first, then the text (the order Anthropic advises);
+            // the text block stays last for the cache breakpoint.
+            let shown = if images { first.images.as_slice() } else { &[] };
+            let mut content = Vec::with_capacity(1 + shown.len());
+            content.extend(shown.iter().map(|image| Block::Image {
+                source: ImageSource::of(image),
+            }));
+            content.push(Block::Text {
                 text: non_empty(&first.content),
                 cache_control: None,
-            }],
-        },
+            });
+            WireMessage {
+                role: "user",
+                content,
+            }
+        }
         Role::Assistant => {
             let message = first;
             let mut content =
@@ -1022,6 +1044,30 @@ mod tests {
             .unwrap()
             .remove("cache_control");
         assert_eq!(next["messages"][2], expected);
+    }
+
+    #[test]
+    fn a_users_images_come_before_their_text_and_only_for_image_models() {
+        use herald_protocol::ImageData;
+        let messages = vec![
+            Message::user("what is in this picture?")
+                .with_images(vec![ImageData::new("image/png", "QUJD")]),
+        ];
+        let sent: serde_json::Value = serde_json::from_str(&body(&messages, true)).unwrap();
+        assert_eq!(
+            sent["messages"][0],
+            serde_json::json!({"role": "user", "content": [
+                {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "QUJD"}},
+                {"type": "text", "text": "what is in this picture?", "cache_control": {"type": "ephemeral"}}
+            ]})
+        );
+        let sent: serde_json::Value = serde_json::from_str(&body(&messages, false)).unwrap();
+        assert_eq!(
+            sent["messages"][0],
+            serde_json::json!({"role": "user", "content": [
+                {"type": "text", "text": "what is in this picture?", "cache_control": {"type": "ephemeral"}}
+            ]})
+        );
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! OpenAI-compatible Chat Completions: request encoding and stream assembly.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::io::Write;
 
@@ -47,11 +48,20 @@ pub(crate) fn encode_tools(specs: &[ToolSpec]) -> EncodedTools {
 struct WireMessage<'a> {
     role: &'static str,
     /// `null` for an assistant message that only calls tools.
-    content: Option<&'a str>,
+    content: Option<WireContent<'a>>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     tool_calls: Vec<WireCall<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     tool_call_id: Option<&'a str>,
+}
+
+/// A message's `content`: its text, or (a user message with images, sent
+/// to a model that takes them) the text part and then the images.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum WireContent<'a> {
+    Text(&'a str),
+    Parts(Vec<ImagePart<'a>>),
 }
 
 #[derive(Serialize)]
@@ -68,13 +78,29 @@ struct WireFunction<'a> {
 }
 
 impl<'a> WireMessage<'a> {
-    fn of(message: &'a Message) -> Self {
+    fn of(message: &'a Message, images: bool) -> Self {
         let calls_only = message.role == Role::Assistant
             && message.content.is_empty()
             && !message.tool_calls.is_empty();
+        let content = if message.role == Role::User && images && !message.images.is_empty() {
+            let mut parts = Vec::with_capacity(1 + message.images.len());
+            if !message.content.is_empty() {
+                parts.push(ImagePart::Text {
+                    text: Cow::Borrowed(&message.content),
+                });
+            }
+            parts.extend(message.images.iter().map(|image| ImagePart::ImageUrl {
+                image_url: ImageUrl {
+                    url: image.data_url(),
+                },
+            }));
+            Some(WireContent::Parts(parts))
+        } else {
+            (!calls_only).then_some(WireContent::Text(message.content.as_str()))
+        };
         Self {
             role: role_name(message.role),
-            content: (!calls_only).then_some(message.content.as_str()),
+            content,
             tool_calls: message
                 .tool_calls
                 .iter()
@@ -102,11 +128,12 @@ fn role_name(role: Role) -> &'static str {
     }
 }
 
-/// One content part of the user message that carries tool images.
+/// One content part of a user message with images: the person's own, or
+/// the one that carries tool images.
 #[derive(Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 enum ImagePart<'a> {
-    Text { text: String },
+    Text { text: Cow<'a, str> },
     ImageUrl { image_url: ImageUrl<'a> },
 }
 
@@ -138,7 +165,9 @@ fn image_message(results: &[Message]) -> Option<ImageMessage<'_>> {
             (None, 1) => format!("The result of tool call {call} has this image:"),
             (None, n) => format!("The result of tool call {call} has these {n} images:"),
         };
-        content.push(ImagePart::Text { text });
+        content.push(ImagePart::Text {
+            text: Cow::Owned(text),
+        });
         content.extend(result.images.iter().map(|image| ImagePart::ImageUrl {
             image_url: ImageUrl {
                 url: image.data_url(),
@@ -211,7 +240,7 @@ impl crate::body::Wire for Wire<'_> {
         out.extend_from_slice(b",\"messages\":[");
         let system = WireMessage {
             role: "system",
-            content: Some(req.system),
+            content: Some(WireContent::Text(req.system)),
             tool_calls: Vec::new(),
             tool_call_id: None,
         };
@@ -235,7 +264,7 @@ impl crate::body::Wire for Wire<'_> {
         out: &mut Vec<u8>,
     ) -> Result<(), serde_json::Error> {
         out.push(b',');
-        serde_json::to_writer(&mut *out, &WireMessage::of(&messages[start]))?;
+        serde_json::to_writer(&mut *out, &WireMessage::of(&messages[start], self.images))?;
         if self.images && run_ends_before(messages, start + 1) {
             let run_start = messages[..start]
                 .iter()
@@ -866,6 +895,29 @@ mod tests {
         assert_eq!(value["messages"][3]["tool_call_id"], "c");
         assert_eq!(value["stream_options"]["include_usage"], true);
         assert!(value.get("tool_choice").is_none());
+    }
+
+    #[test]
+    fn a_users_images_follow_their_text_as_data_urls_and_only_for_image_models() {
+        use herald_protocol::ImageData;
+        let messages = vec![
+            Message::user("what is in this picture?")
+                .with_images(vec![ImageData::new("image/png", "QUJD")]),
+        ];
+        let sent: serde_json::Value = serde_json::from_str(&body(&messages, true)).unwrap();
+        assert_eq!(
+            sent["messages"][1],
+            serde_json::json!({"role": "user", "content": [
+                {"type": "text", "text": "what is in this picture?"},
+                {"type": "image_url", "image_url": {"url": "data:image/png;base64,QUJD"}}
+            ]})
+        );
+        // A text-only model gets the text alone, as a plain string.
+        let sent: serde_json::Value = serde_json::from_str(&body(&messages, false)).unwrap();
+        assert_eq!(
+            sent["messages"][1],
+            serde_json::json!({"role": "user", "content": "what is in this picture?"})
+        );
     }
 
     fn body(messages: &[Message], images: bool) -> String {

@@ -26,13 +26,14 @@ pub const IMAGE_TOKEN_ESTIMATE: u64 = 1_600;
 ///
 /// The data is shared (`Arc<str>`): a history is cloned for persistence and
 /// compaction, and those clones should not copy megabytes.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ImageData {
     /// `image/png`, `image/jpeg`, `image/gif` or `image/webp` once admitted
     /// (see [`admit_images`]).
     pub mime_type: String,
     /// Standard base64 (`A-Z a-z 0-9 + /`, `=` padding), no line breaks.
     #[serde(serialize_with = "ser_arc", deserialize_with = "de_arc")]
+    #[schemars(with = "String")]
     pub data: Arc<str>,
 }
 

@@ -102,9 +102,9 @@ impl Message {
     }
 
     /// This message with `images` attached: a tool result whose tool
-    /// returned images. Providers that take images send them after the
-    /// text; the text should still describe them for models that cannot
-    /// see them.
+    /// returned images, or a person's message with pictures. Providers
+    /// that take images send them with the text; a tool result's text
+    /// should still describe them for models that cannot see them.
     #[must_use]
     pub fn with_images(mut self, images: Vec<ImageData>) -> Self {
         self.images = images;

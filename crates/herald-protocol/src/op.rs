@@ -97,7 +97,14 @@ impl RewindScope {
 #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Op {
     /// Runs a turn with this user input (refused while one runs).
-    UserTurn { text: String },
+    UserTurn {
+        text: String,
+        /// Images attached to the text (a screenshot, a photo of a
+        /// whiteboard), sent with it to a model that takes images; refused
+        /// for a text-only model. Each at most 5 MB decoded, 8 per turn.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        images: Vec<crate::ImageData>,
+    },
     /// Stops the running turn (and its synchronous subagents).
     Interrupt {},
     /// Compacts the conversation now (refused while a turn runs).
@@ -182,7 +189,10 @@ mod tests {
     /// One of each variant, with every optional field set.
     pub(crate) fn every_op() -> Vec<Op> {
         vec![
-            Op::UserTurn { text: "hi".into() },
+            Op::UserTurn {
+                text: "hi".into(),
+                images: vec![crate::ImageData::new("image/png", "iVBORw0KGgo=")],
+            },
             Op::Interrupt {},
             Op::Compact {},
             Op::Steer {

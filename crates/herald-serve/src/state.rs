@@ -268,9 +268,10 @@ impl AppState {
         &self,
         session: &Session,
         text: String,
+        images: Vec<herald_protocol::ImageData>,
         slot: TurnSlot,
     ) -> Result<StartedTurn, ApiError> {
-        let handle = session.start_turn(text)?;
+        let handle = session.start_turn_with_images(text, images)?;
         let id = handle.id().clone();
         let done = tokio::spawn(async move {
             let result = handle.finished().await;

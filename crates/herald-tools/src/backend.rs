@@ -97,6 +97,27 @@ pub struct ToolBackends {
     pub commands: Option<Arc<dyn CommandBackend>>,
 }
 
+/// Writes `content` to `path` through `files`, telling the session's file
+/// tracker before and after (as a local write does), so the change the
+/// editor makes on disk is known as herald's own and is not reported back
+/// to the model as someone else's edit.
+pub(crate) async fn write_through(
+    state: &crate::AgentState,
+    files: &dyn FileBackend,
+    path: &Path,
+    content: &str,
+) -> Result<(), BackendError> {
+    let tracker = state.file_tracker();
+    if let Some(tracker) = &tracker {
+        tracker.writing(path, content.as_bytes());
+    }
+    let written = files.write_text(path, content).await;
+    if let Some(tracker) = &tracker {
+        tracker.written(path, written.is_ok());
+    }
+    written
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -245,6 +266,82 @@ mod tests {
         assert_eq!(text[&tmp.path().join("new/b.txt")], "b\n");
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "on disk\n");
         assert!(!tmp.path().join("new").exists());
+    }
+
+    /// A tracker that records what it is told, in order.
+    #[derive(Debug, Default)]
+    struct Told(Mutex<Vec<String>>);
+
+    impl crate::FileTracker for Told {
+        fn read(&self, path: &Path, _: Option<&[u8]>, _: Option<&std::fs::Metadata>) {
+            self.0
+                .lock()
+                .unwrap()
+                .push(format!("read {}", path.display()));
+        }
+        fn writing(&self, path: &Path, content: &[u8]) {
+            self.0.lock().unwrap().push(format!(
+                "writing {} {}",
+                path.display(),
+                String::from_utf8_lossy(content).trim()
+            ));
+        }
+        fn written(&self, path: &Path, ok: bool) {
+            self.0
+                .lock()
+                .unwrap()
+                .push(format!("written {} {ok}", path.display()));
+        }
+    }
+
+    #[tokio::test]
+    async fn writes_through_the_editor_are_announced_to_the_file_tracker() {
+        let tmp = tempfile::tempdir().unwrap();
+        let buffers = Arc::new(Buffers::default());
+        let ctx = with_files(tmp.path(), Arc::clone(&buffers));
+        let told = Arc::new(Told::default());
+        ctx.state
+            .set_file_tracker(Arc::clone(&told) as Arc<dyn crate::FileTracker>);
+        let (wrote, failed) = call(
+            &ctx,
+            "write_file",
+            json!({"path": "a.txt", "content": "one\n"}),
+        )
+        .await;
+        assert!(!failed, "{wrote}");
+        let (patched, failed) = call(
+            &ctx,
+            "patch",
+            json!({"path": "a.txt", "old_string": "one", "new_string": "two"}),
+        )
+        .await;
+        assert!(!failed, "{patched}");
+        let a = tmp.path().join("a.txt");
+        let a = a.display();
+        assert_eq!(
+            *told.0.lock().unwrap(),
+            [
+                format!("writing {a} one"),
+                format!("written {a} true"),
+                format!("writing {a} two"),
+                format!("written {a} true"),
+            ]
+        );
+        // A refused write is announced as failed.
+        let refusing = Arc::new(Buffers {
+            refuse_writes: true,
+            ..Buffers::default()
+        });
+        let ctx = with_files(tmp.path(), refusing);
+        let told = Arc::new(Told::default());
+        ctx.state
+            .set_file_tracker(Arc::clone(&told) as Arc<dyn crate::FileTracker>);
+        let (_, failed) = call(&ctx, "write_file", json!({"path": "a.txt", "content": "x"})).await;
+        assert!(failed);
+        assert_eq!(
+            told.0.lock().unwrap().last().unwrap(),
+            &format!("written {a} false")
+        );
     }
 
     #[tokio::test]

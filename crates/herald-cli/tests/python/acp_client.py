@@ -40,6 +40,8 @@ HERALD = os.environ["HERALD_BIN"]
 WORK = os.environ["HERALD_WORK"]
 ENV = {key: os.environ[key] for key in
        ("HERALD_HOME", "OPENAI_BASE_URL", "OPENAI_API_KEY", "HERALD_MODEL", "PATH")}
+# A 1×1 PNG.
+PIXEL = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC"
 ECHO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "acp_mcp_echo.py")
 
 
@@ -207,6 +209,12 @@ async def session_scenario(out):
         await turn("approve", "approve: touch two files")
         out["permissions"] = recorder.permissions
         await turn("mcp", "mcp: echo ping through the client's server")
+        # A prompt with an image: it reaches the model with the text.
+        mark = recorder.mark()
+        response = await conn.prompt(session_id=sid, prompt=[
+            text_block("image: what is in this picture?"),
+            ImageContentBlock(type="image", data=PIXEL, mime_type="image/png")])
+        out["image"] = {"stop": response.stop_reason, "updates": recorder.updates(mark)}
 
         # Malformed lines and unknown methods, then the session still works.
         mark = recorder.mark()
@@ -218,8 +226,12 @@ async def session_scenario(out):
         out["bad_params"] = await error_of(conn._conn.send_request("session/prompt", {"sessionId": sid}))
         out["unknown_session"] = await error_of(
             conn.prompt(session_id="ses_nope", prompt=[text_block("hi")]))
+        # Bytes that are no image: refused before anything is sent.
         out["image_prompt"] = await error_of(conn.prompt(session_id=sid, prompt=[
-            ImageContentBlock(type="image", data="iVBORw0KGgo=", mime_type="image/png")]))
+            text_block("not an image"),
+            ImageContentBlock(type="image", data="bm90IGFuIGltYWdl", mime_type="image/png")]))
+        out["audio_prompt"] = await error_of(conn._conn.send_request("session/prompt", {
+            "sessionId": sid, "prompt": [{"type": "audio", "data": "AAAA", "mimeType": "audio/wav"}]}))
         out["bad_mode"] = await error_of(conn.set_session_mode(session_id=sid, mode_id="godmode"))
         out["malformed_answers"] = [m for m in recorder.incoming[mark:]
                                     if "error" in m and m.get("id") in (None, "x1")]
@@ -368,7 +380,12 @@ async def client_io_scenario(out):
         mark = recorder.mark()
         response = await conn.prompt(session_id=sid, prompt=[text_block("client io: use the editor")])
         out["offered"] = {"stop": response.stop_reason, "updates": recorder.updates(mark),
-                          "requests": editor.requests, "buffers": editor.buffers}
+                          "requests": list(editor.requests), "buffers": dict(editor.buffers)}
+        # A subagent in the same checkout writes through the editor too.
+        before = len(editor.requests)
+        response = await conn.prompt(session_id=sid, prompt=[text_block("client io child: delegate a write")])
+        out["offered_child"] = {"stop": response.stop_reason,
+                                "requests": editor.requests[before:], "buffers": dict(editor.buffers)}
     # Without the offer: herald's own tools.
     recorder = Recorder()
     editor = Editor(recorder, {buffer_path: "unsaved buffer line\n"})

@@ -15,6 +15,9 @@ use serde_json::{Value, json};
 
 /// The version `.ci/run` installs.
 const ACP_PY_VERSION: &str = "0.12.1";
+/// The 1×1 PNG the client attaches to a prompt.
+const PIXEL: &str =
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC";
 
 fn venv_python() -> PathBuf {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
@@ -119,6 +122,8 @@ fn session_script(sleeper: &str) -> Script {
             // Turn 3: the client's MCP server.
             Reply::tool("mcp__echo__echo", json!({"text": "ping"})),
             Reply::text("the echo answered"),
+            // Turn 4: a prompt with an image.
+            Reply::text("a single pixel"),
             // Turn 4: after the malformed messages.
             Reply::text("still here"),
             // Turn 5: cancelled in the middle of the command.
@@ -144,7 +149,7 @@ async fn the_official_acp_python_sdk_drives_a_herald_session() {
     let caps = &init["agentCapabilities"];
     assert_eq!(caps["loadSession"], true, "{init}");
     assert_eq!(caps["promptCapabilities"]["embeddedContext"], true);
-    assert_eq!(caps["promptCapabilities"]["image"], false);
+    assert_eq!(caps["promptCapabilities"]["image"], true);
     assert_eq!(caps["mcpCapabilities"]["http"], true);
     assert_eq!(caps["mcpCapabilities"]["sse"], false);
     assert_eq!(seen["new"]["modes"]["currentModeId"], "workspace-write");
@@ -232,6 +237,28 @@ async fn the_official_acp_python_sdk_drives_a_herald_session() {
     assert!(!h.work_path().join("denied.txt").exists());
 
     // Turn 3: the client's MCP server was joined to the session.
+    // The image turn: the picture reached the model with its text, as a
+    // data URL part of the user message.
+    assert_eq!(seen["image"]["stop"], "end_turn", "{}", seen["image"]);
+    let asked = h
+        .requests_of("acp session: write the notes")
+        .into_iter()
+        .find(|r| {
+            r.body
+                .to_string()
+                .contains("image: what is in this picture?")
+        })
+        .expect("the image turn's request");
+    let messages = asked.body["messages"].as_array().unwrap();
+    let user = messages.last().unwrap();
+    assert_eq!(
+        user["content"],
+        json!([
+            {"type": "text", "text": "image: what is in this picture?"},
+            {"type": "image_url", "image_url": {"url": format!("data:image/png;base64,{PIXEL}")}}
+        ]),
+        "{user}"
+    );
     let mcp = &seen["mcp"];
     let results = h.requests_of("acp session: write the notes");
     let after_echo = results
@@ -260,6 +287,18 @@ async fn the_official_acp_python_sdk_drives_a_herald_session() {
     assert_eq!(seen["bad_params"]["code"], -32602);
     assert_eq!(seen["unknown_session"]["code"], -32002);
     assert_eq!(seen["image_prompt"]["code"], -32602);
+    assert!(
+        seen["image_prompt"]["data"]
+            .to_string()
+            .contains("not PNG, JPEG, GIF or WebP"),
+        "{}",
+        seen["image_prompt"]
+    );
+    assert_eq!(
+        seen["audio_prompt"]["code"], -32602,
+        "{}",
+        seen["audio_prompt"]
+    );
     assert_eq!(seen["bad_mode"]["code"], -32602);
     assert_eq!(seen["authenticate"], json!({}));
     for bad in ["relative_cwd", "missing_cwd", "sse_server", "bad_cursor"] {
@@ -290,8 +329,16 @@ async fn the_official_acp_python_sdk_drives_a_herald_session() {
     let users = of_kind(load, "user_message_chunk");
     let prompts: Vec<&str> = users
         .iter()
-        .map(|u| u["content"]["text"].as_str().unwrap())
+        .filter_map(|u| u["content"]["text"].as_str())
         .collect();
+    // The image came back with its prompt, once.
+    let images: Vec<&&Value> = users
+        .iter()
+        .filter(|u| u["content"]["type"] == "image")
+        .collect();
+    assert_eq!(images.len(), 1, "{users:?}");
+    assert_eq!(images[0]["content"]["mimeType"], "image/png");
+    assert_eq!(images[0]["content"]["data"], PIXEL);
     for prompt in [
         "acp session: write the notes, then fix them",
         "approve: touch two files",
@@ -628,6 +675,23 @@ fn client_io_script() -> Script {
             ],
         )
         .conversation(
+            "client io child: delegate a write",
+            vec![
+                Reply::tool("delegate_task", json!({"goal": "child io: write child.txt"})),
+                Reply::text("the child wrote it"),
+            ],
+        )
+        .conversation(
+            "child io: write child.txt",
+            vec![
+                Reply::tool(
+                    "write_file",
+                    json!({"path": "child.txt", "content": "from the child\n"}),
+                ),
+                Reply::text("child.txt written"),
+            ],
+        )
+        .conversation(
             "local io: use herald's own tools",
             vec![
                 Reply::tool("read_file", json!({"path": "buffer.txt"})),
@@ -743,6 +807,32 @@ async fn the_editors_files_and_terminals_are_used_when_offered() {
             .all(|u| u["content"][0]["terminalId"] == create["terminal_id"])
     );
     assert_eq!(terminal_updates[1]["status"], "completed");
+
+    // A subagent in the session's checkout wrote through the editor too.
+    let child = &seen["offered_child"];
+    assert_eq!(child["stop"], "end_turn", "{child}");
+    let child_file = work.join("child.txt").display().to_string();
+    assert_eq!(child["buffers"][&child_file], "from the child\n", "{child}");
+    assert!(!work.join("child.txt").exists());
+    assert_eq!(
+        child["requests"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| (
+                r["method"].as_str().unwrap(),
+                r["path"].as_str().unwrap_or("")
+            ))
+            .collect::<Vec<_>>(),
+        vec![("fs/write_text_file", child_file.as_str())],
+        "{child}"
+    );
+    let child_result = results_of(&h, "child io: write child.txt");
+    assert_eq!(
+        child_result,
+        ["Wrote child.txt: 15 bytes, 1 lines"],
+        "{child_result:?}"
+    );
 
     // Not offered: herald's own tools, and the editor is never asked.
     let local = &seen["not_offered"];

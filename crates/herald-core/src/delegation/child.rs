@@ -334,6 +334,12 @@ impl Delegation {
         if let Some(watch) = self.file_watch() {
             agent.set_file_watch(Arc::clone(watch), false);
         }
+        // A child in the session's checkout edits the editor's buffers and
+        // runs in its terminals like the top-level agent; one in its own
+        // worktree works on files the editor does not show.
+        if let (None, Some(backends)) = (&worktree, self.backends()) {
+            agent.state().set_backends(backends.clone());
+        }
         if let Some(store) = &self.store {
             agent
                 .state()

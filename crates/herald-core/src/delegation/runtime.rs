@@ -130,6 +130,10 @@ pub struct Delegation {
     model_clients: Mutex<HashMap<String, Arc<LlmClient>>>,
     /// The session's file watch: children's writes are herald's own.
     file_watch: std::sync::OnceLock<Arc<crate::watch::FileWatch>>,
+    /// Where the session's file tools and foreground commands go (an
+    /// editor's buffers and terminals): children in the same checkout use
+    /// them too.
+    backends: std::sync::OnceLock<herald_tools::ToolBackends>,
     /// The top-level agent's scope and tools: what a person's follow-up
     /// (the `agent_followup` operation) runs under.
     root: std::sync::OnceLock<(AgentScope, ToolRegistry)>,
@@ -166,6 +170,7 @@ impl Delegation {
             definitions_listing: std::sync::OnceLock::new(),
             model_clients: Mutex::default(),
             file_watch: std::sync::OnceLock::new(),
+            backends: std::sync::OnceLock::new(),
             root: std::sync::OnceLock::new(),
         }))
     }
@@ -219,6 +224,16 @@ impl Delegation {
     /// Sets the session's file watch (once, when the session opens).
     pub(crate) fn set_file_watch(&self, watch: Arc<crate::watch::FileWatch>) {
         let _ = self.file_watch.set(watch);
+    }
+
+    /// Sets the session's tool backends (once, when the session opens).
+    pub(crate) fn set_backends(&self, backends: herald_tools::ToolBackends) {
+        let _ = self.backends.set(backends);
+    }
+
+    /// The session's tool backends, if it was given any.
+    pub(crate) fn backends(&self) -> Option<&herald_tools::ToolBackends> {
+        self.backends.get()
     }
 
     /// The session's file watch, when it watches files.

@@ -61,11 +61,18 @@ pub(super) async fn drive(
         };
         shared.stamp.set(Some(id));
         match op {
-            Op::UserTurn { text } => {
+            Op::UserTurn { text, images } => {
                 used = true;
                 let cancel = cancel.unwrap_or_else(|| shared.cancel.child_token());
                 checkpoints.before_turn(agent.events()).await;
-                let result = run_turn(&mut agent, &shared, text, &cancel, &mut checkpoints).await;
+                let result = run_turn(
+                    &mut agent,
+                    &shared,
+                    (text, images),
+                    &cancel,
+                    &mut checkpoints,
+                )
+                .await;
                 if shared.one_shot {
                     checkpoints.after_turn().await;
                     // An interrupted run leaves at once (the turn's token
@@ -199,12 +206,13 @@ fn background_processes_run(agent: &Agent) -> bool {
         .any(|p| p.exit().is_none())
 }
 
-/// Runs one turn and reports it with `run.completed` (the stream's last
-/// event in a one-shot session, after every subagent stopped).
+/// Runs one turn of the person's text and images and reports it with
+/// `run.completed` (the stream's last event in a one-shot session, after
+/// every subagent stopped).
 async fn run_turn(
     agent: &mut Agent,
     shared: &Shared,
-    text: String,
+    (text, images): (String, Vec<herald_protocol::ImageData>),
     cancel: &CancellationToken,
     checkpoints: &mut crate::checkpoints::Checkpointer,
 ) -> TurnResult {
@@ -228,7 +236,7 @@ async fn run_turn(
             // A new session's first prompt (hooks let it through) is named
             // beside the turn; the turn does not wait for it.
             title = start_title(agent, shared, text, cancel);
-            let outcome = agent.run_turn(prompt, cancel).await;
+            let outcome = agent.run_turn_with_images(prompt, images, cancel).await;
             mark_owed_flush(agent, shared);
             outcome
         }

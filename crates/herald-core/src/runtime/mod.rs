@@ -267,6 +267,8 @@ impl TurnHandle {
 struct Shared {
     session_id: String,
     resumed: bool,
+    /// The model takes images: a person's turn may attach some.
+    accepts_images: bool,
     store: StoreHandle,
     delegation: Arc<Delegation>,
     questions: Arc<clarify::OpenQuestions>,
@@ -398,12 +400,13 @@ impl Session {
         tracing::debug!(submission_id = %id, ?op, "operation");
         let session = || self.shared.session_id.clone();
         let queued = match op {
-            Op::UserTurn { text } => {
+            Op::UserTurn { text, mut images } => {
                 if text.trim().is_empty() {
                     return Err(RuntimeError::Invalid(
                         "the input is empty; send the text of the request".to_owned(),
                     ));
                 }
+                check_images(&mut images, self.shared.accepts_images)?;
                 if self.is_ended() {
                     return Err(RuntimeError::Ended(session()));
                 }
@@ -416,7 +419,7 @@ impl Session {
                     *turn = Some(cancel.clone());
                     cancel
                 };
-                let sent = self.enqueue(id.clone(), Op::UserTurn { text }, Some(cancel));
+                let sent = self.enqueue(id.clone(), Op::UserTurn { text, images }, Some(cancel));
                 if sent.is_err() {
                     *self.lock_turn() = None;
                 }
@@ -528,7 +531,17 @@ impl Session {
 
     /// Submits a `user_turn` and hands back a handle on its end.
     pub fn start_turn(&self, text: String) -> Result<TurnHandle, RuntimeError> {
-        let (id, done) = self.dispatch(Op::UserTurn { text })?;
+        self.start_turn_with_images(text, Vec::new())
+    }
+
+    /// Submits a `user_turn` with images attached (refused, changing
+    /// nothing, when the model takes no images or an image is unusable).
+    pub fn start_turn_with_images(
+        &self,
+        text: String,
+        images: Vec<herald_protocol::ImageData>,
+    ) -> Result<TurnHandle, RuntimeError> {
+        let (id, done) = self.dispatch(Op::UserTurn { text, images })?;
         let done = done.ok_or_else(|| RuntimeError::Ended(self.shared.session_id.clone()))?;
         Ok(TurnHandle { id, done })
     }
@@ -750,6 +763,34 @@ impl Session {
 }
 
 /// A refused message or follow-up as the runtime reports it.
+/// Checks the images of a person's turn and normalises them (whitespace
+/// removed, media type taken from the bytes): a model that takes no images,
+/// or an image a provider would refuse, is an error that changes nothing.
+fn check_images(
+    images: &mut Vec<herald_protocol::ImageData>,
+    accepts_images: bool,
+) -> Result<(), RuntimeError> {
+    if images.is_empty() {
+        return Ok(());
+    }
+    if !accepts_images {
+        return Err(RuntimeError::Invalid(
+            "the model takes no images (images = false in the configuration); send the text alone or use a model that reads images".to_owned(),
+        ));
+    }
+    let mut admitted = images.clone();
+    let mut why = String::new();
+    herald_protocol::admit_images(&mut admitted, &mut why);
+    if admitted.len() != images.len() {
+        return Err(RuntimeError::Invalid(format!(
+            "an attached image cannot be sent; nothing was started: {}",
+            why.trim()
+        )));
+    }
+    *images = admitted;
+    Ok(())
+}
+
 fn messaging_error(err: crate::delegation::MessagingError) -> RuntimeError {
     use crate::delegation::MessagingError as E;
     match err {

@@ -302,6 +302,7 @@ pub async fn open_session(mut options: SessionOptions) -> Result<Session, Runtim
         agent.set_file_watch(watch, true);
     }
     agent.state().set_backends(options.backends.clone());
+    delegation.set_backends(options.backends.clone());
     agent
         .state()
         .set_process_journal(Arc::new(StoreProcessJournal::new(
@@ -361,6 +362,7 @@ pub async fn open_session(mut options: SessionOptions) -> Result<Session, Runtim
     let shared = Arc::new(Shared {
         session_id,
         resumed,
+        accepts_images: agent.client().accepts_images(),
         store: store.clone(),
         delegation,
         questions,

@@ -150,6 +150,7 @@ async fn a_turn_is_json_in_and_json_out_with_its_submission_id_on_every_event() 
     assert!(session.is_ended());
     let refused = session.submit(Op::UserTurn {
         text: "more".into(),
+        images: Vec::new(),
     });
     assert!(refused.is_err(), "{refused:?}");
 }
@@ -289,7 +290,8 @@ async fn cancel_agent_stops_one_subagent_and_interrupt_stops_the_turn() {
     assert!(
         session
             .submit(Op::UserTurn {
-                text: "another".into()
+                text: "another".into(),
+                images: Vec::new(),
             })
             .is_err()
     );

@@ -61,21 +61,21 @@ pub(crate) async fn submit(
             }),
         )
     };
-    if let Op::UserTurn { text } | Op::Steer { text } = &op
+    if let Op::UserTurn { text, .. } | Op::Steer { text } = &op
         && text.trim().is_empty()
     {
         return Err(ApiError::bad_request(
             "text is empty; send the text of the request",
         ));
     }
-    if let Op::UserTurn { text } = op {
+    if let Op::UserTurn { text, images } = op {
         let slot = state.reserve_turn()?;
         let session = state.session(&id, ClarifyPolicy::Ask).await?;
         if session.is_busy() {
             return Err(RuntimeError::TurnRunning(id).into());
         }
         let after = session.last_seq();
-        let turn = state.start_turn(&session, text, slot)?;
+        let turn = state.start_turn(&session, text, images, slot)?;
         return Ok(accepted(turn.id.0, after));
     }
     let Some(session) = state.open_one(&id) else {

@@ -125,7 +125,7 @@ pub(crate) async fn start(
         return Err(herald_core::runtime::RuntimeError::TurnRunning(id).into());
     }
     let after = session.last_seq();
-    let turn = state.start_turn(&session, request.input, slot)?;
+    let turn = state.start_turn(&session, request.input, Vec::new(), slot)?;
     if query.wait {
         let result = turn.finished(&id).await?;
         return Ok(Json(TurnResultView::new(id, result, after)).into_response());

@@ -54,7 +54,7 @@ pub(crate) async fn start(state: &AppState, args: TurnArgs) -> Result<Started, S
     };
     let events = session.events(None);
     let turn = state
-        .start_turn(&session, args.prompt, slot)
+        .start_turn(&session, args.prompt, Vec::new(), slot)
         .map_err(|err| err.message)?;
     Ok(Started {
         session,

@@ -107,7 +107,7 @@ pub(crate) async fn completions(
             super::chat_stream::start(&state, &session, input, slot, completion, include_usage),
         ));
     }
-    let turn = match state.start_turn(&session, input, slot) {
+    let turn = match state.start_turn(&session, input, Vec::new(), slot) {
         Ok(turn) => turn,
         Err(err) => return Ok(with_session(&id, err)),
     };

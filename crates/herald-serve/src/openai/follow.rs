@@ -55,7 +55,7 @@ impl TurnFollower {
         slot: TurnSlot,
     ) -> Result<(Self, StartedTurn), ApiError> {
         let sub = session.events(None);
-        let turn = state.start_turn(session, input, slot)?;
+        let turn = state.start_turn(session, input, Vec::new(), slot)?;
         Ok((Self::new(sub, session.id()), turn))
     }
 

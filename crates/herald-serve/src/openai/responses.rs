@@ -219,7 +219,7 @@ pub(crate) async fn create(
             super::responses_stream::start(&state, &session, input, slot, ids),
         ));
     }
-    let turn = match state.start_turn(&session, input, slot) {
+    let turn = match state.start_turn(&session, input, Vec::new(), slot) {
         Ok(turn) => turn,
         Err(err) => return Ok(with_session(&id, err)),
     };

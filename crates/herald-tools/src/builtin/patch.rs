@@ -84,8 +84,7 @@ diff. Max 32 MiB.";
                 return Err(too_large(shown, content.len() as u64));
             }
             let patched = apply(&content, &args, &Stop::default())?;
-            files
-                .write_text(&path, &patched.updated)
+            crate::backend::write_through(&ctx.state, files.as_ref(), &path, &patched.updated)
                 .await
                 .map_err(|e| ToolError::new(format!("could not write {shown}: {e}")))?;
             return Ok(patched.summary);

@@ -36,8 +36,7 @@ impl TypedTool for WriteFile {
         let shown = args.path;
         let content = args.content;
         if let Some(files) = ctx.state.file_backend() {
-            files
-                .write_text(&path, &content)
+            crate::backend::write_through(&ctx.state, files.as_ref(), &path, &content)
                 .await
                 .map_err(|e| ToolError::new(format!("could not write {shown}: {e}")))?;
             return Ok(format!(
