@@ -422,9 +422,18 @@ fn for_each_follow_up(
 
 /// The pairing violations of request `i` alone, each naming the request.
 fn pairing_of(requests: &[RecordedRequest], i: usize) -> Vec<String> {
+    pairing_in(requests, i, &requests[i].view())
+}
+
+/// [`pairing_of`] with request `i`'s view already made.
+fn pairing_in(
+    requests: &[RecordedRequest],
+    i: usize,
+    view: &Result<RequestView, String>,
+) -> Vec<String> {
     let r = &requests[i];
-    match r.view() {
-        Ok(view) => check_pairing(&view)
+    match view {
+        Ok(view) => check_pairing(view)
             .into_iter()
             .map(|e| {
                 format!(
@@ -460,14 +469,11 @@ impl Predecessors {
         self.last.get(conversation).copied()
     }
 
-    /// Records request `i` (appended to `requests`): it becomes its
-    /// conversation's predecessor unless it did not parse or is a side
-    /// request.
-    pub fn record(&mut self, requests: &[RecordedRequest], i: usize) {
-        let Some(r) = requests.get(i) else {
-            return;
-        };
-        if r.view().is_ok() && !is_side_request(&r.body) {
+    /// Records request `i`, `r`: it becomes its conversation's predecessor
+    /// unless it is no chat request (`parsed` false: its view did not
+    /// parse) or a side request.
+    pub fn record(&mut self, r: &RecordedRequest, i: usize, parsed: bool) {
+        if parsed && !is_side_request(&r.body) {
             self.last.insert(r.conversation.clone(), i);
         }
     }
@@ -513,8 +519,9 @@ pub fn request_violations_after(
     if i >= requests.len() {
         return Vec::new();
     }
-    let mut out = pairing_of(requests, i);
-    if requests[i].view().is_err() {
+    let view = requests[i].view();
+    let mut out = pairing_in(requests, i, &view);
+    if view.is_err() {
         return out;
     }
     if let Some(p) = predecessor {
@@ -1112,7 +1119,7 @@ mod tests {
         for (i, r) in reqs.iter().enumerate() {
             let before = index.of(&r.conversation);
             indexed.extend(request_violations_after(reqs, i, before, Allow::default()));
-            index.record(reqs, i);
+            index.record(r, i, r.view().is_ok());
         }
         whole.sort();
         each.sort();

@@ -473,6 +473,7 @@ async fn handle(s: Arc<Shared>, api: Api, uri: Uri, headers: HeaderMap, raw: Byt
         .as_ref()
         .map(|v| (v.conversation.clone(), v.turn))
         .unwrap_or_default();
+    let parsed = view.is_ok();
     let mut plan = plan(&s, api, &body, raw.len(), view);
     let status = match &plan {
         Plan::Error { code, .. } => *code,
@@ -511,7 +512,7 @@ async fn handle(s: Arc<Shared>, api: Api, uri: Uri, headers: HeaderMap, raw: Byt
             } else {
                 Vec::new()
             };
-            predecessors.record(&log, index);
+            predecessors.record(&log[index], index, parsed);
             errors
         };
         // An injected fault or a script error is still answered as asked;

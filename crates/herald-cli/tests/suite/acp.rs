@@ -672,11 +672,7 @@ fn client_io_script() -> Script {
                     json!({"command": "echo from-the-editor-terminal; pwd"}),
                 ),
                 Reply::text("done in the editor"),
-            ],
-        )
-        .conversation(
-            "client io child: delegate a write",
-            vec![
+                // The next prompt: a subagent writes through the editor.
                 Reply::tool("delegate_task", json!({"goal": "child io: write child.txt"})),
                 Reply::text("the child wrote it"),
             ],
