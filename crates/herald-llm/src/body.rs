@@ -86,13 +86,16 @@ pub struct BodyCache {
     state: Mutex<State>,
 }
 
+thread_local! {
+    /// Scratch space for the head of the request being encoded.
+    static HEAD: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
 #[derive(Debug, Default)]
 struct State {
     /// The previous body: head, cached segments, then bytes to drop.
     buf: Arc<Vec<u8>>,
     head_len: usize,
-    /// Scratch space for the head of the next request.
-    head: Vec<u8>,
     segments: Vec<Segment>,
     /// Bumped by [`BodyCache::history_changed`].
     generation: u64,
@@ -190,16 +193,22 @@ impl State {
             self.clear();
             self.encoded_generation = self.generation;
         }
-        self.head.clear();
-        wire.head(req, &mut self.head)?;
-        // A clone only when the previous request still holds the buffer.
-        let buf = Arc::make_mut(&mut self.buf);
-        if self.head_len == 0 || buf.get(..self.head_len) != Some(&self.head[..]) {
-            buf.clear();
-            buf.extend_from_slice(&self.head);
-            self.head_len = self.head.len();
-            self.segments.clear();
-        }
+        // The head is written into the thread's scratch buffer, not one
+        // per agent: 10,000 children each keeping a copy of their tool list
+        // here held 110 MB, and a fresh buffer per request cost more CPU.
+        let buf = HEAD.with_borrow_mut(|head| {
+            head.clear();
+            wire.head(req, head)?;
+            // A clone only when the previous request still holds the buffer.
+            let buf = Arc::make_mut(&mut self.buf);
+            if self.head_len == 0 || buf.get(..self.head_len) != Some(&head[..]) {
+                buf.clear();
+                buf.extend_from_slice(head);
+                self.head_len = head.len();
+                self.segments.clear();
+            }
+            Ok::<_, serde_json::Error>(buf)
+        })?;
 
         // Keep the segments whose boundaries are unchanged: within one
         // generation the messages they cover are as they were encoded.

@@ -96,3 +96,54 @@ async fn a_429_storm_across_twenty_children_slows_the_tree_and_every_child_finis
     );
     h.server.assert_invariants();
 }
+
+/// `[network] max_requests_in_flight` bounds the requests (and so the
+/// connections) the whole tree has in flight to one endpoint before any
+/// 429: twelve children at once, three requests at a time, all finishing.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_configured_ceiling_bounds_a_fan_out_before_any_429() {
+    const WIDE: usize = 12;
+    let tasks: Vec<Value> = (0..WIDE)
+        .map(|i| json!({"goal": format!("bounded child {i:02}: look and report")}))
+        .collect();
+    let mut script = Script::new().conversation(
+        "fan out under a ceiling",
+        vec![
+            Reply::tool("delegate_task", json!({"tasks": tasks})),
+            Reply::text("all reported"),
+        ],
+    );
+    for i in 0..WIDE {
+        script = script.conversation(
+            &format!("bounded child {i:02}"),
+            vec![
+                Reply::tool("read_file", json!({"path": "notes.txt"})),
+                Reply::text(format!("child {i:02} done")),
+            ],
+        );
+    }
+    let h = Harness::new(script).await;
+    std::fs::write(h.work_path().join("notes.txt"), "calm\n").unwrap();
+    h.config("[delegation]\nmax_concurrent_children = 12\n[network]\nmax_requests_in_flight = 3\n");
+    h.server.set_latency(Duration::from_millis(100));
+    let (output, events) = h
+        .run_json(Wire::OpenAi, &[], "fan out under a ceiling")
+        .await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(last(&events)["final_response"], "all reported");
+    let parent = h.requests_of("fan out under a ceiling");
+    let result: Value =
+        serde_json::from_str(&tool_results(&parent.last().unwrap().body)[0]).unwrap();
+    let results = result["results"].as_array().unwrap();
+    assert_eq!(results.len(), WIDE);
+    assert!(
+        results.iter().all(|r| r["status"] == "completed"),
+        "{result}"
+    );
+    // Never more than three at once, and nothing was refused or throttled.
+    assert_eq!(h.server.peak_in_flight(), 3);
+    assert_eq!(h.server.throttled_count(), 0);
+    assert!(of_type(&events, "provider.throttled").is_empty());
+    assert_eq!(h.server.request_count(), 1 + WIDE * 2 + 1);
+    h.server.assert_invariants();
+}
