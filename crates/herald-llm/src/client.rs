@@ -961,6 +961,7 @@ fn encode_error(err: serde_json::Error) -> LlmError {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
