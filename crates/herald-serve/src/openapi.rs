@@ -261,6 +261,29 @@ pub(crate) fn not_blank_pattern() -> String {
     class
 }
 
+/// Base64 of a PNG, JPEG or GIF (their first bytes), in whole groups of
+/// four characters: what the server's image check lets through, as far as
+/// a pattern can say it (WebP is accepted too but not described here).
+const IMAGE_DATA: &str = r"^(iVBORw0KGg[o-r][A-Za-z0-9+/]|/9j/|R0lGOD[dl]h)([A-Za-z0-9+/]{4})*$";
+
+/// The images of a `user_turn` as the server takes them: at most 8, each
+/// at most 5 MB decoded (10 MB in all).
+fn attached_images() -> Value {
+    json!({
+        "type": "array",
+        "maxItems": 8,
+        "description": "images sent with the text: PNG, JPEG, GIF or WebP, at most 5 MB each and 10 MB in all; refused (400) for a model that takes no images",
+        "items": {
+            "type": "object",
+            "required": ["mime_type", "data"],
+            "properties": {
+                "mime_type": {"type": "string"},
+                "data": {"type": "string", "pattern": IMAGE_DATA, "maxLength": 6_990_508},
+            },
+        },
+    })
+}
+
 /// What utoipa cannot say, stated in JSON Schema.
 fn refine(doc: &mut Value) {
     let not_blank = json!({"type": "string", "pattern": NOT_BLANK_MARK});
@@ -281,9 +304,15 @@ fn refine(doc: &mut Value) {
         }
     }
     for variant in op["oneOf"].as_array_mut().into_iter().flatten() {
-        let kind = variant["properties"]["type"]["const"].as_str();
+        let kind = variant["properties"]["type"]["const"]
+            .as_str()
+            .map(str::to_owned);
+        let kind = kind.as_deref();
         if matches!(kind, Some("user_turn" | "steer")) {
             variant["properties"]["text"] = not_blank.clone();
+        }
+        if kind == Some("user_turn") {
+            variant["properties"]["images"] = attached_images();
         }
     }
     schemas["Op"] = op;
