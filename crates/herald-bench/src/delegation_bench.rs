@@ -81,13 +81,19 @@ async fn fan_out(herald: &Path, children: usize, latency: Duration) -> Result<()
     }
     server.assert_invariants();
     let (stable, total) = server.prefix_stability();
+    // The targets on the reference machine: 1,000 children, and 10,000.
+    let (wall_target, rss_target) = if children > 1_000 {
+        ("< 20 s at 10,000", "< 600 MB at 10,000")
+    } else {
+        ("< 5 s at 1,000", "< 500 MB at 1,000")
+    };
     println!(
-        "| {children} concurrent background subagents × 3 model calls at {} ms latency: wall time | < 5 s | {:.2} s |",
+        "| {children} concurrent background subagents × 3 model calls at {} ms latency: wall time | {wall_target} | {:.2} s |",
         latency.as_millis(),
         measured.wall.as_secs_f64()
     );
     println!(
-        "| same run: peak RSS | < 500 MB | {:.1} MB |",
+        "| same run: peak RSS | {rss_target} | {:.1} MB |",
         measured.max_rss_kb as f64 / 1024.0
     );
     println!(

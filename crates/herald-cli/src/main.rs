@@ -93,6 +93,14 @@ fn raise_open_file_limit() {
     }
 }
 
+/// mimalloc instead of the system allocator. A tree of thousands of agents
+/// keeps many request and response buffers of different sizes alive at
+/// once; glibc's malloc then spends much of the runtime thread's time
+/// searching its free lists. Measured in `docs/BENCHMARKS.md`, "10,000
+/// children".
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let common = cli.common().unwrap_or_else(|err| err.exit());

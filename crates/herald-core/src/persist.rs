@@ -1,14 +1,28 @@
 //! The session store behind a dedicated thread, so SQLite work never blocks
 //! the async runtime. Jobs run in order, one at a time, and this thread is
 //! the only one that touches the connection.
+//!
+//! Jobs that queue up while the thread is busy run as one group: one
+//! transaction, one commit (see [`Store::begin_group`]). Many sessions
+//! writing at once then cost one write of each changed page instead of one
+//! per job. A caller waiting on [`StoreHandle::call`] hears back only after
+//! its group's commit, so nothing is reported saved before it is.
 
 use std::path::Path;
-use std::sync::mpsc;
+use std::sync::{Arc, mpsc};
 use std::time::Duration;
 
 use herald_store::{Store, StoreError};
 
-type Job = Box<dyn FnOnce(&mut Store) + Send>;
+/// Told whether the job's writes were committed; for the job's caller.
+type Reply = Box<dyn FnOnce(Result<(), StoreGone>) + Send>;
+
+/// A queued job; it returns its reply when someone waits for the outcome.
+type Job = Box<dyn FnOnce(&mut Store) -> Option<Reply> + Send>;
+
+/// Most jobs in one group: their callers wait for the group's commit, so
+/// an unbounded group would hold the first of them back too long.
+const MAX_GROUP: usize = 128;
 
 /// What the store thread is asked to do.
 enum Request {
@@ -23,10 +37,24 @@ pub struct StoreHandle {
     jobs: mpsc::Sender<Request>,
 }
 
-/// The store thread is gone (it panicked or failed to start).
-#[derive(Debug, thiserror::Error)]
-#[error("the session store thread stopped; the session cannot be saved")]
-pub struct StoreGone;
+/// The store could not take or keep a job's writes.
+#[derive(Clone, Debug, thiserror::Error)]
+pub enum StoreGone {
+    /// The thread is gone (it panicked, failed to start or was closed).
+    #[error("the session store thread stopped; the session cannot be saved")]
+    Stopped,
+    /// The job ran, but the commit of the group it ran in failed, so its
+    /// writes were rolled back.
+    #[error("the session store could not save this change: {0}")]
+    NotCommitted(Arc<StoreError>),
+    /// SQLite rolled the job's group back after a failure in a later job
+    /// (a full disk, an I/O error), taking this job's writes with it.
+    #[error(
+        "the session store lost this change: SQLite rolled its transaction back after a \
+         failed write (is the disk full?); see the log"
+    )]
+    RolledBack,
+}
 
 impl StoreHandle {
     /// Opens (creating and migrating) the database at `path`, then starts
@@ -49,21 +77,32 @@ impl StoreHandle {
     /// whose failure must not hold up the agent (nested tool calls). Jobs
     /// still run in order, so later awaited writes land after it.
     pub fn submit(&self, job: impl FnOnce(&mut Store) + Send + 'static) -> Result<(), StoreGone> {
-        self.jobs
-            .send(Request::Run(Box::new(job)))
-            .map_err(|_| StoreGone)
+        self.queue(Box::new(move |store| {
+            job(store);
+            None
+        }))
     }
 
-    /// Runs `job` on the store thread and waits for its result.
+    fn queue(&self, job: Job) -> Result<(), StoreGone> {
+        self.jobs
+            .send(Request::Run(job))
+            .map_err(|_| StoreGone::Stopped)
+    }
+
+    /// Runs `job` on the store thread and waits for its result, which
+    /// comes once the job's writes are committed.
     pub async fn call<R: Send + 'static>(
         &self,
         job: impl FnOnce(&mut Store) -> R + Send + 'static,
     ) -> Result<R, StoreGone> {
         let (tx, rx) = tokio::sync::oneshot::channel();
-        self.submit(move |store| {
-            let _ = tx.send(job(store));
-        })?;
-        rx.await.map_err(|_| StoreGone)
+        self.queue(Box::new(move |store| {
+            let result = job(store);
+            Some(Box::new(move |committed: Result<(), StoreGone>| {
+                let _ = tx.send(committed.map(|()| result));
+            }))
+        }))?;
+        rx.await.unwrap_or(Err(StoreGone::Stopped))
     }
 
     /// Queues `job` on the store thread without waiting (bookkeeping whose
@@ -87,21 +126,69 @@ impl StoreHandle {
     }
 }
 
-/// The store thread's loop: runs each request in the order it came.
-fn serve(store: Store, queue: &mpsc::Receiver<Request>) {
-    let mut store = Some(store);
-    while let Ok(request) = queue.recv() {
-        match (request, store.as_mut()) {
-            (Request::Run(job), Some(open)) => job(open),
-            (Request::Close(done), _) => {
-                // Closing the connection checkpoints and removes the log.
-                drop(store.take());
-                let _ = done.send(());
-                return;
+/// The store thread's loop: takes every job queued so far (up to
+/// [`MAX_GROUP`], stopping at a close) and runs them in order as a group.
+fn serve(mut store: Store, queue: &mpsc::Receiver<Request>) {
+    let mut jobs = Vec::with_capacity(MAX_GROUP);
+    while let Ok(first) = queue.recv() {
+        let mut next = Some(first);
+        let mut close = None;
+        while let Some(request) = next.take() {
+            match request {
+                Request::Run(job) => jobs.push(job),
+                Request::Close(done) => {
+                    close = Some(done);
+                    break;
+                }
             }
-            // Closed already: a dropped job's caller sees `StoreGone`.
-            (Request::Run(_), None) => {}
+            if jobs.len() < MAX_GROUP {
+                next = queue.try_recv().ok();
+            }
         }
+        run_group(&mut store, jobs.drain(..));
+        if let Some(done) = close {
+            // Closing the connection checkpoints and removes the log; the
+            // queue goes with this function, so later jobs see `Stopped`.
+            drop(store);
+            let _ = done.send(());
+            return;
+        }
+    }
+}
+
+/// Runs `jobs` in order in one transaction and answers their callers after
+/// its commit. A lone job, or a group the store cannot open, runs as before
+/// groups: each job commits its own writes.
+fn run_group(store: &mut Store, jobs: impl ExactSizeIterator<Item = Job>) {
+    let mut grouped = jobs.len() > 1 && store.begin_group().is_ok();
+    let mut replies = Vec::new();
+    for job in jobs {
+        let reply = job(store);
+        if !grouped {
+            if let Some(reply) = reply {
+                reply(Ok(()));
+            }
+            continue;
+        }
+        replies.extend(reply);
+        if !store.in_group() {
+            // SQLite rolled the group back after a failure (a full disk, an
+            // I/O error): the writes so far are lost; the rest commit alone.
+            tracing::error!("the store's group of writes was rolled back by SQLite");
+            replies
+                .drain(..)
+                .for_each(|reply| reply(Err(StoreGone::RolledBack)));
+            grouped = false;
+        }
+    }
+    if grouped {
+        let committed = store.commit_group().map_err(|err| {
+            tracing::error!("committing the store's group of writes failed: {err}");
+            StoreGone::NotCommitted(Arc::new(err))
+        });
+        replies
+            .into_iter()
+            .for_each(|reply| reply(committed.clone()));
     }
 }
 
@@ -166,6 +253,49 @@ mod tests {
             *order.lock().unwrap(),
             vec!["queued job".to_owned(), "write on herald-store".to_owned()]
         );
+    }
+
+    #[test]
+    fn jobs_queued_together_commit_as_one_group_and_hear_back_after_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("state.db");
+        let store = StoreHandle::open(&db).unwrap();
+        let (release, held) = mpsc::channel::<()>();
+        store.send(move |_| {
+            let _ = held.recv_timeout(Duration::from_secs(20));
+        });
+        // Queued while the thread is held (calls queue when first polled,
+        // so these are polled together): they run as one group.
+        let first = store.call(|s| {
+            s.create_session(&session("ses_a")).unwrap();
+            s.in_group()
+        });
+        let failing = store.call(|s| {
+            let message = herald_protocol::Message::user("lost");
+            s.append_messages("ses_missing", std::slice::from_ref(&message))
+        });
+        let last = store.call(|s| s.create_session(&session("ses_b")));
+        let releaser = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(100));
+            release.send(()).unwrap();
+        });
+        let runtime = runtime();
+        let (first, failing, last) = runtime.block_on(async { tokio::join!(first, failing, last) });
+        releaser.join().unwrap();
+        assert!(first.unwrap(), "the jobs were not grouped");
+        assert!(
+            failing.unwrap().is_err(),
+            "a message for a missing session was stored"
+        );
+        last.unwrap().unwrap();
+        // After the answers, another connection sees both sessions: the
+        // failed job rolled back alone.
+        let other = herald_store::Store::open(&db).unwrap();
+        assert!(other.get_session("ses_a").unwrap().is_some());
+        assert!(other.get_session("ses_b").unwrap().is_some());
+        // A lone job runs as before groups, committing its own writes.
+        let alone = runtime.block_on(store.call(|s| s.in_group())).unwrap();
+        assert!(!alone, "a lone job ran inside a group");
     }
 
     #[test]

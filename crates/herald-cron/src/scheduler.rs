@@ -73,8 +73,8 @@ impl From<herald_store::StoreError> for SchedulerError {
 }
 
 impl From<herald_core::StoreGone> for SchedulerError {
-    fn from(_: herald_core::StoreGone) -> Self {
-        Self::Store("the store thread stopped".to_owned())
+    fn from(err: herald_core::StoreGone) -> Self {
+        Self::Store(err.to_string())
     }
 }
 

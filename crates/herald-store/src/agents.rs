@@ -3,6 +3,7 @@
 //! visible after a restart (`herald agents`) and a resumed parent can restart
 //! the unfinished ones from their stored conversations.
 
+use crate::write_unit::WriteUnit;
 use herald_protocol::{AgentStatus, ExitReason, TokenTotals, UsageTotals};
 use rusqlite::{OptionalExtension, Row, params};
 
@@ -299,10 +300,8 @@ impl Store {
     /// uses [`Store::append_messages_delivering`] instead, which marks them
     /// in the transaction that stores the message carrying the results.
     pub fn mark_agents_delivered(&mut self, ids: &[String]) -> Result<(), StoreError> {
-        let tx = self
-            .conn
-            .transaction()
-            .map_err(sql(&self.path, "marking agents delivered"))?;
+        let tx =
+            WriteUnit::begin(&self.conn).map_err(sql(&self.path, "marking agents delivered"))?;
         mark_delivered(&tx, &self.path, ids)?;
         tx.commit()
             .map_err(sql(&self.path, "marking agents delivered"))
@@ -369,7 +368,7 @@ impl Store {
     ) -> Result<Vec<AgentRecord>, StoreError> {
         const CTX: &str = "moving the agents of an interrupted one";
         let path = self.path.clone();
-        let tx = self.conn.transaction().map_err(sql(&path, CTX))?;
+        let tx = WriteUnit::begin(&self.conn).map_err(sql(&path, CTX))?;
         let now = now_ms();
         let interrupt = |id: &str| {
             tx.prepare_cached(

@@ -4,8 +4,9 @@
 //! themselves live in a shadow git repository (herald-core's
 //! `checkpoints` module); this is only their index.
 
+use crate::write_unit::WriteUnit;
 use herald_protocol::Message;
-use rusqlite::{OptionalExtension, Row, TransactionBehavior, params};
+use rusqlite::{OptionalExtension, Row, params};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{StoreError, sql};
@@ -99,10 +100,7 @@ impl Store {
     pub fn add_checkpoint(&mut self, new: &NewCheckpoint) -> Result<i64, StoreError> {
         const CTX: &str = "recording a checkpoint";
         let path = &self.path;
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(sql(path, CTX))?;
+        let tx = WriteUnit::begin(&self.conn).map_err(sql(path, CTX))?;
         require_session(&tx, path, &new.session_id)?;
         let now = now_ms();
         tx.prepare_cached(
@@ -272,10 +270,7 @@ impl Store {
     ) -> Result<usize, StoreError> {
         const CTX: &str = "rewinding the conversation";
         let path = &self.path;
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(sql(path, CTX))?;
+        let tx = WriteUnit::begin(&self.conn).map_err(sql(path, CTX))?;
         let mut rows = Vec::with_capacity(history.len() + 1);
         rows.push(record.clone());
         rows.extend_from_slice(history);

@@ -5,8 +5,9 @@
 //! when it is dispatched. Schedules are stored as written; parsing them is
 //! `herald-cron`'s part.
 
+use crate::write_unit::WriteUnit;
 use herald_protocol::{CatchUp, DeliveryState, JobRunState, Overlap, RunTrigger};
-use rusqlite::{OptionalExtension, Row, TransactionBehavior, params};
+use rusqlite::{OptionalExtension, Row, params};
 use serde::Serialize;
 
 use crate::error::{StoreError, sql};
@@ -187,10 +188,7 @@ impl Store {
     ) -> Result<CronJob, StoreError> {
         const CTX: &str = "adding a job";
         let path = &self.path;
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(sql(path, CTX))?;
+        let tx = WriteUnit::begin(&self.conn).map_err(sql(path, CTX))?;
         let taken: bool = tx
             .prepare_cached("SELECT EXISTS (SELECT 1 FROM cron_jobs WHERE name = ?1)")
             .and_then(|mut s| s.query_row([&spec.name], |r| r.get(0)))
@@ -313,10 +311,7 @@ impl Store {
     pub fn remove_cron_job(&mut self, name: &str) -> Result<bool, StoreError> {
         const CTX: &str = "removing a job";
         let path = &self.path;
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(sql(path, CTX))?;
+        let tx = WriteUnit::begin(&self.conn).map_err(sql(path, CTX))?;
         tx.prepare_cached(
             "DELETE FROM cron_runs WHERE job_id = (SELECT id FROM cron_jobs WHERE name = ?1)",
         )
@@ -348,10 +343,7 @@ impl Store {
         const CTX: &str = "claiming a job run";
         let path = &self.path;
         let now = now_ms();
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(sql(path, CTX))?;
+        let tx = WriteUnit::begin(&self.conn).map_err(sql(path, CTX))?;
         let finished = (!state.is_open()).then_some(now);
         let id: i64 = tx
             .prepare_cached(
@@ -408,10 +400,7 @@ impl Store {
         const CTX: &str = "ending a job run";
         let path = &self.path;
         let now = now_ms();
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(sql(path, CTX))?;
+        let tx = WriteUnit::begin(&self.conn).map_err(sql(path, CTX))?;
         let changed = tx
             .prepare_cached(
                 "UPDATE cron_runs SET state = ?2, finished_at = ?3, result = ?4, error = ?5, \

@@ -3,13 +3,13 @@
 //! (per database, never reused, also after deletes), with the tool calls an
 //! `execute_code` script made (`sandbox.call`) among them.
 
+use crate::write_unit::WriteUnit;
 use rusqlite::params;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{StoreError, sql};
 use crate::sessions::require_session;
 use crate::store::{Store, now_ms};
-use rusqlite::TransactionBehavior;
 
 /// One stored event, oldest first when listed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -93,10 +93,7 @@ impl Store {
         events: &[NewEvent],
     ) -> Result<Vec<i64>, StoreError> {
         const CTX: &str = "recording events";
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(sql(&self.path, CTX))?;
+        let tx = WriteUnit::begin(&self.conn).map_err(sql(&self.path, CTX))?;
         require_session(&tx, &self.path, session_id)?;
         let now = now_ms();
         let mut ids = Vec::with_capacity(events.len());
@@ -134,10 +131,7 @@ impl Store {
         rows: &[(&str, NewEvent)],
     ) -> Result<usize, StoreError> {
         const CTX: &str = "recording events";
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(sql(&self.path, CTX))?;
+        let tx = WriteUnit::begin(&self.conn).map_err(sql(&self.path, CTX))?;
         let now = now_ms();
         let mut stored = 0;
         {

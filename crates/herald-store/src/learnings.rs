@@ -10,7 +10,8 @@
 
 use std::collections::BTreeSet;
 
-use rusqlite::{OptionalExtension, Row, Transaction, params};
+use crate::write_unit::WriteUnit;
+use rusqlite::{Connection, OptionalExtension, Row, params};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{StoreError, sql};
@@ -200,7 +201,7 @@ fn scope_param<'a>(scope: LearningScope<'a>) -> Option<&'a str> {
 
 /// The row `new` merges into, if any: the most recently active near
 /// duplicate of the same tool, error type and scope.
-fn merge_target(tx: &Transaction<'_>, new: &NewLearning) -> rusqlite::Result<Option<Learning>> {
+fn merge_target(tx: &Connection, new: &NewLearning) -> rusqlite::Result<Option<Learning>> {
     let mut stmt = tx.prepare_cached(&format!(
         "SELECT {COLUMNS} FROM learnings l \
          WHERE l.tool = ?1 AND l.error_type = ?2 AND l.project IS ?3 \
@@ -241,7 +242,7 @@ impl Store {
             project: new.project.clone(),
         };
         let path = self.path.clone();
-        let tx = self.conn.transaction().map_err(sql(&path, CTX))?;
+        let tx = WriteUnit::begin(&self.conn).map_err(sql(&path, CTX))?;
         let now = now_ms();
         let (id, merged) = match merge_target(&tx, &new).map_err(sql(&path, CTX))? {
             Some(old) => {
@@ -376,7 +377,7 @@ impl Store {
     pub fn mark_learnings_used(&mut self, ids: &[i64]) -> Result<Vec<Learning>, StoreError> {
         const CTX: &str = "counting uses of learnings";
         let path = self.path.clone();
-        let tx = self.conn.transaction().map_err(sql(&path, CTX))?;
+        let tx = WriteUnit::begin(&self.conn).map_err(sql(&path, CTX))?;
         let now = now_ms();
         let mut used = Vec::with_capacity(ids.len());
         for &id in ids {

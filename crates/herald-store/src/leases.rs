@@ -3,7 +3,8 @@
 //! that wants the same session is refused while the owner lives, and takes the
 //! lease over once the owner is gone (killed, crashed).
 
-use rusqlite::{OptionalExtension, TransactionBehavior, params};
+use crate::write_unit::WriteUnit;
+use rusqlite::{OptionalExtension, params};
 
 use crate::error::{StoreError, sql};
 use crate::owner::ProcessIdentity;
@@ -72,10 +73,7 @@ impl Store {
     ) -> Result<LeaseOutcome, StoreError> {
         const CTX: &str = "taking the session lease";
         let path = &self.path;
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(sql(path, CTX))?;
+        let tx = WriteUnit::begin(&self.conn).map_err(sql(path, CTX))?;
         let current = tx
             .prepare_cached(
                 "SELECT owner_pid, owner_started, heartbeat_at FROM session_leases \

@@ -17,7 +17,9 @@
 //!   process: the commit has been written to the WAL file (the OS holds it
 //!   even if the process dies). Only a power loss or kernel crash before the
 //!   WAL is next synced to disk (at checkpoint) can lose the latest commits;
-//!   that is the trade-off `NORMAL` makes for commit latency.
+//!   that is the trade-off `NORMAL` makes for commit latency. Inside a group
+//!   opened with [`Store::begin_group`], writes are durable at
+//!   [`Store::commit_group`] instead.
 //! * **Search** is FTS5 with bm25 ranking under a time budget, grouped one hit
 //!   per session; see [`Store::search`]. Measure with
 //!   `cargo run -p herald-store --release --example store_bench`.
@@ -55,6 +57,7 @@ mod todos;
 mod usage;
 mod usage_report;
 mod worktrees;
+mod write_unit;
 
 pub mod bench;
 

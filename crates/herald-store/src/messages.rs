@@ -1,5 +1,6 @@
 //! Appending and reading conversation messages.
 
+use crate::write_unit::WriteUnit;
 use herald_protocol::{IMAGE_TOKEN_ESTIMATE, ImageData, Message, Reasoning, Role, ToolCall};
 use rusqlite::{Connection, OptionalExtension, Row, Statement, ToSql, params, params_from_iter};
 
@@ -8,7 +9,6 @@ use crate::records::{MessageWindow, SessionOverview, StoredMessage};
 use crate::search::clamp_window;
 use crate::sessions::require_session;
 use crate::store::{Store, now_ms, to_i64};
-use rusqlite::TransactionBehavior;
 
 /// What [`Store::append_turn`] stores.
 #[derive(Debug, Default)]
@@ -445,10 +445,7 @@ impl Store {
         clear_kept: bool,
     ) -> Result<Vec<i64>, StoreError> {
         let path = &self.path;
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(sql(path, "appending messages"))?;
+        let tx = WriteUnit::begin(&self.conn).map_err(sql(path, "appending messages"))?;
         let ids = insert_messages(&tx, path, session_id, messages)?;
         crate::agents::mark_delivered(&tx, path, delivered)?;
         if clear_kept {
@@ -471,14 +468,11 @@ impl Store {
     ) -> Result<Vec<i64>, StoreError> {
         const CTX: &str = "storing the turn";
         let path = &self.path;
-        let mut tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(sql(path, CTX))?;
+        let tx = WriteUnit::begin(&self.conn).map_err(sql(path, CTX))?;
         if let Some((model, usage, cost)) = step.usage {
             // As with `record_usage` alone: a failure costs the usage row
             // (its savepoint rolls back when dropped), never the messages.
-            let part = tx.savepoint().map_err(sql(path, CTX))?;
+            let part = tx.part().map_err(sql(path, CTX))?;
             if crate::usage::record_usage_in(&part, path, session_id, model, usage, cost).is_ok() {
                 part.commit().map_err(sql(path, CTX))?;
             }
@@ -512,10 +506,7 @@ impl Store {
     ) -> Result<Vec<i64>, StoreError> {
         const CTX: &str = "inserting messages";
         let path = &self.path;
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(sql(path, CTX))?;
+        let tx = WriteUnit::begin(&self.conn).map_err(sql(path, CTX))?;
         let shift = to_i64(messages.len() as u64);
         // Two steps through negative positions, so no intermediate state
         // breaks UNIQUE(session_id, seq).

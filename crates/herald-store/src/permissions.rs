@@ -1,13 +1,13 @@
 //! The audit log of permission decisions: one row per decision,
 //! read back by `herald permissions log`.
 
+use crate::write_unit::WriteUnit;
 use rusqlite::params;
 use rusqlite::types::{FromSql, FromSqlResult, ToSql, ToSqlOutput, ValueRef};
 use serde::Serialize;
 
 use crate::error::{StoreError, sql};
 use crate::store::{Store, now_ms};
-use rusqlite::TransactionBehavior;
 
 /// What a recorded permission decision came to (an `ask` is never stored:
 /// it is recorded once answered).
@@ -179,10 +179,7 @@ impl Store {
     pub fn record_decisions(&mut self, rows: &[NewDecision]) -> Result<(), StoreError> {
         const CTX: &str = "recording permission decisions";
         let now = now_ms();
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(sql(&self.path, CTX))?;
+        let tx = WriteUnit::begin(&self.conn).map_err(sql(&self.path, CTX))?;
         {
             let mut stmt = tx
                 .prepare_cached(

@@ -1,6 +1,7 @@
 //! The prompt history of the interactive composer, per working directory:
 //! what ↑ and Ctrl-R recall in the next session started in the same place.
 
+use crate::write_unit::WriteUnit;
 use rusqlite::{OptionalExtension, params};
 
 use crate::error::{StoreError, sql};
@@ -17,7 +18,7 @@ impl Store {
     /// of that directory are deleted. Returns whether a row was added.
     pub fn add_prompt(&mut self, cwd: &str, text: &str) -> Result<bool, StoreError> {
         const CTX: &str = "saving the prompt history";
-        let tx = self.conn.transaction().map_err(sql(&self.path, CTX))?;
+        let tx = WriteUnit::begin(&self.conn).map_err(sql(&self.path, CTX))?;
         let previous: Option<String> = tx
             .prepare_cached(
                 "SELECT text FROM prompt_history WHERE cwd = ?1 ORDER BY id DESC LIMIT 1",

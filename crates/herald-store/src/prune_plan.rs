@@ -6,12 +6,11 @@
 
 use std::time::Duration;
 
-use rusqlite::TransactionBehavior;
-
 use crate::error::{StoreError, sql};
 use crate::records::SessionRecord;
 use crate::sessions::{SESSION_COLUMN_COUNT, SESSION_COLUMNS, session_from_row};
 use crate::store::{Store, now_ms};
+use crate::write_unit::WriteUnit;
 
 /// A top-level session together with the size of its tree.
 #[derive(Debug, Clone, PartialEq)]
@@ -64,10 +63,7 @@ impl Store {
     /// stored count nothing).
     pub fn delete_session_trees(&mut self, ids: &[String]) -> Result<usize, StoreError> {
         let path = &self.path;
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(sql(path, "deleting sessions"))?;
+        let tx = WriteUnit::begin(&self.conn).map_err(sql(path, "deleting sessions"))?;
         let mut deleted = 0;
         {
             let mut stmt = tx

@@ -9,7 +9,8 @@
 //! search after new messages, and is smaller there, because many messages
 //! indexed in one transaction make one FTS5 segment instead of one per turn.
 
-use rusqlite::{OptionalExtension, Transaction, TransactionBehavior, params};
+use crate::write_unit::WriteUnit;
+use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::error::{StoreError, sql};
 use crate::store::Store;
@@ -38,8 +39,7 @@ impl Store {
         loop {
             // Immediate: read the watermark and move it under the write lock,
             // so two processes never index the same message twice.
-            let tx = Transaction::new_unchecked(&self.conn, TransactionBehavior::Immediate)
-                .map_err(sql(path, CTX))?;
+            let tx = WriteUnit::begin(&self.conn).map_err(sql(path, CTX))?;
             let upto = indexed_upto(&tx).map_err(sql(path, CTX))?;
             // The next messages while the text before each stays under
             // BATCH_BYTES (octet_length reads sizes, not the text).
@@ -107,7 +107,7 @@ impl Store {
 }
 
 /// The watermark; 0 when the row is missing (a new database).
-fn indexed_upto(tx: &Transaction<'_>) -> rusqlite::Result<i64> {
+fn indexed_upto(tx: &Connection) -> rusqlite::Result<i64> {
     tx.prepare_cached("SELECT indexed_upto FROM search_index_state WHERE name = 'messages'")?
         .query_row([], |row| row.get(0))
         .optional()

@@ -2,7 +2,8 @@
 
 use std::time::Duration;
 
-use rusqlite::{OptionalExtension, Row, ToSql, TransactionBehavior, params, params_from_iter};
+use crate::write_unit::WriteUnit;
+use rusqlite::{OptionalExtension, Row, ToSql, params, params_from_iter};
 
 use crate::error::{StoreError, sql};
 use crate::records::{ListFilter, NewSession, SessionRecord};
@@ -253,10 +254,7 @@ impl Store {
     /// sessions. Returns `false` if no session had this id.
     pub fn delete_session(&mut self, id: &str) -> Result<bool, StoreError> {
         let path = &self.path;
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(sql(path, "deleting a session"))?;
+        let tx = WriteUnit::begin(&self.conn).map_err(sql(path, "deleting a session"))?;
         let deleted = tx
             .execute(
                 "WITH RECURSIVE tree(id) AS ( \
@@ -278,10 +276,7 @@ impl Store {
         let age_ms = i64::try_from(age.as_millis()).unwrap_or(i64::MAX);
         let cutoff = now_ms().saturating_sub(age_ms);
         let path = &self.path;
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(sql(path, "pruning sessions"))?;
+        let tx = WriteUnit::begin(&self.conn).map_err(sql(path, "pruning sessions"))?;
         // Roots are sessions without a (still existing) parent.
         let deleted = tx
             .execute(

@@ -83,6 +83,12 @@ impl Store {
         // with 13 KB tool results filled 1 MiB).
         conn.pragma_update(None, "cache_size", -256)
             .map_err(sql(&path, "setting the page cache size"))?;
+        // Savepoints (each write's unit inside a group, see `write_unit.rs`)
+        // and statements inside a transaction keep the pages they change in
+        // a sub-journal. In memory, that costs a copy; in a temporary file,
+        // a write system call for every page.
+        conn.pragma_update(None, "temp_store", "MEMORY")
+            .map_err(sql(&path, "keeping temporary data in memory"))?;
         crate::schema::create_or_migrate(&mut conn, &path)?;
         let deadline = SearchDeadline::new();
         deadline

@@ -1,5 +1,6 @@
 //! Per-request token usage and cost, rolled up into the session totals.
 
+use crate::write_unit::WriteUnit;
 use herald_protocol::Usage;
 use rusqlite::params;
 
@@ -7,7 +8,6 @@ use crate::error::{StoreError, sql};
 use crate::records::UsageRecord;
 use crate::sessions::require_session;
 use crate::store::{Store, now_ms, to_i64, to_u64};
-use rusqlite::TransactionBehavior;
 
 impl Store {
     /// Stores one model request's usage and adds it to the session's totals,
@@ -22,10 +22,7 @@ impl Store {
     ) -> Result<(), StoreError> {
         const CTX: &str = "recording usage";
         let path = &self.path;
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(sql(path, CTX))?;
+        let tx = WriteUnit::begin(&self.conn).map_err(sql(path, CTX))?;
         record_usage_in(&tx, path, session_id, model, usage, cost_usd)?;
         tx.commit().map_err(sql(path, CTX))
     }

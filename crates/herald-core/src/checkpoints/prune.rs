@@ -88,16 +88,10 @@ pub struct PruneReport {
 pub enum PruneError {
     #[error("cannot prune checkpoints: {0}")]
     Store(#[from] StoreError),
-    #[error("cannot prune checkpoints: the session store is closed")]
-    StoreGone,
+    #[error("cannot prune checkpoints: {0}")]
+    StoreGone(#[from] crate::persist::StoreGone),
     #[error("cannot prune checkpoints: the pruning task failed: {0}")]
     Task(String),
-}
-
-impl From<crate::persist::StoreGone> for PruneError {
-    fn from(_: crate::persist::StoreGone) -> Self {
-        PruneError::StoreGone
-    }
 }
 
 /// Whether the prune at start is due: `home` has checkpoints and no prune

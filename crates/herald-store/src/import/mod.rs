@@ -23,8 +23,9 @@ mod time;
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use crate::write_unit::WriteUnit;
 use herald_protocol::Message;
-use rusqlite::{OptionalExtension, TransactionBehavior, params};
+use rusqlite::{OptionalExtension, params};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -411,10 +412,7 @@ impl Store {
             });
         }
         let store_path = &self.path;
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(sql(store_path, CTX))?;
+        let tx = WriteUnit::begin(&self.conn).map_err(sql(store_path, CTX))?;
         let mut sessions = Vec::new();
         for transcript in transcripts {
             let (id, note) = match &transcript.original_id {
