@@ -154,36 +154,49 @@ pub fn memory_limits(memory: &config::MemoryConfig) -> herald_knowledge::MemoryL
     }
 }
 
-/// A new, unique session id (`ses_<unix-ms>_<random>`).
+/// A new, unique session id (`ses_<unix-ms>_<8 hex digits>`).
+///
+/// The suffix is a per-process random start plus a counter times an odd
+/// number, which is one-to-one over 32 bits: no two ids of one process are
+/// equal, however many are made in one millisecond (a fan-out of 10,000
+/// children with 24 random bits drew the same id about once in ten runs).
+/// The start comes from the operating system's random source (not
+/// `fastrand`, which seeds from the clock and the thread id), so processes
+/// started in the same instant differ too.
 pub fn new_session_id() -> String {
     use std::collections::hash_map::RandomState;
     use std::hash::{BuildHasher, Hasher};
+    use std::sync::OnceLock;
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static START: OnceLock<u32> = OnceLock::new();
+    static COUNT: AtomicU32 = AtomicU32::new(0);
+    let start = *START.get_or_init(|| {
+        let random = RandomState::new().build_hasher().finish();
+        (random >> 32) as u32 ^ random as u32
+    });
+    let count = COUNT.fetch_add(1, Ordering::Relaxed);
+    let suffix = start.wrapping_add(count.wrapping_mul(0x9E37_79B9));
     let ms = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_millis())
         .unwrap_or_default();
-    // Not `fastrand`: its generator is seeded from the clock and the thread
-    // id, so processes started in the same instant (a script running several
-    // `herald run`s) can draw the same number (CI saw it). `RandomState` takes its keys from
-    // the operating system's random source, and each one differs.
-    let random = RandomState::new().build_hasher().finish();
-    format!("ses_{ms:x}_{:06x}", random & 0xFF_FFFF)
+    format!("ses_{ms:x}_{suffix:08x}")
 }
 
 #[cfg(test)]
 mod tests {
     #[test]
-    fn session_ids_have_their_shape_and_differ() {
-        // 24 random bits: 100 ids made in the same millisecond share one
-        // with a chance of about 1 in 3,000, so no more than a few may.
+    fn session_ids_have_their_shape_and_never_repeat_in_a_process() {
+        // Far more than one millisecond's worth of a wide fan-out.
         let ids: std::collections::HashSet<String> =
-            (0..100).map(|_| super::new_session_id()).collect();
-        assert!(ids.len() >= 98, "{} distinct ids of 100", ids.len());
-        for id in &ids {
+            (0..200_000).map(|_| super::new_session_id()).collect();
+        assert_eq!(ids.len(), 200_000, "a session id repeated");
+        for id in ids.iter().take(100) {
             let parts: Vec<&str> = id.split('_').collect();
             assert_eq!(parts.len(), 3, "{id}");
             assert_eq!(parts[0], "ses");
-            assert_eq!(parts[2].len(), 6, "{id}");
+            assert_eq!(parts[2].len(), 8, "{id}");
+            assert!(parts[2].bytes().all(|b| b.is_ascii_hexdigit()), "{id}");
         }
     }
 }
