@@ -27,6 +27,14 @@ use serde_json::json;
 use child::run_measured;
 use stats::{median, percentile};
 
+/// The allocator herald itself runs on. The scripted server parses and
+/// keeps every request it receives; on glibc's malloc that took half of its
+/// CPU in the 10,000-child run, time taken from the herald it measures on a
+/// two-core machine. In-process measurements (the store benchmark) then
+/// also run on herald's allocator.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Locates (building if needed) the release `herald` binary next to this one.
 fn herald_binary() -> Result<PathBuf> {
     let exe = std::env::current_exe().context("cannot locate the benchmark executable")?;

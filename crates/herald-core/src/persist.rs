@@ -17,8 +17,35 @@ use herald_store::{Store, StoreError};
 /// Told whether the job's writes were committed; for the job's caller.
 type Reply = Box<dyn FnOnce(Result<(), StoreGone>) + Send>;
 
-/// A queued job; it returns its reply when someone waits for the outcome.
-type Job = Box<dyn FnOnce(&mut Store) -> Option<Reply> + Send>;
+/// A queued job on a store `S`; it returns its reply when someone waits
+/// for the outcome.
+type JobOn<S> = Box<dyn FnOnce(&mut S) -> Option<Reply> + Send>;
+
+/// A queued job.
+type Job = JobOn<Store>;
+
+/// The group commit [`run_group`] drives: [`Store`]'s, behind a trait so
+/// its failure paths (a commit that fails, a group SQLite rolled back
+/// itself) can be driven in tests.
+trait GroupCommit {
+    fn begin_group(&mut self) -> Result<(), StoreError>;
+    fn in_group(&self) -> bool;
+    fn commit_group(&mut self) -> Result<(), StoreError>;
+}
+
+impl GroupCommit for Store {
+    fn begin_group(&mut self) -> Result<(), StoreError> {
+        Store::begin_group(self)
+    }
+
+    fn in_group(&self) -> bool {
+        Store::in_group(self)
+    }
+
+    fn commit_group(&mut self) -> Result<(), StoreError> {
+        Store::commit_group(self)
+    }
+}
 
 /// Most jobs in one group: their callers wait for the group's commit, so
 /// an unbounded group would hold the first of them back too long.
@@ -159,7 +186,7 @@ fn serve(mut store: Store, queue: &mpsc::Receiver<Request>) {
 /// Runs `jobs` in order in one transaction and answers their callers after
 /// its commit. A lone job, or a group the store cannot open, runs as before
 /// groups: each job commits its own writes.
-fn run_group(store: &mut Store, jobs: impl ExactSizeIterator<Item = Job>) {
+fn run_group<S: GroupCommit>(store: &mut S, jobs: impl ExactSizeIterator<Item = JobOn<S>>) {
     let mut grouped = jobs.len() > 1 && store.begin_group().is_ok();
     let mut replies = Vec::new();
     for job in jobs {
@@ -296,6 +323,136 @@ mod tests {
         // A lone job runs as before groups, committing its own writes.
         let alone = runtime.block_on(store.call(|s| s.in_group())).unwrap();
         assert!(!alone, "a lone job ran inside a group");
+    }
+
+    /// A store whose group commit fails as told, recording what ran.
+    #[derive(Default)]
+    struct FailingGroups {
+        open: bool,
+        refuse_begin: bool,
+        refuse_commit: bool,
+        commits: usize,
+        /// Each job's name and whether it ran inside the group.
+        ran: Vec<(&'static str, bool)>,
+    }
+
+    impl GroupCommit for FailingGroups {
+        fn begin_group(&mut self) -> Result<(), StoreError> {
+            if self.refuse_begin {
+                return Err(StoreError::UnknownSession("begin refused".into()));
+            }
+            self.open = true;
+            Ok(())
+        }
+
+        fn in_group(&self) -> bool {
+            self.open
+        }
+
+        fn commit_group(&mut self) -> Result<(), StoreError> {
+            self.open = false;
+            self.commits += 1;
+            if self.refuse_commit {
+                return Err(StoreError::UnknownSession("disk full".into()));
+            }
+            Ok(())
+        }
+    }
+
+    type Outcomes = Arc<Mutex<Vec<(&'static str, Result<(), String>)>>>;
+
+    /// A job named `name` whose caller waits; `then` runs after it (to
+    /// roll the group back, say). Its outcome lands in `outcomes`.
+    fn awaited(
+        name: &'static str,
+        outcomes: &Outcomes,
+        then: fn(&mut FailingGroups),
+    ) -> JobOn<FailingGroups> {
+        let outcomes = Arc::clone(outcomes);
+        Box::new(move |store: &mut FailingGroups| {
+            let grouped = store.open;
+            store.ran.push((name, grouped));
+            then(store);
+            Some(Box::new(move |committed: Result<(), StoreGone>| {
+                let told = committed.map_err(|e| e.to_string());
+                outcomes.lock().unwrap().push((name, told));
+            }) as Reply)
+        })
+    }
+
+    /// A job nobody waits for.
+    fn fire_and_forget(name: &'static str) -> JobOn<FailingGroups> {
+        Box::new(move |store: &mut FailingGroups| {
+            let grouped = store.open;
+            store.ran.push((name, grouped));
+            None
+        })
+    }
+
+    fn nothing(_: &mut FailingGroups) {}
+
+    #[test]
+    fn a_failed_commit_reaches_every_waiting_caller_of_the_group() {
+        let mut store = FailingGroups {
+            refuse_commit: true,
+            ..FailingGroups::default()
+        };
+        let outcomes = Outcomes::default();
+        let jobs = vec![
+            awaited("a", &outcomes, nothing),
+            fire_and_forget("b"),
+            awaited("c", &outcomes, nothing),
+        ];
+        run_group(&mut store, jobs.into_iter());
+        assert_eq!(store.ran, [("a", true), ("b", true), ("c", true)]);
+        assert_eq!(store.commits, 1);
+        let outcomes = outcomes.lock().unwrap();
+        assert_eq!(outcomes.len(), 2, "{outcomes:?}");
+        for (name, told) in outcomes.iter() {
+            let err = told.as_ref().unwrap_err();
+            assert!(
+                err.contains("could not save this change") && err.contains("disk full"),
+                "{name}: {err}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_group_rolled_back_by_sqlite_fails_its_jobs_so_far_and_the_rest_commit_alone() {
+        let mut store = FailingGroups::default();
+        let outcomes = Outcomes::default();
+        let jobs = vec![
+            awaited("a", &outcomes, nothing),
+            // SQLite rolls the transaction back during this job.
+            awaited("b", &outcomes, |s| s.open = false),
+            awaited("c", &outcomes, nothing),
+        ];
+        run_group(&mut store, jobs.into_iter());
+        assert_eq!(store.ran, [("a", true), ("b", true), ("c", false)]);
+        assert_eq!(store.commits, 0, "a rolled-back group was committed");
+        let outcomes = outcomes.lock().unwrap();
+        let lost = StoreGone::RolledBack.to_string();
+        assert_eq!(
+            *outcomes,
+            [("a", Err(lost.clone())), ("b", Err(lost)), ("c", Ok(()))]
+        );
+    }
+
+    #[test]
+    fn jobs_run_alone_when_a_group_cannot_begin() {
+        let mut store = FailingGroups {
+            refuse_begin: true,
+            ..FailingGroups::default()
+        };
+        let outcomes = Outcomes::default();
+        let jobs = vec![
+            awaited("a", &outcomes, nothing),
+            awaited("b", &outcomes, nothing),
+        ];
+        run_group(&mut store, jobs.into_iter());
+        assert_eq!(store.ran, [("a", false), ("b", false)]);
+        assert_eq!(store.commits, 0);
+        assert_eq!(*outcomes.lock().unwrap(), [("a", Ok(())), ("b", Ok(()))]);
     }
 
     #[test]

@@ -77,11 +77,14 @@ impl Store {
         .map_err(|(err, waited)| locked_after(&path, "switching to WAL mode", err, waited))?;
         conn.pragma_update(None, "foreign_keys", "ON")
             .map_err(sql(&path, "enabling foreign keys"))?;
-        // 256 KiB of page cache (SQLite's default is 2 MiB): a turn writes
-        // a few pages, and searches read through the system's file cache,
-        // so a bigger cache mostly makes the process bigger (a 60-turn run
-        // with 13 KB tool results filled 1 MiB).
-        conn.pragma_update(None, "cache_size", -256)
+        // Up to 4 MiB of page cache (SQLite's default is 2 MiB). A single
+        // session fills little of it: the 60-turn benchmark run grew by
+        // 1.3 MB over a 256 KiB cache, with no change in CPU. A tree of
+        // thousands of agents needs it: its group commits touch many pages
+        // at once, and with 256 KiB SQLite spilled dirty pages into the WAL
+        // before the commit and read index pages back from the file. 10,000
+        // children took 6% less CPU (docs/BENCHMARKS.md, "10,000 children").
+        conn.pragma_update(None, "cache_size", -4096)
             .map_err(sql(&path, "setting the page cache size"))?;
         // Savepoints (each write's unit inside a group, see `write_unit.rs`)
         // and statements inside a transaction keep the pages they change in

@@ -211,4 +211,15 @@ mod tests {
             .unwrap();
         assert_eq!(temp_store, 2, "temp_store is not MEMORY");
     }
+
+    #[test]
+    fn the_page_cache_holds_the_pages_of_a_group() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path().join("state.db")).unwrap();
+        let cache_size: i64 = store
+            .conn
+            .pragma_query_value(None, "cache_size", |row| row.get(0))
+            .unwrap();
+        assert_eq!(cache_size, -4096, "the page cache is not 4 MiB");
+    }
 }
