@@ -33,6 +33,7 @@ mod mcp_resources;
 mod mcp_serve;
 mod mcp_session;
 mod memory_flush;
+mod orchestration;
 mod permissions;
 mod permissions_table;
 mod prompt_budget;
