@@ -43,8 +43,9 @@ fn from_row(row: &Row<'_>) -> rusqlite::Result<AgentWorktree> {
 }
 
 impl Store {
-    /// Journals the worktree agent `agent_id` is about to get (or gets
-    /// again: a restarted agent reattaches to the same row).
+    /// Journals the worktree agent `agent_id` is about to get, or gets
+    /// again in the same row: a restarted agent reattaching (same base), or
+    /// a follow-up after a merge or prune (a new worktree, a new base).
     pub fn record_worktree(
         &mut self,
         agent_id: &str,
@@ -57,7 +58,8 @@ impl Store {
             .prepare_cached(
                 "INSERT INTO agent_worktrees (agent_id, repo, path, branch, base, created_at) \
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6) \
-                 ON CONFLICT(agent_id) DO UPDATE SET removed_at = NULL",
+                 ON CONFLICT(agent_id) DO UPDATE SET removed_at = NULL, repo = excluded.repo, \
+                 path = excluded.path, branch = excluded.branch, base = excluded.base",
             )
             .and_then(|mut s| s.execute(params![agent_id, repo, path, branch, base, now_ms()]))
             .map_err(sql(&self.path, "journaling a worktree"))?;
@@ -136,17 +138,14 @@ mod tests {
                 .is_some()
         );
         assert!(store.worktree("nope").unwrap().is_none());
-        // Recorded again (a restart): present again, same row.
+        // Recorded again (a follow-up after a merge): present again, one
+        // row, with the new worktree's base.
         store
-            .record_worktree("agt_1", "/repo", "/wt/agt_1", "herald/agt_1", "abc")
+            .record_worktree("agt_1", "/repo", "/wt/agt_1", "herald/agt_1", "def")
             .unwrap();
-        assert!(
-            store
-                .worktree("agt_1")
-                .unwrap()
-                .unwrap()
-                .removed_at
-                .is_none()
-        );
+        let again = store.worktree("agt_1").unwrap().unwrap();
+        assert!(again.removed_at.is_none());
+        assert_eq!(again.base, "def");
+        assert_eq!(store.present_worktrees().unwrap().len(), 2);
     }
 }

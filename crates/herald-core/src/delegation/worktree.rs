@@ -173,7 +173,9 @@ pub(crate) async fn open(
         .and_then(|c| c.strip_prefix(&repo).ok().map(Path::to_path_buf))
         .unwrap_or_default();
     let reattach = path.join(".git").exists();
-    // A restarted agent keeps the base it was journaled with.
+    // A restarted agent keeps the base it was journaled with. A worktree
+    // merged or pruned since is gone, and a follow-up starts a new one from
+    // where the base is now: after a merge, that holds the agent's own work.
     let journaled_base = match store {
         Some(store) => {
             let id = agent_id.to_owned();
@@ -183,6 +185,7 @@ pub(crate) async fn open(
                 .ok()
                 .and_then(Result::ok)
                 .flatten()
+                .filter(|w| w.removed_at.is_none())
                 .map(|w| w.base)
         }
         None => None,
@@ -845,6 +848,50 @@ mod tests {
             .await
             .unwrap_err();
         assert!(err.contains("fetches the remote origin"), "{err}");
+    }
+
+    /// A follow-up after a merge gets a new worktree that holds the
+    /// merged work, not one at the base the first run started from.
+    #[tokio::test]
+    async fn after_a_merge_a_new_worktree_starts_from_the_merged_head() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let repo = root.join("repo");
+        std::fs::create_dir_all(&repo).unwrap();
+        run(&repo, &["init", "-q", "-b", "main"]);
+        std::fs::write(repo.join("a.txt"), "greet\n").unwrap();
+        run(&repo, &["add", "."]);
+        run(&repo, &["commit", "-q", "-m", "start"]);
+        let home = root.join("home");
+        let store = StoreHandle::open(&root.join("state.db")).unwrap();
+
+        let first = open(&home, &repo, "agt_f", &WorktreeBase::Head, Some(&store))
+            .await
+            .unwrap();
+        std::fs::write(first.path.join("a.txt"), "welcome\n").unwrap();
+        run(&first.path, &["commit", "-q", "-am", "rename"]);
+        let merged = merge(&store, "agt_f", false).await.unwrap();
+        assert!(merged.removed);
+        assert!(!first.path.exists());
+        let head = run(&repo, &["rev-parse", "HEAD"]);
+
+        let again = open(&home, &repo, "agt_f", &WorktreeBase::Head, Some(&store))
+            .await
+            .unwrap();
+        assert_eq!(again.base, head);
+        assert_eq!(run(&again.path, &["rev-parse", "HEAD"]), head);
+        assert_eq!(
+            std::fs::read_to_string(again.path.join("a.txt")).unwrap(),
+            "welcome\n"
+        );
+        let journaled = store
+            .call(|s| s.worktree("agt_f"))
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        assert_eq!(journaled.base, head);
+        assert!(journaled.removed_at.is_none(), "{journaled:?}");
     }
 
     #[test]
