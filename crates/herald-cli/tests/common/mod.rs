@@ -332,3 +332,25 @@ pub fn dispatched_ids(view: &herald_testkit::RequestView) -> Vec<String> {
         })
         .unwrap_or_default()
 }
+
+/// `git args` in `dir`, which must succeed; its trimmed output.
+pub fn git(dir: &std::path::Path, args: &[&str]) -> String {
+    let out = std::process::Command::new("git")
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+/// The model a recorded request asked for.
+pub fn model_of(request: &herald_testkit::RecordedRequest) -> String {
+    herald_testkit::RequestView::from_body(request.api, &request.body)
+        .unwrap()
+        .model
+}

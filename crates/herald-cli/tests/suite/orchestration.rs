@@ -8,10 +8,12 @@
 use std::path::Path;
 use std::time::Duration;
 
-use herald_testkit::{RecordedRequest, Reply, RequestView, Script};
+use herald_testkit::{Reply, RequestView, Script};
 use serde_json::{Value, json};
 
-use crate::common::{Harness, Wire, dispatched_ids, last, of_type, stderr};
+use crate::common::{
+    Harness, Wire, dispatched_ids, git, last, model_of, of_type, stderr, tool_results,
+};
 
 const CHILDREN: usize = 5;
 
@@ -34,20 +36,6 @@ model = "coder-model"
 
 const STEER: &str = "keep greet as an alias of welcome";
 
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = std::process::Command::new("git")
-        .current_dir(dir)
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_owned()
-}
-
 /// A repository with one `greet` in each of five files.
 fn repository(work: &Path) {
     git(work, &["init", "-q", "-b", "main"]);
@@ -68,20 +56,6 @@ fn rename(i: usize) -> Reply {
             "printf 'welcome\\n' > part{i}.txt && git commit -q -am 'rename in part {i}'"
         )}),
     )
-}
-
-fn tool_results_in(request: &RecordedRequest) -> Vec<String> {
-    let view = RequestView::from_body(request.api, &request.body).unwrap();
-    view.messages
-        .iter()
-        .flat_map(|m| m.tool_results.iter().map(|(_, c)| c.clone()))
-        .collect()
-}
-
-fn model_of(request: &RecordedRequest) -> String {
-    RequestView::from_body(request.api, &request.body)
-        .unwrap()
-        .model
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -158,7 +132,7 @@ async fn an_orchestrator_splits_steers_asks_and_merges_five_worktrees_under_a_ra
     );
 
     let root = h.requests_of("split the greet rename");
-    let results = tool_results_in(root.last().unwrap());
+    let results = tool_results(&root.last().unwrap().body);
     let dispatched: Value = serde_json::from_str(results[0].split("\n\n").next().unwrap()).unwrap();
     let ids: Vec<String> = dispatched["agent_ids"]
         .as_array()
@@ -192,7 +166,7 @@ async fn an_orchestrator_splits_steers_asks_and_merges_five_worktrees_under_a_ra
     assert!(
         child0
             .iter()
-            .any(|r| tool_results_in(r).iter().any(|t| t.contains(STEER))),
+            .any(|r| tool_results(&r.body).iter().any(|t| t.contains(STEER))),
         "the steer did not reach child 0"
     );
 

@@ -7,7 +7,7 @@
 
 use crate::common;
 
-use common::{Harness, Wire, last, of_type, stderr};
+use common::{Harness, Wire, last, model_of, of_type, stderr};
 use herald_testkit::{RecordedRequest, Reply, RequestView, Script};
 use serde_json::json;
 
@@ -42,12 +42,6 @@ role = "child"
 model = "child-model"
 fallback = ["child-backup"]
 "#;
-
-fn model_of(request: &RecordedRequest) -> String {
-    RequestView::from_body(request.api, &request.body)
-        .unwrap()
-        .model
-}
 
 /// The text of every tool result in a recorded request.
 fn results_in(request: &RecordedRequest) -> Vec<String> {

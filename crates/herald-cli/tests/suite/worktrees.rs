@@ -12,23 +12,9 @@ use herald_testkit::{Reply, Script};
 use serde_json::{Value, json};
 
 use crate::common::{
-    Harness, LiveRun, Wire, kill_leftovers, last, parse_events, sleeper_command, stderr,
+    Harness, LiveRun, Wire, git, kill_leftovers, last, parse_events, sleeper_command, stderr,
     tool_results,
 };
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = std::process::Command::new("git")
-        .current_dir(dir)
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_owned()
-}
 
 /// The work directory as a repository with one commit of `notes.txt`.
 fn repository(h: &Harness) -> std::path::PathBuf {
