@@ -459,10 +459,25 @@ def composer(p):
     SEEN["stored_tool_info"] = stored.locator("summary").inner_text()
     shot(page, "steered")
 
-    # A second turn, then compaction summarises the middle.
+    # A second turn, then compaction summarises the middle. The turn's
+    # response is held back until its reply has streamed in, so its
+    # `run.completed` reaches the page before the op's own response does:
+    # the page must still end idle.
+    def late_response(route):
+        response = route.fetch()
+        page.wait_for_timeout(2000)
+        route.fulfill(response=response)
+
+    page.route("**/api/sessions/*/ops", late_response)
     send(page, "one more thing")
     expect(page.locator(".msg.assistant .body.md").last).to_contain_text("noted", timeout=30000)
+    # The composer empties once the held-back response has arrived.
+    expect(page.locator("#composer")).to_have_value("", timeout=30000)
     expect(page.locator("#session-state")).to_contain_text("idle", timeout=30000)
+    page.unroute("**/api/sessions/*/ops")
+    SEEN["user_before_reply"] = page.locator(".msg").evaluate_all(
+        "els => els.map(e => e.classList.contains('user') ? 'user' : e.classList.contains('assistant') ? 'assistant' : 'other').slice(-2)"
+    )
     page.get_by_role("button", name="Compact").click()
     note = page.locator(".msg.note", has_text="Compacted")
     expect(note).to_be_visible(timeout=30000)

@@ -573,6 +573,12 @@ async fn webui_browser_composer_steers_interrupts_and_compacts() {
             .contains("Request for context compaction")),
         "a summary was asked for"
     );
+    // A reply that outran the op's response still follows the user's message.
+    assert_eq!(
+        seen["user_before_reply"],
+        json!(["user", "assistant"]),
+        "{seen}"
+    );
     let note = seen["compaction_note"].as_str().unwrap();
     assert!(note.contains("Compacted") && note.contains("→"), "{note}");
     assert!(

@@ -169,17 +169,30 @@ export async function render(main, params) {
   async function send(kind) {
     const text = input.value;
     if (!text.trim()) return;
-    try {
-      if (kind === "steer") await api.op(id, { type: "steer", text });
-      else {
-        await api.op(id, { type: "user_turn", text });
-        busy = true;
-        drawState();
-        stick(() => transcript.append(h("li", { class: "msg user" }, h("div", { class: "who" }, "You"), h("div", { class: "body" }, text))));
+    if (kind === "steer") {
+      try {
+        await api.op(id, { type: "steer", text });
+        input.value = "";
+      } catch (err) {
+        toast("Steer refused: " + err.message);
       }
+      return;
+    }
+    // Busy before the request leaves: a quick turn's events (its reply and
+    // `run.completed`) can arrive on the event stream before the op's own
+    // response does, and must find the turn already marked as running.
+    const shownMessage = h("li", { class: "msg user" }, h("div", { class: "who" }, "You"), h("div", { class: "body" }, text));
+    busy = true;
+    drawState();
+    stick(() => transcript.append(shownMessage));
+    try {
+      await api.op(id, { type: "user_turn", text });
       input.value = "";
     } catch (err) {
-      toast((kind === "steer" ? "Steer" : "Send") + " refused: " + err.message);
+      shownMessage.remove();
+      busy = false;
+      drawState();
+      toast("Send refused: " + err.message);
     }
   }
   const simple = (label, op, when) =>
