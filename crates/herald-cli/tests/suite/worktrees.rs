@@ -351,3 +351,102 @@ async fn a_crash_mid_child_leaves_a_worktree_that_resume_reattaches_and_prune_re
     // Its branch had no commits: it went too.
     assert_eq!(git(&work, &["branch", "--list", "herald/*"]), "");
 }
+
+/// A finished isolated child is merged by `herald agents merge` from
+/// another process; a later run of the same session asks it for more with
+/// `agent_followup`. The follow-up works in a new worktree that starts from
+/// the merged head, with its earlier conversation in context, so its one
+/// new commit merges as a fast-forward.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_follow_up_after_a_merge_builds_on_the_merged_head() {
+    let script = Script::new()
+        .conversation(
+            "wt asked child",
+            vec![
+                commit("line one", "notes.txt", "child one"),
+                Reply::text("added line one"),
+                commit("line two", "notes.txt", "child two"),
+                Reply::text("added line two"),
+            ],
+        )
+        .responder(|view| {
+            let ids = crate::common::dispatched_ids(view);
+            match view.turn {
+                0 => Reply::tool(
+                    "delegate_task",
+                    json!({"background": true, "isolation": "worktree", "goal": "wt asked child: add line one"}),
+                ),
+                1 | 4 => Reply::tool(
+                    "agent_wait",
+                    json!({"agent_ids": [ids[0]], "timeout_seconds": 60}),
+                ),
+                2 => Reply::text("line one is on its branch"),
+                3 => Reply::tool(
+                    "agent_followup",
+                    json!({"agent_id": ids[0], "message": "now add line two"}),
+                ),
+                _ => Reply::text("line two is on its branch"),
+            }
+        });
+    let h = Harness::new(script).await;
+    let work = repository(&h);
+    let (output, events) = h.run_json(Wire::OpenAi, &[], "ask and merge").await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(last(&events)["final_response"], "line one is on its branch");
+    let session = last(&events)["session_id"].as_str().unwrap().to_owned();
+    let listed: Value =
+        serde_json::from_slice(&herald(&h, &["agents", "worktrees", "--json"]).await.stdout)
+            .unwrap();
+    assert_eq!(listed.as_array().unwrap().len(), 1, "{listed}");
+    let id = listed[0]["agent_id"].as_str().unwrap().to_owned();
+    let first_path = listed[0]["path"].as_str().unwrap().to_owned();
+
+    // Another process merges the finished child's branch.
+    let out = herald(&h, &["agents", "merge", &id, "--json"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let merged: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(merged["kind"], "fast_forward", "{merged}");
+    assert!(!Path::new(&first_path).exists());
+    let merged_head = git(&work, &["rev-parse", "HEAD"]);
+
+    // The next run of the session follows the child up.
+    let (output, events) = h
+        .run_json(Wire::OpenAi, &["--resume", &session], "and one more line")
+        .await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(last(&events)["final_response"], "line two is on its branch");
+    // The follow-up's request carries the child's first turn.
+    let child = h.requests_of("wt asked child");
+    assert_eq!(child.len(), 4, "two turns of two requests");
+    let asked = child[2].body.to_string();
+    assert!(
+        asked.contains("added line one") && asked.contains("now add line two"),
+        "{asked}"
+    );
+    // Its new worktree started from the merged head: one new commit.
+    let root = h.requests_of("ask and merge");
+    let waited: Value = serde_json::from_str(&tool_results(&root.last().unwrap().body)[3]).unwrap();
+    let result = &waited["finished"][0];
+    assert_eq!(result["status"], "completed", "{waited}");
+    let commits = result["worktree"]["commits"].as_array().unwrap();
+    assert_eq!(commits.len(), 1, "{result}");
+    assert!(
+        commits[0].as_str().unwrap().ends_with("child two"),
+        "{result}"
+    );
+    assert_eq!(
+        git(&work, &["rev-parse", &format!("herald/{id}~1")]),
+        merged_head
+    );
+    let out = herald(&h, &["agents", "merge", &id, "--json"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let merged: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(merged["kind"], "fast_forward", "{merged}");
+    assert_eq!(
+        std::fs::read_to_string(work.join("notes.txt")).unwrap(),
+        "first line\nline one\nline two\n"
+    );
+    assert_eq!(git(&work, &["status", "--porcelain"]), "");
+    assert_eq!(git(&work, &["worktree", "list"]).lines().count(), 1);
+    h.server.assert_invariants();
+}
