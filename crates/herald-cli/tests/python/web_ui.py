@@ -463,18 +463,24 @@ def composer(p):
     # response is held back until its reply has streamed in, so its
     # `run.completed` reaches the page before the op's own response does:
     # the page must still end idle.
+    ops_sent = []
+
     def late_response(route):
+        ops_sent.append(json.loads(route.request.post_data)["type"])
         response = route.fetch()
         page.wait_for_timeout(2000)
         route.fulfill(response=response)
 
     page.route("**/api/sessions/*/ops", late_response)
     send(page, "one more thing")
+    # A second Ctrl+Enter while the first is unanswered sends nothing.
+    page.locator("#composer").press("Control+Enter")
     expect(page.locator(".msg.assistant .body.md").last).to_contain_text("noted", timeout=30000)
     # The composer empties once the held-back response has arrived.
     expect(page.locator("#composer")).to_have_value("", timeout=30000)
     expect(page.locator("#session-state")).to_contain_text("idle", timeout=30000)
     page.unroute("**/api/sessions/*/ops")
+    SEEN["ops_while_held"] = ops_sent
     SEEN["user_before_reply"] = page.locator(".msg").evaluate_all(
         "els => els.map(e => e.classList.contains('user') ? 'user' : e.classList.contains('assistant') ? 'assistant' : 'other').slice(-2)"
     )

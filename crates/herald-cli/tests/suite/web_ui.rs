@@ -579,6 +579,8 @@ async fn webui_browser_composer_steers_interrupts_and_compacts() {
         json!(["user", "assistant"]),
         "{seen}"
     );
+    // A second Ctrl+Enter while the turn's op was unanswered sent nothing.
+    assert_eq!(seen["ops_while_held"], json!(["user_turn"]), "{seen}");
     let note = seen["compaction_note"].as_str().unwrap();
     assert!(note.contains("Compacted") && note.contains("→"), "{note}");
     assert!(

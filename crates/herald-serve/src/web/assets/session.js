@@ -166,9 +166,21 @@ export async function render(main, params) {
 
   // The composer.
   const input = h("textarea", { id: "composer", name: "text", rows: 3, placeholder: "Message herald (Ctrl+Enter sends; while a turn runs it steers it)", "aria-label": "Message" });
+  // One message in flight at a time: a second Ctrl+Enter before the first
+  // is answered would send the same text again (as a steer, once the page
+  // shows the turn running).
+  let sending = false;
   async function send(kind) {
     const text = input.value;
-    if (!text.trim()) return;
+    if (!text.trim() || sending) return;
+    sending = true;
+    try {
+      await sendNow(kind, text);
+    } finally {
+      sending = false;
+    }
+  }
+  async function sendNow(kind, text) {
     if (kind === "steer") {
       try {
         await api.op(id, { type: "steer", text });
