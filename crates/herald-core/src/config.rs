@@ -818,7 +818,7 @@ pub const DEFAULT_CONFIG: &str = r#"# herald configuration. Precedence: command-
 # request_timeout_seconds = 600 # 1-86400 seconds one model request may take in all; a reply
 #                              #   still streaming then is cut there (kept, with a warning)
 # connect_timeout = 30         # 1-300 seconds to connect
-# max_requests_in_flight = 512 # 1-65536 requests (and connections) in flight to one
+# max_requests_in_flight = 1024 # 1-65536 requests (and connections) in flight to one
 #                              #   provider endpoint from the whole process; 429s lower it
 
 [tools]

@@ -21,8 +21,12 @@ use tokio_util::sync::CancellationToken;
 /// connection, so this also bounds the connections one process opens to an
 /// endpoint: a fan-out of 10,000 children opening 10,000 at once overflows
 /// the accept queues of servers (and the proxies before them) and waits on
-/// the kernel's SYN retries instead of on the model.
-pub const DEFAULT_MAX_IN_FLIGHT: usize = 512;
+/// the kernel's SYN retries instead of on the model. The bound is also a
+/// floor on a wide fan-out's wall time (requests × latency / bound): 1,024
+/// keeps that floor well below the rest of the work at 10,000 children
+/// while a few hundred more connections cost little memory (measured in
+/// `docs/BENCHMARKS.md`, "10,000 children").
+pub const DEFAULT_MAX_IN_FLIGHT: usize = 1024;
 
 /// Waiters one release wakes at most (a raised bound fills up over the
 /// next few releases).

@@ -331,7 +331,7 @@ async fn config_show_needs_no_key_and_prints_every_section() {
         "[network]",
         "stream_idle_timeout = 120",
         "request_timeout_seconds = 600",
-        "max_requests_in_flight = 512",
+        "max_requests_in_flight = 1024",
         "[tools]",
         "output_limit_chars = 50000",
         "[delegation]",
