@@ -103,7 +103,7 @@ pub(crate) const NETWORK: &[Key] = &[
         "max_requests_in_flight",
         int(1, 65_536),
         "requests in flight to one provider endpoint from the whole process",
-        "512",
+        "1024",
     ),
 ];
 
