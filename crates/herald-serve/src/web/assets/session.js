@@ -167,8 +167,8 @@ export async function render(main, params) {
   // The composer.
   const input = h("textarea", { id: "composer", name: "text", rows: 3, placeholder: "Message herald (Ctrl+Enter sends; while a turn runs it steers it)", "aria-label": "Message" });
   // One message in flight at a time: a second Ctrl+Enter before the first
-  // is answered would send the same text again (as a steer, once the page
-  // shows the turn running).
+  // is answered would send the same text again, as a steer or, when the
+  // quick turn has already ended, as a second turn.
   let sending = false;
   async function send(kind) {
     const text = input.value;
