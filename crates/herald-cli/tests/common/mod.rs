@@ -314,6 +314,15 @@ pub async fn assert_gone(pids: &[i32], what: &str) {
     herald_testkit::assert_gone_within(pids, what, std::time::Duration::from_secs(5)).await;
 }
 
+/// The model's `agent_wait` call for one agent (60 s at most: the wait ends
+/// as soon as the agent finishes).
+pub fn wait_for_agent(id: &str) -> herald_testkit::Reply {
+    herald_testkit::Reply::tool(
+        "agent_wait",
+        serde_json::json!({"agent_ids": [id], "timeout_seconds": 60}),
+    )
+}
+
 /// The ids a `delegate_task(background=true)` result dispatched.
 pub fn dispatched_ids(view: &herald_testkit::RequestView) -> Vec<String> {
     view.messages

@@ -9,7 +9,7 @@ use crate::common;
 
 use std::time::Duration;
 
-use common::{Harness, Wire, dispatched_ids, last, of_type, stderr};
+use common::{Harness, Wire, dispatched_ids, last, of_type, stderr, wait_for_agent};
 use herald_testkit::{RecordedRequest, Reply, RequestView, Script};
 use serde_json::{Value, json};
 
@@ -70,14 +70,8 @@ async fn messages_are_delivered_or_missed_and_a_follow_up_keeps_the_context() {
                     "agent_send",
                     json!({"agent_id": ids[1], "message": "too late for you"}),
                 ),
-                3 => Reply::tool(
-                    "agent_wait",
-                    json!({"agent_ids": [ids[0]], "timeout_seconds": 30}),
-                ),
-                4 => Reply::tool(
-                    "agent_wait",
-                    json!({"agent_ids": [ids[1]], "timeout_seconds": 30}),
-                ),
+                3 => wait_for_agent(&ids[0]),
+                4 => wait_for_agent(&ids[1]),
                 5 => Reply::tool("agent_status", json!({"agent_id": ids[0]})),
                 6 => Reply::tool("agent_status", json!({"agent_id": ids[1]})),
                 // Refused: it finished; the error names the way forward.
@@ -89,10 +83,7 @@ async fn messages_are_delivered_or_missed_and_a_follow_up_keeps_the_context() {
                     "agent_followup",
                     json!({"agent_id": ids[1], "message": "what did you say before?"}),
                 ),
-                9 => Reply::tool(
-                    "agent_wait",
-                    json!({"agent_ids": [ids[1]], "timeout_seconds": 30}),
-                ),
+                9 => wait_for_agent(&ids[1]),
                 _ => Reply::text("all talked through"),
             }
         });

@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 
 use crate::common::{
     Harness, Wire, dispatched_ids, git, last, model_of, of_type, stderr, tool_results,
+    wait_for_agent,
 };
 
 const CHILDREN: usize = 5;
@@ -97,22 +98,13 @@ async fn an_orchestrator_splits_steers_asks_and_merges_five_worktrees_under_a_ra
                 json!({"background": true, "isolation": "worktree", "tasks": tasks}),
             ),
             1 => Reply::tool("agent_send", json!({"agent_id": ids[0], "message": STEER})),
-            2 => Reply::tool(
-                "agent_wait",
-                json!({"agent_ids": [ids[0]], "timeout_seconds": 60}),
-            ),
-            3 => Reply::tool(
-                "agent_wait",
-                json!({"agent_ids": [ids[1]], "timeout_seconds": 60}),
-            ),
+            2 => wait_for_agent(&ids[0]),
+            3 => wait_for_agent(&ids[1]),
             4 => Reply::tool(
                 "agent_followup",
                 json!({"agent_id": ids[1], "message": "which file did you change?"}),
             ),
-            5 => Reply::tool(
-                "agent_wait",
-                json!({"agent_ids": [ids[1]], "timeout_seconds": 60}),
-            ),
+            5 => wait_for_agent(&ids[1]),
             _ => Reply::text("rename split, steered, asked"),
         }
     });

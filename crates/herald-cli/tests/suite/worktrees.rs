@@ -12,8 +12,8 @@ use herald_testkit::{Reply, Script};
 use serde_json::{Value, json};
 
 use crate::common::{
-    Harness, LiveRun, Wire, git, kill_leftovers, last, parse_events, sleeper_command, stderr,
-    tool_results,
+    Harness, LiveRun, Wire, dispatched_ids, git, kill_leftovers, last, parse_events,
+    sleeper_command, stderr, tool_results, wait_for_agent,
 };
 
 /// The work directory as a repository with one commit of `notes.txt`.
@@ -370,16 +370,13 @@ async fn a_follow_up_after_a_merge_builds_on_the_merged_head() {
             ],
         )
         .responder(|view| {
-            let ids = crate::common::dispatched_ids(view);
+            let ids = dispatched_ids(view);
             match view.turn {
                 0 => Reply::tool(
                     "delegate_task",
                     json!({"background": true, "isolation": "worktree", "goal": "wt asked child: add line one"}),
                 ),
-                1 | 4 => Reply::tool(
-                    "agent_wait",
-                    json!({"agent_ids": [ids[0]], "timeout_seconds": 60}),
-                ),
+                1 | 4 => wait_for_agent(&ids[0]),
                 2 => Reply::text("line one is on its branch"),
                 3 => Reply::tool(
                     "agent_followup",
